@@ -1,0 +1,43 @@
+# kubejoule — the two commands that matter: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test demo bench lint typecheck system-deps clean
+
+venv: $(STAMP)
+
+# torch is installed first and pinned: a bare torch requirement with no torch present
+# would pull a multi-GB CUDA build. The project then installs editable with all extras.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[scheduler,ml,dev]'
+	touch $(STAMP)
+
+# Debian packages the integration tests use (a real Prometheus). Installed only when missing;
+# needs root, as CI is.
+system-deps:
+	@command -v prometheus >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus iproute2) >/dev/null || echo "warning: could not install prometheus; its tests will be skipped"; \
+	    service prometheus stop >/dev/null 2>&1 || true; \
+	  else echo "note: not root, prometheus not installed; its tests will be skipped"; fi; }
+
+lint: venv
+	$(BIN)/ruff check agent scheduler rl tests benchmarks
+	$(BIN)/mypy
+
+test: venv system-deps lint
+	$(BIN)/pytest -q -p no:cacheprovider
+
+demo: venv
+	$(BIN)/python -m agent.demo
+
+bench: venv
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,2 @@
+"""kubejoule agent package."""
+__version__ = "0.1.0"

@@ -1,0 +1,106 @@
+"""Every file the agent reads goes through one HostFS, rooted at the host's procfs and sysfs.
+
+Taking the roots as arguments is what lets tests read checked-in fake trees and lets
+`kubejoule-agent snapshot` copy exactly the files that a sample read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class HostFS:
+    """Readers for one host's /proc and /sys, optionally recording every path read."""
+
+    procfs: Path = Path("/proc")
+    sysfs: Path = Path("/sys")
+    record: bool = False
+    recorded: set[Path] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.procfs = Path(self.procfs)
+        self.sysfs = Path(self.sysfs)
+
+    @property
+    def cgroup_root(self) -> Path:
+        return self.sysfs / "fs" / "cgroup"
+
+    def proc(self, *parts: str | int) -> Path:
+        return self.procfs.joinpath(*(str(p) for p in parts))
+
+    def sys(self, *parts: str) -> Path:
+        return self.sysfs.joinpath(*parts)
+
+    def read_text(self, path: Path) -> str:
+        """Read a whole file; OSError (incl. PermissionError) propagates to the caller."""
+        if self.record:
+            self.recorded.add(Path(path))
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+
+    def read_bytes(self, path: Path) -> bytes:
+        if self.record:
+            self.recorded.add(Path(path))
+        with open(path, "rb") as handle:
+            return handle.read()
+
+    def listdir(self, path: Path) -> list[str]:
+        """Directory entries, sorted; a missing directory is an empty list."""
+        try:
+            return sorted(os.listdir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def readlink(self, path: Path) -> str:
+        if self.record:
+            self.recorded.add(Path(path))
+        return os.readlink(path)
+
+
+def copy_preserving_links(src_root: Path, rel: Path, dst_root: Path) -> bool:
+    """Copy src_root/rel to dst_root/rel, recreating any symlinks met on the way.
+
+    The kernel's powercap tree is reached through symlinks in class/powercap; a snapshot must
+    keep them, or a replay would see a different layout from the host. Returns False when the
+    file could not be read (it is then left out of the snapshot).
+    """
+    parts = rel.parts
+    current = Path()
+    for index, part in enumerate(parts):
+        current = current / part
+        src = src_root / current
+        dst = dst_root / current
+        if src.is_symlink():
+            target = os.readlink(src)
+            if os.path.isabs(target):
+                # An absolute link would point outside the snapshot; follow it as a plain path.
+                resolved = Path(os.path.relpath(os.path.realpath(src), os.path.realpath(src_root)))
+            else:
+                resolved = Path(os.path.normpath(current.parent / target))
+            if not dst.is_symlink() and not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if os.path.isabs(target):
+                    os.symlink(os.path.relpath(dst_root / resolved, dst.parent), dst)
+                else:
+                    os.symlink(target, dst)
+            rest = Path(*parts[index + 1 :]) if index + 1 < len(parts) else Path()
+            if str(resolved).startswith(".."):
+                return False
+            return copy_preserving_links(src_root, resolved / rest, dst_root)
+    src = src_root / rel
+    dst = dst_root / rel
+    try:
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+            return True
+        data = src.read_bytes()
+    except OSError:
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(data)
+    shutil.copymode(src, dst)
+    return True

@@ -1,0 +1,188 @@
+"""The Snapshot: one immutable value per interval, the only contract between measuring and
+exporting. Exporters (JSON, Prometheus, the terminal view) read it and never touch the host.
+
+`to_record()` gives the JSON sample record, schema `kubejoule.sample/v1` (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA = "kubejoule.sample/v1"
+
+SOURCE_RAPL = "rapl"
+SOURCE_ESTIMATED = "estimated"
+SOURCE_NONE = "none"
+
+IDLE_FROM_UTILIZATION = "utilization"
+IDLE_FROM_CALIBRATION = "calibration"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Something that could not be measured this interval, and why."""
+
+    what: str
+    reason: str
+
+    def to_record(self) -> dict[str, str]:
+        return {"what": self.what, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ZonePower:
+    zone: str  # the zone's name, e.g. "package-0", "dram", "psys"
+    zone_id: str  # the powercap directory name, e.g. "intel-rapl:0:2"
+    socket: int | None
+    path: str  # path under <sysfs>, e.g. "class/powercap/intel-rapl:0:2"
+    watts: float | None
+    energy_joules: float | None  # energy in this interval; None on a gap
+
+    def to_record(self) -> dict[str, Any]:
+        return {"zone": self.zone, "socket": self.socket, "path": self.path, "watts": self.watts}
+
+
+@dataclass(frozen=True)
+class ContainerPower:
+    id: str
+    cpu_seconds: float
+    watts: float | None
+    name: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"id": self.id, "cpu_seconds": self.cpu_seconds, "watts": self.watts}
+
+
+@dataclass(frozen=True)
+class PodPower:
+    uid: str
+    qos: str | None
+    cpu_seconds: float
+    watts: float | None
+    containers: tuple[ContainerPower, ...] = ()
+    namespace: str | None = None
+    name: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "namespace": self.namespace,
+            "name": self.name,
+            "qos": self.qos,
+            "cpu_seconds": self.cpu_seconds,
+            "watts": self.watts,
+            "containers": [c.to_record() for c in self.containers],
+        }
+
+
+@dataclass(frozen=True)
+class VMPower:
+    name: str
+    uuid: str | None
+    pid: int
+    pod_uid: str | None
+    cpu_seconds: float
+    watts: float | None
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "uuid": self.uuid,
+            "pid": self.pid,
+            "pod_uid": self.pod_uid,
+            "cpu_seconds": self.cpu_seconds,
+            "watts": self.watts,
+        }
+
+
+@dataclass(frozen=True)
+class ProcessPower:
+    pid: int
+    comm: str
+    cpu_seconds: float
+    watts: float | None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"pid": self.pid, "comm": self.comm, "cpu_seconds": self.cpu_seconds, "watts": self.watts}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one interval measured. Watts are None when unknown — never 0 in their place."""
+
+    node: str
+    interval_seconds: float
+    timestamp: float  # wall-clock seconds (time.time()) at the end of the interval
+    source: str  # "rapl" | "estimated" | "none"
+    node_watts: float | None
+    idle_watts: float | None
+    active_watts: float | None
+    idle_source: str
+    cpu_utilization: float | None
+    busy_cpu_seconds: float | None
+    zones: tuple[ZonePower, ...] = ()
+    pods: tuple[PodPower, ...] = ()
+    host_watts: float | None = None
+    vms: tuple[VMPower, ...] = ()
+    processes: tuple[ProcessPower, ...] = ()
+    gaps: tuple[Gap, ...] = ()
+    # Attribution bookkeeping, counted by the exporter.
+    invariant_breached: bool = False
+    skew_scaled: bool = False
+    # Extensions from later parts (calibration, Metrics Server, network) live in `extra`
+    # as plain data, so the core record stays stable.
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def node_energy_joules(self) -> float | None:
+        if self.node_watts is None:
+            return None
+        return self.node_watts * self.interval_seconds
+
+    def extra_value(self, key: str, default: Any = None) -> Any:
+        for name, value in self.extra:
+            if name == key:
+                return value
+        return default
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "schema": SCHEMA,
+            "node": self.node,
+            "interval_seconds": self.interval_seconds,
+            "source": self.source,
+            "node_watts": self.node_watts,
+            "idle_watts": self.idle_watts,
+            "active_watts": self.active_watts,
+            "idle_source": self.idle_source,
+            "cpu_utilization": self.cpu_utilization,
+            "zones": [z.to_record() for z in self.zones],
+            "pods": [p.to_record() for p in self.pods],
+            "host_watts": self.host_watts,
+            "vms": [v.to_record() for v in self.vms],
+            "processes": [p.to_record() for p in self.processes],
+            "gaps": [g.to_record() for g in self.gaps],
+        }
+        for key, value in self.extra:
+            record.setdefault(key, value)
+        return record
+
+
+def with_gaps(gaps: list[Gap], what: str, reason: str) -> None:
+    """Append a gap unless the same one is already listed."""
+    gap = Gap(what, reason)
+    if gap not in gaps:
+        gaps.append(gap)
+
+
+__all__ = [
+    "SCHEMA",
+    "ContainerPower",
+    "Gap",
+    "PodPower",
+    "ProcessPower",
+    "Snapshot",
+    "VMPower",
+    "ZonePower",
+]

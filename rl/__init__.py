@@ -1,0 +1,1 @@
+"""kubejoule rl package."""

@@ -1,0 +1,1 @@
+"""kubejoule scheduler package."""
