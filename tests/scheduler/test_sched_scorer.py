@@ -1,0 +1,233 @@
+"""Table-driven tests of the heuristic energy scorer."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import pytest
+
+from agent.curves import PowerCurve
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.scorer import (
+    NEUTRAL_SCORE,
+    HeuristicScorer,
+    NodeHistory,
+    extended_watts,
+)
+
+NOW = 1_000_000.0
+LINEAR_100_300 = PowerCurve.linear(100.0, 300.0).as_points()  # 200 W per unit of utilization
+
+
+def pod(cpu: str | None = "2") -> PodInfo:
+    requests = {"cpu": cpu} if cpu is not None else {}
+    return PodInfo.from_k8s(
+        {
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]},
+        }
+    )
+
+
+def node(
+    name: str = "n1",
+    cores: float = 10.0,
+    utilization: float | None = 0.5,
+    age: float = 1.0,
+    points: tuple[float, ...] | None = LINEAR_100_300,
+    watts: float | None = 200.0,
+    since: float = 0.0,
+    pods: int = 3,
+    telemetry: bool = True,
+) -> NodeState:
+    info = NodeInfo(name, Resources(cpu_millicores=int(cores * 1000)))
+    tel = (
+        NodeTelemetry(
+            node=name,
+            sample_time=NOW - age,
+            watts=watts,
+            source="rapl" if watts is not None else "none",
+            utilization=utilization,
+            cores=cores,
+            curve_points=points,
+        )
+        if telemetry
+        else None
+    )
+    return NodeState(info=info, telemetry=tel, cpu_since_sample_cores=since, pod_count=pods)
+
+
+@dataclass
+class Case:
+    id: str
+    node: NodeState
+    pod_cpu: str | None = "2"
+    consolidation: bool = False
+    ref: float = 100.0
+    score: float = 0.0
+    delta: float | None = None
+    reason: str = "ok"
+    curves: dict[str, PowerCurve] = field(default_factory=dict)
+
+
+CASES = [
+    # 2 cores of 10 → Δu 0.2 → 40 W on a 100→300 W line; 100 × (1 − 40/100) = 60.
+    Case("fresh linear", node(), score=60.0, delta=40.0),
+    Case("stale → neutral", node(age=31.0), score=NEUTRAL_SCORE, reason="stale"),
+    Case("just fresh at the limit", node(age=30.0), score=60.0, delta=40.0),
+    Case("no telemetry → neutral", node(telemetry=False), score=NEUTRAL_SCORE, reason="missing"),
+    Case("no utilization → neutral", node(utilization=None), score=NEUTRAL_SCORE, reason="missing"),
+    Case("no curve, no history → neutral", node(points=None), score=NEUTRAL_SCORE, reason="no_curve"),
+    Case(
+        "configured curve used when the agent exports none",
+        node(points=None),
+        curves={"n1": PowerCurve.linear(50.0, 100.0)},  # 50 W per unit → 10 W
+        score=90.0,
+        delta=10.0,
+    ),
+    # Points curve: steep from 50 % on. u = 0.5 → 0.7 crosses two 40 W steps.
+    Case(
+        "points curve",
+        node(points=(100, 110, 120, 130, 140, 150, 190, 230, 270, 310, 350)),
+        score=20.0,
+        delta=80.0,
+    ),
+    # Assumed pods: 3 cores since the sample → u 0.8; same line, ΔP still 40 W (linear).
+    Case("assumed pods on a linear curve", node(since=3.0), score=60.0, delta=40.0),
+    # ... but on a curve that is flat until 80 % and steep after, assumed pods matter.
+    Case(
+        "assumed pods move u onto the steep part",
+        node(points=(100,) * 9 + (200, 300), utilization=0.5, since=3.0),
+        score=0.0,
+        delta=200.0,  # P(1.0) − P(0.8) = 300 − 100
+    ),
+    Case(
+        "without the assumed pods the same node looks cheap",
+        node(points=(100,) * 9 + (200, 300), utilization=0.5),
+        score=100.0,
+        delta=0.0,
+    ),
+    # Saturated: u = 1 already; extension with the last tenth's slope (200 W/unit) → 40 W.
+    Case("a full node is not free", node(utilization=1.0), score=60.0, delta=40.0),
+    Case("no request counts as 100 m", node(), pod_cpu=None, score=98.0, delta=2.0),
+    Case(
+        "consolidation: empty node also costs idle power",
+        node(pods=0),
+        consolidation=True,
+        ref=200.0,
+        score=30.0,  # 40 + 100 idle = 140 of 200
+        delta=140.0,
+    ),
+    Case("consolidation: busy node unchanged", node(pods=2), consolidation=True, score=60.0, delta=40.0),
+    Case("consolidation off: empty node", node(pods=0), score=60.0, delta=40.0),
+    Case("over the reference clamps at 0", node(), ref=20.0, score=0.0, delta=40.0),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_heuristic_table(case: Case) -> None:
+    scorer = HeuristicScorer(
+        delta_p_ref_watts=case.ref, consolidation=case.consolidation, curves=case.curves
+    )
+    [result] = scorer.score(pod(case.pod_cpu), [case.node], NOW)
+    assert result.node == case.node.info.name
+    assert result.reason == case.reason
+    assert result.score == pytest.approx(case.score)
+    if case.delta is None:
+        assert result.delta_watts is None
+    else:
+        assert result.delta_watts == pytest.approx(case.delta)
+
+
+def test_online_fit_gives_a_curve_from_history() -> None:
+    scorer = HeuristicScorer(delta_p_ref_watts=100.0)
+    # P = 80 + 150 u, with a little noise.
+    history = [(0.1, 1.0), (0.3, -1.0), (0.5, 0.5), (0.7, -0.5), (0.9, 0.0)]
+    # Old (stale) samples score neutral but still teach the curve.
+    for i, (u, noise) in enumerate(history[:3]):
+        state = node(points=None, utilization=u, watts=80 + 150 * u + noise, age=90 - i)
+        [result] = scorer.score(pod(), [state], NOW)
+        assert (result.reason, result.score) == ("stale", NEUTRAL_SCORE)
+    assert scorer.fitted("n1") is None  # three samples are too few
+    for i, (u, noise) in enumerate(history[3:]):
+        state = node(points=None, utilization=u, watts=80 + 150 * u + noise, age=20 - i)
+        [result] = scorer.score(pod(), [state], NOW)
+        assert result.reason == "ok"
+    fit = scorer.fitted("n1")
+    assert fit is not None
+    assert fit.slope_watts == pytest.approx(150.0, rel=0.02)
+    assert fit.intercept_watts == pytest.approx(80.0, abs=1.5)
+    [result] = scorer.score(pod(), [node(points=None, utilization=0.5, age=0.5)], NOW)
+    assert result.reason == "ok"
+    assert result.delta_watts == pytest.approx(0.2 * fit.slope_watts)
+    # The fit is per node: another node without history still has no curve.
+    [result] = scorer.score(pod(), [node(name="other", points=None)], NOW)
+    assert (result.reason, result.score) == ("no_curve", NEUTRAL_SCORE)
+
+
+@pytest.mark.parametrize(
+    ("points", "why"),
+    [
+        ([(0.5, 200.0), (0.51, 201.0), (0.5, 199.0), (0.52, 202.0)], "no spread in u"),
+        ([(0.1, 300.0), (0.4, 250.0), (0.7, 200.0), (0.9, 150.0)], "negative slope"),
+        ([(0.1, 100.0), (0.9, 200.0)], "too few samples"),
+    ],
+)
+def test_history_refuses_bad_fits(points: list[tuple[float, float]], why: str) -> None:
+    history = NodeHistory()
+    for t, (u, p) in enumerate(points):
+        history.add(float(t), u, p)
+    assert history.fit() is None, why
+
+
+def test_history_ignores_repeated_samples() -> None:
+    history = NodeHistory()
+    assert history.add(10.0, 0.1, 100.0)
+    assert not history.add(10.0, 0.9, 500.0)
+    assert not history.add(9.0, 0.9, 500.0)
+    assert len(history) == 1
+
+
+def test_unmeasured_watts_never_enter_the_history() -> None:
+    scorer = HeuristicScorer()
+    for i in range(6):
+        scorer.observe(
+            NodeTelemetry("n1", NOW - 10 + i, watts=None, source="none", utilization=i / 6, cores=4)
+        )
+    assert scorer.fitted("n1") is None
+
+
+def test_candidate_independence() -> None:
+    """Shuffling or removing other candidates never changes a node's score."""
+    rng = random.Random(7)
+    nodes = [
+        node(
+            name=f"n{i}",
+            cores=rng.choice([4.0, 8.0, 16.0]),
+            utilization=rng.choice([None, rng.random()]),
+            age=rng.choice([1.0, 5.0, 45.0]),
+            points=rng.choice([None, LINEAR_100_300, PowerCurve.fan(60, 250, 1.4).as_points()]),
+            since=rng.choice([0.0, 1.5]),
+            pods=rng.choice([0, 4]),
+        )
+        for i in range(40)
+    ]
+    scorer = HeuristicScorer(delta_p_ref_watts=60.0, consolidation=True)
+    full = {r.node: r for r in scorer.score(pod("1500m"), nodes, NOW)}
+    for _ in range(20):
+        subset = rng.sample(nodes, rng.randint(1, len(nodes)))
+        for result in scorer.score(pod("1500m"), subset, NOW):
+            assert result == full[result.node]
+    assert {r.reason for r in full.values()} >= {"ok", "stale", "missing", "no_curve"}
+
+
+def test_extended_watts_continues_past_full() -> None:
+    curve = PowerCurve.linear(100.0, 300.0)
+    assert extended_watts(curve, 0.5) == pytest.approx(200.0)
+    assert extended_watts(curve, 1.5) == pytest.approx(400.0)
+
+
+def test_reference_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        HeuristicScorer(delta_p_ref_watts=0)
