@@ -53,9 +53,8 @@ class PowerCurve:
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> PowerCurve:
         """Build from a node-group `power:` block or a calibration profile."""
-        if "points" in spec and spec["points"] is not None and spec.get("model") != "linear":
-            if spec.get("model") in (None, "points", "piecewise"):
-                return cls.from_points(spec["points"])
+        if spec.get("points") is not None and spec.get("model") in (None, "points", "piecewise"):
+            return cls.from_points(spec["points"])
         model = spec.get("model", spec.get("curve", "linear"))
         idle = float(spec["idle_watts"])
         peak = float(spec["max_watts"])

@@ -1,0 +1,270 @@
+"""The RAPL meter: energy counters read through the Linux powercap interface.
+
+The kernel lays zones out as symlinks in `<sysfs>/class/powercap/` pointing into
+`devices/virtual/powercap/<control type>/...`; subzones are also plain subdirectories of their
+parent there, so walking the device tree sees each subzone twice. We list `class/powercap`
+once, and identify zones by their directory name (`intel-rapl:0:2`), never by walking.
+
+Which zone is which comes from its `name` file, not its index: `intel-rapl:1` can be `psys` or
+`package-1`. `core` and `uncore` are inside `package` and never added to it; `mmio` zones
+repeat MSR zones of the same name and are dropped when the MSR zone exists.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.energy import CounterError, energy_delta_uj, uj_to_joules, wrap_period_seconds
+from agent.hostfs import HostFS
+from agent.snapshot import Gap, ZonePower
+
+POWERCAP_CLASS = ("class", "powercap")
+_ZONE_ID = re.compile(r"^(?P<control>[a-z0-9-]+)(?P<indices>(?::\d+)+)$")
+_PACKAGE_NAME = re.compile(r"^package-(?P<socket>\d+)(?:-die-\d+)?$")
+_CONSTRAINT_MAX_POWER = re.compile(r"^constraint_\d+_max_power_uw$")
+
+PERMISSION_HINT = (
+    "energy_uj is readable only by root on kernels with the fix for CVE-2020-8694 (Platypus); "
+    "run the agent as root (the privileged DaemonSet does), or check access with "
+    "`kubejoule-calibrate check`"
+)
+NO_POWERCAP_HINT = (
+    "no powercap zones under {path}: the intel_rapl_msr / intel_rapl_common driver is not "
+    "loaded (try `modprobe intel_rapl_msr`), the CPU has no RAPL, or this is a virtual machine "
+    "whose hypervisor does not expose RAPL"
+)
+
+
+@dataclass(frozen=True)
+class Zone:
+    """One powercap zone, as discovered."""
+
+    zone_id: str  # directory name, e.g. "intel-rapl:0:2"
+    control_type: str  # "intel-rapl", "intel-rapl-mmio", ...
+    indices: tuple[int, ...]
+    name: str  # contents of `name`, e.g. "package-0", "dram", "psys"
+    socket: int | None
+    max_energy_range_uj: int | None
+    max_power_uw: int | None
+
+    @property
+    def rel_path(self) -> str:
+        return "/".join((*POWERCAP_CLASS, self.zone_id))
+
+    @property
+    def is_top_level(self) -> bool:
+        return len(self.indices) == 1
+
+    @property
+    def parent_id(self) -> str | None:
+        if self.is_top_level:
+            return None
+        return self.control_type + "".join(f":{i}" for i in self.indices[:-1])
+
+    @property
+    def is_mmio(self) -> bool:
+        return self.control_type.endswith("-mmio")
+
+    @property
+    def is_package(self) -> bool:
+        return self.is_top_level and (self.name == "package" or bool(_PACKAGE_NAME.match(self.name)))
+
+
+@dataclass(frozen=True)
+class RaplReading:
+    """One read of every zone's counter."""
+
+    present: bool  # does <sysfs>/class/powercap exist at all
+    zones: dict[str, Zone] = field(default_factory=dict)
+    energy_uj: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # zone id -> why its counter is unknown
+
+
+def _read_int(fs: HostFS, path: Path) -> int:
+    text = fs.read_text(path).strip()
+    if not text:
+        raise ValueError(f"{path.name} is empty")
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{path.name} is not a number: {text[:40]!r}") from None
+    if value < 0:
+        raise ValueError(f"{path.name} is negative: {value}")
+    return value
+
+
+def _read_optional_int(fs: HostFS, path: Path) -> int | None:
+    try:
+        return _read_int(fs, path)
+    except (OSError, ValueError):
+        return None
+
+
+def _socket_for(name: str, indices: tuple[int, ...], parent: Zone | None) -> int | None:
+    if parent is not None:
+        return parent.socket
+    match = _PACKAGE_NAME.match(name)
+    if match:
+        return int(match.group("socket"))
+    if name == "package":
+        return indices[0]
+    return None
+
+
+def _describe_os_error(path: Path, exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return f"permission denied reading {path}: {PERMISSION_HINT}"
+    if isinstance(exc, FileNotFoundError):
+        return f"{path} disappeared (the zone was removed)"
+    return f"cannot read {path}: {exc.strerror or exc}"
+
+
+def discover_zones(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str]]:
+    """Find the zones; returns (powercap present, zones by id, zone id -> error)."""
+    class_dir = fs.sys(*POWERCAP_CLASS)
+    if not class_dir.is_dir():
+        return False, {}, {}
+    found: list[tuple[str, str, tuple[int, ...]]] = []
+    for entry in fs.listdir(class_dir):
+        match = _ZONE_ID.match(entry)
+        if match:
+            indices = tuple(int(i) for i in match.group("indices").split(":")[1:])
+            found.append((entry, match.group("control"), indices))
+    # Parents before children, so a subzone can inherit its package's socket.
+    found.sort(key=lambda item: (item[1], item[2]))
+    zones: dict[str, Zone] = {}
+    errors: dict[str, str] = {}
+    for zone_id, control, indices in found:
+        directory = class_dir / zone_id
+        try:
+            name = fs.read_text(directory / "name").strip()
+        except OSError as exc:
+            errors[zone_id] = _describe_os_error(directory / "name", exc)
+            continue
+        if not name:
+            errors[zone_id] = f"{directory / 'name'} is empty"
+            continue
+        parent_id = control + "".join(f":{i}" for i in indices[:-1]) if len(indices) > 1 else None
+        parent = zones.get(parent_id) if parent_id else None
+        powers = [
+            value
+            for entry in fs.listdir(directory)
+            if _CONSTRAINT_MAX_POWER.match(entry)
+            and (value := _read_optional_int(fs, directory / entry)) is not None
+            and value > 0
+        ]
+        zones[zone_id] = Zone(
+            zone_id=zone_id,
+            control_type=control,
+            indices=indices,
+            name=name,
+            socket=_socket_for(name, indices, parent),
+            max_energy_range_uj=_read_optional_int(fs, directory / "max_energy_range_uj"),
+            max_power_uw=max(powers) if powers else None,
+        )
+    # mmio zones repeat the MSR zone of the same name (same package, other access path).
+    msr_names = {(z.name, len(z.indices)) for z in zones.values() if not z.is_mmio}
+    zones = {
+        zid: z for zid, z in zones.items() if not (z.is_mmio and (z.name, len(z.indices)) in msr_names)
+    }
+    return True, zones, errors
+
+
+def read_rapl(fs: HostFS) -> RaplReading:
+    present, zones, errors = discover_zones(fs)
+    energy: dict[str, int] = {}
+    for zone_id in zones:
+        path = fs.sys(*POWERCAP_CLASS, zone_id, "energy_uj")
+        try:
+            energy[zone_id] = _read_int(fs, path)
+        except OSError as exc:
+            errors[zone_id] = _describe_os_error(path, exc)
+        except ValueError as exc:
+            errors[zone_id] = f"{path}: {exc}"
+    return RaplReading(present=present, zones=zones, energy_uj=energy, errors=errors)
+
+
+def node_zone_ids(zones: dict[str, Zone]) -> tuple[str, list[str]]:
+    """Which zones make up node power: ("psys", [psys]) or ("packages", [package…, dram…])."""
+    psys = [zid for zid, z in zones.items() if z.is_top_level and z.name == "psys"]
+    if psys:
+        return "psys", sorted(psys)
+    packages = [zid for zid, z in zones.items() if z.is_package]
+    drams = [
+        zid
+        for zid, z in zones.items()
+        if z.name == "dram" and (z.is_top_level or (z.parent_id in zones and zones[z.parent_id].is_package))
+    ]
+    return "packages", sorted(packages) + sorted(drams)
+
+
+@dataclass(frozen=True)
+class NodePower:
+    watts: float | None
+    zones: tuple[ZonePower, ...]
+    gaps: tuple[Gap, ...]
+    present: bool
+    zone_ids: tuple[str, ...]
+
+
+def compute_power(before: RaplReading, after: RaplReading, interval_seconds: float) -> NodePower:
+    """Zone and node watts between two readings; unknowns become gaps, never numbers."""
+    gaps: list[Gap] = []
+    if not after.present:
+        return NodePower(None, (), (), False, ())
+    zone_powers: list[ZonePower] = []
+    known_joules: dict[str, float] = {}
+    for zone_id in sorted(set(before.zones) | set(after.zones) | set(before.errors) | set(after.errors)):
+        zone = after.zones.get(zone_id) or before.zones.get(zone_id)
+        reason: str | None = None
+        if zone_id in after.errors:
+            reason = after.errors[zone_id]
+        elif zone_id in before.errors:
+            reason = before.errors[zone_id]
+        elif zone_id not in after.zones:
+            reason = f"zone {zone_id} disappeared between samples"
+        elif zone_id not in before.zones:
+            reason = f"zone {zone_id} appeared between samples; its first delta comes next interval"
+        joules: float | None = None
+        if reason is None and zone is not None:
+            max_range = after.zones[zone_id].max_energy_range_uj or before.zones[zone_id].max_energy_range_uj
+            period = wrap_period_seconds(max_range, zone.max_power_uw)
+            if period is not None and interval_seconds > period:
+                reason = (
+                    f"interval {interval_seconds:g} s is longer than the counter's wrap period "
+                    f"{period:.1f} s at the zone's maximum power: more than one wrap may have happened"
+                )
+            else:
+                try:
+                    delta = energy_delta_uj(before.energy_uj[zone_id], after.energy_uj[zone_id], max_range)
+                    joules = uj_to_joules(delta)
+                    known_joules[zone_id] = joules
+                except CounterError as exc:
+                    reason = str(exc)
+        if reason is not None:
+            gaps.append(Gap(f"zone {zone_id}" + (f" ({zone.name})" if zone else ""), reason))
+        if zone is not None:
+            zone_powers.append(
+                ZonePower(
+                    zone=zone.name,
+                    zone_id=zone_id,
+                    socket=zone.socket,
+                    path=zone.rel_path,
+                    watts=None if joules is None else joules / interval_seconds,
+                    energy_joules=joules,
+                )
+            )
+    # Zones from both reads: a contributing zone that vanished makes node power unknown,
+    # rather than silently smaller.
+    kind, ids = node_zone_ids({**before.zones, **after.zones})
+    watts: float | None = None
+    if not ids:
+        gaps.append(Gap("node", NO_POWERCAP_HINT.format(path="class/powercap") + " (no package or psys zone)"))
+    elif all(zid in known_joules for zid in ids):
+        watts = sum(known_joules[zid] for zid in ids) / interval_seconds
+    else:
+        missing = ", ".join(zid for zid in ids if zid not in known_joules)
+        gaps.append(Gap("node", f"node power ({kind}) is unknown because zone(s) {missing} have gaps"))
+    return NodePower(watts, tuple(zone_powers), tuple(gaps), True, tuple(ids))

@@ -1,0 +1,57 @@
+"""The one function that turns two counter readings into energy, wraps included."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.energy import CounterError, energy_delta_uj, uj_to_joules, wrap_period_seconds
+
+
+@pytest.mark.parametrize(
+    ("previous", "current", "max_range", "expected"),
+    [
+        (100, 250, 1000, 150),
+        (100, 100, 1000, 0),
+        (900, 50, 1000, 150),  # wrapped once: 100 to the top, 50 after
+        (1000, 0, 1000, 0),
+        (5, 10, None, 5),  # rising counters need no range
+        (5, 10, 0, 5),
+    ],
+)
+def test_delta_table(previous: int, current: int, max_range: int | None, expected: int) -> None:
+    assert energy_delta_uj(previous, current, max_range) == expected
+
+
+@pytest.mark.parametrize("max_range", [None, 0, -1])
+def test_falling_counter_without_range_is_an_error_not_a_number(max_range: int | None) -> None:
+    with pytest.raises(CounterError, match="max_energy_range_uj"):
+        energy_delta_uj(900, 50, max_range)
+
+
+def test_counter_above_its_range_was_reset_not_wrapped() -> None:
+    with pytest.raises(CounterError, match="reset"):
+        energy_delta_uj(5000, 10, 1000)
+
+
+@given(
+    max_range=st.integers(min_value=1, max_value=2**40),
+    start=st.integers(min_value=0, max_value=2**62),
+    data=st.data(),
+)
+def test_delta_recovers_true_energy_modulo_one_wrap(max_range: int, start: int, data: st.DataObject) -> None:
+    """The kernel reports true energy modulo the range; with less than one range of energy
+    between reads, the delta is exactly the true energy, wrapped or not."""
+    energy = data.draw(st.integers(min_value=0, max_value=max_range - 1))
+    previous = start % max_range
+    current = (start + energy) % max_range
+    assert energy_delta_uj(previous, current, max_range) == energy
+
+
+def test_units_and_wrap_period() -> None:
+    assert uj_to_joules(1_500_000) == pytest.approx(1.5)
+    # 262 kJ range at 150 W wraps after about 29 minutes
+    assert wrap_period_seconds(262_143_328_850, 150_000_000) == pytest.approx(1747.6, abs=0.1)
+    assert wrap_period_seconds(None, 150_000_000) is None
+    assert wrap_period_seconds(1000, None) is None
