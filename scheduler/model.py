@@ -8,7 +8,7 @@ standalone scheduler share one implementation of filtering and scoring.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -125,7 +125,10 @@ def _container_requests(container: Mapping[str, Any]) -> Resources:
     return Resources.from_k8s((container.get("resources") or {}).get("requests"))
 
 
-def effective_requests(spec: Mapping[str, Any]) -> Resources:
+def effective_requests(
+    spec: Mapping[str, Any],
+    container_requests: Callable[[Mapping[str, Any]], Resources] = _container_requests,
+) -> Resources:
     """A pod's requests as kube-scheduler counts them (resource fit, scoring).
 
     max(Σ app containers + Σ restartable (sidecar) init containers,
@@ -134,11 +137,11 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     """
     total = Resources()
     for container in spec.get("containers") or []:
-        total = total + _container_requests(container)
+        total = total + container_requests(container)
     sidecars = Resources()
     init_peak = Resources()
     for container in spec.get("initContainers") or []:
-        requests = _container_requests(container)
+        requests = container_requests(container)
         if container.get("restartPolicy") == "Always":
             sidecars = sidecars + requests
             init_peak = init_peak.max(sidecars)
@@ -147,6 +150,31 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     total = (total + sidecars).max(init_peak)
     overhead = Resources.from_k8s(spec.get("overhead"))
     return total + overhead + Resources(pods=1)
+
+
+# kube-scheduler's stand-ins for a container that sets no CPU or memory request, used by the
+# NodeResourcesFit scoring strategies (not by the fit filter): 100 millicores and 200 MiB.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST_BYTES = 200 * 1024 * 1024
+
+
+def _nonzero_container_requests(container: Mapping[str, Any]) -> Resources:
+    raw = (container.get("resources") or {}).get("requests") or {}
+    requests = Resources.from_k8s(raw)
+    # Only a *missing* key gets the default; an explicit "0" stays 0, as in kube-scheduler.
+    return Resources(
+        cpu_millicores=requests.cpu_millicores if "cpu" in raw else DEFAULT_MILLI_CPU_REQUEST,
+        memory_bytes=requests.memory_bytes if "memory" in raw else DEFAULT_MEMORY_REQUEST_BYTES,
+        pods=requests.pods,
+        ephemeral_storage_bytes=requests.ephemeral_storage_bytes,
+    )
+
+
+def nonzero_requests(spec: Mapping[str, Any]) -> Resources:
+    """A pod's requests as kube-scheduler's NodeResourcesFit *scoring* counts them: like
+    effective_requests(), but each container (app or init) that sets no CPU or no memory
+    request counts DEFAULT_MILLI_CPU_REQUEST / DEFAULT_MEMORY_REQUEST_BYTES for it."""
+    return effective_requests(spec, _nonzero_container_requests)
 
 
 def _requirements(items: Sequence[Mapping[str, Any]] | None) -> tuple[SelectorRequirement, ...]:
@@ -174,6 +202,8 @@ class PodInfo:
     annotations: tuple[tuple[str, str], ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
     phase: str | None = None
+    # Requests with kube-scheduler's scoring defaults (see nonzero_requests()); None = `requests`.
+    nonzero_requests: Resources | None = None
 
     @property
     def key(self) -> str:
@@ -213,6 +243,7 @@ class PodInfo:
             annotations=tuple(sorted((meta.get("annotations") or {}).items())),
             labels=tuple(sorted((meta.get("labels") or {}).items())),
             phase=status.get("phase"),
+            nonzero_requests=nonzero_requests(spec),
         )
 
 
@@ -284,6 +315,8 @@ class NodeState:
     # CPU (cores) requested by pods bound or assumed after the telemetry sample was taken.
     cpu_since_sample_cores: float = 0.0
     pod_count: int = 0  # pods on the node (bound + assumed)
+    # Σ of those pods' nonzero_requests (kube-scheduler's NonZeroRequested); None = `requested`.
+    nonzero_requested: Resources | None = None
 
 
 @dataclass(frozen=True)
