@@ -314,7 +314,7 @@ class PrometheusSource:
 
     name = "prometheus"
 
-    QUERIES = (M_POWER, M_UTILIZATION, M_CURVE, M_TIMESTAMP, M_POD_POWER)
+    QUERIES: tuple[str, ...] = (M_POWER, M_UTILIZATION, M_CURVE, M_TIMESTAMP, M_POD_POWER)
 
     def __init__(self, url: str, timeout_seconds: float = 5.0) -> None:
         self._base = url.rstrip("/")
