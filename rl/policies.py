@@ -1,0 +1,138 @@
+"""Placement policies for the simulator, built on the scheduler's own scoring code.
+
+| name | what it is |
+|---|---|
+| `default` | kube-scheduler: NodeResourcesFit LeastAllocated + BalancedAllocation, weight 1 each, best total, ties at random (`scheduler.kube_scoring.default_choice`) |
+| `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
+| `roundrobin` | the next feasible node after the last one used, in node order (the old DQN project's baseline) |
+| `peaks` | PEAKS' power-jump score, normalized as the plugin does (`rl/peaks.py`) |
+| `trimaran` | Trimaran's TargetLoadPacking, target 40 % (`rl/trimaran.py`) |
+| `heuristic` | kubejoule's energy scorer (`scheduler.scorer.HeuristicScorer`) |
+| `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
+
+Every scorer-based policy picks the highest score, ties at random with kube-scheduler's
+reservoir sampling (`scheduler.kube_scoring.select_host`), using the run's seeded RNG.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from collections.abc import Sequence
+from typing import Any, cast
+
+from rl.peaks import PeaksScorer, fit_power_model
+from rl.scenario import NodeSpec
+from rl.simulator import Policy, PowerOffModel
+from rl.trimaran import TargetLoadPackingScorer
+from scheduler.kube_scoring import LEAST_ALLOCATED, MOST_ALLOCATED, default_choice, select_host
+from scheduler.model import NodeState, PodInfo, Scorer
+from scheduler.scorer import HeuristicScorer
+
+BUILTIN_POLICIES = ("default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic")
+
+
+class KubeDefaultPolicy:
+    """kube-scheduler's default resource scoring, LeastAllocated or MostAllocated."""
+
+    def __init__(self, strategy: str = LEAST_ALLOCATED, name: str = "default") -> None:
+        self.strategy = strategy
+        self.name = name
+        self._rng = random.Random(0)
+
+    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
+        self._rng = rng
+
+    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+        choice = default_choice(pod, feasible, self._rng, self.strategy)
+        assert choice is not None  # feasible is never empty
+        return choice
+
+
+class RoundRobinPolicy:
+    """The first feasible node at or after the one following the last choice, in node order."""
+
+    name = "roundrobin"
+
+    def __init__(self) -> None:
+        self._order: dict[str, int] = {}
+        self._next = 0
+
+    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
+        self._order = {n.name: i for i, n in enumerate(nodes)}
+        self._next = 0
+
+    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+        count = len(self._order)
+        ranked = sorted(feasible, key=lambda s: (self._order[s.info.name] - self._next) % count)
+        chosen = ranked[0].info.name
+        self._next = (self._order[chosen] + 1) % count
+        return chosen
+
+
+class ScorerPolicy:
+    """Any Scorer as a policy: the best score wins, ties broken at random like kube-scheduler."""
+
+    def __init__(self, scorer: Scorer, name: str | None = None) -> None:
+        self.scorer = scorer
+        self.name = name or scorer.name
+        self._rng = random.Random(0)
+
+    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
+        self._rng = rng
+
+    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+        results = self.scorer.score(pod, feasible, now)
+        pairs = [(r.node, r.score) for r in results]
+        # select_host compares with > and ==, which is exact for float scores as well.
+        choice = select_host(cast("Sequence[tuple[str, int]]", pairs), self._rng)
+        assert choice is not None
+        return choice
+
+
+def heuristic_scorer(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> HeuristicScorer:
+    """The energy scorer as the simulator configures it.
+
+    Consolidation is on exactly when nodes can power off (the scorer's documented switch).
+    ΔP_ref is the largest full-load power in the cluster, so the 0–100 scale does not saturate
+    and every candidate's extra watts stay distinguishable.
+    """
+    reference = max(20.0, max(n.curve.max_watts for n in nodes))
+    return HeuristicScorer(delta_p_ref_watts=reference, consolidation=power_off is not None)
+
+
+def _load_scorer(spec: str, nodes: Sequence[NodeSpec]) -> Scorer:
+    parts = spec.split(":")
+    if len(parts) != 3 or not parts[1] or not parts[2]:
+        raise ValueError(f"model policy must be py:MODULE:ATTR, got {spec!r}")
+    _, module_name, attr = parts
+    target: Any = getattr(importlib.import_module(module_name), attr)
+    scorer = target if hasattr(target, "score") else target(list(nodes))
+    if not hasattr(scorer, "score"):
+        raise ValueError(f"{spec} did not give a Scorer")
+    return cast(Scorer, scorer)
+
+
+def make_policy(
+    name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None = None
+) -> Policy:
+    """A fresh policy by name (see the module docstring)."""
+    if name == "default":
+        return KubeDefaultPolicy(LEAST_ALLOCATED, "default")
+    if name == "mostallocated":
+        return KubeDefaultPolicy(MOST_ALLOCATED, "mostallocated")
+    if name == "roundrobin":
+        return RoundRobinPolicy()
+    if name == "peaks":
+        fits = {curve: fit_power_model(curve) for curve in {n.curve for n in nodes}}
+        models = {n.name: fits[n.curve] for n in nodes}
+        return ScorerPolicy(PeaksScorer(models), "peaks")
+    if name == "trimaran":
+        return ScorerPolicy(TargetLoadPackingScorer(), "trimaran")
+    if name == "heuristic":
+        return ScorerPolicy(heuristic_scorer(nodes, power_off), "heuristic")
+    if name.startswith("py:"):
+        return ScorerPolicy(_load_scorer(name, nodes), name)
+    raise ValueError(
+        f"unknown policy {name!r}; known: {', '.join(BUILTIN_POLICIES)}, py:MODULE:ATTR"
+    )

@@ -1,0 +1,254 @@
+"""Simulator inputs: node groups (YAML), workload traces (CSV), bundled scenarios.
+
+Node groups, as DESIGN.md specifies — a YAML list of
+
+    - name: gen2010
+      count: 4
+      cpu_cores: 24
+      memory_gib: 12
+      power: {idle_watts: 66, max_watts: 247, curve: fan, r: 1.4}   # or linear
+      # or   power: {points: [66, 107, 120, ...]}                    # 11 watts values, 0%..100%
+      max_pods: 110        # optional, kubelet's default
+      source: "..."        # optional free text: where the curve comes from
+
+Trace: CSV with the header `submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage`; one row
+per pod. `duration_s` is the run time with the CPU it wants (`cpu_usage` cores, the mean while
+running, which may exceed `cpu_request`); contention stretches it (see rl/simulator.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.curves import PowerCurve
+from scheduler.model import NodeInfo, PodInfo, Resources
+
+TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
+GIB_BYTES = 2**30
+DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One simulated node."""
+
+    name: str
+    group: str
+    cpu_cores: float
+    memory_gib: float
+    curve: PowerCurve
+    max_pods: int = DEFAULT_MAX_PODS
+
+    def node_info(self) -> NodeInfo:
+        return NodeInfo(
+            name=self.name,
+            allocatable=Resources(
+                cpu_millicores=round(self.cpu_cores * 1000),
+                memory_bytes=round(self.memory_gib * GIB_BYTES),
+                pods=self.max_pods,
+            ),
+            labels=(("kubejoule.io/node-group", self.group),),
+        )
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """One pod of a trace. Times in seconds, CPU in cores, memory in GiB."""
+
+    index: int
+    submit_s: float
+    duration_s: float
+    cpu_request: float
+    mem_request_gib: float
+    cpu_usage: float
+
+    @property
+    def work_core_seconds(self) -> float:
+        return self.cpu_usage * self.duration_s
+
+    def pod_info(self) -> PodInfo:
+        return PodInfo(
+            namespace="sim",
+            name=f"pod-{self.index}",
+            uid=f"sim-{self.index}",
+            requests=Resources(
+                cpu_millicores=round(self.cpu_request * 1000),
+                memory_bytes=round(self.mem_request_gib * GIB_BYTES),
+                pods=1,
+            ),
+        )
+
+
+class ScenarioError(ValueError):
+    """A node-group file or a trace that does not follow the format."""
+
+
+def _number(value: Any, what: str, minimum: float = 0.0, strict: bool = False) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ScenarioError(f"{what}: not a number: {value!r}") from exc
+    if number != number or number < minimum or (strict and number <= minimum):
+        bound = ">" if strict else ">="
+        raise ScenarioError(f"{what}: must be {bound} {minimum}, got {value!r}")
+    return number
+
+
+def parse_node_groups(data: Any) -> list[NodeSpec]:
+    """Nodes from the parsed YAML (a list of groups), in file order, named `<group>-<i>`."""
+    if not isinstance(data, list) or not data:
+        raise ScenarioError("node groups: expected a non-empty YAML list of groups")
+    nodes: list[NodeSpec] = []
+    seen: set[str] = set()
+    for position, group in enumerate(data):
+        if not isinstance(group, Mapping):
+            raise ScenarioError(f"node group #{position}: expected a mapping")
+        name = str(group.get("name") or "")
+        if not name or name in seen:
+            raise ScenarioError(f"node group #{position}: missing or duplicate name {name!r}")
+        seen.add(name)
+        count = group.get("count", 1)
+        if not isinstance(count, int) or count < 0:
+            raise ScenarioError(f"node group {name}: count must be a non-negative integer")
+        cores = _number(group.get("cpu_cores"), f"node group {name}: cpu_cores", strict=True)
+        memory = _number(group.get("memory_gib"), f"node group {name}: memory_gib", strict=True)
+        power = group.get("power")
+        if not isinstance(power, Mapping):
+            raise ScenarioError(f"node group {name}: power must be a mapping")
+        try:
+            curve = PowerCurve.from_mapping(power)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ScenarioError(f"node group {name}: bad power block: {exc}") from exc
+        points = curve.as_points()
+        if any(b < a for a, b in zip(points, points[1:], strict=False)) or points[0] < 0:
+            raise ScenarioError(f"node group {name}: power must not fall as load rises")
+        max_pods = int(group.get("max_pods", DEFAULT_MAX_PODS))
+        for i in range(count):
+            nodes.append(NodeSpec(f"{name}-{i}", name, cores, memory, curve, max_pods))
+    if not nodes:
+        raise ScenarioError("node groups: no nodes (every count is 0)")
+    return nodes
+
+
+def load_node_groups(path: str | Path) -> list[NodeSpec]:
+    text = Path(path).read_text()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not YAML: {exc}") from exc
+    return parse_node_groups(data)
+
+
+def parse_trace(text: str) -> list[PodSpec]:
+    """Pods from trace CSV text, sorted by submit time (stable, so file order breaks ties)."""
+    reader = csv.reader(io.StringIO(text))
+    rows = [row for row in reader if row and any(cell.strip() for cell in row)]
+    if not rows:
+        raise ScenarioError("trace: empty")
+    header = tuple(cell.strip() for cell in rows[0])
+    if header != TRACE_HEADER:
+        raise ScenarioError(
+            f"trace: header must be {','.join(TRACE_HEADER)}, got {','.join(header)}"
+        )
+    pods: list[PodSpec] = []
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(TRACE_HEADER):
+            raise ScenarioError(f"trace line {line}: expected {len(TRACE_HEADER)} fields")
+        submit, duration, request, memory, usage = row
+        pods.append(
+            PodSpec(
+                index=len(pods),
+                submit_s=_number(submit, f"trace line {line}: submit_s"),
+                duration_s=_number(duration, f"trace line {line}: duration_s", strict=True),
+                cpu_request=_number(request, f"trace line {line}: cpu_request"),
+                mem_request_gib=_number(memory, f"trace line {line}: mem_request_gib"),
+                cpu_usage=_number(usage, f"trace line {line}: cpu_usage"),
+            )
+        )
+    ordered = sorted(pods, key=lambda p: p.submit_s)
+    return [
+        PodSpec(i, p.submit_s, p.duration_s, p.cpu_request, p.mem_request_gib, p.cpu_usage)
+        for i, p in enumerate(ordered)
+    ]
+
+
+def load_trace(path: str | Path) -> list[PodSpec]:
+    return parse_trace(Path(path).read_text())
+
+
+def format_trace(pods: Iterable[PodSpec]) -> str:
+    """Trace CSV text (the inverse of parse_trace, to 6 significant decimals)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(TRACE_HEADER)
+    for p in pods:
+        writer.writerow(
+            [
+                f"{p.submit_s:.3f}",
+                f"{p.duration_s:.3f}",
+                f"{p.cpu_request:.3f}",
+                f"{p.mem_request_gib:.3f}",
+                f"{p.cpu_usage:.4f}",
+            ]
+        )
+    return out.getvalue()
+
+
+# --- bundled scenarios ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A bundled benchmark scenario: files in rl/scenarios/ plus the power-off settings."""
+
+    name: str
+    nodes_file: str
+    trace_file: str
+    description: str
+    power_off_after_s: float | None = None
+    boot_seconds: float = 120.0
+    boot_joules: float | None = None
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "homogeneous",
+            "homogeneous.yaml",
+            "trace-homogeneous.csv",
+            "16 identical 16-core nodes, Fan et al. curve (r = 1.4); nodes never power off.",
+        ),
+        Scenario(
+            "heterogeneous",
+            "heterogeneous.yaml",
+            "trace-heterogeneous.csv",
+            "Four server generations with SPECpower_ssj2008 curves; nodes never power off.",
+        ),
+        Scenario(
+            "heterogeneous-poweroff",
+            "heterogeneous.yaml",
+            "trace-heterogeneous.csv",
+            "The heterogeneous cluster; a node empty for 10 min powers off, boots in 120 s.",
+            power_off_after_s=600.0,
+            boot_seconds=120.0,
+        ),
+    )
+}
+
+
+def scenario_path(filename: str) -> Path:
+    """Path of a file bundled in rl/scenarios/ (works from a checkout and an installed wheel)."""
+    return Path(str(resources.files("rl").joinpath("scenarios", filename)))
+
+
+def scenario_names() -> Sequence[str]:
+    return tuple(SCENARIOS)

@@ -1,0 +1,458 @@
+"""A discrete-event cluster simulator with exact energy accounting.
+
+Model (every number in joules, watts, seconds, cores):
+
+* A node's power is `P(u)` from its curve, `u = min(1, Σ cpu_usage of its running pods / cores)`.
+  `u` only changes at events, so energy between two events is exactly `P(u) × Δt`.
+* Contention: when `Σ usage > cores`, every running pod on that node progresses at
+  `cores / Σ usage` of its own speed; its remaining work stretches and its finish time moves.
+  A pod's slowdown is `(finish − submit) / duration − 1`: CPU contention, waiting for room and
+  waiting for a boot all count.
+* Placement: each pod is placed on arrival by a policy through the scheduler's own filter
+  (`scheduler.filters.filter_nodes`: pods, cpu and memory requests vs allocatable). A pod that
+  fits nowhere waits and is retried, in arrival order, whenever a pod finishes; it is counted once
+  as unschedulable.
+* Power-off (optional): a node empty (no pods, none on the way) for `after_seconds` powers off
+  (0 W). Placing a pod on an off node boots it: `boot_seconds` at `boot_joules / boot_seconds`
+  watts, then the pods placed on it start. Nodes start powered on.
+* Telemetry: the policy sees every node as a fresh sample (utilization from usage, watts, the
+  node's 11-point curve); requests of pods placed but not yet running (booting node) are in
+  `cpu_since_sample_cores`, like pods bound since the last sample in a real cluster.
+
+The run ends when the last pod finishes; energy is integrated from 0 to that time.
+`Simulation.next_decision()` / `place()` expose the decisions one by one (the gymnasium env uses
+them); `Simulation.run(policy)` drives them with a policy.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rl.scenario import NodeSpec, PodSpec
+from scheduler.filters import filter_nodes
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+
+ON = "on"
+OFF = "off"
+BOOTING = "booting"
+
+# Events at the same instant: finishing pods free room before anything else looks at it, and a
+# node due to power off at the instant a pod arrives stays on for it.
+_COMPLETE = 0
+_BOOT_DONE = 1
+_ARRIVAL = 2
+_POWER_OFF = 3
+
+# A pod whose remaining run time is below this is finished (float round-off of rate × time).
+_DONE_EPSILON_SECONDS = 1e-9
+
+
+@dataclass(frozen=True)
+class PowerOffModel:
+    """Nodes power off when empty for `after_seconds`; a boot costs time and energy."""
+
+    after_seconds: float
+    boot_seconds: float = 120.0
+    # None: boot_seconds × the node's full-load watts (a boot keeps the machine busy).
+    boot_joules: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.after_seconds < 0 or self.boot_seconds < 0:
+            raise ValueError("power-off and boot times must be >= 0")
+        if self.boot_joules is not None and self.boot_joules < 0:
+            raise ValueError("boot_joules must be >= 0")
+
+    def joules_for(self, node: NodeSpec) -> float:
+        if self.boot_joules is not None:
+            return self.boot_joules
+        return self.boot_seconds * node.curve.max_watts
+
+
+class Policy(Protocol):
+    """Chooses a node for a pod among the feasible ones (all of which fit its requests)."""
+
+    name: str
+
+    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None: ...
+
+    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str: ...
+
+
+@dataclass
+class _Node:
+    spec: NodeSpec
+    info: NodeInfo
+    points: tuple[float, ...]
+    state: str = ON
+    running: dict[int, float] = field(default_factory=dict)  # pod index → remaining seconds
+    pending: list[int] = field(default_factory=list)  # placed, waiting for the boot
+    requested: Resources = field(default_factory=Resources)
+    pending_cpu_cores: float = 0.0
+    usage_cores: float = 0.0
+    power_watts: float = 0.0
+    energy_joules: float = 0.0
+    last_energy_s: float = 0.0
+    last_progress_s: float = 0.0
+    version: int = 0  # bumps on every change; stale completion/power-off events are skipped
+    boots: int = 0
+
+    @property
+    def cores(self) -> float:
+        return self.spec.cpu_cores
+
+    @property
+    def rate(self) -> float:
+        """Speed of each running pod relative to running alone."""
+        if self.usage_cores <= self.cores or self.usage_cores <= 0:
+            return 1.0
+        return self.cores / self.usage_cores
+
+    @property
+    def utilization(self) -> float:
+        if self.state != ON or self.cores <= 0:
+            return 0.0
+        return min(1.0, self.usage_cores / self.cores)
+
+    @property
+    def empty(self) -> bool:
+        return not self.running and not self.pending
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    index: int
+    node: str
+    submit_s: float
+    start_s: float
+    finish_s: float
+    duration_s: float
+    waited: bool  # found no feasible node at least once
+
+    @property
+    def slowdown(self) -> float:
+        """(finish − submit) / duration − 1: 0 when the pod ran as fast as it wanted at once."""
+        return (self.finish_s - self.submit_s) / self.duration_s - 1.0
+
+
+@dataclass
+class SimResult:
+    energy_joules: float
+    end_s: float
+    node_energy_joules: dict[str, float]
+    outcomes: list[PodOutcome]
+    unschedulable: int  # pods that found no feasible node at least once
+    never_scheduled: int  # pods still waiting when nothing else could happen
+    boots: int
+    timeline: list[tuple[float, float]]  # (time, cluster watts from then on)
+
+    def slowdowns(self) -> list[float]:
+        return [o.slowdown for o in self.outcomes]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A pod waiting to be placed, and the feasible nodes (as the scheduler would see them)."""
+
+    pod: PodSpec
+    info: PodInfo
+    feasible: tuple[NodeState, ...]
+    now: float
+
+
+class Simulation:
+    """One run of a trace on a cluster. Single use."""
+
+    def __init__(
+        self,
+        nodes: Sequence[NodeSpec],
+        pods: Sequence[PodSpec],
+        power_off: PowerOffModel | None = None,
+        record_timeline: bool = True,
+    ) -> None:
+        if not nodes:
+            raise ValueError("a simulation needs at least one node")
+        self.specs = list(nodes)
+        self.pods = list(pods)
+        self.power_off = power_off
+        self.record_timeline = record_timeline
+        self.now = 0.0
+        self.energy_joules = 0.0
+        self.cluster_watts = 0.0
+        self.timeline: list[tuple[float, float]] = []
+        self._nodes = [_Node(s, s.node_info(), s.curve.as_points()) for s in self.specs]
+        self._by_name = {n.spec.name: n for n in self._nodes}
+        self._position = {n.spec.name: i for i, n in enumerate(self._nodes)}
+        if len(self._by_name) != len(self._nodes):
+            raise ValueError("node names must be unique")
+        self._infos = [p.pod_info() for p in self.pods]
+        self._events: list[tuple[float, int, int, int, int]] = []  # (t, kind, seq, target, version)
+        self._seq = 0
+        self._to_schedule: deque[int] = deque()
+        self._waiting: list[int] = []
+        self._waited: set[int] = set()
+        self._start: dict[int, float] = {}
+        self._placed_on: dict[int, str] = {}
+        self._outcomes: list[PodOutcome] = []
+        self._done = 0
+        self._pending_decision: Decision | None = None
+        self._finished = False
+        self._boots = 0
+        for i, pod in enumerate(self.pods):
+            self._push(pod.submit_s, _ARRIVAL, i, 0)
+        for node in self._nodes:
+            self._set_power(node, node.spec.curve.watts(0.0))
+            self._arm_power_off(node)
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def _push(self, t: float, kind: int, target: int, version: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, kind, self._seq, target, version))
+
+    def _advance(self, t: float) -> None:
+        if t < self.now:
+            raise AssertionError(f"time went backwards: {t} < {self.now}")
+        self.energy_joules += self.cluster_watts * (t - self.now)
+        self.now = t
+
+    # -- per-node bookkeeping --------------------------------------------------------------------
+
+    def _settle_energy(self, node: _Node) -> None:
+        node.energy_joules += node.power_watts * (self.now - node.last_energy_s)
+        node.last_energy_s = self.now
+
+    def _set_power(self, node: _Node, watts: float) -> None:
+        self._settle_energy(node)
+        self.cluster_watts += watts - node.power_watts
+        node.power_watts = watts
+        if self.record_timeline:
+            if self.timeline and self.timeline[-1][0] == self.now:
+                self.timeline[-1] = (self.now, self.cluster_watts)
+            else:
+                self.timeline.append((self.now, self.cluster_watts))
+
+    def _progress(self, node: _Node) -> None:
+        """Advance the remaining work of the node's running pods to now."""
+        elapsed = self.now - node.last_progress_s
+        if elapsed > 0 and node.running:
+            done = node.rate * elapsed
+            for index in node.running:
+                node.running[index] -= done
+        node.last_progress_s = self.now
+
+    def _reschedule_completion(self, node: _Node) -> None:
+        node.version += 1
+        if node.running:
+            soonest = min(node.running.values())
+            self._push(
+                self.now + max(0.0, soonest) / node.rate, _COMPLETE, self._index(node), node.version
+            )
+
+    def _index(self, node: _Node) -> int:
+        return self._position[node.spec.name]
+
+    def _update_power(self, node: _Node) -> None:
+        if node.state == ON:
+            self._set_power(node, node.spec.curve.watts(node.utilization))
+
+    def _arm_power_off(self, node: _Node) -> None:
+        if self.power_off is not None and node.state == ON and node.empty:
+            self._push(
+                self.now + self.power_off.after_seconds, _POWER_OFF, self._index(node), node.version
+            )
+
+    def _start_pod(self, node: _Node, index: int) -> None:
+        pod = self.pods[index]
+        node.running[index] = pod.duration_s
+        node.usage_cores += pod.cpu_usage
+        self._start[index] = self.now
+
+    # -- event handlers --------------------------------------------------------------------------
+
+    def _on_complete(self, node: _Node) -> None:
+        if not node.running:
+            return
+        self._progress(node)
+        # The event was due for the pod with the least work left: it (and any pod within
+        # round-off of it) is done, so every completion event makes progress.
+        soonest = min(node.running.values())
+        cutoff = soonest + _DONE_EPSILON_SECONDS * node.rate
+        finished = [i for i, left in node.running.items() if left <= cutoff]
+        for index in finished:
+            del node.running[index]
+            pod = self.pods[index]
+            node.usage_cores -= pod.cpu_usage
+            node.requested = node.requested - self._infos[index].requests
+            self._outcomes.append(
+                PodOutcome(
+                    index=index,
+                    node=node.spec.name,
+                    submit_s=pod.submit_s,
+                    start_s=self._start[index],
+                    finish_s=self.now,
+                    duration_s=pod.duration_s,
+                    waited=index in self._waited,
+                )
+            )
+            self._done += 1
+        if not node.running:
+            node.usage_cores = 0.0  # no float residue on an empty node
+        self._reschedule_completion(node)
+        self._update_power(node)
+        self._arm_power_off(node)
+        if finished and self._waiting:
+            # Room was freed: every waiting pod gets another try, oldest first.
+            self._to_schedule.extend(self._waiting)
+            self._waiting = []
+
+    def _on_boot_done(self, node: _Node) -> None:
+        node.state = ON
+        node.last_progress_s = self.now
+        for index in node.pending:
+            self._start_pod(node, index)
+        node.pending = []
+        node.pending_cpu_cores = 0.0
+        self._reschedule_completion(node)
+        self._update_power(node)
+        self._arm_power_off(node)
+
+    def _on_power_off(self, node: _Node, version: int) -> None:
+        if version != node.version or node.state != ON or not node.empty:
+            return
+        node.state = OFF
+        node.version += 1
+        self._set_power(node, 0.0)
+
+    # -- decisions ------------------------------------------------------------------------------
+
+    def node_state(self, node: _Node) -> NodeState:
+        watts: float | None = node.power_watts
+        source = "estimated"
+        if node.state == OFF:
+            watts, source = None, "none"
+        telemetry = NodeTelemetry(
+            node=node.spec.name,
+            sample_time=self.now,
+            watts=watts,
+            source=source,
+            utilization=node.utilization,
+            cores=node.cores,
+            curve_points=node.points,
+        )
+        return NodeState(
+            info=node.info,
+            requested=node.requested,
+            telemetry=telemetry,
+            cpu_since_sample_cores=node.pending_cpu_cores,
+            pod_count=len(node.running) + len(node.pending),
+        )
+
+    def node_states(self) -> list[NodeState]:
+        return [self.node_state(n) for n in self._nodes]
+
+    def power_state(self, name: str) -> str:
+        return self._by_name[name].state
+
+    def next_decision(self) -> Decision | None:
+        """Run events until a pod needs placing; None when the run is over."""
+        if self._pending_decision is not None:
+            return self._pending_decision
+        while not self._finished:
+            while self._to_schedule:
+                index = self._to_schedule.popleft()
+                info = self._infos[index]
+                feasible = filter_nodes(info, self.node_states()).feasible
+                if feasible:
+                    self._pending_decision = Decision(
+                        self.pods[index], info, tuple(feasible), self.now
+                    )
+                    return self._pending_decision
+                self._waited.add(index)
+                self._waiting.append(index)
+            if self._done == len(self.pods) or not self._events:
+                self._finished = True
+                break
+            t, kind, _, target, version = heapq.heappop(self._events)
+            self._advance(t)
+            if kind == _ARRIVAL:
+                self._to_schedule.append(target)
+                continue
+            node = self._nodes[target]
+            if kind == _COMPLETE:
+                if version == node.version:
+                    self._on_complete(node)
+            elif kind == _BOOT_DONE:
+                self._on_boot_done(node)
+            else:
+                self._on_power_off(node, version)
+        return None
+
+    def place(self, node_name: str) -> None:
+        """Place the pod of the pending decision on `node_name` (one of its feasible nodes)."""
+        decision = self._pending_decision
+        if decision is None:
+            raise RuntimeError("no pod is waiting to be placed")
+        if node_name not in {s.info.name for s in decision.feasible}:
+            raise ValueError(f"node {node_name!r} is not feasible for {decision.info.key}")
+        self._pending_decision = None
+        node = self._by_name[node_name]
+        index = decision.pod.index
+        node.requested = node.requested + decision.info.requests
+        self._placed_on[index] = node_name
+        if node.state == ON:
+            self._progress(node)
+            self._start_pod(node, index)
+            self._reschedule_completion(node)
+            self._update_power(node)
+            return
+        node.pending.append(index)
+        node.pending_cpu_cores += decision.info.requests.cpu_millicores / 1000.0
+        node.version += 1  # cancels a power-off armed for this node
+        if node.state == OFF:
+            self._boot(node)
+
+    def _boot(self, node: _Node) -> None:
+        assert self.power_off is not None
+        node.state = BOOTING
+        node.boots += 1
+        self._boots += 1
+        joules = self.power_off.joules_for(node.spec)
+        seconds = self.power_off.boot_seconds
+        if seconds <= 0:
+            node.energy_joules += joules
+            self.energy_joules += joules
+            self._on_boot_done(node)
+            return
+        self._set_power(node, joules / seconds)
+        self._push(self.now + seconds, _BOOT_DONE, self._index(node), node.version)
+
+    # -- running --------------------------------------------------------------------------------
+
+    def run(self, policy: Policy, rng: random.Random) -> SimResult:
+        policy.reset(self.specs, rng)
+        while (decision := self.next_decision()) is not None:
+            self.place(policy.choose(decision.info, decision.feasible, decision.now))
+        return self.result()
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def result(self) -> SimResult:
+        for node in self._nodes:
+            self._settle_energy(node)
+        return SimResult(
+            energy_joules=self.energy_joules,
+            end_s=self.now,
+            node_energy_joules={n.spec.name: n.energy_joules for n in self._nodes},
+            outcomes=sorted(self._outcomes, key=lambda o: o.index),
+            unschedulable=len(self._waited),
+            never_scheduled=len(self.pods) - self._done,
+            boots=self._boots,
+            timeline=list(self.timeline),
+        )
