@@ -182,8 +182,24 @@ class HeuristicScorer:
 
     # -- scoring -------------------------------------------------------------------------------
 
-    def delta_watts(self, pod: PodInfo, node: NodeState, now: float) -> tuple[float | None, str]:
-        """ΔP of placing `pod` on `node`, or None with the reason it is unknown."""
+    @staticmethod
+    def utilization_with_assumed(node: NodeState) -> float | None:
+        """u at the sample plus the CPU requested since, over the node's cores (may pass 1)."""
+        telemetry = node.telemetry
+        if telemetry is None or telemetry.utilization is None:
+            return None
+        cores = telemetry.cores or node.info.cpu_cores
+        if not cores or cores <= 0:
+            return None
+        return max(0.0, telemetry.utilization) + max(0.0, node.cpu_since_sample_cores) / cores
+
+    def delta_watts(
+        self, pod: PodInfo, node: NodeState, now: float, with_idle: bool = True
+    ) -> tuple[float | None, str]:
+        """ΔP of placing `pod` on `node`, or None with the reason it is unknown.
+
+        `with_idle=False` leaves out the consolidation charge: the node's own power change only.
+        """
         telemetry = node.telemetry
         if telemetry is None or telemetry.utilization is None:
             return None, REASON_MISSING
@@ -201,7 +217,7 @@ class HeuristicScorer:
         u = max(0.0, telemetry.utilization) + max(0.0, node.cpu_since_sample_cores) / cores
         du = request_millicores / 1000.0 / cores
         delta = extended_watts(curve, u + du) - extended_watts(curve, u)
-        if self.consolidation and node.pod_count == 0:
+        if with_idle and self.consolidation and node.pod_count == 0:
             delta += curve.watts(0.0)
         return max(0.0, delta), REASON_OK
 

@@ -265,14 +265,14 @@ class EndpointSliceTargets:
 class AgentScrapeSource:
     """Scrapes every agent's /metrics in parallel."""
 
-    name = "agents"
-
     def __init__(
         self,
         targets: Callable[[], Mapping[str, str]],
         timeout_seconds: float = 2.0,
         max_workers: int = 16,
+        name: str = "agents",
     ) -> None:
+        self.name = name
         self._targets = targets
         self._timeout = timeout_seconds
         self._max_workers = max_workers
@@ -400,6 +400,25 @@ def cores_from_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
             except ValueError:
                 continue
     return cores
+
+
+class NodeCoresFromKubernetes:
+    """Node CPU capacity from the Node objects, re-listed at most every `refresh_seconds`."""
+
+    def __init__(self, api: Any, refresh_seconds: float = 60.0) -> None:
+        self._api = api
+        self._refresh_seconds = refresh_seconds
+        self._cores: dict[str, float] = {}
+        self._listed_at: float | None = None
+
+    def __call__(self) -> dict[str, float]:
+        from scheduler import kube
+
+        now = time.monotonic()
+        if self._listed_at is None or now - self._listed_at >= self._refresh_seconds:
+            self._cores = cores_from_nodes(kube.list_nodes_json(self._api))
+            self._listed_at = now
+        return self._cores
 
 
 class MetricsServerSource:

@@ -1,0 +1,366 @@
+"""The scheduler's YAML configuration (`--config FILE`). Every key is optional.
+
+```yaml
+mode: shadow                  # shadow (recommend and record only) | active
+listen: "0.0.0.0:8888"        # the extender's HOST:PORT
+max_staleness_seconds: 30     # older telemetry is stale → neutral score 50
+refresh_seconds: 5            # background telemetry refresh period
+scorer:
+  name: heuristic
+  delta_p_ref_watts: 20       # ΔP that scores 0; see docs/scheduler.md for choosing it
+  consolidation: false        # true where empty nodes are powered off or scaled down
+curves:                       # power curves for nodes whose agent exports none
+  node-a: {model: linear, idle_watts: 80, max_watts: 250}
+  node-b: {points: [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]}
+power_caps_watts:             # /filter drops a node only if the pod would push it past its cap
+  node-a: 400
+default_power_cap_watts: null # a cap for every node not listed above
+telemetry:
+  agents:                     # scrape the agents' /metrics directly (the default source)
+    static: {node-1: "http://10.0.0.1:9102"}    # or a list of "node=url"
+    endpoint_slices: {namespace: kubejoule-system, service: kubejoule-agent, port: metrics}
+    timeout_seconds: 2
+    max_parallel: 16
+  prometheus: {url: "http://prometheus.monitoring:9090", timeout_seconds: 5}
+  metrics_server: false       # metrics.k8s.io node usage (utilization only, no watts)
+  node_capacity_from_kubernetes: true           # node cores from the Node objects
+kubernetes:                   # how to reach the API (in-cluster credentials by default)
+  host: null                  # e.g. "http://127.0.0.1:8001" for `kubectl proxy`
+  kubeconfig: null
+extender:
+  max_body_bytes: 16777216    # larger requests get 413
+  shadow_log_size: 1000       # recommendations kept in memory in shadow mode
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.curves import PowerCurve
+from scheduler.scorer import HeuristicScorer
+from scheduler.telemetry import (
+    AgentScrapeSource,
+    EndpointSliceTargets,
+    MetricsServerSource,
+    NodeCoresFromKubernetes,
+    PrometheusSource,
+    StaticTargets,
+    TelemetrySource,
+    TelemetryStore,
+    parse_static_targets,
+)
+
+MODES = ("shadow", "active")
+
+
+class ConfigError(ValueError):
+    """The configuration file is unreadable or has a wrong key or value."""
+
+
+@dataclass(frozen=True)
+class EndpointSliceConfig:
+    namespace: str = "kubejoule-system"
+    service: str = "kubejoule-agent"
+    port: str | None = "metrics"
+
+
+@dataclass(frozen=True)
+class AgentsConfig:
+    static: dict[str, str] = field(default_factory=dict)
+    endpoint_slices: EndpointSliceConfig | None = None
+    timeout_seconds: float = 2.0
+    max_parallel: int = 16
+
+
+@dataclass(frozen=True)
+class PrometheusConfig:
+    url: str
+    timeout_seconds: float = 5.0
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
+    prometheus: PrometheusConfig | None = None
+    metrics_server: bool = False
+    node_capacity_from_kubernetes: bool = False
+
+
+@dataclass(frozen=True)
+class KubernetesConfig:
+    host: str | None = None
+    kubeconfig: str | None = None
+
+
+@dataclass(frozen=True)
+class ScorerConfig:
+    name: str = "heuristic"
+    delta_p_ref_watts: float = 20.0
+    consolidation: bool = False
+
+
+@dataclass(frozen=True)
+class ExtenderConfig:
+    max_body_bytes: int = 16 * 1024 * 1024
+    shadow_log_size: int = 1000
+
+
+@dataclass(frozen=True)
+class Config:
+    mode: str = "shadow"
+    listen: str = "0.0.0.0:8888"
+    max_staleness_seconds: float = 30.0
+    refresh_seconds: float = 5.0
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    curves: dict[str, PowerCurve] = field(default_factory=dict)
+    power_caps_watts: dict[str, float] = field(default_factory=dict)
+    default_power_cap_watts: float | None = None
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
+    extender: ExtenderConfig = field(default_factory=ExtenderConfig)
+
+    def power_cap(self, node: str) -> float | None:
+        return self.power_caps_watts.get(node, self.default_power_cap_watts)
+
+    @property
+    def needs_kubernetes(self) -> bool:
+        t = self.telemetry
+        return bool(
+            t.agents.endpoint_slices or t.metrics_server or t.node_capacity_from_kubernetes
+        )
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def _section(data: Any, where: str, allowed: set[str]) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(map(str, data)) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+    return dict(data)
+
+
+def _number(value: Any, where: str, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if positive and value <= 0:
+        raise ConfigError(f"{where}: must be positive, got {value!r}")
+    return float(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _opt_str(value: Any, where: str) -> str | None:
+    return None if value is None else _str(value, where)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` or `[::1]:PORT` → (host, port); an empty host means all addresses."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"listen: expected HOST:PORT, got {value!r}")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+def _agents(data: Any) -> AgentsConfig:
+    d = _section(data, "telemetry.agents", {"static", "endpoint_slices", "timeout_seconds", "max_parallel"})
+    static_raw = d.get("static") or {}
+    try:
+        if isinstance(static_raw, Mapping):
+            static = parse_static_targets(f"{k}={v}" for k, v in static_raw.items())
+        elif isinstance(static_raw, list):
+            static = parse_static_targets(str(item) for item in static_raw)
+        else:
+            raise ConfigError("telemetry.agents.static: expected a mapping or a list of node=url")
+    except ValueError as exc:
+        raise ConfigError(f"telemetry.agents.static: {exc}") from exc
+    slices = None
+    if d.get("endpoint_slices") is not None:
+        e = _section(d["endpoint_slices"], "telemetry.agents.endpoint_slices", {"namespace", "service", "port"})
+        slices = EndpointSliceConfig(
+            namespace=_str(e.get("namespace", "kubejoule-system"), "endpoint_slices.namespace"),
+            service=_str(e.get("service", "kubejoule-agent"), "endpoint_slices.service"),
+            port=_opt_str(e.get("port", "metrics"), "endpoint_slices.port"),
+        )
+    return AgentsConfig(
+        static=static,
+        endpoint_slices=slices,
+        timeout_seconds=_number(d.get("timeout_seconds", 2.0), "telemetry.agents.timeout_seconds"),
+        max_parallel=int(_number(d.get("max_parallel", 16), "telemetry.agents.max_parallel")),
+    )
+
+
+def _telemetry(data: Any) -> TelemetryConfig:
+    d = _section(
+        data, "telemetry", {"agents", "prometheus", "metrics_server", "node_capacity_from_kubernetes"}
+    )
+    prometheus = None
+    if d.get("prometheus") is not None:
+        p = _section(d["prometheus"], "telemetry.prometheus", {"url", "timeout_seconds"})
+        prometheus = PrometheusConfig(
+            url=_str(p.get("url"), "telemetry.prometheus.url"),
+            timeout_seconds=_number(p.get("timeout_seconds", 5.0), "telemetry.prometheus.timeout_seconds"),
+        )
+    return TelemetryConfig(
+        agents=_agents(d.get("agents")),
+        prometheus=prometheus,
+        metrics_server=_bool(d.get("metrics_server", False), "telemetry.metrics_server"),
+        node_capacity_from_kubernetes=_bool(
+            d.get("node_capacity_from_kubernetes", False), "telemetry.node_capacity_from_kubernetes"
+        ),
+    )
+
+
+def _curves(data: Any) -> dict[str, PowerCurve]:
+    curves = {}
+    for node, spec in _section(data, "curves", set(map(str, data or {}))).items():
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"curves.{node}: expected a mapping")
+        try:
+            curves[str(node)] = PowerCurve.from_mapping(spec)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ConfigError(f"curves.{node}: {exc!r}") from exc
+    return curves
+
+
+def config_from_dict(data: Mapping[str, Any] | None) -> Config:
+    top = _section(
+        data,
+        "config",
+        {
+            "mode", "listen", "max_staleness_seconds", "refresh_seconds", "scorer", "curves",
+            "power_caps_watts", "default_power_cap_watts", "telemetry", "kubernetes", "extender",
+        },
+    )
+    mode = top.get("mode", "shadow")
+    if mode not in MODES:
+        raise ConfigError(f"mode: expected one of {list(MODES)}, got {mode!r}")
+    listen = str(top.get("listen", "0.0.0.0:8888"))
+    parse_listen(listen)
+    s = _section(top.get("scorer"), "scorer", {"name", "delta_p_ref_watts", "consolidation"})
+    scorer = ScorerConfig(
+        name=_str(s.get("name", "heuristic"), "scorer.name"),
+        delta_p_ref_watts=_number(s.get("delta_p_ref_watts", 20.0), "scorer.delta_p_ref_watts"),
+        consolidation=_bool(s.get("consolidation", False), "scorer.consolidation"),
+    )
+    if scorer.name != "heuristic":
+        raise ConfigError(f"scorer.name: only 'heuristic' is available here, got {scorer.name!r}")
+    caps_raw = top.get("power_caps_watts") or {}
+    caps = {
+        str(node): _number(cap, f"power_caps_watts.{node}")
+        for node, cap in _section(caps_raw, "power_caps_watts", set(map(str, caps_raw))).items()
+    }
+    default_cap = top.get("default_power_cap_watts")
+    k = _section(top.get("kubernetes"), "kubernetes", {"host", "kubeconfig"})
+    e = _section(top.get("extender"), "extender", {"max_body_bytes", "shadow_log_size"})
+    return Config(
+        mode=mode,
+        listen=listen,
+        max_staleness_seconds=_number(top.get("max_staleness_seconds", 30.0), "max_staleness_seconds"),
+        refresh_seconds=_number(top.get("refresh_seconds", 5.0), "refresh_seconds"),
+        scorer=scorer,
+        curves=_curves(top.get("curves")),
+        power_caps_watts=caps,
+        default_power_cap_watts=(
+            None if default_cap is None else _number(default_cap, "default_power_cap_watts")
+        ),
+        telemetry=_telemetry(top.get("telemetry")),
+        kubernetes=KubernetesConfig(
+            host=_opt_str(k.get("host"), "kubernetes.host"),
+            kubeconfig=_opt_str(k.get("kubeconfig"), "kubernetes.kubeconfig"),
+        ),
+        extender=ExtenderConfig(
+            max_body_bytes=int(_number(e.get("max_body_bytes", 16 * 1024 * 1024), "extender.max_body_bytes")),
+            shadow_log_size=int(_number(e.get("shadow_log_size", 1000), "extender.shadow_log_size")),
+        ),
+    )
+
+
+def load_config(path: str | Path | None) -> Config:
+    """The configuration from a YAML file; defaults when `path` is None."""
+    if path is None:
+        return Config()
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
+    try:
+        return config_from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+# -- building the parts from the configuration ---------------------------------------------------
+
+
+def build_scorer(config: Config) -> HeuristicScorer:
+    return HeuristicScorer(
+        delta_p_ref_watts=config.scorer.delta_p_ref_watts,
+        consolidation=config.scorer.consolidation,
+        max_staleness_seconds=config.max_staleness_seconds,
+        curves=config.curves,
+    )
+
+
+def build_api_client(config: Config) -> Any:
+    """A Kubernetes API client (through scheduler/kube.py, imported only when needed)."""
+    from scheduler import kube
+
+    return kube.make_api_client(host=config.kubernetes.host, kubeconfig=config.kubernetes.kubeconfig)
+
+
+def build_store(config: Config, api: Any = None) -> TelemetryStore:
+    """The TelemetryStore with the configured sources, in priority order: agents, Prometheus,
+    Metrics Server. `api` is needed only for the Kubernetes-backed parts."""
+    t = config.telemetry
+    if config.needs_kubernetes and api is None:
+        api = build_api_client(config)
+    sources: list[TelemetrySource] = []
+    if t.agents.static:
+        sources.append(
+            AgentScrapeSource(
+                StaticTargets(t.agents.static), t.agents.timeout_seconds, t.agents.max_parallel
+            )
+        )
+    if t.agents.endpoint_slices is not None:
+        e = t.agents.endpoint_slices
+        targets = EndpointSliceTargets(api, e.namespace, e.service, e.port)
+        sources.append(
+            AgentScrapeSource(targets, t.agents.timeout_seconds, t.agents.max_parallel, name="agents-k8s")
+        )
+    if t.prometheus is not None:
+        sources.append(PrometheusSource(t.prometheus.url, t.prometheus.timeout_seconds))
+    if t.metrics_server:
+        sources.append(MetricsServerSource(api))
+    node_cores = None
+    if t.node_capacity_from_kubernetes:
+        node_cores = NodeCoresFromKubernetes(api, refresh_seconds=max(30.0, config.refresh_seconds))
+    return TelemetryStore(
+        sources,
+        refresh_seconds=config.refresh_seconds,
+        max_staleness_seconds=config.max_staleness_seconds,
+        node_cores=node_cores,
+    )
