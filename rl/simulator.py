@@ -443,6 +443,15 @@ class Simulation:
     def finished(self) -> bool:
         return self._finished
 
+    @property
+    def completed(self) -> Sequence[PodOutcome]:
+        """Pods finished so far, in finishing order (read-only view)."""
+        return tuple(self._outcomes)
+
+    @property
+    def completed_count(self) -> int:
+        return len(self._outcomes)
+
     def result(self) -> SimResult:
         for node in self._nodes:
             self._settle_energy(node)

@@ -1,0 +1,70 @@
+"""The gymnasium environment: API conformance, rewards that add up to the run's energy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from agent.curves import PowerCurve
+from rl.env import ClusterSchedulingEnv, EnvConfig
+from rl.scenario import NodeSpec, PodSpec
+from rl.simulator import PowerOffModel
+from rl.tracegen import TraceConfig, generate_trace
+from scheduler.features import FEATURE_SCHEMA
+
+
+def small_cluster() -> list[NodeSpec]:
+    return [
+        NodeSpec("big-0", "big", 8, 16, PowerCurve.linear(60, 200)),
+        NodeSpec(
+            "small-0",
+            "small",
+            2,
+            4,
+            PowerCurve.from_points([86, 89.4, 92.6, 96, 99.5, 102, 106, 108, 112, 114, 117]),
+        ),
+        NodeSpec("small-1", "small", 2, 4, PowerCurve.fan(40, 90, 1.4)),
+    ]
+
+
+def small_trace() -> list[PodSpec]:
+    return generate_trace(TraceConfig(hours=2, arrivals_per_hour=20, duration_max_s=3600), seed=3)
+
+
+def test_env_passes_gymnasium_checker():
+    env = ClusterSchedulingEnv(small_cluster(), small_trace(), PowerOffModel(300, 60))
+    check_env(env, skip_render_check=True)
+
+
+def test_observation_shape_and_mask():
+    env = ClusterSchedulingEnv(small_cluster(), [PodSpec(0, 0, 100, 4, 1, 2)])
+    obs, _ = env.reset(seed=0)
+    assert obs["features"].shape == (3, FEATURE_SCHEMA.width)
+    # 4 cores fit only on the 8-core node.
+    assert obs["action_mask"].tolist() == [1, 0, 0]
+
+
+def test_rewards_sum_to_the_run_energy_and_invalid_actions_fall_back():
+    config = EnvConfig(reward_joules_scale=1.0, slowdown_weight=0.0, invalid_action_penalty=5.0)
+    pods = small_trace()
+    env = ClusterSchedulingEnv(small_cluster(), pods, PowerOffModel(300, 60), config)
+    obs, _ = env.reset(seed=1)
+    total_reward = 0.0
+    invalid = 0
+    terminated = False
+    rng = np.random.default_rng(0)
+    steps = 0
+    while not terminated:
+        action = int(rng.integers(0, 3))
+        if not obs["action_mask"][action]:
+            invalid += 1
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert not truncated
+        total_reward += reward
+        steps += 1
+    assert steps == len(pods)
+    assert info["pods_done"] == len(pods)
+    assert total_reward == pytest.approx(-info["energy_joules_total"] - 5.0 * invalid, rel=1e-9)
+    with pytest.raises(RuntimeError):
+        env.step(0)
