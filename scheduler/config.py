@@ -24,6 +24,7 @@ telemetry:
   prometheus: {url: "http://prometheus.monitoring:9090", timeout_seconds: 5}
   metrics_server: false       # metrics.k8s.io node usage (utilization only, no watts)
   node_capacity_from_kubernetes: true           # node cores from the Node objects
+  node_cores: {node-1: 32}    # or give them here (setups without Kubernetes API access)
 kubernetes:                   # how to reach the API (in-cluster credentials by default)
   host: null                  # e.g. "http://127.0.0.1:8001" for `kubectl proxy`
   kubeconfig: null
@@ -35,7 +36,7 @@ extender:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,7 @@ class TelemetryConfig:
     prometheus: PrometheusConfig | None = None
     metrics_server: bool = False
     node_capacity_from_kubernetes: bool = False
+    node_cores: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -213,8 +215,15 @@ def _agents(data: Any) -> AgentsConfig:
 
 def _telemetry(data: Any) -> TelemetryConfig:
     d = _section(
-        data, "telemetry", {"agents", "prometheus", "metrics_server", "node_capacity_from_kubernetes"}
+        data,
+        "telemetry",
+        {"agents", "prometheus", "metrics_server", "node_capacity_from_kubernetes", "node_cores"},
     )
+    cores_raw = d.get("node_cores") or {}
+    node_cores = {
+        str(node): _number(value, f"telemetry.node_cores.{node}")
+        for node, value in _section(cores_raw, "telemetry.node_cores", set(map(str, cores_raw))).items()
+    }
     prometheus = None
     if d.get("prometheus") is not None:
         p = _section(d["prometheus"], "telemetry.prometheus", {"url", "timeout_seconds"})
@@ -229,6 +238,7 @@ def _telemetry(data: Any) -> TelemetryConfig:
         node_capacity_from_kubernetes=_bool(
             d.get("node_capacity_from_kubernetes", False), "telemetry.node_capacity_from_kubernetes"
         ),
+        node_cores=node_cores,
     )
 
 
@@ -355,9 +365,12 @@ def build_store(config: Config, api: Any = None) -> TelemetryStore:
         sources.append(PrometheusSource(t.prometheus.url, t.prometheus.timeout_seconds))
     if t.metrics_server:
         sources.append(MetricsServerSource(api))
-    node_cores = None
+    node_cores: Callable[[], Mapping[str, float]] | None = None
     if t.node_capacity_from_kubernetes:
-        node_cores = NodeCoresFromKubernetes(api, refresh_seconds=max(30.0, config.refresh_seconds))
+        from_api = NodeCoresFromKubernetes(api, refresh_seconds=max(30.0, config.refresh_seconds))
+        node_cores = lambda: {**from_api(), **t.node_cores}  # noqa: E731
+    elif t.node_cores:
+        node_cores = lambda: t.node_cores  # noqa: E731
     return TelemetryStore(
         sources,
         refresh_seconds=config.refresh_seconds,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections import Counter as Tally
 from collections import deque
@@ -59,8 +60,8 @@ class BadRequest(Exception):
 
 
 def to_extender_score(score: float) -> int:
-    """0–100 → kube-scheduler's 0–10 integers (50, neutral, → 5)."""
-    return max(0, min(MAX_EXTENDER_SCORE, round(score * MAX_EXTENDER_SCORE / 100.0)))
+    """0–100 → kube-scheduler's 0–10 integers, halves rounded up (50, neutral, → 5)."""
+    return max(0, min(MAX_EXTENDER_SCORE, math.floor(score * MAX_EXTENDER_SCORE / 100.0 + 0.5)))
 
 
 # -- recording what the extender would have chosen -----------------------------------------------

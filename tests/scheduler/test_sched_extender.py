@@ -1,0 +1,352 @@
+"""The extender's HTTP API with real-shaped kube-scheduler payloads (extender v1 JSON)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from agent.curves import PowerCurve
+from scheduler.extender import (
+    Decision,
+    Extender,
+    MemoryRecorder,
+    create_app,
+    to_extender_score,
+)
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
+from scheduler.scorer import HeuristicScorer
+from scheduler.telemetry import FetchResult, NodeSample, TelemetryStore
+
+NOW = 1_700_000_000.0
+GIB = 2**30
+
+# A Pending pod as kube-scheduler sends it: defaulted fields, requests, limits, tolerations.
+POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "checkout-6c9f7b5d4-x2x7q",
+        "generateName": "checkout-6c9f7b5d4-",
+        "namespace": "shop",
+        "uid": "5f0c6f7e-3c1a-4f0e-9d55-2b8e8f6c1a11",
+        "resourceVersion": "184467",
+        "creationTimestamp": "2024-05-01T10:00:00Z",
+        "labels": {"app": "checkout", "pod-template-hash": "6c9f7b5d4"},
+        "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "checkout-6c9f7b5d4",
+             "uid": "0d7a2c9e-8d0b-4c55-b8f3-7c1e6a0b9f21", "controller": True, "blockOwnerDeletion": True}
+        ],
+    },
+    "spec": {
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.example/checkout:1.4.2",
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "1500m", "memory": "512Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}},
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent",
+            },
+            {
+                "name": "proxy",
+                "image": "registry.example/proxy:2.0",
+                "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}},
+            },
+        ],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "schedulerName": "default-scheduler",
+        "priority": 0,
+        "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "tolerations": [
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        ],
+    },
+    "status": {"phase": "Pending", "qosClass": "Burstable"},
+}
+
+
+def node_object(name: str, cpu: str = "8") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": {"podCIDR": "10.244.1.0/24"},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+            "allocatable": {"cpu": cpu, "memory": "31Gi", "pods": "110", "ephemeral-storage": "95Gi"},
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "lastHeartbeatTime": "2024-05-01T09:59:50Z", "lastTransitionTime": "2024-04-01T00:00:00Z"}
+            ],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {"architecture": "amd64", "kubeletVersion": "v1.33.1", "operatingSystem": "linux"},
+        },
+    }
+
+
+# 2 cores requested on 8-core nodes: Δu = 0.25.
+LINE_100_260 = PowerCurve.linear(100, 260).as_points()  # 160 W/unit → ΔP 40 W
+LINE_50_130 = PowerCurve.linear(50, 130).as_points()  # 80 W/unit → ΔP 20 W
+
+
+def telemetry() -> dict[str, NodeSample]:
+    def sample(node: str, age: float, curve: tuple[float, ...] | None, watts: float | None = 150.0) -> NodeSample:
+        return NodeSample(
+            NodeTelemetry(node, NOW - age, watts=watts, source="rapl" if watts else "none",
+                          utilization=0.5, curve_points=curve),
+            pod_count=3,
+        )
+
+    return {
+        "hungry": sample("hungry", 2.0, LINE_100_260),  # ΔP 40 W → score 100(1 − 40/50) = 20 → 2
+        "frugal": sample("frugal", 2.0, LINE_50_130, watts=90.0),  # ΔP 20 W → 60 → 6
+        "stale": sample("stale", 300.0, LINE_50_130),  # → 50 → 5
+        "nocurve": sample("nocurve", 1.0, None),  # → 50 → 5
+    }
+
+
+class FixedSource:
+    name = "fixed"
+
+    def __init__(self, samples: dict[str, NodeSample]) -> None:
+        self.samples = samples
+
+    def fetch(self) -> FetchResult:
+        return FetchResult(samples=dict(self.samples))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.decisions: list[Decision] = []
+
+    def record(self, decision: Decision) -> None:
+        self.decisions.append(decision)
+
+
+def make_extender(mode: str = "active", caps: dict[str, float] | None = None, refresh: bool = True,
+                  recorder: Any = None, max_body_bytes: int = 1 << 20) -> Extender:
+    store = TelemetryStore([FixedSource(telemetry())], node_cores=lambda: {}, clock=lambda: NOW)
+    extender = Extender(
+        HeuristicScorer(delta_p_ref_watts=50.0),
+        store,
+        mode=mode,
+        power_caps_watts=caps,
+        recorder=recorder if recorder is not None else Recorder(),
+        max_body_bytes=max_body_bytes,
+        clock=lambda: NOW,
+    )
+    if refresh:
+        store.refresh_once()
+    return extender
+
+
+@pytest.fixture
+def active() -> Iterator[tuple[Extender, TestClient]]:
+    extender = make_extender("active")
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        yield extender, client
+
+
+NAMES = ["hungry", "frugal", "stale", "nocurve", "unknown"]
+EXPECTED = {"hungry": 2, "frugal": 6, "stale": 5, "nocurve": 5, "unknown": 5}
+
+
+def test_prioritize_nodes_items_form(active: tuple[Extender, TestClient]) -> None:
+    extender, client = active
+    body = {"Pod": POD, "Nodes": {"kind": "NodeList", "apiVersion": "v1", "metadata": {},
+                                  "items": [node_object(n) for n in NAMES]}}
+    response = client.post("/prioritize", json=body)
+    assert response.status_code == 200
+    assert response.json() == [{"Host": n, "Score": EXPECTED[n]} for n in NAMES]
+
+
+def test_prioritize_node_names_form_uses_known_cores(active: tuple[Extender, TestClient]) -> None:
+    extender, client = active
+    # No cores anywhere yet (telemetry has none, no Node seen): only neutral answers.
+    response = client.post("/prioritize", json={"Pod": POD, "NodeNames": NAMES, "Nodes": None})
+    assert response.json() == [{"Host": n, "Score": 5} for n in NAMES]
+    # Once kube-scheduler has sent the Node objects, the NodeNames form scores too.
+    client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": [node_object(n) for n in NAMES]}})
+    response = client.post("/prioritize", json={"Pod": POD, "NodeNames": NAMES})
+    assert response.json() == [{"Host": n, "Score": EXPECTED[n]} for n in NAMES]
+
+
+def test_shadow_answers_neutral_and_records_the_recommendation() -> None:
+    recorder = Recorder()
+    extender = make_extender("shadow", recorder=recorder)
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        items = [node_object(n) for n in NAMES]
+        response = client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": items}})
+    assert response.json() == [{"Host": n, "Score": 5} for n in NAMES]
+    [decision] = recorder.decisions
+    assert decision.mode == "shadow" and decision.verb == "prioritize"
+    assert decision.recommended == "frugal"
+    assert decision.pod.key == "shop/checkout-6c9f7b5d4-x2x7q"
+    assert {r.node: r.reason for r in decision.results} == {
+        "hungry": "ok", "frugal": "ok", "stale": "stale", "nocurve": "no_curve", "unknown": "missing"
+    }
+
+
+def test_filter_drops_only_nodes_over_their_cap(active: tuple[Extender, TestClient]) -> None:
+    extender = make_extender("active", caps={"hungry": 180.0, "frugal": 500.0, "stale": 1.0, "nocurve": 1.0})
+    items = [node_object(n) for n in NAMES]
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        by_items = client.post("/filter", json={"Pod": POD, "Nodes": {"items": copy.deepcopy(items)}}).json()
+        by_names = client.post("/filter", json={"Pod": POD, "NodeNames": NAMES}).json()
+    # hungry: 150 W measured + 40 W = 190 W > 180 W. stale/nocurve: unknown → never filtered.
+    assert set(by_items["FailedNodes"]) == {"hungry"}
+    assert "190 W" in by_items["FailedNodes"]["hungry"] and "180 W" in by_items["FailedNodes"]["hungry"]
+    assert by_items["NodeNames"] is None
+    assert by_items["Nodes"]["items"] == [i for i in items if i["metadata"]["name"] != "hungry"]
+    assert by_items["Error"] == "" and by_items["FailedAndUnresolvableNodes"] == {}
+    assert by_names["Nodes"] is None
+    assert by_names["NodeNames"] == ["frugal", "stale", "nocurve", "unknown"]
+
+
+def test_filter_in_shadow_keeps_every_node_but_records() -> None:
+    recorder = Recorder()
+    extender = make_extender("shadow", caps={"hungry": 180.0}, recorder=recorder)
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": [node_object(n) for n in NAMES]}})
+        result = client.post("/filter", json={"Pod": POD, "NodeNames": NAMES}).json()
+    assert result["NodeNames"] == NAMES and result["FailedNodes"] == {}
+    assert set(recorder.decisions[-1].failed) == {"hungry"}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[]", "JSON object"),
+        (b'{"NodeNames": ["a"]}', "Pod"),
+        (json.dumps({"Pod": "x", "NodeNames": ["a"]}).encode(), "Pod"),
+        (json.dumps({"Pod": POD}).encode(), "Nodes or NodeNames"),
+        (json.dumps({"Pod": POD, "NodeNames": "a,b"}).encode(), "NodeNames"),
+        (json.dumps({"Pod": POD, "NodeNames": ["a", 3]}).encode(), "NodeNames"),
+        (json.dumps({"Pod": POD, "Nodes": []}).encode(), "NodeList"),
+        (json.dumps({"Pod": POD, "Nodes": {"items": [{"metadata": {}}]}}).encode(), "items[0]"),
+        (json.dumps({"Pod": POD, "Nodes": {"items": "x"}}).encode(), "Nodes.items"),
+        (
+            json.dumps({"Pod": {**POD, "spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}},
+                        "NodeNames": ["a"]}).encode(),
+            "quantity",
+        ),
+        (json.dumps({"Pod": {**POD, "spec": "x"}, "NodeNames": ["a"]}).encode(), "spec"),
+    ],
+)
+@pytest.mark.parametrize("verb", ["/prioritize", "/filter"])
+def test_bad_input_is_a_400_with_a_message(
+    active: tuple[Extender, TestClient], verb: str, body: bytes, message: str
+) -> None:
+    _, client = active
+    response = client.post(verb, content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert message in response.json()["Error"]
+
+
+def test_body_size_is_capped() -> None:
+    extender = make_extender(max_body_bytes=2048)
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        big = json.dumps({"Pod": POD, "NodeNames": [f"node-{i}" for i in range(500)]}).encode()
+        declared = client.post("/prioritize", content=big)
+        chunked = client.post("/prioritize", content=iter([big[:1500], big[1500:]]))  # no length
+        small = client.post("/prioritize", json={"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["a"]})
+    assert declared.status_code == 413 and "limit" in declared.json()["Error"]
+    assert chunked.status_code == 413
+    assert small.status_code == 200
+
+
+def test_wrong_method(active: tuple[Extender, TestClient]) -> None:
+    _, client = active
+    assert client.get("/prioritize").status_code == 405
+
+
+def test_a_failing_recorder_does_not_fail_the_request() -> None:
+    class Broken:
+        def record(self, decision: Decision) -> None:
+            raise OSError("disk full")
+
+    extender = make_extender(recorder=Broken())
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        response = client.post("/prioritize", json={"Pod": POD, "NodeNames": ["hungry"]})
+    assert response.status_code == 200
+
+
+def test_health_readiness_and_metrics() -> None:
+    extender = make_extender(refresh=False)
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").status_code == 503
+        extender.store.refresh_once()
+        assert client.get("/readyz").status_code == 200
+        client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": [node_object(n) for n in NAMES]}})
+        client.post("/prioritize", content=b"{")
+        text = client.get("/metrics").text
+    assert 'kubejoule_extender_requests_total{code="200",verb="prioritize"} 1.0' in text
+    assert 'kubejoule_extender_requests_total{code="400",verb="prioritize"} 1.0' in text
+    assert 'kubejoule_extender_request_duration_seconds_count{verb="prioritize"} 2.0' in text
+    assert 'kubejoule_scheduler_fallbacks_total{reason="stale"} 1.0' in text
+    assert 'kubejoule_scheduler_fallbacks_total{reason="missing"} 1.0' in text
+    assert 'kubejoule_scheduler_telemetry_age_seconds{node="stale"} 300.0' in text
+    assert 'kubejoule_scheduler_recommendations_total{mode="active"} 1.0' in text
+
+
+def test_cluster_view_supplies_pods_placed_since_the_sample() -> None:
+    """With a cluster view (pods from watches), pods bound since the sample raise u."""
+    steep = (100.0,) * 6 + (100.0, 300.0, 500.0, 700.0, 900.0)  # flat to 60 %, then 2000 W/unit
+    store = TelemetryStore(
+        [FixedSource({"n": NodeSample(NodeTelemetry("n", NOW - 1, 100.0, "rapl", 0.4, 8.0, steep))})],
+        clock=lambda: NOW,
+    )
+    store.refresh_once()
+
+    class Cluster:
+        since = 0.0
+
+        def node_states(self, telemetry: Any = None) -> list[NodeState]:
+            info = NodeInfo("n", Resources(cpu_millicores=8000))
+            return [NodeState(info, telemetry=telemetry("n"), cpu_since_sample_cores=self.since, pod_count=2)]
+
+    cluster = Cluster()
+    extender = Extender(HeuristicScorer(delta_p_ref_watts=1000.0), store, mode="active",
+                        clock=lambda: NOW, cluster=cluster)
+    from scheduler.extender import parse_args
+
+    args = parse_args(json.dumps({"Pod": POD, "NodeNames": ["n"]}).encode())
+    # u 0.4 → 0.65 with the 2-core pod: 0.05 into the steep part → ΔP = 100 W → score 90 → 9.
+    assert extender.prioritize(args) == [{"Host": "n", "Score": 9}]
+    cluster.since = 2.0  # 2 cores bound since the sample: u 0.65 → 0.9, ΔP = 500 W → 50 → 5
+    extender._states_built -= 1.0  # let the cache expire instead of sleeping
+    assert extender.prioritize(args) == [{"Host": "n", "Score": 5}]
+
+
+def test_score_mapping() -> None:
+    assert [to_extender_score(s) for s in (0, 4.9, 5, 25, 50, 94.9, 95, 100, 150, -3)] == [
+        0, 0, 1, 3, 5, 9, 10, 10, 10, 0
+    ]
+
+
+def test_memory_recorder_is_bounded() -> None:
+    recorder = MemoryRecorder(size=2)
+    extender = make_extender("shadow", recorder=recorder)
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        for _ in range(3):
+            client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": [node_object("frugal")]}})
+    assert len(recorder.decisions) == 2
+    assert all(d.recommended == "frugal" for d in recorder.decisions)
