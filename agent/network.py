@@ -1,0 +1,275 @@
+"""Network byte counters with pyroute2 (netlink): the node's interfaces and each pod's own.
+
+Node: the per-interface counters of the host's network namespace (that of <procfs>/1), loopback
+left out, and veth interfaces left out by default — each is one pod's end of a pair whose traffic
+the pod series already carry, and there is one per pod, which would multiply the series.
+
+Pods: each pod's bytes are read inside its own network namespace, entered through
+<procfs>/<pid>/ns/net of one of its processes; loopback is left out (it never leaves the pod).
+A pod whose namespace is the host's (`hostNetwork: true`) is reported as such, with no bytes of
+its own: its traffic is already in the node's interfaces and is not counted twice.
+
+The counters are the kernel's own (bytes since the interface was created) and are exported as
+they are; a pod restarted in a new sandbox starts again from 0, which Prometheus' rate() reads as
+a counter reset. Namespaces are entered only in a short-lived worker thread (setns changes the
+calling thread only), so the agent's other threads never leave the host's namespace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pyroute2 import IPRoute
+from pyroute2 import netns as pyroute2_netns
+
+from agent.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+EXTRA_KEY = "network"
+IFF_LOOPBACK = 0x8  # <linux/if.h>
+DEFAULT_EXCLUDED_KINDS: tuple[str, ...] = ("veth",)
+DIRECTIONS = ("rx", "tx")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class InterfaceBytes:
+    interface: str
+    rx_bytes: int
+    tx_bytes: int
+    kind: str | None = None  # rtnetlink link kind: veth, bridge, vxlan, ... (None for physical)
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    uid: str
+    host_network: bool
+    rx_bytes: int | None  # None: host network, or not readable (see error)
+    tx_bytes: int | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class NetworkSample:
+    interfaces: tuple[InterfaceBytes, ...] = ()
+    pods: tuple[PodNetwork, ...] = ()
+    node_error: str | None = None
+
+    def to_record(self, names: Mapping[str, tuple[str | None, str | None]] | None = None) -> dict[str, Any]:
+        """The sample record's `network` section; NAMES: pod uid → (namespace, name)."""
+        names = names or {}
+        return {
+            "interfaces": [
+                {"interface": i.interface, "rx_bytes": i.rx_bytes, "tx_bytes": i.tx_bytes} for i in self.interfaces
+            ],
+            "pods": [
+                {
+                    "uid": p.uid,
+                    "namespace": names.get(p.uid, (None, None))[0],
+                    "name": names.get(p.uid, (None, None))[1],
+                    "host_network": p.host_network,
+                    "rx_bytes": p.rx_bytes,
+                    "tx_bytes": p.tx_bytes,
+                }
+                for p in self.pods
+            ],
+        }
+
+
+def link_counters(ipr: Any, exclude_kinds: Iterable[str] = ()) -> list[InterfaceBytes]:
+    """Byte counters of every non-loopback link an open IPRoute sees (its namespace's)."""
+    excluded = set(exclude_kinds)
+    out: list[InterfaceBytes] = []
+    for link in ipr.get_links():
+        if link["flags"] & IFF_LOOPBACK:
+            continue
+        info = link.get_attr("IFLA_LINKINFO")
+        kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
+        if kind in excluded:
+            continue
+        stats = link.get_attr("IFLA_STATS64") or link.get_attr("IFLA_STATS")
+        if not stats:
+            continue
+        out.append(InterfaceBytes(str(link.get_attr("IFLA_IFNAME")), int(stats["rx_bytes"]), int(stats["tx_bytes"]), kind))
+    return sorted(out, key=lambda i: i.interface)
+
+
+class _NamespaceWorker:
+    """Runs reads in other network namespaces from one short-lived thread.
+
+    Each read: setns(target), open a netlink socket (it stays bound to the namespace it was
+    opened in), setns back at once, then dump. If switching back ever failed, the thread stops
+    reading and exits, taking the wrong namespace with it.
+    """
+
+    def __init__(self) -> None:
+        self.broken: str | None = None
+        self._home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+
+    def close(self) -> None:
+        os.close(self._home)
+
+    def socket_in(self, ns_path: Path) -> IPRoute:
+        if self.broken:
+            raise OSError(self.broken)
+        fd = os.open(ns_path, os.O_RDONLY)
+        try:
+            pyroute2_netns.setns(fd)
+            try:
+                ipr = IPRoute()
+            finally:
+                try:
+                    pyroute2_netns.setns(self._home)
+                except OSError as exc:
+                    self.broken = f"cannot return to the agent's network namespace: {exc}"
+                    raise
+        finally:
+            os.close(fd)
+        return ipr
+
+
+def _in_worker_thread(work: Callable[[_NamespaceWorker], T]) -> T:
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        worker = _NamespaceWorker()
+        try:
+            result.append(work(worker))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(exc)
+        finally:
+            worker.close()
+
+    thread = threading.Thread(target=run, name="kubejoule-netns")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _ns_identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino)
+
+
+class NetworkReader:
+    """Reads node and pod byte counters; needs CAP_SYS_ADMIN (setns) for other namespaces."""
+
+    def __init__(
+        self,
+        procfs: Path = Path("/proc"),
+        host_pid: int = 1,
+        exclude_kinds: Sequence[str] = DEFAULT_EXCLUDED_KINDS,
+    ) -> None:
+        self.procfs = Path(procfs)
+        self.host_ns_path = self.procfs / str(host_pid) / "ns" / "net"
+        self.exclude_kinds = tuple(exclude_kinds)
+        self._host_fallback_logged = False
+
+    def _host_identity(self, own: tuple[int, int] | None) -> tuple[int, int] | None:
+        """The host namespace's identity: that of <procfs>/<host_pid>, else the agent's own.
+
+        Some hosts refuse even root a look at pid 1's namespace (ptrace rules); the agent then
+        takes its own namespace for the host's, which is right for a DaemonSet pod with
+        hostNetwork: true (what the manifests deploy) or an agent run on the host itself.
+        """
+        try:
+            return _ns_identity(self.host_ns_path)
+        except OSError as exc:
+            if not self._host_fallback_logged:
+                log.info(
+                    "cannot see %s (%s); taking the agent's own network namespace for the node's",
+                    self.host_ns_path,
+                    exc.strerror or exc,
+                )
+                self._host_fallback_logged = True
+            return own
+
+    def read(self, pod_pids: Mapping[str, Sequence[int]]) -> NetworkSample:
+        """One reading of the node's interfaces and of the pods (uid → some of their pids)."""
+        try:
+            own: tuple[int, int] | None = _ns_identity(Path("/proc/thread-self/ns/net"))
+        except OSError:
+            own = None
+        host = self._host_identity(own)
+
+        # Which namespace is each pod's? (A stat, no entering yet.)
+        targets: dict[str, tuple[tuple[int, int], Path] | None] = {}
+        for uid, pids in pod_pids.items():
+            targets[uid] = None
+            for pid in pids:
+                path = self.procfs / str(pid) / "ns" / "net"
+                try:
+                    targets[uid] = (_ns_identity(path), path)
+                    break
+                except OSError:
+                    continue  # the process ended, or is not visible: try the next one
+
+        def work(worker: _NamespaceWorker) -> NetworkSample:
+            node_error = None
+            interfaces: tuple[InterfaceBytes, ...] = ()
+            try:
+                if host is None or host == own:
+                    with IPRoute() as ipr:
+                        interfaces = tuple(link_counters(ipr, self.exclude_kinds))
+                else:
+                    with worker.socket_in(self.host_ns_path) as ipr:
+                        interfaces = tuple(link_counters(ipr, self.exclude_kinds))
+            except OSError as exc:
+                node_error = f"cannot read the node's interfaces in {self.host_ns_path}: {exc}"
+            pods: list[PodNetwork] = []
+            seen: dict[tuple[int, int], str] = {}
+            for uid in sorted(targets):
+                target = targets[uid]
+                if target is None:
+                    continue  # no process of the pod is running (yet): nothing to read
+                identity, path = target
+                if identity == host:
+                    pods.append(PodNetwork(uid, True, None, None))
+                    continue
+                if identity in seen:
+                    # Not in Kubernetes (each pod has its own sandbox), but never count bytes twice.
+                    pods.append(PodNetwork(uid, False, None, None, f"shares its network namespace with pod {seen[identity]}"))
+                    continue
+                seen[identity] = uid
+                try:
+                    ipr = IPRoute() if identity == own else worker.socket_in(path)
+                    with ipr:
+                        links = link_counters(ipr)
+                except OSError as exc:
+                    pods.append(PodNetwork(uid, False, None, None, f"cannot read {path}: {exc}"))
+                    if worker.broken:
+                        break
+                    continue
+                pods.append(
+                    PodNetwork(uid, False, sum(i.rx_bytes for i in links), sum(i.tx_bytes for i in links))
+                )
+            return NetworkSample(interfaces, tuple(pods), node_error)
+
+        return _in_worker_thread(work)
+
+
+def with_network(
+    snapshot: Snapshot, sample: NetworkSample | None, names: Mapping[str, tuple[str | None, str | None]] | None = None
+) -> Snapshot:
+    """The snapshot with the `network` section (record form) added.
+
+    Pod names come from NAMES, else from the snapshot's own pods (already named by podmeta).
+    """
+    if sample is None:
+        return snapshot
+    known: dict[str, tuple[str | None, str | None]] = {p.uid: (p.namespace, p.name) for p in snapshot.pods}
+    known.update(names or {})
+    extra = tuple((k, v) for k, v in snapshot.extra if k != EXTRA_KEY)
+    return dataclasses.replace(snapshot, extra=extra + ((EXTRA_KEY, sample.to_record(known)),))

@@ -1,0 +1,175 @@
+"""agent/kube.py against kmock's KubernetesEmulator: this node's pods only, events, outages."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.kube import Backoff, KubeClient, KubeConfigError, KubeError, NodePodWatch
+from agent.podmeta import PodMetadataCache
+from tests.helpers.agent_kube_emulator import PODS, EmulatedCluster
+
+NODE = "node-a"
+
+
+def wait_until(predicate: Callable[[], bool], timeout_seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmulatedCluster]:
+    cluster = EmulatedCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def client(cluster: EmulatedCluster, tmp_path: Path) -> Iterator[KubeClient]:
+    client = KubeClient.connect(cluster.write_kubeconfig(tmp_path / "kubeconfig"), request_timeout_seconds=3)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def watched(client: KubeClient) -> Iterator[tuple[NodePodWatch, PodMetadataCache]]:
+    cache = PodMetadataCache()
+    watch = NodePodWatch(client, NODE, cache, resync_seconds=30, backoff=Backoff(initial_seconds=0.1, max_seconds=0.5))
+    watch.start()
+    try:
+        yield watch, cache
+    finally:
+        watch.stop()
+
+
+def test_list_asks_for_this_node_only(cluster: EmulatedCluster, client: KubeClient) -> None:
+    ours = cluster.add_pod("shop", "cart-1", NODE, owner_kind="ReplicaSet")
+    cluster.add_pod("shop", "cart-2", "node-b")
+    listing = client.list_node_pods(NODE)
+    assert [p["metadata"]["uid"] for p in listing.items] == [ours]
+    [request] = [r for r in cluster.requests_for("pods") if r.method == "GET"]
+    assert request.params["fieldSelector"] == "spec.nodeName=node-a"
+
+
+def test_watch_follows_pods_added_and_deleted_on_this_node(
+    cluster: EmulatedCluster, watched: tuple[NodePodWatch, PodMetadataCache]
+) -> None:
+    watch, cache = watched
+    first = cluster.add_pod("shop", "cart-1", NODE, owner_kind="StatefulSet")
+    wait_until(lambda: cache.get(first) is not None)
+    meta = cache.get(first)
+    assert meta is not None
+    assert (meta.namespace, meta.name, meta.owner_kind, meta.node) == ("shop", "cart-1", "StatefulSet", NODE)
+
+    elsewhere = cluster.add_pod("shop", "cart-9", "node-b")
+    second = cluster.add_pod("batch", "job-1", NODE, owner_kind="Job", host_network=True)
+    wait_until(lambda: cache.get(second) is not None)
+    assert cache.get(elsewhere) is None
+    assert {m.uid for m in cache.pods()} == {first, second}
+    second_meta = cache.get(second)
+    assert second_meta is not None and second_meta.host_network
+
+    cluster.delete_pod("shop", "cart-1")
+    wait_until(lambda: len(cache) == 1)
+    assert {m.uid for m in cache.pods()} == {second}
+    # Recently deleted pods keep their names, for their last interval of energy.
+    assert cache.get(first) is not None
+
+    watches = [r for r in cluster.requests_for("pods") if r.params.get("watch") == "true"]
+    assert watches and all(r.params["fieldSelector"] == "spec.nodeName=node-a" for r in watches)
+    assert watch.failures == 0
+
+
+def test_the_watch_survives_an_api_outage_and_relists(
+    cluster: EmulatedCluster, watched: tuple[NodePodWatch, PodMetadataCache], caplog: pytest.LogCaptureFixture
+) -> None:
+    watch, cache = watched
+    kept = cluster.add_pod("shop", "kept", NODE)
+    gone = cluster.add_pod("shop", "gone", NODE)
+    wait_until(lambda: len(cache) == 2)
+    lists_before = watch.lists
+
+    with caplog.at_level(logging.WARNING, logger="agent.kube"):
+        cluster.stop()
+        wait_until(lambda: watch.failures >= 3)
+        assert not watch.connected
+        # Deleted while the agent could not watch: no DELETED event will ever come.
+        del cluster.handler.objects[PODS, "shop", "gone"]
+        cluster.start()
+        added = cluster.add_pod("shop", "added", NODE)
+        wait_until(lambda: cache.get(added) is not None and watch.connected)
+
+    assert {m.uid for m in cache.pods()} == {kept, added}
+    assert cache.get(gone) is not None  # still named for a while, but no longer on the node
+    assert watch.lists > lists_before
+    failures = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert len(failures) == 1, [r.getMessage() for r in caplog.records]
+    assert any("connected again" in r.getMessage() for r in caplog.records)
+
+
+def test_an_api_that_is_never_there_costs_retries_not_a_crash(tmp_path: Path) -> None:
+    cluster = EmulatedCluster()
+    cluster.start()
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    cluster.close()  # the port is now closed
+    client = KubeClient.connect(kubeconfig, request_timeout_seconds=1)
+    cache = PodMetadataCache()
+    errors: list[KubeError] = []
+    watch = NodePodWatch(client, NODE, cache, backoff=Backoff(0.05, 0.1), on_error=errors.append)
+    watch.start()
+    wait_until(lambda: watch.failures >= 2)
+    started = time.monotonic()
+    watch.stop()
+    assert time.monotonic() - started < 2
+    assert errors and all(e.status is None for e in errors)
+    assert not cache.synced and cache.pods() == []
+
+
+def test_metrics_reads_return_plain_json_and_404_as_status(cluster: EmulatedCluster, client: KubeClient) -> None:
+    cluster.set_node_metrics(NODE, "1500m", "2Gi", "2025-01-01T00:00:00Z")
+    node = client.get_node_metrics(NODE)
+    assert node["usage"] == {"cpu": "1500m", "memory": "2Gi"}
+    with pytest.raises(KubeError) as missing:
+        client.get_pod_metrics("shop", "nope")
+    assert missing.value.status == 404
+
+
+def test_an_error_event_carries_its_code() -> None:
+    line = b'{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}}'
+    with pytest.raises(KubeError) as gone:
+        KubeClient._watch_event(line, "watching")
+    assert gone.value.status == 410
+    assert KubeClient._watch_event(b'{"type": "ADDED", "object": {"metadata": {}}}', "w") == ("ADDED", {"metadata": {}})
+
+
+def test_no_configuration_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    with pytest.raises(KubeConfigError, match="no kubeconfig"):
+        KubeClient.connect()
+    broken = tmp_path / "broken"
+    broken.write_text("clusters: [", encoding="utf-8")
+    with pytest.raises(KubeConfigError):
+        KubeClient.connect(broken)
+
+
+def test_backoff_doubles_up_to_its_cap_and_resets() -> None:
+    backoff = Backoff(initial_seconds=1.0, max_seconds=8.0, jitter=0.0)
+    assert [backoff.next_delay() for _ in range(6)] == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    backoff.reset()
+    assert backoff.next_delay() == 1.0
+    jittery = Backoff(initial_seconds=10.0, jitter=0.2)
+    assert jittery.next_delay(lambda: 0.0) == pytest.approx(8.0)
+    assert jittery.next_delay(lambda: 1.0) == pytest.approx(24.0)

@@ -1,0 +1,118 @@
+"""Network counters read with pyroute2 from real namespaces and veth pairs (root only)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.network import NetworkReader, NetworkSample, with_network
+from agent.snapshot import PodPower, Snapshot
+from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
+
+PAYLOAD_BYTES = 200_000
+# UDP/IP/Ethernet headers on 1000-byte datagrams, ARP, and ICMP port-unreachable replies.
+OVERHEAD_BYTES = 20_000
+
+
+@pytest.fixture
+def lab() -> Iterator[NetnsLab]:
+    need_netns()
+    lab = NetnsLab()
+    try:
+        yield lab
+    finally:
+        lab.remove()
+
+
+def pod_entry(sample: NetworkSample, uid: str):  # type: ignore[no-untyped-def]
+    matches = [p for p in sample.pods if p.uid == uid]
+    assert len(matches) == 1, sample.pods
+    return matches[0]
+
+
+def test_pod_counters_move_only_for_the_pod_that_sends(lab: NetnsLab) -> None:
+    sender, quiet = lab.add_pod(), lab.add_pod()
+    host = host_process()
+    try:
+        reader = NetworkReader()
+        pods = {"uid-sender": [sender.pid], "uid-quiet": [quiet.pid], "uid-host": [host.pid]}
+        before = reader.read(pods)
+        sender.send_udp(PAYLOAD_BYTES)
+        after = reader.read(pods)
+    finally:
+        host.kill()
+        host.wait()
+
+    sent = pod_entry(after, "uid-sender").tx_bytes - pod_entry(before, "uid-sender").tx_bytes  # type: ignore[operator]
+    assert PAYLOAD_BYTES <= sent <= PAYLOAD_BYTES + OVERHEAD_BYTES
+    assert pod_entry(after, "uid-quiet") == pod_entry(before, "uid-quiet")
+    assert pod_entry(after, "uid-quiet").rx_bytes is not None
+
+    # The host-network pod is marked, and has no bytes of its own (they are the node's).
+    hosted = pod_entry(after, "uid-host")
+    assert hosted.host_network is True
+    assert hosted.rx_bytes is None and hosted.tx_bytes is None
+
+
+def test_loopback_traffic_inside_a_pod_is_not_counted(lab: NetnsLab) -> None:
+    pod = lab.add_pod()
+    reader = NetworkReader()
+    before = pod_entry(reader.read({"u": [pod.pid]}), "u")
+    script = "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n[s.sendto(b'x' * 1000, ('127.0.0.1', 9)) for _ in range(100)]\n"
+    subprocess.run(["ip", "netns", "exec", pod.ns, sys.executable, "-c", script], check=True)
+    after = pod_entry(reader.read({"u": [pod.pid]}), "u")
+    assert after == before
+
+
+def test_node_interfaces_count_the_host_end_and_leave_out_veth_by_default(lab: NetnsLab) -> None:
+    pod = lab.add_pod()
+    everything = NetworkReader(exclude_kinds=())
+    before = {i.interface: i for i in everything.read({}).interfaces}
+    pod.send_udp(PAYLOAD_BYTES)
+    after = {i.interface: i for i in everything.read({}).interfaces}
+
+    assert "lo" not in after
+    host_end_rx = after[pod.host_if].rx_bytes - before[pod.host_if].rx_bytes
+    assert PAYLOAD_BYTES <= host_end_rx <= PAYLOAD_BYTES + OVERHEAD_BYTES
+    assert after[pod.host_if].kind == "veth"
+
+    default = {i.interface for i in NetworkReader().read({}).interfaces}
+    assert pod.host_if not in default and "lo" not in default
+    assert default  # the node's own interfaces are still there
+
+
+def test_node_interfaces_are_read_in_the_namespace_of_host_pid(lab: NetnsLab) -> None:
+    # An agent outside the host's namespace reads the node's interfaces by entering that of
+    # <procfs>/<host_pid>; here a fake pod's namespace plays the host's.
+    pod = lab.add_pod()
+    sample = NetworkReader(host_pid=pod.pid, exclude_kinds=()).read({"same-as-host": [pod.pid]})
+    assert [i.interface for i in sample.interfaces] == ["eth0"]
+    assert sample.node_error is None
+    assert pod_entry(sample, "same-as-host").host_network is True
+
+
+def test_a_pod_whose_processes_are_gone_is_left_out_and_the_next_pid_is_tried(lab: NetnsLab) -> None:
+    pod = lab.add_pod()
+    sample = NetworkReader().read({"gone": [999_999_999], "alive": [999_999_998, pod.pid]})
+    assert [p.uid for p in sample.pods] == ["alive"]
+    assert pod_entry(sample, "alive").rx_bytes is not None
+
+
+def test_the_record_section_names_pods_and_round_trips_as_json(lab: NetnsLab, tmp_path: Path) -> None:
+    pod = lab.add_pod()
+    sample = NetworkReader().read({"uid-1": [pod.pid]})
+    snapshot = Snapshot(
+        node="n", interval_seconds=1.0, timestamp=0.0, source="none", node_watts=None, idle_watts=None,
+        active_watts=None, idle_source="utilization", cpu_utilization=None, busy_cpu_seconds=None,
+        pods=(PodPower(uid="uid-1", qos=None, cpu_seconds=0.0, watts=None, namespace="shop", name="cart"),),
+    )
+    record = json.loads(json.dumps(with_network(snapshot, sample).to_record()))
+    [entry] = record["network"]["pods"]
+    assert entry["namespace"] == "shop" and entry["name"] == "cart" and entry["host_network"] is False
+    assert isinstance(entry["rx_bytes"], int)
+    assert all(set(i) == {"interface", "rx_bytes", "tx_bytes"} for i in record["network"]["interfaces"])

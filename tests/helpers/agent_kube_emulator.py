@@ -1,0 +1,222 @@
+"""A Kubernetes API for the agent's tests: kmock's KubernetesEmulator on 127.0.0.1, run on its own
+event loop in a background thread so that synchronous code (the agent) can talk to it.
+
+The emulator keeps its objects while its HTTP server is stopped and started again on the same
+port, which is how tests take the API away mid-run and bring it back. Two things it does not do by
+itself are added here, because the agent relies on them from a real API server:
+
+- `fieldSelector=spec.nodeName=X` on pod lists and watches (kmock ignores field selectors);
+- `resourceVersion` on stored pods (so that watches can resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import threading
+import uuid
+from collections.abc import AsyncIterator, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import kmock
+import yaml
+from kmock._internal import rendering
+
+T = TypeVar("T")
+
+PODS = kmock.resource("", "v1", "pods")
+NODE_METRICS = kmock.resource("metrics.k8s.io", "v1beta1", "nodes")
+POD_METRICS = kmock.resource("metrics.k8s.io", "v1beta1", "pods")
+
+
+def _field_matches(obj: Any, selector: str | None) -> bool:
+    """Evaluate a comma-separated `path=value` / `path!=value` field selector on an object."""
+    if not selector:
+        return True
+    for term in selector.split(","):
+        negate = "!=" in term
+        path, _, wanted = term.partition("!=" if negate else "=")
+        value: Any = obj
+        for part in path.strip().split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        equal = (value if value is not None else "") == wanted.lstrip("=").strip()
+        if equal == negate:
+            return False
+    return True
+
+
+class SelectingEmulator(kmock.KubernetesEmulator):
+    """The emulator, honouring field selectors on lists and watches as the API server does."""
+
+    async def _serve_list(self, request: rendering.Request) -> rendering.Payload:
+        payload = await super()._serve_list(request)
+        selector = request.params.get("fieldSelector")
+        assert isinstance(payload, dict)
+        payload["items"] = [item for item in payload["items"] if _field_matches(item, selector)]
+        return payload
+
+    async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
+        selector = request.params.get("fieldSelector")
+        async for event in super()._serve_watch(request):
+            if isinstance(event, dict) and not _field_matches(event.get("object", {}), selector):
+                continue
+            yield event
+
+
+class EmulatedCluster:
+    """The emulator in a background thread: start, stop and start it again on the same port."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="kmock", daemon=True)
+        self.thread.start()
+        self.handler = SelectingEmulator()
+        self.handler.resources[PODS] = {"kind": "Pod", "namespaced": True, "verbs": ["get", "list", "watch", "create", "delete"]}
+        self.handler.resources[NODE_METRICS] = {"kind": "NodeMetrics", "namespaced": False, "verbs": ["get", "list"]}
+        self.handler.resources[POD_METRICS] = {"kind": "PodMetrics", "namespaced": True, "verbs": ["get", "list"]}
+        self._server: kmock.Server | None = None
+        self.port: int | None = None
+        self._versions = itertools.count(1)
+        self._call(self.handler.__aenter__())
+
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float = 10) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    # -- the server ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Serve on 127.0.0.1 — on a new port the first time, on the same port after that."""
+        assert self._server is None, "already serving"
+
+        async def enter() -> kmock.Server:
+            server = kmock.Server(self.handler, port=self.port)
+            await server.__aenter__()
+            return server
+
+        self._server = self._call(enter())
+        self.port = self._server.port
+
+    def stop(self) -> None:
+        """Stop serving (open watches are cut); the objects are kept for the next start()."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+
+        async def leave() -> None:
+            # Cut the streaming watch responses first: a graceful shutdown would wait for them.
+            raw = server.server
+            for connection in list(getattr(raw.runner.server, "connections", []) or []):
+                connection.force_close()
+            await server.__aexit__(None, None, None)
+
+        self._call(leave(), timeout=30)
+
+    @property
+    def url(self) -> str:
+        assert self.port is not None, "not started"
+        return f"http://127.0.0.1:{self.port}"
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "kmock", "cluster": {"server": self.url}}],
+            "users": [{"name": "agent", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "agent"}}],
+            "current-context": "kmock",
+        }
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        return path
+
+    def close(self) -> None:
+        self.stop()
+        self._call(self.handler.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+    def requests_for(self, plural: str) -> list[rendering.Request]:
+        return [r for r in list(self.handler) if r.resource is not None and r.resource.plural == plural]
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str,
+        uid: str | None = None,
+        owner_kind: str | None = "ReplicaSet",
+        host_network: bool = False,
+    ) -> str:
+        """Create a pod through the API (so that watches see ADDED); returns its uid."""
+        uid = uid or str(uuid.uuid4())
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "resourceVersion": str(next(self._versions)),
+        }
+        if owner_kind:
+            metadata["ownerReferences"] = [
+                {"apiVersion": "apps/v1", "kind": owner_kind, "name": f"{name}-owner", "uid": str(uuid.uuid4()), "controller": True}
+            ]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": metadata,
+            "spec": {"nodeName": node, "hostNetwork": host_network, "containers": [{"name": "main", "image": "busybox"}]},
+            "status": {"phase": "Running"},
+        }
+        self._request("post", f"/api/v1/namespaces/{namespace}/pods", pod)
+        return uid
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self._request("delete", f"/api/v1/namespaces/{namespace}/pods/{name}", None)
+
+    def _request(self, method: str, path: str, body: Any) -> None:
+        async def send() -> None:
+            assert self._server is not None, "the emulator must be serving to change objects"
+            async with self._server.client.request(method, path, json=body) as response:
+                assert response.status < 300, await response.text()
+
+        self._call(send())
+
+    def set_node_metrics(self, node: str, cpu: str, memory: str, timestamp: str, window: str = "15s") -> None:
+        self.handler.objects[NODE_METRICS, None, node] = {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "NodeMetrics",
+            "metadata": {"name": node},
+            "timestamp": timestamp,
+            "window": window,
+            "usage": {"cpu": cpu, "memory": memory},
+        }
+
+    def set_pod_metrics(
+        self, namespace: str, name: str, containers: dict[str, tuple[str, str]], timestamp: str, window: str = "15s"
+    ) -> None:
+        """containers: container name → (cpu quantity, memory quantity)."""
+        self.handler.objects[POD_METRICS, namespace, name] = {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "PodMetrics",
+            "metadata": {"name": name, "namespace": namespace},
+            "timestamp": timestamp,
+            "window": window,
+            "containers": [
+                {"name": cname, "usage": {"cpu": cpu, "memory": memory}} for cname, (cpu, memory) in containers.items()
+            ],
+        }
+
+    def delete_metrics(self) -> None:
+        """Take metrics.k8s.io away, as on a cluster without Metrics Server."""
+        for key in list(self.handler.objects):
+            if key[0] in (NODE_METRICS, POD_METRICS):
+                del self.handler.objects[key]
+        for res in (NODE_METRICS, POD_METRICS):
+            if res in self.handler.resources:
+                del self.handler.resources[res]
+
+    def snapshot_objects(self) -> list[dict[str, Any]]:
+        return [copy.deepcopy(obj.raw) for obj in self.handler.objects.values() if not obj.deleted]
