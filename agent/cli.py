@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent.hostfs import HostFS, copy_preserving_links
+from agent.profile import CalibrationProfile, ProfileError, load_profile
 from agent.report import format_snapshot
-from agent.sampler import Sampler, default_node_name
+from agent.sampler import DEFAULT_PROCESS_TOP, Sampler, default_node_name
 from agent.snapshot import Snapshot
+from agent.vms import redact_cmdline
 
 
 def positive_float(text: str) -> float:
@@ -29,6 +31,16 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
+
+
 def host_options() -> argparse.ArgumentParser:
     """Options every subcommand shares: where the host's /proc and /sys are, the node name."""
     common = argparse.ArgumentParser(add_help=False)
@@ -36,6 +48,46 @@ def host_options() -> argparse.ArgumentParser:
     common.add_argument("--sysfs", type=Path, default=Path("/sys"), help="host sysfs root (default /sys)")
     common.add_argument("--node", default=None, help="node name (default $NODE_NAME, else the hostname)")
     return common
+
+
+def attribution_options(process_top_default: int = DEFAULT_PROCESS_TOP) -> argparse.ArgumentParser:
+    """Options of the commands that compute a sample (once, replay, run, top)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--calibration", type=Path, default=None, metavar="FILE",
+        help="calibration profile (YAML with at least idle_watts): idle power is its static power",
+    )
+    options.add_argument(
+        "--process-top", type=non_negative_int, default=process_top_default, metavar="N",
+        help=f"list the N processes using the most power (default {process_top_default}; 0: none)",
+    )
+    for register in EXTRA_SAMPLING_OPTIONS:
+        register(options)
+    return options
+
+
+def make_sampler(args: argparse.Namespace, fs: HostFS | None = None) -> Sampler:
+    """The Sampler for parsed options: the one place options turn into a configured sampler, so
+    later parts (Kubernetes metadata, estimation) extend it here for every command at once."""
+    host = fs if fs is not None else HostFS(args.procfs, args.sysfs)
+    profile: CalibrationProfile | None = getattr(args, "profile", None)
+    return Sampler(
+        host,
+        args.node or default_node_name(),
+        profile=profile,
+        process_top=getattr(args, "process_top", DEFAULT_PROCESS_TOP),
+    )
+
+
+def _validate_sampling(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Load the calibration profile once, at parse time: a bad profile is a usage error."""
+    args.profile = None
+    path: Path | None = getattr(args, "calibration", None)
+    if path is not None:
+        try:
+            args.profile = load_profile(path)
+        except ProfileError as exc:
+            parser.error(str(exc))
 
 
 def emit(snapshot: Snapshot, as_json: bool) -> None:
@@ -52,7 +104,7 @@ def emit(snapshot: Snapshot, as_json: bool) -> None:
 
 
 def cmd_once(args: argparse.Namespace) -> int:
-    sampler = Sampler(HostFS(args.procfs, args.sysfs), args.node)
+    sampler = make_sampler(args)
     before = sampler.read()
     time.sleep(args.interval)
     after = sampler.read()
@@ -62,7 +114,7 @@ def cmd_once(args: argparse.Namespace) -> int:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     fs = HostFS(args.procfs, args.sysfs, record=True)
-    Sampler(fs, args.node).read()
+    make_sampler(args, fs).read()
     target: Path = args.dir
     copied = skipped = 0
     for path in sorted(fs.recorded):
@@ -71,7 +123,17 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
                 rel = path.relative_to(root)
             except ValueError:
                 continue
-            if copy_preserving_links(root, rel, target / name):
+            data = fs.recorded_bytes.get(path)
+            # The copy recreates the kernel's symlinks on the way; the bytes the sample read are
+            # then written over it, so the snapshot holds what was read even if the file has
+            # changed or gone since (a process that exited, a counter that moved).
+            if copy_preserving_links(root, rel, target / name) or data is not None:
+                if data is not None:
+                    if name == "proc" and rel.name == "cmdline":
+                        data = redact_cmdline(data)
+                    destination = target / name / rel
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    destination.write_bytes(data)
                 copied += 1
             else:
                 skipped += 1
@@ -83,11 +145,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    before_fs = HostFS(args.before / "proc", args.before / "sys")
-    after_fs = HostFS(args.after / "proc", args.after / "sys")
-    node = args.node or default_node_name()
-    before = Sampler(before_fs, node).read()
-    after_sampler = Sampler(after_fs, node)
+    before = make_sampler(args, HostFS(args.before / "proc", args.before / "sys")).read()
+    after_sampler = make_sampler(args, HostFS(args.after / "proc", args.after / "sys"))
     after = after_sampler.read()
     emit(after_sampler.compute(before, after, args.interval), args.json)
     return 0
@@ -100,17 +159,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = host_options()
+    sampling = attribution_options()
 
-    once = sub.add_parser("once", parents=[common], help="take two samples and print the record")
+    once = sub.add_parser("once", parents=[common, sampling], help="take two samples and print the record")
     once.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")
     once.add_argument("--json", action="store_true", help="print the JSON sample record")
-    once.set_defaults(func=cmd_once)
+    once.set_defaults(func=cmd_once, validate=_validate_sampling)
 
     snap = sub.add_parser("snapshot", parents=[common], help="copy every file the agent reads into DIR")
     snap.add_argument("dir", type=Path, metavar="DIR")
     snap.set_defaults(func=cmd_snapshot)
 
-    replay = sub.add_parser("replay", parents=[common], help="the record computed from two snapshot trees")
+    replay = sub.add_parser("replay", parents=[common, sampling], help="the record computed from two snapshot trees")
     replay.add_argument("before", type=Path, metavar="BEFORE")
     replay.add_argument("after", type=Path, metavar="AFTER")
     replay.add_argument("--interval", type=positive_float, required=True, help="seconds between the two trees")
@@ -127,7 +187,12 @@ def _validate_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         tree: Path = getattr(args, name)
         if not tree.is_dir():
             parser.error(f"{name.upper()} {tree} is not a directory (expected a tree from `snapshot`)")
+    _validate_sampling(parser, args)
 
+
+# Later parts add options to every sampling command here: (options parser) -> None; read them
+# back in make_sampler.
+EXTRA_SAMPLING_OPTIONS: list[Callable[[argparse.ArgumentParser], None]] = []
 
 # Later parts register subcommands here: (subparsers, common options parser) -> None.
 EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser], argparse.ArgumentParser], None]] = []

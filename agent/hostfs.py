@@ -11,6 +11,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+_CHUNK = 65536
+
 
 @dataclass
 class HostFS:
@@ -20,6 +22,9 @@ class HostFS:
     sysfs: Path = Path("/sys")
     record: bool = False
     recorded: set[Path] = field(default_factory=set)
+    # With `record`, the bytes each read returned: a snapshot writes these rather than
+    # re-reading, so it holds what the sample saw (processes exit, counters move).
+    recorded_bytes: dict[Path, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.procfs = Path(self.procfs)
@@ -37,21 +42,40 @@ class HostFS:
 
     def read_text(self, path: Path) -> str:
         """Read a whole file; OSError (incl. PermissionError) propagates to the caller."""
+        return self.read_bytes(path).decode("utf-8", errors="replace")
+
+    def read_bytes(self, path: Path | str) -> bytes:
+        """Read a whole file with plain syscalls (no buffered file object: the agent reads
+        thousands of small procfs and cgroup files per sample). OSError propagates."""
         if self.record:
             self.recorded.add(Path(path))
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-
-    def read_bytes(self, path: Path) -> bytes:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.read(fd, _CHUNK)
+            if len(data) == _CHUNK:  # rare: a file larger than one chunk
+                parts = [data]
+                while chunk := os.read(fd, _CHUNK):
+                    parts.append(chunk)
+                data = b"".join(parts)
+        finally:
+            os.close(fd)
         if self.record:
-            self.recorded.add(Path(path))
-        with open(path, "rb") as handle:
-            return handle.read()
+            self.recorded_bytes[Path(path)] = data
+        return data
 
-    def listdir(self, path: Path) -> list[str]:
+    def listdir(self, path: Path | str) -> list[str]:
         """Directory entries, sorted; a missing directory is an empty list."""
         try:
             return sorted(os.listdir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def subdirs(self, path: Path | str) -> list[str]:
+        """Names of the subdirectories of `path` (symlinks to directories included), sorted;
+        a missing directory, or one that vanishes while listed, is an empty list."""
+        try:
+            with os.scandir(path) as entries:
+                return sorted(e.name for e in entries if e.is_dir())
         except (FileNotFoundError, NotADirectoryError):
             return []
 

@@ -1,0 +1,237 @@
+"""Pod and container CPU time from the kubelet's cgroups, v1 or v2, systemd or cgroupfs driver.
+
+Where CPU time is accounted:
+
+* cgroup v2 (unified, `<root>/cgroup.controllers` exists): `cpu.stat` `usage_usec`.
+* cgroup v1: `cpuacct.usage` (nanoseconds) in the hierarchy mounted as `cpuacct`,
+  `cpu,cpuacct` or `cpuacct,cpu`. Hybrid hosts (v1 controllers plus a v2 `unified` mount with no
+  controllers, like systemd's default on older distributions) account CPU in v1, so v1 wins
+  when both are there.
+
+How the kubelet lays pods out (QoS class from the parent; guaranteed pods sit directly under
+the kubepods root):
+
+* systemd driver: `kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice/
+  cri-containerd-<id>.scope` — the uid has `_` for `-`; runtimes name scopes `cri-containerd-`,
+  `crio-` (plus `crio-conmon-<id>.scope`, the runtime's monitor, which is in the pod but is not
+  a container) or `docker-`.
+* cgroupfs driver: `kubepods/burstable/pod<uid>/<id>` (`crio-<id>` or `docker-<id>` with some
+  runtimes).
+
+Pods and containers come and go while we read: a directory that vanishes mid-read is skipped,
+never an error. A pod's usage is read from the pod's own cgroup, which the kernel accounts
+hierarchically (it includes every container and the runtime's monitor).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.hostfs import HostFS
+
+QOS_GUARANTEED = "Guaranteed"
+QOS_BURSTABLE = "Burstable"
+QOS_BESTEFFORT = "BestEffort"
+_QOS_BY_NAME = {"burstable": QOS_BURSTABLE, "besteffort": QOS_BESTEFFORT}
+
+# v1 hierarchies that account CPU time, in order of preference.
+V1_CPUACCT_MOUNTS = ("cpu,cpuacct", "cpuacct,cpu", "cpuacct")
+# Where the kubelet's root cgroup is, relative to the hierarchy root (kind and some
+# distributions nest it under a kubelet slice).
+KUBEPODS_ROOTS = (
+    ("kubepods.slice",),
+    ("kubepods",),
+    ("kubelet.slice", "kubelet-kubepods.slice"),
+    ("kubelet", "kubepods"),
+)
+
+_SYSTEMD_QOS = re.compile(r"^(?:kubelet-)?kubepods-(burstable|besteffort)\.slice$")
+_SYSTEMD_POD = re.compile(r"^(?:kubelet-)?kubepods(?:-(?:burstable|besteffort))?-pod([0-9a-fA-F_]+)\.slice$")
+_CGROUPFS_POD = re.compile(r"^pod([0-9a-fA-F-]+)$")
+# A container's cgroup: "<runtime>-<id>.scope" (systemd) or "<id>" / "<runtime>-<id>" (cgroupfs).
+_CONTAINER = re.compile(r"^(?:(cri-containerd|crio|docker|containerd)-)?([0-9a-fA-F]{12,64})(?:\.scope)?$")
+
+
+@dataclass(frozen=True)
+class CgroupLayout:
+    """Where CPU time is accounted on this host."""
+
+    version: int  # 1 or 2
+    root: Path  # the hierarchy root used for CPU time, e.g. <sysfs>/fs/cgroup/cpuacct
+    kubepods: Path | None  # the kubelet's root cgroup within it, if any
+
+    @property
+    def usage_file(self) -> str:
+        return "cpu.stat" if self.version == 2 else "cpuacct.usage"
+
+
+@dataclass(frozen=True)
+class ContainerCgroup:
+    id: str  # the runtime's container id (hex), without the runtime prefix
+    runtime: str | None  # "cri-containerd", "crio", "docker", or None when the name has none
+    usage_seconds: float
+
+
+@dataclass(frozen=True)
+class PodCgroup:
+    uid: str  # with dashes, as the API server spells it
+    qos: str
+    path: str  # relative to the hierarchy root
+    usage_seconds: float
+    containers: tuple[ContainerCgroup, ...] = ()
+    pids: frozenset[int] = frozenset()  # processes in the pod's cgroups (thread group ids)
+
+
+@dataclass(frozen=True)
+class CgroupReading:
+    layout: CgroupLayout | None
+    pods: dict[str, PodCgroup] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()  # reasons something could not be read (not churn)
+
+
+def detect_layout(fs: HostFS) -> tuple[CgroupLayout | None, str | None]:
+    """Find the CPU accounting hierarchy. Returns (layout, None), or (None, reason) when a cgroup
+    filesystem is there but has no CPU accounting; (None, None) when there is no cgroup
+    filesystem at all (a host tree without one, e.g. a powercap-only snapshot)."""
+    base = fs.cgroup_root
+    if not base.is_dir():
+        return None, None
+    if _readable(fs, base / "cgroup.controllers"):
+        return CgroupLayout(2, base, _find_kubepods(base)), None
+    for mount in V1_CPUACCT_MOUNTS:
+        root = base / mount
+        if _readable(fs, root / "cpuacct.usage"):
+            return CgroupLayout(1, root, _find_kubepods(root)), None
+    unified = base / "unified"
+    if _readable(fs, unified / "cgroup.controllers"):
+        return CgroupLayout(2, unified, _find_kubepods(unified)), None
+    return None, (
+        f"no CPU accounting cgroup under {base}: expected cgroup v2 (cgroup.controllers) or a v1 "
+        f"cpuacct hierarchy ({', '.join(V1_CPUACCT_MOUNTS)})"
+    )
+
+
+def _readable(fs: HostFS, path: Path) -> bool:
+    # Read, not stat: the read is recorded, so a snapshot keeps what detection relied on.
+    try:
+        fs.read_bytes(path)
+    except OSError:
+        return False
+    return True
+
+
+def _find_kubepods(root: Path) -> Path | None:
+    for parts in KUBEPODS_ROOTS:
+        candidate = root.joinpath(*parts)
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def parse_usage_seconds(version: int, data: bytes) -> float:
+    """CPU seconds from a v2 `cpu.stat` (usage_usec) or a v1 `cpuacct.usage` (ns)."""
+    if version == 1:
+        return int(data) / 1e9
+    start = data.find(b"usage_usec ")
+    if start < 0:
+        raise ValueError("cpu.stat has no usage_usec")
+    end = data.find(b"\n", start)
+    return int(data[start + 11 : end if end >= 0 else None]) / 1e6
+
+
+def parse_pids(data: bytes) -> list[int]:
+    return [int(line) for line in data.split()]
+
+
+class _Reader:
+    """One pass over the kubepods tree; collects pods and real read errors."""
+
+    def __init__(self, fs: HostFS, layout: CgroupLayout) -> None:
+        self.fs = fs
+        self.layout = layout
+        self.usage_name = layout.usage_file
+        self.root_text = str(layout.root)
+        self.errors: list[str] = []
+
+    def usage(self, directory: str) -> float | None:
+        path = f"{directory}/{self.usage_name}"
+        try:
+            return parse_usage_seconds(self.layout.version, self.fs.read_bytes(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # removed while we read: churn
+        except OSError as exc:
+            self.errors.append(f"cannot read {path}: {exc.strerror or exc}")
+        except ValueError as exc:
+            self.errors.append(f"{path}: not a CPU usage ({exc})")
+        return None
+
+    def pids(self, directory: str) -> list[int]:
+        path = f"{directory}/cgroup.procs"
+        try:
+            return parse_pids(self.fs.read_bytes(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            self.errors.append(f"cannot read {path}: {exc.strerror or exc}")
+        except ValueError:
+            self.errors.append(f"{path}: not a list of pids")
+        return []
+
+    def pod(self, directory: str, uid: str, qos: str) -> PodCgroup | None:
+        usage = self.usage(directory)
+        if usage is None:
+            return None
+        containers: list[ContainerCgroup] = []
+        pids = self.pids(directory)  # v1 allows processes in the pod's own cgroup
+        for name in self.fs.subdirs(directory):
+            child = f"{directory}/{name}"
+            pids.extend(self.pids(child))
+            match = _CONTAINER.match(name)
+            if match is None:
+                continue  # e.g. crio-conmon-<id>.scope: in the pod, but not a container
+            container_usage = self.usage(child)
+            if container_usage is not None:
+                containers.append(ContainerCgroup(match.group(2), match.group(1), container_usage))
+        rel = directory[len(self.root_text) + 1 :]
+        return PodCgroup(uid, qos, rel, usage, tuple(containers), frozenset(pids))
+
+
+def read_cgroups(fs: HostFS) -> CgroupReading:
+    """Every pod's CPU time, containers and processes, as the kubelet laid them out."""
+    layout, reason = detect_layout(fs)
+    if layout is None:
+        return CgroupReading(None, errors=(reason,) if reason else ())
+    pods: dict[str, PodCgroup] = {}
+    if layout.kubepods is None:
+        return CgroupReading(layout, pods)
+    reader = _Reader(fs, layout)
+    top = str(layout.kubepods)
+    for name in fs.subdirs(top):
+        directory = f"{top}/{name}"
+        qos_match = _SYSTEMD_QOS.match(name)
+        qos_name = qos_match.group(1) if qos_match else name if name in _QOS_BY_NAME else None
+        if qos_name is not None:
+            qos = _QOS_BY_NAME[qos_name]
+            for pod_name in fs.subdirs(directory):
+                uid = pod_uid(pod_name)
+                if uid is not None:
+                    pod = reader.pod(f"{directory}/{pod_name}", uid, qos)
+                    if pod is not None:
+                        pods[uid] = pod
+            continue
+        uid = pod_uid(name)
+        if uid is not None:  # guaranteed pods sit directly under the kubepods root
+            pod = reader.pod(directory, uid, QOS_GUARANTEED)
+            if pod is not None:
+                pods[uid] = pod
+    return CgroupReading(layout, pods, tuple(reader.errors))
+
+
+def pod_uid(name: str) -> str | None:
+    """The pod UID (with dashes) a pod cgroup's directory name carries, or None."""
+    match = _SYSTEMD_POD.match(name) or _CGROUPFS_POD.match(name)
+    if match is None:
+        return None
+    return match.group(1).replace("_", "-").lower()
