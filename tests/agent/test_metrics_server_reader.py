@@ -1,0 +1,178 @@
+"""agent/metrics_server.py: quantities, and reads from the emulator's metrics.k8s.io."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from agent.kube import KubeClient
+from agent.metrics_server import (
+    MetricsServerReader,
+    parse_duration_seconds,
+    parse_quantity,
+    with_metrics_server,
+)
+from agent.podmeta import PodMeta
+from agent.snapshot import Snapshot
+from tests.helpers.agent_kube_emulator import EmulatedCluster
+
+NODE = "node-a"
+T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC).timestamp()
+T0_TEXT = "2025-03-01T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("250m", 0.25),
+        ("2", 2.0),
+        ("1500000000n", 1.5),
+        ("750u", 0.00075),
+        ("0", 0.0),
+        ("128Ki", 131072.0),
+        ("1.5Gi", 1.5 * 2**30),
+        ("3M", 3e6),
+        ("1e3", 1000.0),
+        ("2.5E-3", 0.0025),
+        (".5", 0.5),
+    ],
+)
+def test_quantities(text: str, value: float) -> None:
+    assert parse_quantity(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1Xi", "--1", "1.2.3", "m"])
+def test_garbage_quantities_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("15s", 15.0), ("1m0.5s", 60.5), ("20.5ms", 0.0205), ("1h", 3600.0), ("", None), ("15", None), ("x15s", None)],
+)
+def test_durations(text: str, seconds: float | None) -> None:
+    assert parse_duration_seconds(text) == (pytest.approx(seconds) if seconds is not None else None)
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmulatedCluster]:
+    cluster = EmulatedCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def client(cluster: EmulatedCluster, tmp_path: Path) -> Iterator[KubeClient]:
+    client = KubeClient.connect(cluster.write_kubeconfig(tmp_path / "kubeconfig"), request_timeout_seconds=3)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+PODS = [
+    PodMeta(uid="uid-cart", namespace="shop", name="cart"),
+    PodMeta(uid="uid-new", namespace="shop", name="new"),  # not scraped by Metrics Server yet
+]
+
+
+def test_node_and_pod_usage_with_their_age(cluster: EmulatedCluster, client: KubeClient) -> None:
+    cluster.set_node_metrics(NODE, "1250m", "3Gi", T0_TEXT, window="20s")
+    cluster.set_pod_metrics("shop", "cart", {"app": ("200m", "100Mi"), "sidecar": ("50000000n", "28Mi")}, T0_TEXT)
+    clock = Clock(T0 + 7.0)
+    reader = MetricsServerReader(client, NODE, lambda: PODS, clock=clock)
+    assert reader.read_once()
+
+    data = reader.latest()
+    assert data is not None and data.node is not None
+    assert data.node.cpu_cores == pytest.approx(1.25)
+    assert data.node.memory_working_set_bytes == 3 * 2**30
+    assert data.node.window_seconds == 20.0
+    assert data.age_seconds(clock.now) == pytest.approx(7.0)
+    [cart] = data.pods  # the pod without metrics is left out, not zero
+    assert cart.uid == "uid-cart"
+    assert cart.usage.cpu_cores == pytest.approx(0.25)
+    assert cart.usage.memory_working_set_bytes == 128 * 2**20
+    assert reader.errors == 0
+
+    snapshot = Snapshot(
+        node=NODE, interval_seconds=5.0, timestamp=T0 + 9.0, source="none", node_watts=None, idle_watts=None,
+        active_watts=None, idle_source="utilization", cpu_utilization=None, busy_cpu_seconds=None,
+    )
+    section = with_metrics_server(snapshot, data).to_record()["metrics_server"]
+    assert section["age_seconds"] == pytest.approx(9.0)
+    assert section["node"]["cpu_cores"] == pytest.approx(1.25)
+    assert section["pods"] == [
+        {"uid": "uid-cart", "namespace": "shop", "name": "cart", "cpu_cores": pytest.approx(0.25),
+         "memory_working_set_bytes": 128 * 2**20}
+    ]
+    # Requests went to this node's object and to this node's pods, one by one.
+    paths = [str(r.url.path) for r in cluster.requests_for("nodes") + cluster.requests_for("pods")]
+    assert "/apis/metrics.k8s.io/v1beta1/nodes/node-a" in paths
+    assert "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/cart" in paths
+
+
+def test_without_metrics_server_the_series_are_absent_counted_and_logged_once(
+    cluster: EmulatedCluster, client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster.delete_metrics()
+    reader = MetricsServerReader(client, NODE, lambda: PODS, clock=Clock(T0))
+    with caplog.at_level(logging.WARNING, logger="agent.metrics_server"):
+        for _ in range(4):
+            assert not reader.read_once()
+    assert reader.latest() is None
+    assert reader.errors == 4
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "Metrics Server" in lines[0] and "404" in lines[0]
+
+    with caplog.at_level(logging.WARNING, logger="agent.metrics_server"):
+        cluster.set_node_metrics(NODE, "1", "1Gi", T0_TEXT)
+        assert reader.read_once()
+    assert reader.latest() is not None
+    assert any("answers again" in r.getMessage() for r in caplog.records)
+
+
+def test_old_data_is_kept_with_its_age_then_dropped(cluster: EmulatedCluster, client: KubeClient) -> None:
+    cluster.set_node_metrics(NODE, "1", "1Gi", T0_TEXT)
+    clock = Clock(T0 + 1)
+    reader = MetricsServerReader(client, NODE, lambda: [], max_age_seconds=60, clock=clock)
+    assert reader.read_once()
+    cluster.stop()  # the API goes away
+    clock.now = T0 + 50
+    assert not reader.read_once()
+    data = reader.latest()
+    assert data is not None and data.age_seconds(clock.now) == pytest.approx(50)
+    clock.now = T0 + 61
+    assert reader.latest() is None
+    assert reader.errors == 1
+
+
+def test_the_background_thread_reads_and_stops(cluster: EmulatedCluster, client: KubeClient) -> None:
+    cluster.set_node_metrics(NODE, "2", "1Gi", T0_TEXT)
+    reader = MetricsServerReader(client, NODE, lambda: [], period_seconds=0.05, clock=Clock(T0))
+    reader.start()
+    try:
+        deadline = time.monotonic() + 5
+        while reader.latest() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        reader.stop()
+    data = reader.latest()
+    assert data is not None and data.node is not None and data.node.cpu_cores == 2.0
