@@ -1,0 +1,196 @@
+"""The YAML configuration, and `kubejoule-scheduler extender` as a real process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent.curves import PowerCurve
+from scheduler.cli import build_parser, main
+from scheduler.config import Config, ConfigError, build_store, config_from_dict, load_config
+from tests.helpers.prometheus import free_port
+from tests.helpers.sched_http import agent_exposition, text_server
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "scheduler" / "examples"
+
+
+def test_example_config_loads() -> None:
+    config = load_config(EXAMPLES / "extender-config.yaml")
+    assert config.mode == "shadow"
+    assert config.telemetry.agents.endpoint_slices is not None
+    assert config.telemetry.agents.endpoint_slices.service == "kubejoule-agent"
+    assert config.needs_kubernetes
+
+
+def test_example_kube_scheduler_configuration() -> None:
+    doc = yaml.safe_load((EXAMPLES / "kube-scheduler-config.yaml").read_text())
+    assert doc["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert doc["kind"] == "KubeSchedulerConfiguration"
+    [extender] = doc["extenders"]
+    assert extender["prioritizeVerb"] == "prioritize" and extender["filterVerb"] == "filter"
+    assert extender["nodeCacheCapable"] is True and extender["ignorable"] is True
+    assert isinstance(extender["weight"], int) and extender["weight"] > 0
+    assert extender["httpTimeout"].endswith("s")
+
+
+def test_full_config() -> None:
+    config = config_from_dict(
+        {
+            "mode": "active",
+            "listen": "127.0.0.1:9000",
+            "max_staleness_seconds": 15,
+            "scorer": {"delta_p_ref_watts": 35.5, "consolidation": True},
+            "curves": {
+                "a": {"model": "linear", "idle_watts": 80, "max_watts": 250},
+                "b": {"points": list(range(100, 210, 10))},
+            },
+            "power_caps_watts": {"a": 300},
+            "default_power_cap_watts": 500,
+            "telemetry": {
+                "agents": {"static": ["a=10.0.0.1:9102"], "timeout_seconds": 1},
+                "prometheus": {"url": "http://prom:9090"},
+                "node_cores": {"a": 16},
+            },
+        }
+    )
+    assert config.scorer.delta_p_ref_watts == 35.5 and config.scorer.consolidation
+    assert config.curves["a"] == PowerCurve.linear(80, 250)
+    assert config.curves["b"].watts(0.55) == pytest.approx(155.0)
+    assert (config.power_cap("a"), config.power_cap("z")) == (300.0, 500.0)
+    assert config.telemetry.agents.static == {"a": "http://10.0.0.1:9102/metrics"}
+    assert not config.needs_kubernetes
+    store = build_store(config)
+    assert [s.name for s in store.sources] == ["agents", "prometheus"]
+    store.stop()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"mode": "yolo"}, "mode"),
+        ({"listen": "nowhere"}, "HOST:PORT"),
+        ({"colour": "blue"}, "unknown key"),
+        ({"scorer": {"delta_p_ref_watts": 0}}, "positive"),
+        ({"scorer": {"delta_p_ref_watts": "20W"}}, "number"),
+        ({"scorer": {"consolidation": "yes"}}, "true or false"),
+        ({"scorer": {"name": "dqn"}}, "heuristic"),
+        ({"curves": {"a": {"model": "cubic", "idle_watts": 1, "max_watts": 2}}}, "curves.a"),
+        ({"curves": {"a": {"points": [1, 2, 3]}}}, "curves.a"),
+        ({"telemetry": {"agents": {"static": ["justaname"]}}}, "node=url"),
+        ({"telemetry": {"prometheus": {"timeout_seconds": 1}}}, "prometheus.url"),
+        ({"telemetry": {"agents": {"endpoint_slices": {"namespaces": "x"}}}}, "unknown key"),
+        ({"power_caps_watts": {"a": -5}}, "positive"),
+    ],
+)
+def test_config_errors_name_the_key(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+def test_load_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mode: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    assert load_config(None) == Config()
+
+
+def test_cli_rejects_a_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("mode: sideways\n")
+    assert main(["extender", "--config", str(path)]) == 2
+    assert "mode" in capsys.readouterr().err
+
+
+def test_cli_has_subcommands() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["extender", "--listen", "127.0.0.1:1", "--mode", "active"])
+    assert (args.command, args.listen, args.mode) == ("extender", "127.0.0.1:1", "active")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["extender", "--mode", "sideways"])
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _post(url: str, payload: Any) -> Any:
+    request = urllib.request.Request(
+        url, json.dumps(payload).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.loads(response.read())
+
+
+def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
+    """The installed entry point, a real uvicorn server, agents scraped over HTTP."""
+    now = time.time()
+    frugal = PowerCurve.linear(50, 130).as_points()  # 2 of 8 cores → 20 W
+    hungry = PowerCurve.linear(100, 260).as_points()  # → 40 W
+    with text_server() as agents:
+        agents.pages["/frugal/metrics"] = agent_exposition("frugal", now, utilization=0.3, curve=frugal)
+        agents.pages["/hungry/metrics"] = agent_exposition("hungry", now, utilization=0.3, curve=hungry)
+        config = {
+            "refresh_seconds": 0.2,
+            "scorer": {"delta_p_ref_watts": 50},
+            "telemetry": {
+                "agents": {"static": {n: agents.url(f"/{n}/metrics") for n in ("frugal", "hungry")}},
+                "node_cores": {"frugal": 8, "hungry": 8},
+            },
+        }
+        path = tmp_path / "extender.yaml"
+        path.write_text(yaml.safe_dump(config))
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(path),
+             "--listen", f"127.0.0.1:{port}", "--mode", "active", "--log-level", "warning"],
+            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if _get(f"{base}/readyz")[0] == 200:
+                        break
+                except (urllib.error.URLError, ConnectionError):
+                    pass
+                assert process.poll() is None, process.stdout.read() if process.stdout else ""
+                assert time.monotonic() < deadline, "extender never became ready"
+                time.sleep(0.1)
+            pod = {"metadata": {"name": "p", "namespace": "default"},
+                   "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}
+            scores = _post(f"{base}/prioritize", {"Pod": pod, "NodeNames": ["frugal", "hungry", "gone"]})
+            assert scores == [
+                {"Host": "frugal", "Score": 6}, {"Host": "hungry", "Score": 2}, {"Host": "gone", "Score": 5}
+            ]
+            status, metrics = _get(f"{base}/metrics")
+            assert status == 200 and b'kubejoule_scheduler_telemetry_age_seconds{node="frugal"}' in metrics
+            assert agents.hits["/frugal/metrics"] >= 1
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                # uvicorn shuts down cleanly, then re-raises the signal it caught.
+                assert process.wait(10) in (0, -signal.SIGTERM)
+            finally:
+                if process.poll() is None:
+                    process.kill()
