@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
 
-from agent.snapshot import Snapshot
+from agent.snapshot import Gap, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -203,29 +203,14 @@ class NetworkReader:
         except OSError:
             own = None
         host = self._host_identity(own)
-
-        # Which namespace is each pod's? (A stat, no entering yet.)
-        targets: dict[str, tuple[tuple[int, int], Path] | None] = {}
-        for uid, pids in pod_pids.items():
-            targets[uid] = None
-            for pid in pids:
-                path = self.procfs / str(pid) / "ns" / "net"
-                try:
-                    targets[uid] = (_ns_identity(path), path)
-                    break
-                except OSError:
-                    continue  # the process ended, or is not visible: try the next one
+        targets = {uid: self._pod_namespace(pids) for uid, pids in pod_pids.items()}
 
         def work(worker: _NamespaceWorker) -> NetworkSample:
             node_error = None
             interfaces: tuple[InterfaceBytes, ...] = ()
             try:
-                if host is None or host == own:
-                    with IPRoute() as ipr:
-                        interfaces = tuple(link_counters(ipr, self.exclude_kinds))
-                else:
-                    with worker.socket_in(self.host_ns_path) as ipr:
-                        interfaces = tuple(link_counters(ipr, self.exclude_kinds))
+                with IPRoute() if host in (None, own) else worker.socket_in(self.host_ns_path) as ipr:
+                    interfaces = tuple(link_counters(ipr, self.exclude_kinds))
             except OSError as exc:
                 node_error = f"cannot read the node's interfaces in {self.host_ns_path}: {exc}"
             pods: list[PodNetwork] = []
@@ -234,6 +219,9 @@ class NetworkReader:
                 target = targets[uid]
                 if target is None:
                     continue  # no process of the pod is running (yet): nothing to read
+                if isinstance(target, str):
+                    pods.append(PodNetwork(uid, False, None, None, target))
+                    continue
                 identity, path = target
                 if identity == host:
                     pods.append(PodNetwork(uid, True, None, None))
@@ -244,20 +232,43 @@ class NetworkReader:
                     continue
                 seen[identity] = uid
                 try:
-                    ipr = IPRoute() if identity == own else worker.socket_in(path)
-                    with ipr:
+                    with IPRoute() if identity == own else worker.socket_in(path) as ipr:
                         links = link_counters(ipr)
                 except OSError as exc:
-                    pods.append(PodNetwork(uid, False, None, None, f"cannot read {path}: {exc}"))
+                    pods.append(PodNetwork(uid, False, None, None, f"cannot enter {path}: {exc.strerror or exc}"))
                     if worker.broken:
                         break
                     continue
-                pods.append(
-                    PodNetwork(uid, False, sum(i.rx_bytes for i in links), sum(i.tx_bytes for i in links))
-                )
+                pods.append(PodNetwork(uid, False, sum(i.rx_bytes for i in links), sum(i.tx_bytes for i in links)))
             return NetworkSample(interfaces, tuple(pods), node_error)
 
         return _in_worker_thread(work)
+
+    def _pod_namespace(self, pids: Sequence[int]) -> tuple[tuple[int, int], Path] | str | None:
+        """(identity, path) of the pod's namespace; an error text when it is not readable; None
+        when none of its processes exists any more."""
+        error = None
+        for pid in pids:
+            path = self.procfs / str(pid) / "ns" / "net"
+            try:
+                return (_ns_identity(path), path)
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # the process ended: try the next one
+            except OSError as exc:
+                # Typically EACCES: a ptrace-mode check, CAP_SYS_PTRACE is missing.
+                error = f"cannot open {path}: {exc.strerror or exc}"
+        return error
+
+
+def network_gaps(sample: NetworkSample) -> list[Gap]:
+    """What the sample could not read, as gaps (one for all the pods, not one per pod)."""
+    gaps = []
+    if sample.node_error:
+        gaps.append(Gap("network", sample.node_error))
+    failed = [p for p in sample.pods if p.error is not None]
+    if failed:
+        gaps.append(Gap("pod network", f"{len(failed)} pod(s) unreadable, e.g. {failed[0].uid}: {failed[0].error}"))
+    return gaps
 
 
 def with_network(
@@ -272,4 +283,8 @@ def with_network(
     known: dict[str, tuple[str | None, str | None]] = {p.uid: (p.namespace, p.name) for p in snapshot.pods}
     known.update(names or {})
     extra = tuple((k, v) for k, v in snapshot.extra if k != EXTRA_KEY)
-    return dataclasses.replace(snapshot, extra=extra + ((EXTRA_KEY, sample.to_record(known)),))
+    return dataclasses.replace(
+        snapshot,
+        extra=extra + ((EXTRA_KEY, sample.to_record(known)),),
+        gaps=snapshot.gaps + tuple(g for g in network_gaps(sample) if g not in snapshot.gaps),
+    )

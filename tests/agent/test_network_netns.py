@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from agent.network import NetworkReader, NetworkSample, with_network
 from agent.snapshot import PodPower, Snapshot
 from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
 
+REPO = Path(__file__).resolve().parents[2]
 PAYLOAD_BYTES = 200_000
 # UDP/IP/Ethernet headers on 1000-byte datagrams, ARP, and ICMP port-unreachable replies.
 OVERHEAD_BYTES = 20_000
@@ -116,3 +118,27 @@ def test_the_record_section_names_pods_and_round_trips_as_json(lab: NetnsLab, tm
     assert entry["namespace"] == "shop" and entry["name"] == "cart" and entry["host_network"] is False
     assert isinstance(entry["rx_bytes"], int)
     assert all(set(i) == {"interface", "rx_bytes", "tx_bytes"} for i in record["network"]["interfaces"])
+
+
+def test_without_the_capabilities_pods_are_a_gap_and_the_node_is_still_read(lab: NetnsLab) -> None:
+    # As in the base DaemonSet (all capabilities dropped): entering a pod's namespace fails.
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to drop capabilities")
+    pod = lab.add_pod()
+    script = (
+        "import json, sys\n"
+        "from agent.network import NetworkReader, network_gaps\n"
+        f"sample = NetworkReader().read({{'uid-1': [{pod.pid}]}})\n"
+        "print(json.dumps({'pods': [[p.uid, p.rx_bytes, p.error] for p in sample.pods],\n"
+        "                  'interfaces': [i.interface for i in sample.interfaces],\n"
+        "                  'gaps': [g.what for g in network_gaps(sample)]}))\n"
+    )
+    result = subprocess.run(
+        ["setpriv", "--bounding-set", "-sys_admin,-sys_ptrace", sys.executable, "-c", script],
+        capture_output=True, text=True, cwd=REPO, timeout=60, check=True,
+    )
+    seen = json.loads(result.stdout)
+    [[uid, rx_bytes, error]] = seen["pods"]
+    assert uid == "uid-1" and rx_bytes is None and error
+    assert seen["interfaces"]  # the node's own interfaces need no capability
+    assert seen["gaps"] == ["pod network"]
