@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# The node agent image: the agent package and its core dependencies only (psutil, pyroute2,
+# prometheus-client, kubernetes, pyyaml, numpy). No scheduler, no fastapi, no torch.
+# Build from the repository root:
+#   docker build -f daemonset/images/agent.Dockerfile -t ghcr.io/kubejoule/kubejoule-agent:0.1.0 .
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+WORKDIR /src
+COPY pyproject.toml README.md LICENSE ./
+COPY agent ./agent
+# `pip wheel .` without extras: the core dependencies only.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM ${PYTHON_IMAGE}
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir --no-index --find-links /wheels kubejoule \
+    && rm -rf /wheels
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# Root, with every capability dropped by the DaemonSet: energy_uj is readable by root only
+# (CVE-2020-8694). See docs/deploy.md.
+USER 0
+EXPOSE 9102
+ENTRYPOINT ["kubejoule-agent"]
+CMD ["run", "--listen", ":9102", "--procfs", "/host/proc", "--sysfs", "/host/sys"]

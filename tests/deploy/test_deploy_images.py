@@ -1,0 +1,184 @@
+"""The image Dockerfiles (daemonset/images/): no Docker engine here, so the tests check what the
+images are built from and that the code in each image imports without what it leaves out."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.deploy_kustomize import build
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "daemonset" / "images"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+# What each image leaves out, and so what its code must never import.
+AGENT_IMAGE_EXCLUDES = (
+    "torch",
+    "fastapi",
+    "uvicorn",
+    "starlette",
+    "gymnasium",
+    "matplotlib",
+    "scheduler",
+    "rl",
+)
+SCHEDULER_IMAGE_EXCLUDES = ("torch", "gymnasium", "matplotlib", "rl")
+
+
+def instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    joined: list[str] = []
+    pending = ""
+    for raw in dockerfile.read_text().splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        joined.append(pending + line)
+        pending = ""
+    assert not pending, f"{dockerfile}: dangling line continuation"
+    result = []
+    for line in joined:
+        word, _, rest = line.partition(" ")
+        result.append((word.upper(), rest.strip()))
+    return result
+
+
+def final_stage(dockerfile: Path) -> list[tuple[str, str]]:
+    steps = instructions(dockerfile)
+    last_from = max(i for i, (word, _) in enumerate(steps) if word == "FROM")
+    return steps[last_from:]
+
+
+def copied_sources(dockerfile: Path) -> list[str]:
+    sources = []
+    for word, args in instructions(dockerfile):
+        if word == "COPY" and not args.startswith("--from"):
+            *src, _dest = args.split()
+            sources.extend(src)
+    return sources
+
+
+def ignored(path: str, patterns: list[str]) -> bool:
+    """Docker's .dockerignore rule: the last matching pattern wins; `!` re-includes."""
+    result = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        body = pattern[1:] if negate else pattern
+        if fnmatch.fnmatch(path, body) or fnmatch.fnmatch(path, body.replace("/**", "")):
+            result = not negate
+    return result
+
+
+@pytest.mark.parametrize("image", ["agent", "scheduler"])
+def test_copied_sources_exist_and_pass_the_dockerignore(image: str) -> None:
+    dockerfile = IMAGES / f"{image}.Dockerfile"
+    patterns = [
+        line.strip()
+        for line in (IMAGES / f"{image}.Dockerfile.dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    sources = copied_sources(dockerfile)
+    assert sources
+    for source in sources:
+        assert (ROOT / source).exists(), source
+        assert not ignored(source, patterns), f"{source} is excluded from the build context"
+    assert ignored(".venv", patterns) and ignored("tests", patterns)
+
+
+def test_agent_image_installs_core_dependencies_only() -> None:
+    dockerfile = IMAGES / "agent.Dockerfile"
+    runs = [args for word, args in instructions(dockerfile) if word == "RUN"]
+    pip_runs = [r for r in runs if "pip " in r]
+    assert pip_runs and all("[" not in r and "torch" not in r for r in pip_runs)  # no extras
+    assert any("pip wheel" in r and r.rstrip().endswith(" .") for r in pip_runs)
+    assert copied_sources(dockerfile) == ["pyproject.toml", "README.md", "LICENSE", "agent"]
+    core = " ".join(PYPROJECT["project"]["dependencies"]).lower()
+    for excluded in ("torch", "fastapi", "uvicorn", "gymnasium"):
+        assert excluded not in core
+
+
+def test_scheduler_image_installs_the_scheduler_extra_without_torch() -> None:
+    dockerfile = IMAGES / "scheduler.Dockerfile"
+    runs = " ".join(args for word, args in instructions(dockerfile) if word == "RUN")
+    assert '".[scheduler]"' in runs and '"kubejoule[scheduler]"' in runs
+    assert "torch" not in runs and "ml]" not in runs
+    assert "torch" not in " ".join(PYPROJECT["project"]["optional-dependencies"]["scheduler"])
+    assert set(copied_sources(dockerfile)) == {
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "agent",
+        "scheduler",
+    }
+
+
+@pytest.mark.parametrize(
+    ("image", "script", "user_is_root"),
+    [("agent", "kubejoule-agent", True), ("scheduler", "kubejoule-scheduler", False)],
+)
+def test_entrypoint_is_a_console_script_and_user_is_as_documented(
+    image: str, script: str, user_is_root: bool
+) -> None:
+    stage = final_stage(IMAGES / f"{image}.Dockerfile")
+    entrypoint = json.loads(next(args for word, args in stage if word == "ENTRYPOINT"))
+    assert entrypoint == [script]
+    assert script in PYPROJECT["project"]["scripts"]
+    user = next(args for word, args in stage if word == "USER")
+    assert (user.split(":")[0] == "0") is user_is_root
+
+
+def test_manifests_run_the_images_entrypoints_with_known_subcommands() -> None:
+    objects = build(ROOT / "daemonset" / "overlays" / "intel")
+    subcommands = {"kubejoule-agent": {"run"}, "kubejoule-scheduler": {"run", "extender"}}
+    for obj in objects:
+        if obj["kind"] not in ("DaemonSet", "Deployment"):
+            continue
+        for container in obj["spec"]["template"]["spec"]["containers"]:
+            assert "command" not in container  # the image's ENTRYPOINT is the program
+            script = container["image"].rsplit("/", 1)[1].split(":")[0]
+            assert container["args"][0] in subcommands[script]
+
+
+def _import_all_with_blocked(
+    package: str, blocked: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    program = f"""
+import importlib, importlib.abc, pkgutil, sys
+BLOCKED = {blocked!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{{name}} is not in this image")
+        return None
+sys.meta_path.insert(0, Block())
+package = importlib.import_module({package!r})
+names = [m.name for m in pkgutil.walk_packages(package.__path__, {package!r} + ".")]
+for name in sorted(names):
+    importlib.import_module(name)
+print(len(names))
+"""
+    return subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+
+
+def test_agent_code_imports_without_what_its_image_leaves_out() -> None:
+    result = _import_all_with_blocked("agent", AGENT_IMAGE_EXCLUDES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(result.stdout.strip()) > 5
+
+
+def test_scheduler_code_imports_without_torch() -> None:
+    result = _import_all_with_blocked("scheduler", SCHEDULER_IMAGE_EXCLUDES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(result.stdout.strip()) > 5
