@@ -1,0 +1,417 @@
+"""`kubejoule-calibrate`: check RAPL, measure idle power, sweep load, fit the node's power curve.
+
+  check   is RAPL usable here, as which user; exits 1 with the reason and the fix when it is not
+  run     idle baseline, load sweep, fits, profile YAML (`--out`)
+  wall    fit a RAPL-to-wall correction from a power meter's CSV into an existing profile
+  show    print a profile's curve
+
+Exit codes: 0 done, 1 cannot measure (the reason is printed), 2 command-line misuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from agent.calibration.check import format_check, run_check
+from agent.calibration.fit import MODELS, FitError, Window, select_model
+from agent.calibration.load import LoadGenerator, available_cpus
+from agent.calibration.measure import Judgement, MeasureError, Meter, Phase, measure_idle, sweep
+from agent.calibration.output import build_profile, phase_record, phase_spans, write_profile
+from agent.calibration.wall import WallMeterError, fit_wall_correction, read_wall_csv
+from agent.curves import UTILIZATION_LEVELS
+from agent.hostfs import HostFS
+from agent.profile import ProfileError, WallCorrection, load_profile
+
+MAX_LOWEST_UTILIZATION = 0.35  # a curve must reach down at least this far to give idle power
+
+
+class CalibrationFailed(RuntimeError):
+    """The calibration cannot go on; the message is the reason (and the fix)."""
+
+
+def default_node_name() -> str:
+    return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = non_negative_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text!r}")
+    return value
+
+
+def int_at_least(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {text!r}")
+        return value
+
+    return parse
+
+
+def model_list(text: str) -> list[str]:
+    models = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in models if m not in MODELS]
+    if not models or unknown:
+        raise argparse.ArgumentTypeError(f"models are {', '.join(MODELS)}; got {text!r}")
+    return models
+
+
+# --- check -------------------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    result = run_check(HostFS(args.procfs, args.sysfs), poll_seconds=args.seconds)
+    if args.json:
+        print(json.dumps(result.to_record(), indent=2))
+    else:
+        print(format_check(result))
+    if not result.usable:
+        for problem in result.problems:
+            if problem.severity == "fail":
+                print(f"RAPL unusable: {problem.reason}\n  fix: {problem.fix}", file=sys.stderr)
+                break
+    return 0 if result.usable else 1
+
+
+# --- run ---------------------------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line progress bar on a terminal; one line per finished phase otherwise."""
+
+    def __init__(self, stream: TextIO, enabled: bool, total_phases: int) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.tty = stream.isatty()
+        self.total_phases = total_phases  # levels (idle + steps); a retry repeats its level
+        self._done: set[str] = set()
+
+    def __call__(self, phase: Phase, fraction_done: float, window: Window | None) -> None:
+        if not self.enabled:
+            return
+        if self.tty:
+            level = phase.group.split("-retry")[0]
+            done = len(self._done - {level})
+            overall = min(1.0, (done + fraction_done) / max(self.total_phases, 1))
+            filled = int(30 * overall)
+            bar = "#" * filled + "." * (30 - filled)
+            now = f"{100 * window.utilization:5.1f} % {window.watts:8.2f} W" if window else ""
+            self.stream.write(f"\r[{bar}] {phase.group:<9} {_target(phase.target):>5} {now}   ")
+            self.stream.flush()
+        if fraction_done >= 1.0:
+            self._done.add(phase.group.split("-retry")[0])
+            if self.tty:
+                self.stream.write("\n")
+            self.stream.write(f"{self._summary(phase)}\n")
+            self.stream.flush()
+
+    @staticmethod
+    def _summary(phase: Phase) -> str:
+        measured = (
+            f"measured {100 * phase.utilization:5.1f} %  {phase.watts:8.2f} W"
+            if phase.utilization is not None and phase.watts is not None
+            else "no usable window"
+        )
+        gaps = f"  ({len(phase.gaps)} gap(s))" if phase.gaps else ""
+        return f"{phase.group:<9} target {_target(phase.target):>5}  {measured}{gaps}"
+
+    def warn(self, message: str) -> None:
+        if self.tty and self.enabled:
+            self.stream.write("\n")
+        self.stream.write(f"warning: {message}\n")
+        self.stream.flush()
+
+
+def _target(target: float | None) -> str:
+    return "-" if target is None else f"{100 * target:.0f} %"
+
+
+def preflight(meter: Meter) -> tuple[str, list[dict[str, Any]], int | None]:
+    """RAPL present, node zones readable; returns (node power kind, zones used, CPUs)."""
+    reading = meter.read()
+    if not reading.rapl.present or not reading.rapl.zones:
+        raise CalibrationFailed(
+            f"no RAPL counters under {meter.fs.sys('class', 'powercap')}: nothing to calibrate "
+            "against. Run `kubejoule-calibrate check` for the reason and the fix"
+        )
+    kind, ids = meter.node_zones(reading)
+    if not ids:
+        raise CalibrationFailed("no package or psys zone: node power cannot be formed (see `kubejoule-calibrate check`)")
+    broken = {zid: reading.rapl.errors[zid] for zid in ids if zid in reading.rapl.errors}
+    if broken:
+        first = next(iter(broken.values()))
+        raise CalibrationFailed(f"node power zones cannot be read: {first} (see `kubejoule-calibrate check`)")
+    zones = [
+        {"zone_id": zid, "name": reading.rapl.zones[zid].name, "socket": reading.rapl.zones[zid].socket}
+        for zid in ids
+    ]
+    return kind, zones, reading.cpu.cpus or None
+
+
+def check_idle_coverage(phases: Sequence[Phase]) -> None:
+    """Refuse to report idle power that would be a long extrapolation."""
+    measured = [p.utilization for p in phases if p.utilization is not None]
+    if not measured:
+        raise CalibrationFailed("no phase gave a usable measurement")
+    lowest = min(measured)
+    if lowest > MAX_LOWEST_UTILIZATION:
+        raise CalibrationFailed(
+            f"the host never got below {100 * lowest:.0f} % busy (other work kept running), so idle "
+            f"power would be an extrapolation from {100 * lowest:.0f}–100 %, not a measurement; "
+            "drain the node (`kubectl drain`) and run again, or allow more `--retries`"
+        )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    fs = HostFS(args.procfs, args.sysfs)
+    meter = Meter(fs)
+    node = args.node or default_node_name()
+    workers = args.workers or available_cpus()
+    progress = Progress(sys.stderr, not args.no_progress, args.steps + 1)
+    try:
+        node_power, zones, cores = preflight(meter)
+        # Validate the wall meter's file before spending minutes on the sweep.
+        readings = read_wall_csv(args.wall_meter) if args.wall_meter and args.wall_meter.exists() else None
+        judgement = Judgement(
+            quiet_utilization=args.quiet_utilization, retries=args.retries, retry_wait_seconds=args.retry_wait
+        )
+        idle = measure_idle(meter, args.idle_seconds, args.sample_seconds, judgement, progress.warn, progress=progress)
+        with LoadGenerator(workers) as generator:
+            steps = sweep(
+                meter,
+                generator,
+                args.steps,
+                args.step_seconds,
+                args.settle_seconds,
+                args.sample_seconds,
+                judgement,
+                progress.warn,
+                progress,
+            )
+        windows = [w for p in (*idle, *steps) if p.used for w in p.windows]
+        check_idle_coverage([p for p in (*idle, *steps) if p.used])
+        fit = select_model(windows, args.models)
+        peak_u = max(w.utilization for w in windows)
+        if peak_u < 0.9:
+            progress.warn(
+                f"the load reached only {100 * peak_u:.0f} % utilization: max_watts is extrapolated "
+                "(is the calibration confined by a CPU limit? give it every CPU)"
+            )
+        wall: WallCorrection | None = None
+        if args.wall_meter:
+            readings = read_wall_csv(args.wall_meter)  # read again: the logger wrote during the run
+            spans = phase_spans([phase_record(p) for p in (*idle, *steps)])
+            wall = fit_wall_correction(readings, spans)
+    except (CalibrationFailed, MeasureError, FitError, WallMeterError) as exc:
+        print(f"calibration failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("calibration interrupted; no profile written", file=sys.stderr)
+        return 130
+    settings = {
+        "idle_seconds": args.idle_seconds,
+        "quiet_utilization": args.quiet_utilization,
+        "retries": args.retries,
+        "retry_wait_seconds": args.retry_wait,
+        "steps": args.steps,
+        "step_seconds": args.step_seconds,
+        "settle_seconds": args.settle_seconds,
+        "sample_seconds": args.sample_seconds,
+        "workers": workers,
+        "procfs": str(args.procfs),
+        "sysfs": str(args.sysfs),
+    }
+    doc = build_profile(
+        node=node,
+        fs=fs,
+        cores=cores,
+        fit=fit,
+        idle_phases=idle,
+        steps=steps,
+        node_power=node_power,
+        zones=zones,
+        settings=settings,
+        quiet_utilization=args.quiet_utilization,
+        wall=wall,
+    )
+    write_profile(doc, args.out)
+    print(format_summary(doc, args.out))
+    return 0
+
+
+def format_summary(doc: dict[str, Any], path: Path) -> str:
+    lines = [
+        f"profile written to {path}",
+        f"node {doc['node']}   model {doc['model']}   held-out error {doc['fit_error_watts']:.2f} W",
+        f"  ({doc['selection']})",
+        "",
+        f"{'model':<8}{'held-out error':>16}{'in-sample error':>17}",
+    ]
+    for name, fit in doc["fits"].items():
+        held = "-" if fit["heldout_error_watts"] is None else f"{fit['heldout_error_watts']:.2f} W"
+        lines.append(f"{name:<8}{held:>16}{fit['insample_error_watts']:>15.2f} W")
+    lines.append("")
+    lines.append(f"{'utilization':<12}{'watts':>10}")
+    for u, watts in zip(UTILIZATION_LEVELS, doc["points"], strict=True):
+        lines.append(f"{100 * u:>9.0f} %{watts:>10.2f}")
+    idle = doc["idle"]
+    if idle["extrapolated"]:
+        lines.append("idle power is extrapolated: the host never got quiet during the calibration")
+    if "wall_correction" in doc:
+        wall = doc["wall_correction"]
+        lines.append(
+            f"wall = {wall['intercept_watts']:.2f} W + {wall['slope']:.4f} × RAPL "
+            f"(RMS error {wall['error_watts']:.2f} W over {wall['phases']} phases)"
+        )
+    return "\n".join(lines)
+
+
+# --- wall, show --------------------------------------------------------------------------------
+
+
+def cmd_wall(args: argparse.Namespace) -> int:
+    try:
+        load_profile(args.profile)
+        doc = yaml.safe_load(args.profile.read_text(encoding="utf-8"))
+        spans = phase_spans(doc.get("phases") or [])
+        if not spans:
+            raise WallMeterError(f"{args.profile} lists no measured phases (was it written by `kubejoule-calibrate run`?)")
+        wall = fit_wall_correction(read_wall_csv(args.csv), spans)
+    except (ProfileError, WallMeterError, OSError) as exc:
+        print(f"wall correction failed: {exc}", file=sys.stderr)
+        return 1
+    doc["wall_correction"] = wall.to_mapping()
+    out: Path = args.out or args.profile
+    write_profile(doc, out)
+    print(
+        f"wall = {wall.intercept_watts:.2f} W + {wall.slope:.4f} × RAPL (RMS error {wall.error_watts:.2f} W "
+        f"over {wall.phases} phases), written to {out}"
+    )
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    head = f"{args.profile}: idle {profile.idle_watts:.2f} W"
+    if profile.example:
+        head += "   (EXAMPLE profile: published figures for another machine, not this node)"
+    print(head)
+    if profile.curve is None:
+        print("no curve (idle_watts only): node power cannot be estimated without RAPL")
+        return 0
+    print(f"model {profile.model}" + (f", held-out error {profile.fit_error_watts:.2f} W" if profile.fit_error_watts else ""))
+    for u, watts in profile.model_points():
+        print(f"{100 * u:>5.0f} %{watts:>10.2f} W")
+    return 0
+
+
+# --- parser ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubejoule-calibrate",
+        description="Check RAPL, measure idle power, sweep load and fit the node's power curve.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    host = argparse.ArgumentParser(add_help=False)
+    host.add_argument("--procfs", type=Path, default=Path("/proc"), help="host procfs root (default /proc)")
+    host.add_argument("--sysfs", type=Path, default=Path("/sys"), help="host sysfs root (default /sys)")
+
+    check = sub.add_parser("check", parents=[host], help="is RAPL usable here, and as which user")
+    check.add_argument("--seconds", type=positive_float, default=1.0, help="how long to poll the counters (default 1)")
+    check.add_argument("--json", action="store_true", help="print the result as JSON")
+    check.set_defaults(func=cmd_check)
+
+    run = sub.add_parser("run", parents=[host], help="measure idle power, sweep load, write a profile")
+    run.add_argument("--out", type=Path, required=True, help="profile YAML to write")
+    run.add_argument("--node", default=None, help="node name (default $NODE_NAME, else the hostname)")
+    run.add_argument("--idle-seconds", type=positive_float, default=60.0, help="idle baseline length (default 60)")
+    run.add_argument(
+        "--quiet-utilization", type=fraction, default=0.05,
+        help="highest utilization that counts as idle, 0-1 (default 0.05)",
+    )
+    run.add_argument(
+        "--retries", type=int_at_least(0), default=3,
+        help="retries of a phase when the host is busy or the load unsteady (default 3)",
+    )
+    run.add_argument("--retry-wait", type=non_negative_float, default=10.0, help="seconds to wait before a retry (default 10)")
+    run.add_argument("--steps", type=int_at_least(2), default=11, help="load levels from 0%% to 100%% (default 11)")
+    run.add_argument("--step-seconds", type=positive_float, default=30.0, help="measured seconds per level (default 30)")
+    run.add_argument("--settle-seconds", type=non_negative_float, default=5.0, help="seconds before each level is measured (default 5)")
+    run.add_argument("--sample-seconds", type=positive_float, default=1.0, help="window length within a phase (default 1)")
+    run.add_argument("--workers", type=int_at_least(1), default=None, help="load worker processes (default: one per usable CPU)")
+    run.add_argument("--models", type=model_list, default=list(MODELS), help="models to fit, comma separated (default linear,fan,points)")
+    run.add_argument("--wall-meter", type=Path, default=None, metavar="CSV", help="wall power log (timestamp,watts) for a RAPL-to-wall correction")
+    run.add_argument("--no-progress", action="store_true", help="no progress output")
+    run.set_defaults(func=cmd_run, validate=_validate_run)
+
+    wall = sub.add_parser("wall", help="fit a RAPL-to-wall correction into an existing profile")
+    wall.add_argument("profile", type=Path, metavar="PROFILE")
+    wall.add_argument("csv", type=Path, metavar="CSV", help="wall power log: timestamp,watts")
+    wall.add_argument("--out", type=Path, default=None, help="write here instead of updating PROFILE")
+    wall.set_defaults(func=cmd_wall)
+
+    show = sub.add_parser("show", help="print a profile's curve")
+    show.add_argument("profile", type=Path, metavar="PROFILE")
+    show.set_defaults(func=cmd_show)
+    return parser
+
+
+def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.sample_seconds > args.step_seconds:
+        parser.error("--sample-seconds must not exceed --step-seconds")
+    if args.sample_seconds > args.idle_seconds:
+        parser.error("--sample-seconds must not exceed --idle-seconds")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    validate = getattr(args, "validate", None)
+    if validate is not None:
+        validate(parser, args)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The RAPL-to-wall correction: reading a power meter's CSV and fitting wall = a + b × RAPL."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agent.calibrate_cli import main
+from agent.calibration.wall import (
+    PhaseSpan,
+    WallMeterError,
+    fit_wall_correction,
+    parse_wall_rows,
+    read_wall_csv,
+)
+from agent.profile import load_profile
+
+T0 = 1_800_000_000.0
+# phases of 10 s, RAPL watts rising; the box adds 35 W and loses 8 % in its power supply
+PHASES = [PhaseSpan(f"step-{i}", T0 + 20 * i, T0 + 20 * i + 10, 40.0 + 15.0 * i) for i in range(5)]
+
+
+def wall_watts(rapl: float) -> float:
+    return 35.0 + 1.08 * rapl
+
+
+def meter_csv(path: Path, iso: bool = False) -> Path:
+    lines = ["timestamp,watts"]
+    for phase in PHASES:
+        for k in range(11):  # a reading every second, inside and just around the phase
+            t = phase.start + k
+            stamp = datetime.fromtimestamp(t).isoformat() if iso else f"{t:.1f}"
+            lines.append(f"{stamp},{wall_watts(phase.rapl_watts) + (0.5 if k % 2 else -0.5):.2f}")
+        lines.append(f"{phase.end + 5:.1f},999")  # between phases: ignored
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("iso", [False, True])
+def test_correction_is_fitted_over_the_phases(tmp_path: Path, iso: bool) -> None:
+    readings = read_wall_csv(meter_csv(tmp_path / "pdu.csv", iso))
+    correction = fit_wall_correction(readings, PHASES)
+    assert correction.intercept_watts == pytest.approx(35.0, abs=0.5)
+    assert correction.slope == pytest.approx(1.08, abs=0.01)
+    assert correction.phases == 5
+    assert correction.wall_watts(100.0) == pytest.approx(wall_watts(100.0), abs=0.5)
+
+
+def test_readings_that_miss_the_calibration_say_so(tmp_path: Path) -> None:
+    readings = parse_wall_rows([["1000", "100"], ["1001", "101"]])
+    with pytest.raises(WallMeterError, match="only 0 calibration phase"):
+        fit_wall_correction(readings, PHASES)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([["1000", "100"], ["1001", "many"]], "line 2"),
+        ([["1000"]], "expected `timestamp,watts`"),
+        ([["1000", "-5"]], "non-negative"),
+        ([["timestamp", "watts"]], "has no readings"),
+    ],
+)
+def test_bad_rows_name_the_line(rows: list[list[str]], message: str) -> None:
+    with pytest.raises(WallMeterError, match=message):
+        parse_wall_rows(rows)
+
+
+def test_wall_subcommand_adds_the_correction_to_a_profile(tmp_path: Path) -> None:
+    profile = tmp_path / "node.yaml"
+    phases = [
+        {"name": p.name, "target": None, "utilization": 0.1 * i, "watts": p.rapl_watts, "start": p.start, "end": p.end}
+        for i, p in enumerate(PHASES)
+    ]
+    profile.write_text(yaml.safe_dump({"schema": "kubejoule.calibration/v1", "idle_watts": 40.0,
+                                       "max_watts": 100.0, "phases": phases}))
+    assert main(["wall", str(profile), str(meter_csv(tmp_path / "pdu.csv"))]) == 0
+    loaded = load_profile(profile)
+    assert loaded.wall is not None
+    assert loaded.wall_watts(100.0) == pytest.approx(wall_watts(100.0), abs=0.5)
+    # a CSV from another day is refused and the profile is left as it was
+    (tmp_path / "old.csv").write_text("timestamp,watts\n1000,50\n1001,51\n")
+    assert main(["wall", str(profile), str(tmp_path / "old.csv")]) == 1
+    assert load_profile(profile).wall == loaded.wall

@@ -1,0 +1,155 @@
+"""A virtual power meter for calibration tests: this machine's real CPU utilization, passed
+through a known power curve plus noise, advances the energy counters of a fake powercap tree.
+
+The calibration under test reads the tree (`--sysfs`) and the real /proc, exactly as it would read
+RAPL on a host. Because power follows the utilization actually measured — whoever causes it, the
+calibration's load generator or another test run on the same CPUs — other load moves the points
+along the curve but never off it.
+
+The counters are rewritten every `tick_seconds` (atomically, so a reader never sees half a
+number) by a thread that asks for real-time scheduling: on a shared machine busy with other test
+runs, a normally scheduled writer can be late by tens of milliseconds — several percent of a short
+measurement window — where the hardware counter is never late.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+
+from agent.procstat import parse_proc_stat
+
+# How node power is split over the intel-1s fixture's zones: package + dram = node; core and
+# uncore are inside the package.
+INTEL_1S_SHARES: Mapping[str, float] = {
+    "intel-rapl:0": 0.85,  # package-0
+    "intel-rapl:0:0": 0.55,  # core (inside package)
+    "intel-rapl:0:1": 0.05,  # uncore (inside package)
+    "intel-rapl:0:2": 0.15,  # dram
+}
+
+
+def copy_tree(fixture: Path, destination: Path) -> Path:
+    """Copy a fixture host tree (keeping the kernel's symlinks); returns the copy's sys/ root."""
+    shutil.copytree(fixture, destination, symlinks=True)
+    return destination / "sys"
+
+
+class VirtualMeter:
+    """Advance `energy_uj` of the zones in `shares` every `tick_seconds` from measured utilization."""
+
+    def __init__(
+        self,
+        sys_root: Path,
+        curve: Callable[[float], float],
+        shares: Mapping[str, float] = INTEL_1S_SHARES,
+        *,
+        noise_watts: float = 1.0,
+        tick_seconds: float = 0.005,
+        utilization_window_seconds: float = 0.1,
+        max_energy_range_uj: Mapping[str, int] | None = None,
+        procfs: Path = Path("/proc"),
+        seed: int = 5,
+    ) -> None:
+        self.sys_root = sys_root
+        self.curve = curve
+        self.shares = dict(shares)
+        self.noise_watts = noise_watts
+        self.tick_seconds = tick_seconds
+        self.window_seconds = utilization_window_seconds
+        self.procfs = procfs
+        self.random = random.Random(seed)
+        self.energy_uj: dict[str, float] = {}
+        self.range_uj: dict[str, int] = {}
+        for zone_id in self.shares:
+            zone_dir = self.zone_dir(zone_id)
+            self.energy_uj[zone_id] = float(int((zone_dir / "energy_uj").read_text()))
+            if max_energy_range_uj and zone_id in max_energy_range_uj:
+                self.range_uj[zone_id] = max_energy_range_uj[zone_id]
+                (zone_dir / "max_energy_range_uj").write_text(f"{max_energy_range_uj[zone_id]}\n")
+            else:
+                self.range_uj[zone_id] = int((zone_dir / "max_energy_range_uj").read_text())
+            self.energy_uj[zone_id] %= self.range_uj[zone_id]
+        self.total_joules = 0.0
+        self.wraps = 0
+        self.ticks = 0
+        self._watts = 0.0  # power since the last integration step
+        self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._history: deque[tuple[float, float, float]] = deque()  # (time, busy, busy + idle)
+
+    def zone_dir(self, zone_id: str) -> Path:
+        return (self.sys_root / "class/powercap" / zone_id).resolve()
+
+    def utilization(self) -> float:
+        """Utilization over the last `utilization_window_seconds`, as DESIGN.md defines it."""
+        with open(self.procfs / "stat", encoding="utf-8") as handle:
+            times = parse_proc_stat(handle.read())
+        now = time.monotonic()
+        self._history.append((now, times.busy, times.busy + times.not_busy))
+        while len(self._history) > 2 and now - self._history[1][0] >= self.window_seconds:
+            self._history.popleft()
+        _, busy0, total0 = self._history[0]
+        _, busy1, total1 = self._history[-1]
+        if total1 - total0 <= 0:
+            return 0.0
+        return min(1.0, max(0.0, (busy1 - busy0) / (total1 - total0)))
+
+    def _advance(self, now: float) -> None:
+        """Integrate power up to `now`."""
+        joules = self._watts * max(0.0, now - self._last)
+        self._last = now
+        self.total_joules += joules
+        for zone_id, share in self.shares.items():
+            value = self.energy_uj[zone_id] + joules * share * 1e6
+            if value >= self.range_uj[zone_id]:
+                value -= self.range_uj[zone_id]
+                self.wraps += 1
+            self.energy_uj[zone_id] = value
+
+    def _write(self, zone_id: str) -> None:
+        path = self.zone_dir(zone_id) / "energy_uj"
+        tmp = path.with_name(".energy_uj.tmp")
+        tmp.write_text(f"{int(self.energy_uj[zone_id])}\n")
+        os.replace(tmp, path)  # readers never see a half-written counter
+
+    def _run(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # not root: run late now and then
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # this thread only
+        while not self._stop.wait(self.tick_seconds):
+            watts = max(0.0, self.curve(self.utilization()) + self.random.gauss(0.0, self.noise_watts))
+            self._advance(time.monotonic())
+            self._watts = watts
+            for zone_id in self.shares:
+                self._write(zone_id)
+            self.ticks += 1
+
+    def start(self) -> None:
+        self.utilization()
+        self._watts = max(0.0, self.curve(0.0))
+        self._last = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="virtual-meter", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> VirtualMeter:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
