@@ -26,6 +26,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from scheduler.model import NodeState, PodInfo, Resources, ScoreResult
 
@@ -156,11 +157,12 @@ def default_scores(
     ]
 
 
-def select_host(scores: Sequence[tuple[str, int]], rng: random.Random) -> str | None:
+def select_host(scores: Sequence[tuple[str, Any]], rng: random.Random) -> str | None:
     """The highest-scoring node; among equal best scores, each is chosen with equal probability
-    (reservoir sampling, as kube-scheduler's selectHost). None when there are no nodes."""
+    (reservoir sampling, as kube-scheduler's selectHost). None when there are no nodes.
+    Scores may be any comparable values (numbers, or tuples for lexicographic preferences)."""
     best_name: str | None = None
-    best_score = 0
+    best_score: Any = None
     ties = 0
     for name, score in scores:
         if best_name is None or score > best_score:

@@ -1,0 +1,261 @@
+"""The standalone scheduler's view of the cluster: nodes, the pods placed on them (bound or
+assumed), and the pods waiting for this scheduler. Plain data, fed by the watch threads.
+
+As kube-scheduler's cache: a pod counts on its node from the moment we *assume* it (before the
+binding call returns) until it is deleted or terminates (Succeeded/Failed), so two pods decided
+back to back never both take the last free CPU of a node. A failed binding forgets the
+assumption. Each placed pod remembers when it was placed (wall clock), so the scorer can count
+the CPU requested on a node since that node's last telemetry sample.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def parse_time(value: Any) -> float | None:
+    """An RFC 3339 timestamp ("2024-05-01T10:00:00Z") as epoch seconds, None if absent/bad."""
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def placed_time(pod: Mapping[str, Any]) -> float:
+    """When a pod we did not place ourselves was placed: its PodScheduled condition's
+    transition time, else its creation time, else 0 (long ago)."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            t = parse_time(condition.get("lastTransitionTime"))
+            if t is not None:
+                return t
+    return parse_time((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
+
+
+@dataclass
+class _Placed:
+    info: PodInfo
+    node: str
+    placed_at: float
+    assumed: bool
+
+
+def _scoring(info: PodInfo) -> Resources:
+    return info.nonzero_requests if info.nonzero_requests is not None else info.requests
+
+
+class ClusterCache:
+    """Thread-safe. Pod keys are "namespace/name"."""
+
+    def __init__(self, scheduler_name: str) -> None:
+        self.scheduler_name = scheduler_name
+        self._lock = threading.RLock()
+        self._nodes: dict[str, NodeInfo] = {}
+        self._placed: dict[str, _Placed] = {}
+        self._by_node: dict[str, dict[str, _Placed]] = {}
+        self._requested: dict[str, Resources] = {}
+        self._nonzero: dict[str, Resources] = {}
+        self._pending: dict[str, PodInfo] = {}
+        self._generation = 0  # bumped by every change that could make a pod fit somewhere
+
+    # -- reading --
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def node_names(self) -> list[str]:
+        with self._lock:
+            return list(self._nodes)
+
+    def pending(self, key: str) -> PodInfo | None:
+        with self._lock:
+            return self._pending.get(key)
+
+    def pending_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._pending)
+
+    def placement(self, key: str) -> tuple[str, bool] | None:
+        """(node, assumed) for a placed pod, None otherwise."""
+        with self._lock:
+            placed = self._placed.get(key)
+            return (placed.node, placed.assumed) if placed is not None else None
+
+    def pods_on(self, node: str) -> list[str]:
+        with self._lock:
+            return sorted(self._by_node.get(node, {}))
+
+    def node_states(
+        self, telemetry: Callable[[str], NodeTelemetry | None] | None = None
+    ) -> list[NodeState]:
+        """Every node as the filters and scorers see it, with bound + assumed requests."""
+        with self._lock:
+            states = []
+            empty = Resources()
+            for name, info in self._nodes.items():
+                t = telemetry(name) if telemetry is not None else None
+                pods = self._by_node.get(name)
+                since = 0.0
+                if t is not None and pods:
+                    since = (
+                        sum(
+                            p.info.requests.cpu_millicores
+                            for p in pods.values()
+                            if p.placed_at > t.sample_time
+                        )
+                        / 1000.0
+                    )
+                states.append(
+                    NodeState(
+                        info=info,
+                        requested=self._requested.get(name, empty),
+                        telemetry=t,
+                        cpu_since_sample_cores=since,
+                        pod_count=len(pods) if pods else 0,
+                        nonzero_requested=self._nonzero.get(name, empty),
+                    )
+                )
+            return states
+
+    # -- nodes --
+
+    def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> None:
+        """A full listing: nodes absent from it are gone."""
+        with self._lock:
+            fresh = {}
+            for obj in nodes:
+                info = NodeInfo.from_k8s(obj)
+                fresh[info.name] = info
+            if fresh != self._nodes:
+                self._generation += 1
+            self._nodes = fresh
+
+    def upsert_node(self, obj: Mapping[str, Any]) -> bool:
+        """Returns True when the node changed in a way the filters can see."""
+        info = NodeInfo.from_k8s(obj)
+        with self._lock:
+            if self._nodes.get(info.name) == info:
+                return False
+            self._nodes[info.name] = info
+            self._generation += 1
+            return True
+
+    def delete_node(self, name: str) -> None:
+        with self._lock:
+            if self._nodes.pop(name, None) is not None:
+                self._generation += 1
+
+    # -- pods --
+
+    def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> list[str]:
+        """A full listing. Assumed pods not yet seen bound are kept. Returns pending keys."""
+        with self._lock:
+            seen: set[str] = set()
+            for obj in pods:
+                key = self._upsert_pod_locked(obj)
+                if key is not None:
+                    seen.add(key)
+            for key in [k for k, p in self._placed.items() if not p.assumed and k not in seen]:
+                self._remove_placed(key)
+            for key in [k for k in self._pending if k not in seen]:
+                del self._pending[key]
+            self._generation += 1
+            return list(self._pending)
+
+    def upsert_pod(self, obj: Mapping[str, Any]) -> str | None:
+        """Apply a pod from the API. Returns its key if it is (still) waiting for us."""
+        with self._lock:
+            key = self._upsert_pod_locked(obj)
+            return key if key is not None and key in self._pending else None
+
+    def _upsert_pod_locked(self, obj: Mapping[str, Any]) -> str | None:
+        info = PodInfo.from_k8s(obj)
+        key = info.key
+        deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+        if info.phase in TERMINAL_PHASES:
+            self._forget_pod_locked(key)
+            return None
+        if info.node_name:
+            self._pending.pop(key, None)
+            placed = self._placed.get(key)
+            if placed is not None and placed.node == info.node_name and placed.info.uid == info.uid:
+                if placed.assumed:  # the binding we made is now visible: confirmed
+                    placed.assumed = False
+                return key
+            at = placed.placed_at if placed is not None else placed_time(obj)
+            self._place(key, info, info.node_name, at, assumed=False)
+            return key
+        # Not bound (yet): waiting for a scheduler.
+        if (
+            key in self._placed
+            and self._placed[key].assumed
+            and self._placed[key].info.uid == info.uid
+        ):
+            return key  # we assumed it; the watch has not caught up with our binding
+        if key in self._placed:
+            self._remove_placed(key)
+        if info.scheduler_name == self.scheduler_name and not deleting:
+            self._pending[key] = info
+        else:
+            self._pending.pop(key, None)
+        return key
+
+    def delete_pod(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        with self._lock:
+            self._forget_pod_locked(key)
+
+    def _forget_pod_locked(self, key: str) -> None:
+        self._pending.pop(key, None)
+        if key in self._placed:
+            self._remove_placed(key)
+
+    # -- assumption --
+
+    def assume(self, pod: PodInfo, node: str, now: float) -> None:
+        with self._lock:
+            self._pending.pop(pod.key, None)
+            self._place(pod.key, pod, node, now, assumed=True)
+
+    def forget(self, pod: PodInfo) -> None:
+        """Undo an assumption (the binding failed); the pod waits again."""
+        with self._lock:
+            placed = self._placed.get(pod.key)
+            if placed is not None and placed.assumed:
+                self._remove_placed(pod.key)
+                self._pending[pod.key] = pod
+
+    # -- bookkeeping --
+
+    def _place(self, key: str, info: PodInfo, node: str, at: float, assumed: bool) -> None:
+        if key in self._placed:
+            self._remove_placed(key)
+        placed = _Placed(info, node, at, assumed)
+        self._placed[key] = placed
+        self._by_node.setdefault(node, {})[key] = placed
+        self._requested[node] = self._requested.get(node, Resources()) + info.requests
+        self._nonzero[node] = self._nonzero.get(node, Resources()) + _scoring(info)
+
+    def _remove_placed(self, key: str) -> None:
+        placed = self._placed.pop(key)
+        node = placed.node
+        pods = self._by_node.get(node)
+        if pods is not None:
+            pods.pop(key, None)
+            if not pods:
+                del self._by_node[node]
+        self._requested[node] = self._requested[node] - placed.info.requests
+        self._nonzero[node] = self._nonzero[node] - _scoring(placed.info)
+        self._generation += 1  # freed resources: unschedulable pods may fit now

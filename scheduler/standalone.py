@@ -1,0 +1,729 @@
+"""`kubejoule-scheduler run`: a standalone scheduler for pods that opt in with
+`spec.schedulerName: kubejoule-scheduler`.
+
+One pass per pod, as kube-scheduler does it:
+
+1. take the pod off the queue (`SchedulingQueue`);
+2. filter every node with kube-scheduler's default filters (`filters.py`), against the
+   requests of bound *and assumed* pods (`ClusterCache`);
+3. score the feasible nodes twice: with the energy scorer (the heuristic of `scorer.py`, or any
+   `Scorer`) and with kube-scheduler's default scoring (`kube_scoring.py`);
+4. choose: `active` mode takes the energy-best node (ties broken by the default score, then at
+   random); `shadow` mode (the default) takes the node the default scoring picks and annotates
+   the pod with the energy recommendation (`kubejoule.io/recommended-node`, `kubejoule.io/scores`);
+5. assume the pod on that node and bind it through the Binding subresource (in a small pool of
+   binder threads, so the next pod is decided while the API answers); emit a `Scheduled` Event;
+   write the decision line (`collector.py`) and, later, its outcome line.
+
+When nothing fits, the pod gets a `FailedScheduling` Event with kube-scheduler's summary ("0/12
+nodes are available: 3 Insufficient cpu, …") and `PodScheduled=False`, reason `Unschedulable`,
+and waits for a cluster change or a timeout. API errors and conflicts back off and retry. A pod
+is never dropped. Only the leader (`leader.py`) takes pods off the queue; standbys keep their
+caches warm so a takeover is immediate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from scheduler import kube
+from scheduler.cluster_cache import ClusterCache
+from scheduler.collector import CandidateRecord, DecisionCollector, OutcomeTracker
+from scheduler.filters import FilterResult, filter_nodes
+from scheduler.kube_scoring import LEAST_ALLOCATED, default_scores, select_host
+from scheduler.model import NodeState, NodeTelemetry, PodInfo, Scorer, ScoreResult
+from scheduler.scheduler_metrics import SchedulerMetrics
+from scheduler.scheduling_queue import SchedulingQueue
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER_NAME = "kubejoule-scheduler"
+MODE_SHADOW = "shadow"
+MODE_ACTIVE = "active"
+MODES = (MODE_SHADOW, MODE_ACTIVE)
+ANNOTATION_RECOMMENDED = "kubejoule.io/recommended-node"
+ANNOTATION_SCORES = "kubejoule.io/scores"
+ANNOTATED_SCORES = 10  # top-N energy scores in the annotation (annotations are size-limited)
+
+RESULT_SCHEDULED = "scheduled"
+RESULT_UNSCHEDULABLE = "unschedulable"
+RESULT_ERROR = "error"
+RESULT_SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class StandaloneConfig:
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    mode: str = MODE_SHADOW  # shadow | active
+    fit_strategy: str = LEAST_ALLOCATED  # the default scoring's NodeResourcesFit strategy
+    annotate: bool = True  # shadow mode: write the recommendation on the pod
+    initial_backoff_seconds: float = 1.0  # kube-scheduler's podInitialBackoffSeconds
+    max_backoff_seconds: float = 10.0  # kube-scheduler's podMaxBackoffSeconds
+    unschedulable_retry_seconds: float = 60.0  # retry a parked pod at least this often
+    bind_workers: int = 4  # concurrent binding calls (0: bind inline)
+    api_timeout_seconds: float = 10.0
+    resync_seconds: float = 300.0  # full re-list of pods and nodes
+    watch_timeout_seconds: int = 300
+    seed: int | None = None  # tie-breaking randomness (None: unpredictable)
+    event_queue_size: int = 10000  # Events and status patches waiting to be sent
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+
+
+class TelemetryView(Protocol):
+    """What the scheduler reads of the TelemetryStore (`scheduler/telemetry.py`)."""
+
+    def telemetry(self, node: str) -> NodeTelemetry | None: ...
+
+
+class Watch(Protocol):
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class ClusterApi(Protocol):
+    """The API calls the scheduler makes; `KubeClusterApi` is the real one."""
+
+    def list_pods(self) -> tuple[list[dict[str, Any]], str | None]: ...
+
+    def list_nodes(self) -> tuple[list[dict[str, Any]], str | None]: ...
+
+    def watch_pods(self, resource_version: str | None) -> Watch: ...
+
+    def watch_nodes(self, resource_version: str | None) -> Watch: ...
+
+    def bind(self, pod: PodInfo, node: str) -> None: ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None: ...
+
+
+class KubeClusterApi:
+    """ClusterApi over the Kubernetes API (scheduler/kube.py)."""
+
+    # kube-scheduler's pod informer skips terminated pods: they hold no resources.
+    POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+    def __init__(
+        self, api: Any, timeout_seconds: float = 10.0, watch_timeout_seconds: int = 300
+    ) -> None:
+        self.api = api
+        self.timeout_seconds = timeout_seconds
+        self.watch_timeout_seconds = watch_timeout_seconds
+
+    def list_pods(self) -> tuple[list[dict[str, Any]], str | None]:
+        return kube.list_pods(self.api, self.POD_FIELD_SELECTOR)
+
+    def list_nodes(self) -> tuple[list[dict[str, Any]], str | None]:
+        return kube.list_nodes(self.api)
+
+    def watch_pods(self, resource_version: str | None) -> Watch:
+        return kube.watch_pods(
+            self.api,
+            resource_version,
+            self.POD_FIELD_SELECTOR,
+            self.watch_timeout_seconds,
+            self.watch_timeout_seconds + 30.0,
+        )
+
+    def watch_nodes(self, resource_version: str | None) -> Watch:
+        return kube.watch_nodes(
+            self.api,
+            resource_version,
+            self.watch_timeout_seconds,
+            self.watch_timeout_seconds + 30.0,
+        )
+
+    def bind(self, pod: PodInfo, node: str) -> None:
+        kube.bind_pod(self.api, pod.namespace, pod.name, pod.uid, node, self.timeout_seconds)
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return kube.get_pod(self.api, namespace, name, self.timeout_seconds)
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        kube.patch_pod(self.api, namespace, name, patch, self.timeout_seconds)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        kube.patch_pod_status(self.api, namespace, name, patch, self.timeout_seconds)
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        kube.create_event(self.api, namespace, event, self.timeout_seconds)
+
+
+# -- decisions (pure: no API) --------------------------------------------------------------------
+
+
+@dataclass
+class Decision:
+    pod: PodInfo
+    filtered: FilterResult
+    chosen: str | None = None
+    recommended: str | None = None  # the energy scorer's pick
+    default_choice: str | None = None  # kube-scheduler's default scoring's pick
+    energy: list[ScoreResult] = field(default_factory=list)
+    default_totals: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> bool:
+        return self.chosen is not None
+
+    def top_scores(self, count: int = ANNOTATED_SCORES) -> dict[str, float]:
+        ranked = sorted(self.energy, key=lambda r: (-r.score, r.node))[:count]
+        return {r.node: round(r.score, 1) for r in ranked}
+
+
+def decide(
+    pod: PodInfo,
+    nodes: Sequence[NodeState],
+    scorer: Scorer,
+    mode: str,
+    rng: random.Random,
+    now: float,
+    fit_strategy: str = LEAST_ALLOCATED,
+) -> Decision:
+    """Filter, score both ways, choose. `now` is wall-clock (telemetry ages)."""
+    filtered = filter_nodes(pod, nodes)
+    decision = Decision(pod, filtered)
+    if not filtered.feasible:
+        return decision
+    decision.energy = scorer.score(pod, filtered.feasible, now)
+    defaults = default_scores(pod, filtered.feasible, fit_strategy)
+    decision.default_totals = {s.node: s.total for s in defaults}
+    decision.default_choice = select_host([(s.node, s.total) for s in defaults], rng)
+    # Energy first; among equal energy scores (e.g. all neutral without telemetry), the default
+    # scoring's preference, then chance: without data the scheduler behaves like the default.
+    decision.recommended = select_host(
+        [(r.node, (r.score, decision.default_totals.get(r.node, 0))) for r in decision.energy],
+        rng,
+    )
+    decision.chosen = decision.recommended if mode == MODE_ACTIVE else decision.default_choice
+    return decision
+
+
+# -- side effects that must not slow placement down ---------------------------------------------
+
+
+class SideEffects:
+    """Events and status patches, sent by one background thread. Bounded: when the API is too
+    slow the oldest work is kept and new work is dropped (and counted), never the scheduler."""
+
+    def __init__(self, size: int) -> None:
+        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue(size)
+        self.dropped = 0
+        self.failed = 0
+        self._thread = threading.Thread(target=self._run, name="scheduler-events", daemon=True)
+        self._thread.start()
+
+    def submit(self, work: Callable[[], None]) -> None:
+        try:
+            self._queue.put_nowait(work)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            work = self._queue.get()
+            try:
+                if work is None:
+                    return
+                work()
+            except kube.ApiError as exc:
+                self.failed += 1
+                log.debug("event/status write failed: %s", exc)
+            except Exception:
+                self.failed += 1
+                log.exception("event/status write failed")
+            finally:
+                self._queue.task_done()
+
+    def drain(self, timeout_seconds: float = 5.0) -> None:
+        """Wait until everything submitted so far was sent (tests, shutdown)."""
+        done = threading.Event()
+        self.submit(done.set)
+        done.wait(timeout_seconds)
+
+    def stop(self) -> None:
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=1.0)
+        self._thread.join(5.0)
+
+
+def _rfc3339(wall: float) -> str:
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- the scheduler -------------------------------------------------------------------------------
+
+
+class StandaloneScheduler:
+    def __init__(
+        self,
+        api: ClusterApi,
+        scorer: Scorer,
+        config: StandaloneConfig | None = None,
+        telemetry: TelemetryView | None = None,
+        collector: DecisionCollector | None = None,
+        outcomes: OutcomeTracker | None = None,
+        metrics: SchedulerMetrics | None = None,
+        is_leader: Callable[[], bool] | None = None,
+        features: Callable[[PodInfo, NodeState, float], Mapping[str, float | None]] | None = None,
+        identity: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.api = api
+        self.scorer = scorer
+        self.config = config or StandaloneConfig()
+        self.telemetry = telemetry
+        self.collector = collector
+        self.outcomes = outcomes
+        self.metrics = metrics or SchedulerMetrics()
+        self.is_leader = is_leader or (lambda: True)
+        self.features = features
+        self.identity = identity
+        self._clock = clock
+        self._wall = wall_clock
+        self._rng = random.Random(self.config.seed)
+        self.cache = ClusterCache(self.config.scheduler_name)
+        self.queue = SchedulingQueue(
+            self.config.initial_backoff_seconds,
+            self.config.max_backoff_seconds,
+            self.config.unschedulable_retry_seconds,
+            clock,
+        )
+        self.metrics.watch_queue(self.queue.lengths)
+        self._unschedulable_messages: dict[str, str] = {}
+        self._event_seq = itertools.count()
+        self._side_effects: SideEffects | None = None
+        self._binders: ThreadPoolExecutor | None = None
+        self._seen_generation = -1
+        self.synced = threading.Event()
+        self._pods_synced = threading.Event()
+        self._nodes_synced = threading.Event()
+        self._streams: set[Watch] = set()
+        self._streams_lock = threading.Lock()
+
+    # -- feeding the cache (watch threads call these; tests may too) --
+
+    def on_pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        key = _key(obj)
+        if kind == "DELETED":
+            self.cache.delete_pod(obj)
+            self.queue.remove(key)
+            self._unschedulable_messages.pop(key, None)
+            return
+        before = self.cache.pending(key)
+        if self.cache.upsert_pod(obj) is None:
+            if self.cache.placement(key) is not None or before is not None:
+                self.queue.remove(key)  # bound (by us or another), deleted, or not ours
+            self._unschedulable_messages.pop(key, None)
+            return
+        if before is None or before != self.cache.pending(key):
+            self.queue.add(key)  # new, or changed in a way the filters could see
+
+    def on_node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            self.cache.delete_node(str((obj.get("metadata") or {}).get("name") or ""))
+        else:
+            self.cache.upsert_node(obj)
+
+    def resync(self) -> None:
+        """Full re-list of nodes and pods (startup, periodic, after a 410 Gone)."""
+        nodes, _ = self.api.list_nodes()
+        self.cache.replace_nodes(nodes)
+        pods, _ = self.api.list_pods()
+        for key in self.cache.replace_pods(pods):
+            self.queue.add(key)
+
+    def _check_cluster_changes(self) -> None:
+        generation = self.cache.generation
+        if generation != self._seen_generation:
+            self._seen_generation = generation
+            self.queue.cluster_changed()
+
+    # -- one scheduling attempt --
+
+    def decide(self, pod: PodInfo) -> Decision:
+        view = self.telemetry.telemetry if self.telemetry is not None else None
+        nodes = self.cache.node_states(view)
+        return decide(
+            pod,
+            nodes,
+            self.scorer,
+            self.config.mode,
+            self._rng,
+            self._wall(),
+            self.config.fit_strategy,
+        )
+
+    def schedule_one(self, key: str) -> str:
+        """Try one pod taken off the queue. Returns the attempt's result (binding may still
+        be in flight when binder threads are used)."""
+        started = self._clock()
+        pod = self.cache.pending(key)
+        if pod is None:  # bound or deleted meanwhile
+            self.queue.remove(key)
+            return RESULT_SKIPPED
+        self._check_cluster_changes()
+        decision = self.decide(pod)
+        if decision.chosen is None:
+            self._unschedulable(pod, decision)
+            return RESULT_UNSCHEDULABLE
+        self.cache.assume(pod, decision.chosen, self._wall())
+        if self._binders is not None:
+            self._binders.submit(self._bind, pod, decision, started)
+            return RESULT_SCHEDULED
+        return self._bind(pod, decision, started)
+
+    def _bind(self, pod: PodInfo, decision: Decision, started: float) -> str:
+        assert decision.chosen is not None
+        node = decision.chosen
+        try:
+            if self.config.mode == MODE_SHADOW and self.config.annotate:
+                self._annotate(pod, decision)
+            if not self.is_leader():  # lost the lease since the pod was taken: let go
+                self.cache.forget(pod)
+                self.queue.backoff(pod.key)
+                return RESULT_SKIPPED
+            self.api.bind(pod, node)
+        except kube.ApiError as exc:
+            return self._binding_failed(pod, exc)
+        except Exception:
+            log.exception("binding %s failed", pod.key)
+            self.cache.forget(pod)
+            self.queue.backoff(pod.key)
+            self.metrics.attempts.labels(RESULT_ERROR).inc()
+            self.metrics.binding_errors.labels("api").inc()
+            return RESULT_ERROR
+        self.queue.remove(pod.key)
+        self.metrics.e2e_seconds.observe(self._clock() - started)
+        self.metrics.attempts.labels(RESULT_SCHEDULED).inc()
+        self.metrics.agreements.labels(
+            "true" if decision.recommended == decision.default_choice else "false"
+        ).inc()
+        self._unschedulable_messages.pop(pod.key, None)
+        self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}")
+        self._record(pod, decision)
+        return RESULT_SCHEDULED
+
+    def _binding_failed(self, pod: PodInfo, exc: kube.ApiError) -> str:
+        kind = "conflict" if exc.conflict else "not_found" if exc.not_found else "api"
+        self.metrics.binding_errors.labels(kind).inc()
+        self.metrics.attempts.labels(RESULT_ERROR).inc()
+        self.cache.forget(pod)
+        if exc.conflict or exc.not_found:
+            # Bound by someone else, or deleted: ask the API rather than retrying blindly.
+            try:
+                fresh = self.api.get_pod(pod.namespace, pod.name)
+            except kube.ApiError:
+                fresh = None if exc.not_found else {}
+            if fresh is None:
+                self.cache.delete_pod({"metadata": {"namespace": pod.namespace, "name": pod.name}})
+                self.queue.remove(pod.key)
+                return RESULT_ERROR
+            if fresh:
+                self.on_pod_event("MODIFIED", fresh)
+                if self.cache.pending(pod.key) is None:
+                    self.queue.remove(pod.key)
+                    return RESULT_ERROR
+        log.info("binding %s failed (%s); backing off", pod.key, exc)
+        self.queue.backoff(pod.key)
+        return RESULT_ERROR
+
+    def _unschedulable(self, pod: PodInfo, decision: Decision) -> None:
+        message = decision.filtered.summary()
+        self.metrics.attempts.labels(RESULT_UNSCHEDULABLE).inc()
+        self.queue.unschedulable(pod.key)
+        self._event(pod, "Warning", "FailedScheduling", message)
+        if self._unschedulable_messages.get(pod.key) != message:
+            self._unschedulable_messages[pod.key] = message
+            condition = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": _rfc3339(self._wall()),
+            }
+            patch = {"status": {"conditions": [condition]}}
+            self._side_effect(lambda: self.api.patch_pod_status(pod.namespace, pod.name, patch))
+
+    def _annotate(self, pod: PodInfo, decision: Decision) -> None:
+        patch = {
+            "metadata": {
+                "annotations": {
+                    ANNOTATION_RECOMMENDED: decision.recommended or "",
+                    ANNOTATION_SCORES: json.dumps(decision.top_scores(), separators=(",", ":")),
+                }
+            }
+        }
+        try:
+            self.api.patch_pod(pod.namespace, pod.name, patch)
+        except kube.ApiError as exc:  # the recommendation is advisory: placement goes on
+            if exc.not_found:
+                raise
+            log.warning("annotating %s failed: %s", pod.key, exc)
+
+    def _event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
+        wall = self._wall()
+        name = f"{pod.name}.{time.time_ns():x}{next(self._event_seq):x}"
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": pod.namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "action": "Binding" if reason == "Scheduled" else "Scheduling",
+            "source": {"component": self.config.scheduler_name},
+            "reportingComponent": self.config.scheduler_name,
+            "reportingInstance": self.identity or self.config.scheduler_name,
+            "firstTimestamp": _rfc3339(wall),
+            "lastTimestamp": _rfc3339(wall),
+            "count": 1,
+        }
+        self._side_effect(lambda: self.api.create_event(pod.namespace, event))
+
+    def _side_effect(self, work: Callable[[], None]) -> None:
+        if self._side_effects is not None:
+            self._side_effects.submit(work)
+        else:
+            try:
+                work()
+            except kube.ApiError as exc:
+                log.debug("event/status write failed: %s", exc)
+
+    def _record(self, pod: PodInfo, decision: Decision) -> None:
+        if self.collector is None:
+            return
+        wall = self._wall()
+        states = {n.info.name: n for n in decision.filtered.feasible}
+        keep = {decision.chosen, decision.recommended, decision.default_choice}
+        ranked = sorted(decision.energy, key=lambda r: (-r.score, r.node))
+        limit = self.collector.config.max_candidates
+        candidates = []
+        for index, result in enumerate(ranked):
+            if index >= limit and result.node not in keep:
+                continue
+            state = states[result.node]
+            t = state.telemetry
+            candidates.append(
+                CandidateRecord(
+                    node=result.node,
+                    score=result.score,
+                    delta_watts=result.delta_watts,
+                    reason=result.reason,
+                    default_score=decision.default_totals.get(result.node),
+                    telemetry_age_seconds=t.age_seconds(wall) if t is not None else None,
+                    features=self.features(pod, state, wall) if self.features else None,
+                )
+            )
+        decision_id = self.collector.record_decision(
+            source="standalone",
+            mode=self.config.mode,
+            pod=pod,
+            candidates=candidates,
+            chosen=decision.chosen,
+            recommended=decision.recommended,
+            default_choice=decision.default_choice,
+            scorer=getattr(self.scorer, "name", type(self.scorer).__name__),
+            wall_time=wall,
+        )
+        if self.outcomes is not None and decision.chosen is not None:
+            chosen_state = states.get(decision.chosen)
+            before = chosen_state.telemetry if chosen_state is not None else None
+            self.outcomes.track(decision_id, decision.chosen, wall, before)
+
+    # -- running --
+
+    def _watch_loop(
+        self,
+        name: str,
+        stop: threading.Event,
+        synced: threading.Event,
+        relist: Callable[[], None],
+        watch: Callable[[str | None], Watch],
+        apply: Callable[[str, Mapping[str, Any]], None],
+    ) -> None:
+        need_list = True
+        version: str | None = None
+        failures = 0
+        while not stop.is_set():
+            try:
+                if need_list:
+                    relist()
+                    need_list = False
+                    synced.set()
+                stream = watch(version)
+                with self._streams_lock:
+                    self._streams.add(stream)
+                try:
+                    for event in stream:
+                        failures = 0
+                        obj = event.get("object") or {}
+                        version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                        if event.get("type") != "BOOKMARK":
+                            apply(str(event.get("type")), obj)
+                        if stop.is_set():
+                            break
+                finally:
+                    with self._streams_lock:
+                        self._streams.discard(stream)
+                    stream.close()
+            except kube.ApiError as exc:
+                if exc.status == 410:  # our resourceVersion is too old: list again
+                    need_list = True
+                    continue
+                failures += 1
+                log.warning("%s watch failed: %s", name, exc)
+                stop.wait(min(30.0, 0.5 * 2 ** min(failures, 6)))
+            except Exception:
+                failures += 1
+                log.exception("%s watch failed", name)
+                stop.wait(min(30.0, 0.5 * 2 ** min(failures, 6)))
+
+    def _relist_nodes(self) -> None:
+        nodes, _ = self.api.list_nodes()
+        self.cache.replace_nodes(nodes)
+
+    def _relist_pods(self) -> None:
+        pods, _ = self.api.list_pods()
+        for key in self.cache.replace_pods(pods):
+            self.queue.add(key)
+
+    def on_leadership(self, leading: bool) -> None:
+        self.metrics.leader.set(1.0 if leading else 0.0)
+        if leading:  # whatever the old leader left pending is ours now
+            for key in self.cache.pending_keys():
+                self.queue.add(key)
+
+    def start(self, stop: threading.Event) -> list[threading.Thread]:
+        """Start the watch threads, the event sender and the binders (not the loop)."""
+        self._side_effects = SideEffects(self.config.event_queue_size)
+        if self.config.bind_workers > 0:
+            self._binders = ThreadPoolExecutor(
+                self.config.bind_workers, thread_name_prefix="scheduler-bind"
+            )
+        threads = [
+            threading.Thread(
+                target=self._watch_loop,
+                args=(
+                    "nodes",
+                    stop,
+                    self._nodes_synced,
+                    self._relist_nodes,
+                    self.api.watch_nodes,
+                    self.on_node_event,
+                ),
+                name="watch-nodes",
+                daemon=True,
+            ),
+            threading.Thread(
+                target=self._watch_loop,
+                args=(
+                    "pods",
+                    stop,
+                    self._pods_synced,
+                    self._relist_pods,
+                    self.api.watch_pods,
+                    self.on_pod_event,
+                ),
+                name="watch-pods",
+                daemon=True,
+            ),
+        ]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def run(self, stop: threading.Event, poll_seconds: float = 0.2) -> None:
+        """Schedule until `stop` is set. Watches, binds and sends events in helper threads."""
+        threads = self.start(stop)
+        try:
+            while not stop.is_set() and not (
+                self._nodes_synced.is_set() and self._pods_synced.is_set()
+            ):
+                stop.wait(0.05)
+            self.synced.set()
+            last_resync = self._clock()
+            while not stop.is_set():
+                self._housekeeping()
+                if self._clock() - last_resync >= self.config.resync_seconds:
+                    last_resync = self._clock()
+                    with contextlib.suppress(kube.ApiError):
+                        self.resync()
+                if not self.is_leader():
+                    stop.wait(poll_seconds)
+                    continue
+                key = self.queue.pop(poll_seconds)
+                if key is not None:
+                    try:
+                        self.schedule_one(key)
+                    except Exception:  # one bad pod must not stop the scheduler
+                        log.exception("scheduling %s failed", key)
+                        self.queue.backoff(key)
+        finally:
+            self.shutdown(threads)
+
+    def _housekeeping(self) -> None:
+        self._check_cluster_changes()
+        if self.outcomes is not None and self.telemetry is not None:
+            self.outcomes.poll(self._wall(), self.telemetry.telemetry)
+        if self.collector is not None:
+            self.collector.flush_if_due()
+
+    def drain(self, timeout_seconds: float = 5.0) -> None:
+        """Wait for in-flight bindings and queued events (tests, shutdown)."""
+        if self._binders is not None:
+            self._binders.submit(lambda: None).result(timeout_seconds)
+        if self._side_effects is not None:
+            self._side_effects.drain(timeout_seconds)
+
+    def shutdown(self, threads: Iterable[threading.Thread] = ()) -> None:
+        with self._streams_lock:
+            streams = list(self._streams)
+        for stream in streams:
+            stream.close()
+        if self._binders is not None:
+            self._binders.shutdown(wait=True)
+            self._binders = None
+        if self._side_effects is not None:
+            self._side_effects.drain(2.0)
+            self._side_effects.stop()
+            self._side_effects = None
+        for thread in threads:
+            thread.join(5.0)
+        if self.collector is not None:
+            self.collector.flush()
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"

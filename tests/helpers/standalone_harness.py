@@ -1,0 +1,80 @@
+"""Run the standalone scheduler in a thread against an EmulatedCluster."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler import kube
+from scheduler.collector import DecisionCollector
+from scheduler.model import NodeTelemetry, Scorer
+from scheduler.standalone import KubeClusterApi, StandaloneConfig, StandaloneScheduler
+
+
+@dataclass
+class StaticTelemetry:
+    """A TelemetryView with fixed samples (tests set them directly)."""
+
+    samples: dict[str, NodeTelemetry] = field(default_factory=dict)
+
+    def telemetry(self, node: str) -> NodeTelemetry | None:
+        return self.samples.get(node)
+
+
+def api_client(url: str, user_agent: str = "kubejoule-test") -> Any:
+    api = kube.make_api_client(url)
+    api.user_agent = user_agent
+    return api
+
+
+@contextlib.contextmanager
+def running_scheduler(
+    url: str,
+    scorer: Scorer,
+    config: StandaloneConfig,
+    telemetry: Any = None,
+    collector: DecisionCollector | None = None,
+    is_leader: Callable[[], bool] | None = None,
+    user_agent: str = "kubejoule-test",
+    **kwargs: Any,
+) -> Iterator[StandaloneScheduler]:
+    api = KubeClusterApi(api_client(url, user_agent), timeout_seconds=5.0, watch_timeout_seconds=60)
+    scheduler = StandaloneScheduler(
+        api,
+        scorer,
+        config,
+        telemetry=telemetry,
+        collector=collector,
+        is_leader=is_leader,
+        identity=user_agent,
+        **kwargs,
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), name="scheduler", daemon=True)
+    thread.start()
+    try:
+        assert scheduler.synced.wait(15), "the scheduler never synced its caches"
+        yield scheduler
+    finally:
+        stop.set()
+        thread.join(20)
+        assert not thread.is_alive(), "the scheduler did not stop"
+
+
+def wait_for(predicate: Callable[[], Any], timeout_seconds: float = 20.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        time.sleep(0.05)
+
+
+def placements(pods: list[Mapping[str, Any]]) -> dict[str, str | None]:
+    return {p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") for p in pods}

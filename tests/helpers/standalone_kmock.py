@@ -1,0 +1,328 @@
+"""kmock's KubernetesEmulator, completed where a scheduler needs it, served from a thread.
+
+The stock emulator stores and streams objects, but a scheduler also relies on:
+
+* `POST …/pods/NAME/binding` (the Binding subresource): sets `spec.nodeName` once; a second
+  binding of a bound pod is 409 Conflict, as in the API server. Every attempt is recorded.
+* `PUT` (replace) with optimistic concurrency: a stale `metadata.resourceVersion` is 409
+  Conflict — what Lease-based leader election depends on;
+* `metadata.uid`, `resourceVersion`, `creationTimestamp` on create; `resourceVersion` bumped on
+  every change;
+* a watch that cannot miss an event between its initial listing and its live part.
+
+The scheduler under test uses the real `kubernetes` client against `EmulatedCluster.url`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+import itertools
+import json
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp.web
+import kmock
+from kmock._internal import rendering  # the emulator's own extension point
+
+
+@dataclass(frozen=True)
+class BindingAttempt:
+    namespace: str
+    pod: str
+    node: str
+    accepted: bool
+    agent: str = ""  # the client's User-Agent: which replica asked
+
+
+def _now() -> str:
+    return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ClusterEmulator(kmock.KubernetesEmulator):
+    """KubernetesEmulator plus bindings, resourceVersions, replace-with-precondition — and
+    served directly: kmock matches every request against its reactions by scanning every
+    request served so far, which makes a long run quadratic. This emulator keeps kmock's server,
+    request parsing, object store and event buses, and answers API requests itself."""
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self._versions = itertools.count(1)
+        self.bindings: list[BindingAttempt] = []
+        self.fail_next_bindings = 0  # inject API errors (500) into the next N bindings
+
+    def _next_version(self) -> str:
+        return str(next(self._versions))
+
+    async def _publish(self, resource: kmock.resource, kind: str, raw: dict[str, Any]) -> None:
+        await self._buses[resource].put({"type": kind, "object": raw})
+
+    async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        if len(self._requests) > 100:
+            self._requests.clear()  # kmock keeps every request for assertions; we do not use them
+        if request.resource is None:  # discovery, /version, …: kmock's own answers
+            return await super()._handle(request)
+        method = str(request.method.value).upper() if request.method is not None else ""
+        if request.name is not None and request.subresource == "binding" and method == "POST":
+            return await self._bind(request)
+        if request.name is not None and request.subresource in (None, "status"):
+            if method == "PUT":
+                return await self._replace(request)
+            if method == "PATCH":
+                return await self._patch(request)
+            if method == "GET" and request.action != kmock.action.WATCH:
+                async with self._lock:
+                    return aiohttp.web.json_response(self._stored(request).raw)
+            if method == "DELETE":
+                return await self._delete(request)
+        if request.name is None and method == "POST":
+            return await self._create(request)
+        if request.action == kmock.action.LIST:
+            async with self._lock:
+                items = [obj.raw for obj in self._matching(request)]
+            return aiohttp.web.json_response({"metadata": {"resourceVersion": ""}, "items": items})
+        if request.action == kmock.action.WATCH:
+            return await self._watch(request)
+        return await super()._handle(request)
+
+    def _key(self, request: rendering.Request, name: str | None = None) -> Any:
+        return (request.resource, request.namespace, name or request.name)
+
+    def _stored(self, request: rendering.Request) -> Any:
+        key = self._key(request)
+        if key not in self._objects or self._objects[key].deleted:
+            raise kmock.KubernetesObjectNotFoundError()
+        return self._objects[key]
+
+    def _matching(self, request: rendering.Request) -> list[Any]:
+        return [
+            obj
+            for (res, ns, _), obj in self._objects.items()
+            if res == request.resource
+            and not obj.deleted
+            and (request.namespace is None or ns == request.namespace)
+        ]
+
+    async def _create(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        assert request.resource is not None
+        body = dict(request.data or {})
+        meta = dict(body.get("metadata") or {})
+        name = meta.get("name")
+        if not name:
+            raise kmock.KubernetesError(422, "Invalid", "metadata.name is required")
+        if request.namespace:
+            meta["namespace"] = request.namespace
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", _now())
+        async with self._lock:
+            meta["resourceVersion"] = self._next_version()
+            body["metadata"] = meta
+            key = self._key(request, name)
+            if key in self._objects and not self._objects[key].deleted:
+                raise kmock.KubernetesError(409, "AlreadyExists", f"{name} already exists")
+            if key in self._objects:
+                self._objects[key].create(body)
+            else:
+                self._objects[key] = body
+            raw = self._objects[key].raw
+            await self._publish(request.resource, "ADDED", raw)
+        return aiohttp.web.json_response(raw, status=201)
+
+    async def _patch(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        assert request.resource is not None
+        patch = dict(request.data or {})
+        async with self._lock:
+            obj = self._stored(request)
+            wanted = (patch.get("metadata") or {}).get("resourceVersion")
+            if wanted is not None and wanted != obj.get("metadata", {}).get("resourceVersion"):
+                raise kmock.KubernetesError(409, "Conflict", "the object has been modified")
+            patch["metadata"] = {
+                **(patch.get("metadata") or {}),
+                "resourceVersion": self._next_version(),
+            }
+            obj.patch(patch)
+            raw = obj.raw
+            await self._publish(request.resource, "MODIFIED", raw)
+        return aiohttp.web.json_response(raw)
+
+    async def _delete(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        assert request.resource is not None
+        async with self._lock:
+            obj = self._stored(request)
+            raw = obj.raw
+            obj.delete()
+            await self._publish(request.resource, "DELETED", raw)
+        return aiohttp.web.json_response(raw)
+
+    async def _replace(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        assert request.resource is not None
+        async with self._lock:
+            obj = self._stored(request)
+            body = dict(request.data or {})
+            meta = dict(body.get("metadata") or {})
+            old_meta = obj.get("metadata", {})
+            if meta.get("resourceVersion") not in (None, old_meta.get("resourceVersion")):
+                raise kmock.KubernetesError(409, "Conflict", "the object has been modified")
+            meta["uid"] = old_meta.get("uid")
+            meta["creationTimestamp"] = old_meta.get("creationTimestamp")
+            meta["resourceVersion"] = self._next_version()
+            body["metadata"] = meta
+            obj.create(body)
+            raw = obj.raw
+            await self._publish(request.resource, "MODIFIED", raw)
+        return aiohttp.web.json_response(raw)
+
+    async def _bind(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        assert request.resource is not None
+        target = str(((request.data or {}).get("target") or {}).get("name") or "")
+        agent = request.headers.get("User-Agent", "")
+        attempt = functools.partial(
+            BindingAttempt, request.namespace or "", request.name or "", target, agent=agent
+        )
+        async with self._lock:
+            obj = self._stored(request)
+            if self.fail_next_bindings > 0:
+                self.fail_next_bindings -= 1
+                self.bindings.append(attempt(accepted=False))
+                raise kmock.KubernetesError(500, "InternalError", "injected binding failure")
+            bound = obj.get("spec", {}).get("nodeName")
+            wanted_uid = ((request.data or {}).get("metadata") or {}).get("uid")
+            uid_ok = wanted_uid in (None, obj.get("metadata", {}).get("uid"))
+            accepted = not bound and bool(target) and uid_ok
+            self.bindings.append(attempt(accepted=accepted))
+            if not accepted:
+                raise kmock.KubernetesError(
+                    409, "Conflict", f"pod {request.name} is already assigned to node {bound}"
+                )
+            obj.patch(
+                {
+                    "spec": {"nodeName": target},
+                    "metadata": {"resourceVersion": self._next_version()},
+                }
+            )
+            await self._publish(request.resource, "MODIFIED", obj.raw)
+        status = {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "metadata": {},
+            "status": "Success",
+            "code": 201,
+        }
+        return aiohttp.web.json_response(status, status=201)
+
+    async def _watch(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        # Join the event bus while still holding the lock that the initial listing holds, so no
+        # event falls between the two (kmock's own watch releases the lock in between).
+        assert request.resource is not None and request._raw_request is not None
+        bus = self._buses[request.resource]
+        async with self._lock:
+            mark = await bus.mark()
+            events = [{"type": "ADDED", "object": obj.raw} for obj in self._matching(request)]
+        response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request._raw_request)
+        try:
+            await response.write(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+            async for event in bus.stream(since=mark):
+                ns = event.get("object", {}).get("metadata", {}).get("namespace")
+                if request.namespace is None or ns == request.namespace:
+                    await response.write(json.dumps(event).encode() + b"\n")
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            await bus.unmark(mark)
+        return response
+
+
+class EmulatedCluster:
+    """A ClusterEmulator on 127.0.0.1, run by an event loop in a background thread."""
+
+    def __init__(self) -> None:
+        self.emulator: ClusterEmulator | None = None
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._url = ""
+        self._thread = threading.Thread(target=self._run, name="kmock", daemon=True)
+
+    def __enter__(self) -> EmulatedCluster:
+        self._thread.start()
+        if not self._ready.wait(15):
+            raise RuntimeError("the emulator did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._serve())
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        async with ClusterEmulator() as emulator, kmock.Server(emulator) as server:
+            self.emulator = emulator
+            self._url = str(server.url).rstrip("/")
+            self._ready.set()
+            await self._stop.wait()
+            # Open watches would hold the server's shutdown for its full grace period.
+            current = asyncio.current_task()
+            for task in asyncio.all_tasks():
+                if task is not current:
+                    task.cancel()
+
+    # -- synchronous helpers for tests (through the emulator's own HTTP client) -----------------
+
+    def call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        async def go() -> Any:
+            assert self.emulator is not None
+            headers = (
+                {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else None
+            )
+            async with self.emulator.request(method, path, json=body, headers=headers) as resp:
+                data = await resp.json(content_type=None)
+                if resp.status >= 400:
+                    raise RuntimeError(f"{method} {path}: {resp.status} {data}")
+                return data
+
+        return asyncio.run_coroutine_threadsafe(go(), self._loop).result(15)
+
+    def create_node(self, node: Mapping[str, Any]) -> Any:
+        return self.call("POST", "/api/v1/nodes", node)
+
+    def create_pod(self, pod: Mapping[str, Any]) -> Any:
+        ns = pod["metadata"].get("namespace", "default")
+        return self.call("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+
+    def get_pod(self, namespace: str, name: str) -> Any:
+        return self.call("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def list_pods(self) -> list[Any]:
+        return list(self.call("GET", "/api/v1/pods")["items"])
+
+    def list_events(self) -> list[Any]:
+        try:
+            return list(self.call("GET", "/api/v1/events")["items"])
+        except RuntimeError:  # no event was ever created: the resource is unknown
+            return []
+
+    def bindings(self) -> list[BindingAttempt]:
+        assert self.emulator is not None
+        return list(self.emulator.bindings)
+
+    def fail_next_bindings(self, count: int) -> None:
+        assert self.emulator is not None
+        self._loop.call_soon_threadsafe(setattr, self.emulator, "fail_next_bindings", count)
+
+
+__all__ = ["BindingAttempt", "ClusterEmulator", "EmulatedCluster"]
