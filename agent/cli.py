@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from agent import __version__
 from agent.hostfs import HostFS, copy_preserving_links
 from agent.profile import CalibrationProfile, ProfileError, load_profile
 from agent.report import format_snapshot
@@ -28,6 +31,13 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
     return value
 
 
@@ -152,6 +162,43 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from agent.exporter import ExportLevels, SnapshotCollector
+    from agent.server import AgentService, configure_logging, serve
+
+    configure_logging(args.log_level, args.log_format)
+    profile: CalibrationProfile | None = args.profile
+    collector = SnapshotCollector(
+        ExportLevels(containers=args.containers, process_top=args.process_top),
+        model_points=profile.model_points() if profile is not None else (),
+    )
+    service = AgentService(make_sampler(args), collector, args.interval, args.listen_address)
+    logging.getLogger("kubejoule.agent").info("starting", extra={"fields": {
+        "node": service.sampler.node, "interval_seconds": args.interval, "procfs": str(args.procfs),
+        "sysfs": str(args.sysfs), "calibration": str(args.calibration) if args.calibration else None,
+        "containers": args.containers, "process_top": args.process_top, "version": __version__,
+    }})
+    for hook in RUN_HOOKS:
+        hook(args, service)
+    return serve(service)
+
+
+def cmd_top(args: argparse.Namespace) -> int:
+    from agent.top import run_top
+
+    return run_top(make_sampler(args), args.interval, count=args.count, rows=args.rows)
+
+
+def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    from agent.server import parse_listen
+
+    try:
+        args.listen_address = parse_listen(args.listen)
+    except ValueError as exc:
+        parser.error(str(exc))
+    _validate_sampling(parser, args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubejoule-agent",
@@ -177,6 +224,26 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="print the JSON sample record")
     replay.set_defaults(func=cmd_replay, validate=_validate_replay)
 
+    run = sub.add_parser(
+        "run", parents=[common, attribution_options(process_top_default=0)],
+        help="sample every interval and serve /metrics, /healthz, /readyz",
+    )
+    run.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")
+    run.add_argument("--listen", default=":9102", metavar="HOST:PORT",
+                     help="address for /metrics, /healthz, /readyz (default :9102; port 0 picks a free one)")
+    run.add_argument("--containers", action="store_true",
+                     help="also export kubejoule_container_power_watts (one series per container)")
+    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    run.add_argument("--log-format", default="json", choices=["json", "text"],
+                     help="json: one object per line (default); text: for people")
+    run.set_defaults(func=cmd_run, validate=_validate_run)
+
+    top = sub.add_parser("top", parents=[common, sampling], help="live view of node, pods, VMs and processes")
+    top.add_argument("--interval", type=positive_float, default=2.0, help="seconds between refreshes (default 2)")
+    top.add_argument("--count", type=positive_int, default=None, help="stop after N refreshes (default: until Ctrl-C)")
+    top.add_argument("--rows", type=positive_int, default=None, help="rows per section (default: fit the terminal)")
+    top.set_defaults(func=cmd_top, validate=_validate_sampling)
+
     for register in EXTRA_COMMANDS:
         register(sub, common)
     return parser
@@ -193,6 +260,10 @@ def _validate_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 # Later parts add options to every sampling command here: (options parser) -> None; read them
 # back in make_sampler.
 EXTRA_SAMPLING_OPTIONS: list[Callable[[argparse.ArgumentParser], None]] = []
+
+# Later parts start their own work in `run` here (a Kubernetes watch, a Metrics Server poller):
+# (parsed options, the service: its .registry takes more collectors) -> None.
+RUN_HOOKS: list[Callable[[argparse.Namespace, Any], None]] = []
 
 # Later parts register subcommands here: (subparsers, common options parser) -> None.
 EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser], argparse.ArgumentParser], None]] = []

@@ -1,0 +1,423 @@
+"""A real `kubejoule-agent run` on a fake host tree whose counters the test moves.
+
+Usage::
+
+    from tests.helpers.agent_proc import AgentProcess, WORKLOADS
+
+    with AgentProcess(WORKLOADS / "v2-systemd-containerd" / "before", interval=0.25) as agent:
+        agent.advance(energy_uj={"intel-rapl:0": 20_000_000},           # +20 J on package-0
+                      cpu_ticks={"user": 200, "idle": 200},            # B = 2 s busy, 2 s idle
+                      cgroup_cpu={"6f1c3b0e-2a4d-4e8b-9c71-0d5e8f2a1b01": 1.5})  # pod uid or container id
+        agent.value("kubejoule_pod_energy_joules_total", pod_uid="6f1c3b0e-...")   # -> float | None
+        text = agent.scrape()                                           # /metrics, raw text
+    assert agent.returncode == 0                                        # clean SIGTERM shutdown
+
+What it does:
+
+* `AgentProcess(tree, interval=0.25, args=(), node="test-node")`: copies `tree` (a host tree
+  with `proc/` and `sys/`, e.g. a fixture's `before/`) to a temporary directory (symlinks kept)
+  and, on `__enter__` / `start()`, runs `python -m agent.cli run --procfs COPY/proc --sysfs
+  COPY/sys --listen 127.0.0.1:0 --interval INTERVAL --node NODE --log-format json *args`. The
+  port is the one the agent reports in its "listening" log line (no race for a free port).
+  `start()` returns once `/readyz` is 200 (the first complete sample).
+* `tree`, `procfs`, `sysfs`: the working copy. `url`, `port`: the agent's HTTP address.
+* `logs`: the agent's stderr, one parsed JSON object per line (`{"raw": line}` if not JSON).
+* `get(path) -> (status, body)`, `scrape() -> str`, `families() -> dict[name, Metric]`,
+  `value(sample_name, **labels) -> float | None` (first sample whose labels include `labels`),
+  `samples(sample_name) -> list[(labels, value)]`, `sample_count() -> int` (from /readyz).
+* `wait_samples(n=1)`: wait until n more samples have been published.
+* `advance(energy_uj=..., cpu_ticks=..., cgroup_cpu=..., process_ticks=..., wait=True)`:
+  adds to the counters, like the kernel would: `energy_uj` per zone id (wrapping at the zone's
+  `max_energy_range_uj`), `/proc/stat` aggregate fields in ticks (`user`, `nice`, `system`,
+  `idle`, `iowait`, `irq`, `softirq`, `steal`; 100 per second), CPU seconds per cgroup given by
+  pod UID or container id (added to that cgroup and every ancestor, as the kernel accounts
+  hierarchically; v1 `cpuacct.usage` or v2 `cpu.stat`), and utime ticks per pid. It first waits
+  until the agent has just published a sample, so the writes land between two reads, and writes
+  each file atomically (rename); with `wait=True` it then waits for the sample that includes the
+  whole change. Interval-independent checks (energy totals, ratios of gauges, Σ pods + host +
+  idle = node) are then exact.
+* `set_energy_uj(zone_id, value)`: set a counter outright (e.g. just below its wrap).
+* `drive(node_watts, utilization=0.5, cgroup_share={key: fraction of busy time}, cpus=4,
+  process_share={pid: fraction of busy time})`:
+  a background thread that, after every sample, advances the counters by one interval's worth,
+  so the gauges hover at the given values (within the sampling jitter, a few per cent). Stop
+  it with `stop_driving()` (also done on exit). Useful for consumers that just need a node that
+  draws N watts (scheduler telemetry, dashboards).
+* `stop(signal=SIGTERM)` / `__exit__`: stop the agent, wait for it, keep `returncode`, remove
+  the copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal as signals
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+WORKLOADS = FIXTURES / "workloads"
+POWERCAP = FIXTURES / "powercap"
+
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+TICKS_PER_SECOND = 100
+
+
+class AgentProcessError(RuntimeError):
+    pass
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class AgentProcess:
+    """A `kubejoule-agent run` subprocess on a copy of a fake host tree (see the module doc)."""
+
+    def __init__(
+        self,
+        tree: Path,
+        *,
+        interval: float = 0.25,
+        args: Sequence[str] = (),
+        node: str = "test-node",
+        ready_timeout: float = 30.0,
+    ) -> None:
+        self.source = Path(tree)
+        self.interval = interval
+        self.args = list(args)
+        self.node = node
+        self.ready_timeout = ready_timeout
+        self._tmp = Path(tempfile.mkdtemp(prefix="kubejoule-agent-"))
+        self.tree = self._tmp / "host"
+        shutil.copytree(self.source, self.tree, symlinks=True)
+        self.procfs = self.tree / "proc"
+        self.sysfs = self.tree / "sys"
+        self.logs: list[dict[str, Any]] = []
+        self.returncode: int | None = None
+        self.port: int | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self._port_seen = threading.Event()
+        self._reader: threading.Thread | None = None
+        self._driver: threading.Thread | None = None
+        self._driving = threading.Event()
+        self._write_lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> AgentProcess:
+        command = [
+            sys.executable, "-m", "agent.cli", "run",
+            "--procfs", str(self.procfs), "--sysfs", str(self.sysfs),
+            "--listen", "127.0.0.1:0", "--interval", str(self.interval),
+            "--node", self.node, "--log-format", "json", *self.args,
+        ]
+        self._proc = subprocess.Popen(
+            command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True,
+        )
+        self._reader = threading.Thread(target=self._read_logs, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + self.ready_timeout
+        if not self._port_seen.wait(self.ready_timeout) or self.port is None:
+            self.stop()
+            raise AgentProcessError(f"the agent did not start listening; logs: {self.logs[-10:]}")
+        self.wait_ready(max(deadline - time.monotonic(), 1.0))
+        return self
+
+    def __enter__(self) -> AgentProcess:
+        try:
+            return self.start()
+        except BaseException:
+            self._cleanup()
+            raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self.stop()
+        finally:
+            self._cleanup()
+
+    def stop(self, sig: int = signals.SIGTERM, timeout: float = 15.0) -> int | None:
+        self.stop_driving()
+        if self._proc is None:
+            return self.returncode
+        if self._proc.poll() is None:
+            self._proc.send_signal(sig)
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(5)
+        self.returncode = self._proc.returncode
+        if self._reader is not None:
+            self._reader.join(5)
+        return self.returncode
+
+    def _cleanup(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(5)
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _read_logs(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for line in self._proc.stderr:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            try:
+                entry = json.loads(line)
+                if not isinstance(entry, dict):
+                    entry = {"raw": line}
+            except json.JSONDecodeError:
+                entry = {"raw": line}
+            self.logs.append(entry)
+            if entry.get("msg") == "listening" and "port" in entry:
+                self.port = int(entry["port"])
+                self._port_seen.set()
+        self._port_seen.set()  # the process ended: stop waiting for the port
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=timeout) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def scrape(self) -> str:
+        status, body = self.get("/metrics")
+        if status != 200:
+            raise AgentProcessError(f"/metrics answered {status}")
+        return body
+
+    def families(self) -> dict[str, Any]:
+        return {f.name: f for f in text_string_to_metric_families(self.scrape())}
+
+    def samples(self, name: str, text: str | None = None) -> list[tuple[dict[str, str], float]]:
+        """(labels, value) of every sample called `name` (counters: the `_total` name)."""
+        found: list[tuple[dict[str, str], float]] = []
+        for family in text_string_to_metric_families(text if text is not None else self.scrape()):
+            sample: Sample
+            for sample in family.samples:
+                if sample.name == name:
+                    found.append((dict(sample.labels), float(sample.value)))
+        return found
+
+    def value(self, name: str, text: str | None = None, **labels: str) -> float | None:
+        for sample_labels, value in self.samples(name, text):
+            if all(sample_labels.get(k) == v for k, v in labels.items()):
+                return value
+        return None
+
+    def sample_count(self) -> int:
+        status, body = self.get("/readyz")
+        return int(json.loads(body).get("samples", 0)) if body.startswith("{") else 0
+
+    def _readiness(self) -> dict[str, Any]:
+        _status, body = self.get("/readyz")
+        data: dict[str, Any] = json.loads(body)
+        return data
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc is not None and self._proc.poll() is not None:
+                raise AgentProcessError(f"the agent exited with {self._proc.returncode}; logs: {self.logs[-10:]}")
+            try:
+                if self.get("/readyz", timeout=2.0)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise AgentProcessError(f"the agent was not ready within {timeout} s; logs: {self.logs[-10:]}")
+
+    def wait_samples(self, n: int = 1, timeout: float | None = None) -> int:
+        """Wait until `n` more samples than now are published; returns the new count."""
+        target = self.sample_count() + n
+        deadline = time.monotonic() + (timeout if timeout is not None else 20 * self.interval * n + 10)
+        while time.monotonic() < deadline:
+            count = self.sample_count()
+            if count >= target:
+                return count
+            time.sleep(0.01)
+        raise AgentProcessError(f"no new sample within the timeout; logs: {self.logs[-10:]}")
+
+    def _just_after_a_sample(self) -> None:
+        """Return right after the agent published a sample, early in its interval, so writes
+        made now are all read by the next sample and none by a read in progress."""
+        deadline = time.monotonic() + 20 * self.interval + 10
+        start = self.sample_count()
+        while time.monotonic() < deadline:
+            data = self._readiness()
+            age = data.get("seconds_since_last_sample")
+            if data.get("samples", 0) > start and age is not None and age < self.interval / 3:
+                return
+            time.sleep(0.005)
+        raise AgentProcessError("could not catch the agent right after a sample")
+
+    # -- moving the counters ---------------------------------------------------------------
+
+    def _zone_dir(self, zone_id: str) -> Path:
+        return (self.sysfs / "class" / "powercap" / zone_id).resolve()
+
+    def set_energy_uj(self, zone_id: str, value: int) -> None:
+        _write_atomic(self._zone_dir(zone_id) / "energy_uj", f"{int(value)}\n")
+
+    def _add_energy(self, zone_id: str, delta_uj: int) -> None:
+        directory = self._zone_dir(zone_id)
+        current = int((directory / "energy_uj").read_text())
+        try:
+            max_range = int((directory / "max_energy_range_uj").read_text())
+        except (OSError, ValueError):
+            max_range = 0
+        value = current + int(delta_uj)
+        if max_range > 0:
+            value %= max_range
+        _write_atomic(directory / "energy_uj", f"{value}\n")
+
+    def _add_stat(self, ticks: Mapping[str, int]) -> None:
+        path = self.procfs / "stat"
+        lines = path.read_text().splitlines()
+        parts = lines[0].split()
+        for name, delta in ticks.items():
+            index = 1 + STAT_FIELDS.index(name)
+            parts[index] = str(int(parts[index]) + int(delta))
+        lines[0] = parts[0] + "  " + " ".join(parts[1:])
+        _write_atomic(path, "\n".join(lines) + "\n")
+
+    def _cgroup_dirs(self, key: str) -> list[Path]:
+        """The cgroup named by a pod uid or container id, and its ancestors to the root."""
+        base = self.sysfs / "fs" / "cgroup"
+        candidates = [base, base / "unified", base / "cpu,cpuacct", base / "cpuacct,cpu", base / "cpuacct"]
+        if (base / "cgroup.controllers").is_file():
+            root = base
+        else:
+            root = next(
+                (c for c in candidates[2:] if (c / "cpuacct.usage").is_file()), base / "unified"
+            )
+        needles = {key, key.replace("-", "_")}
+        for directory, subdirs, _files in os.walk(root):
+            for name in subdirs:
+                if any(n in name for n in needles) and "conmon" not in name:
+                    found = Path(directory) / name
+                    chain = [found]
+                    while chain[-1] != root:
+                        chain.append(chain[-1].parent)
+                    return chain
+        raise AgentProcessError(f"no cgroup for {key!r} under {root}")
+
+    def _add_cgroup_cpu(self, key: str, seconds: float) -> None:
+        for directory in self._cgroup_dirs(key):
+            v1 = directory / "cpuacct.usage"
+            v2 = directory / "cpu.stat"
+            if v1.is_file():
+                _write_atomic(v1, f"{int(v1.read_text()) + round(seconds * 1e9)}\n")
+            elif v2.is_file():
+                fields = dict(line.split(" ", 1) for line in v2.read_text().splitlines() if line)
+                usec = round(seconds * 1e6)
+                for name in ("usage_usec", "user_usec"):
+                    fields[name] = str(int(fields.get(name, "0")) + usec)
+                _write_atomic(v2, "".join(f"{k} {v}\n" for k, v in fields.items()))
+
+    def _add_process_ticks(self, pid: int, ticks: int) -> None:
+        path = self.procfs / str(pid) / "stat"
+        data = path.read_text()
+        head, _, rest = data.rpartition(")")
+        fields = rest.split(" ")
+        # rest starts with " S ...": fields[0] == "" and fields[1] is field 3, so utime (field 14) is fields[12]
+        fields[12] = str(int(fields[12]) + int(ticks))
+        _write_atomic(path, head + ")" + " ".join(fields))
+
+    def advance(
+        self,
+        *,
+        energy_uj: Mapping[str, int] | None = None,
+        cpu_ticks: Mapping[str, int] | None = None,
+        cgroup_cpu: Mapping[str, float] | None = None,
+        process_ticks: Mapping[int, int] | None = None,
+        wait: bool = True,
+        sync: bool = True,
+    ) -> None:
+        """Add to the counters between two samples; see the module doc."""
+        if sync:
+            self._just_after_a_sample()
+        with self._write_lock:
+            for pid, ticks in (process_ticks or {}).items():
+                self._add_process_ticks(pid, ticks)
+            for key, seconds in (cgroup_cpu or {}).items():
+                self._add_cgroup_cpu(key, seconds)
+            if cpu_ticks:
+                self._add_stat(cpu_ticks)
+            for zone_id, delta in (energy_uj or {}).items():
+                self._add_energy(zone_id, delta)
+        if wait:
+            self.wait_samples(1)
+
+    def drive(
+        self,
+        node_watts: float,
+        utilization: float = 0.5,
+        cgroup_share: Mapping[str, float] | None = None,
+        cpus: int = 4,
+        zone_id: str = "intel-rapl:0",
+        process_share: Mapping[int, float] | None = None,
+    ) -> None:
+        """Keep the node drawing about `node_watts` at `utilization` until stop_driving();
+        `cgroup_share` / `process_share` give cgroups (pod uid or container id) and pids their
+        fraction of the busy time."""
+        self.stop_driving()
+        self._driving.set()
+        shares = dict(cgroup_share or {})
+        process_shares = dict(process_share or {})
+
+        def loop() -> None:
+            while self._driving.is_set():
+                try:
+                    self._just_after_a_sample()
+                except (AgentProcessError, OSError):
+                    return
+                if not self._driving.is_set():
+                    return
+                total_ticks = round(cpus * self.interval * TICKS_PER_SECOND)
+                busy = round(total_ticks * utilization)
+                self.advance(
+                    energy_uj={zone_id: round(node_watts * self.interval * 1e6)},
+                    cpu_ticks={"user": busy, "idle": total_ticks - busy},
+                    cgroup_cpu={k: share * busy / TICKS_PER_SECOND for k, share in shares.items()},
+                    process_ticks={pid: round(share * busy) for pid, share in process_shares.items()},
+                    wait=False, sync=False,
+                )
+
+        self._driver = threading.Thread(target=loop, name="agent-driver", daemon=True)
+        self._driver.start()
+
+    def stop_driving(self) -> None:
+        self._driving.clear()
+        if self._driver is not None:
+            self._driver.join(10)
+            self._driver = None
