@@ -31,6 +31,44 @@ def api_client(url: str, user_agent: str = "kubejoule-test") -> Any:
     return api
 
 
+def make_scheduler(
+    url: str,
+    scorer: Scorer,
+    config: StandaloneConfig,
+    telemetry: Any = None,
+    collector: DecisionCollector | None = None,
+    is_leader: Callable[[], bool] | None = None,
+    user_agent: str = "kubejoule-test",
+    **kwargs: Any,
+) -> StandaloneScheduler:
+    api = KubeClusterApi(api_client(url, user_agent), timeout_seconds=5.0, watch_timeout_seconds=60)
+    return StandaloneScheduler(
+        api,
+        scorer,
+        config,
+        telemetry=telemetry,
+        collector=collector,
+        is_leader=is_leader,
+        identity=user_agent,
+        **kwargs,
+    )
+
+
+@contextlib.contextmanager
+def running(scheduler: StandaloneScheduler) -> Iterator[StandaloneScheduler]:
+    """Run `scheduler.run` in a thread until the block ends."""
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), name="scheduler", daemon=True)
+    thread.start()
+    try:
+        assert scheduler.synced.wait(15), "the scheduler never synced its caches"
+        yield scheduler
+    finally:
+        stop.set()
+        thread.join(20)
+        assert not thread.is_alive(), "the scheduler did not stop"
+
+
 @contextlib.contextmanager
 def running_scheduler(
     url: str,
@@ -42,27 +80,11 @@ def running_scheduler(
     user_agent: str = "kubejoule-test",
     **kwargs: Any,
 ) -> Iterator[StandaloneScheduler]:
-    api = KubeClusterApi(api_client(url, user_agent), timeout_seconds=5.0, watch_timeout_seconds=60)
-    scheduler = StandaloneScheduler(
-        api,
-        scorer,
-        config,
-        telemetry=telemetry,
-        collector=collector,
-        is_leader=is_leader,
-        identity=user_agent,
-        **kwargs,
+    scheduler = make_scheduler(
+        url, scorer, config, telemetry, collector, is_leader, user_agent, **kwargs
     )
-    stop = threading.Event()
-    thread = threading.Thread(target=scheduler.run, args=(stop,), name="scheduler", daemon=True)
-    thread.start()
-    try:
-        assert scheduler.synced.wait(15), "the scheduler never synced its caches"
+    with running(scheduler):
         yield scheduler
-    finally:
-        stop.set()
-        thread.join(20)
-        assert not thread.is_alive(), "the scheduler did not stop"
 
 
 def wait_for(predicate: Callable[[], Any], timeout_seconds: float = 20.0, what: str = "") -> Any:

@@ -118,3 +118,94 @@ def test_fifty_pods_on_ten_nodes(mode: str, tmp_path: Path) -> None:
         f"{placed[e['involvedObject']['name']]}"
         for e in scheduled
     )
+
+
+def test_pod_that_fits_nowhere_waits_then_lands_on_a_new_node() -> None:
+    config = StandaloneConfig(
+        mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05, unschedulable_retry_seconds=300
+    )
+    with EmulatedCluster() as cluster:
+        cluster.create_node(node("small-a", cpu="1"))
+        cluster.create_node(node("small-b", cpu="1"))
+        cluster.create_node(
+            node("tainted", cpu="8", taints=[{"key": "gpu", "effect": "NoSchedule"}])
+        )
+        cluster.create_pod(pod("big", requests={"cpu": "2"}))
+        with running_scheduler(cluster.url, _scorer(), config, StaticTelemetry()) as sched:
+            expected = (
+                "0/3 nodes are available: 1 node(s) had untolerated taint {gpu: }, "
+                "2 Insufficient cpu."
+            )
+
+            def condition() -> dict | None:
+                conditions = cluster.get_pod("default", "big")["status"].get("conditions") or []
+                return next((c for c in conditions if c["type"] == "PodScheduled"), None)
+
+            found = wait_for(condition, what="PodScheduled condition")
+            assert found["status"] == "False" and found["reason"] == "Unschedulable"
+            assert found["message"] == expected
+            failed = wait_for(
+                lambda: [e for e in cluster.list_events() if e["reason"] == "FailedScheduling"],
+                what="FailedScheduling event",
+            )
+            assert failed[0]["type"] == "Warning" and failed[0]["message"] == expected
+            assert failed[0]["involvedObject"]["name"] == "big"
+            time.sleep(0.5)  # parked, not spinning: no retry without a change
+            assert sched.queue.where("default/big") == "unschedulable"
+            attempts = sched.metrics.value(
+                "kubejoule_scheduler_schedule_attempts_total", {"result": "unschedulable"}
+            )
+            assert attempts == 1.0
+            assert (
+                sched.metrics.value("kubejoule_scheduler_pending_pods", {"queue": "unschedulable"})
+                == 1
+            )
+
+            cluster.create_node(node("big-node", cpu="4"))
+            bound = wait_for(
+                lambda: cluster.get_pod("default", "big")["spec"].get("nodeName"), what="binding"
+            )
+            assert bound == "big-node"
+            assert len(sched.queue) == 0
+    assert [b.node for b in cluster.bindings()] == ["big-node"]
+
+
+def test_binding_errors_back_off_and_retry_until_bound() -> None:
+    config = StandaloneConfig(mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05)
+    with EmulatedCluster() as cluster:
+        cluster.create_node(node("n0"))
+        cluster.fail_next_bindings(2)
+        cluster.create_pod(pod("p", requests={"cpu": "1"}))
+        with running_scheduler(cluster.url, _scorer(), config, StaticTelemetry()) as sched:
+            wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound")
+            sched.drain()
+            errors = sched.metrics.value(
+                "kubejoule_scheduler_binding_errors_total", {"kind": "api"}
+            )
+            scheduled = sched.metrics.value(
+                "kubejoule_scheduler_schedule_attempts_total", {"result": "scheduled"}
+            )
+            e2e = sched.metrics.value("kubejoule_scheduler_e2e_scheduling_duration_seconds_count")
+    assert [b.accepted for b in cluster.bindings()] == [False, False, True]
+    assert errors == 2.0 and scheduled == 1.0 and e2e == 1.0
+
+
+def test_pods_of_other_schedulers_and_bound_pods_are_left_alone_but_counted() -> None:
+    config = StandaloneConfig(mode=MODE_ACTIVE, seed=1)
+    with EmulatedCluster() as cluster:
+        cluster.create_node(node("n0", cpu="4"))
+        cluster.create_node(node("n1", cpu="2"))
+        cluster.create_pod(pod("theirs", requests={"cpu": "1"}, scheduler_name="default-scheduler"))
+        cluster.create_pod(pod("running", requests={"cpu": "3500m"}, node_name="n0"))
+        cluster.create_pod(pod("mine", requests={"cpu": "1"}))
+        with running_scheduler(cluster.url, _scorer(), config, StaticTelemetry()):
+            wait_for(lambda: cluster.get_pod("default", "mine")["spec"].get("nodeName"), what="bound")
+        theirs = cluster.get_pod("default", "theirs")
+    # Were the running pod ignored, the bigger n0 would win the default scoring; it has only
+    # 0.5 CPU left, so the pod goes to n1. The other scheduler's pod is not touched.
+    assert cluster_bindings_summary(cluster) == {"mine": "n1"}
+    assert "nodeName" not in theirs["spec"]
+
+
+def cluster_bindings_summary(cluster: EmulatedCluster) -> dict[str, str]:
+    return {b.pod: b.node for b in cluster.bindings() if b.accepted}
