@@ -350,3 +350,73 @@ def _lines(path: Path) -> Iterator[bytes]:
             line = raw.strip()
             if line:
                 yield line
+
+
+class ExtenderRecorder:
+    """Sends the extender's prioritize decisions to a DecisionCollector (shadow-mode
+    recommendations become decision lines with `"source": "extender"`, `"chosen": null`: the
+    extender does not learn where kube-scheduler finally put the pod). Duck-typed on the
+    extender's `Decision` (verb, mode, wall_time, pod, nodes, results, recommended), so this
+    module does not import the extender. Never raises: recording must not fail a request."""
+
+    def __init__(
+        self,
+        collector: DecisionCollector,
+        also: Any = None,
+        features: Callable[[PodInfo, Any, float], Mapping[str, float | None]] | None = None,
+        scorer: str = "heuristic",
+    ) -> None:
+        self.collector = collector
+        self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
+        self.features = features
+        self.scorer = scorer
+        self.errors = 0
+
+    def record(self, decision: Any) -> None:
+        if self.also is not None:
+            self.also.record(decision)
+        if decision.verb != "prioritize":
+            return
+        try:
+            self._record(decision)
+        except Exception:  # noqa: BLE001 — counted; the request goes on
+            self.errors += 1
+
+    def _record(self, decision: Any) -> None:
+        wall = float(decision.wall_time)
+        results = sorted(decision.results, key=lambda r: (-r.score, r.node))
+        limit = self.collector.config.max_candidates
+        kept = [r for i, r in enumerate(results) if i < limit or r.node == decision.recommended]
+        states = {n.info.name: n for n in decision.nodes} if kept else {}
+        candidates = []
+        for result in kept:
+            state = states.get(result.node)
+            telemetry = state.telemetry if state is not None else None
+            candidates.append(
+                CandidateRecord(
+                    node=result.node,
+                    score=result.score,
+                    delta_watts=result.delta_watts,
+                    reason=result.reason,
+                    telemetry_age_seconds=(
+                        telemetry.age_seconds(wall) if telemetry is not None else None
+                    ),
+                    features=(
+                        self.features(decision.pod, state, wall)
+                        if self.features is not None and state is not None
+                        else None
+                    ),
+                )
+            )
+        self.collector.record_decision(
+            source="extender",
+            mode=str(decision.mode),
+            pod=decision.pod,
+            candidates=candidates,
+            chosen=None,
+            recommended=decision.recommended,
+            default_choice=None,
+            scorer=self.scorer,
+            wall_time=wall,
+            extra={"candidate_count": len(results)},
+        )

@@ -203,3 +203,57 @@ def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
     assert seqs[:restart_at] == list(range(restart_at))  # nothing truncated on restart
     assert seqs == list(range(len(seqs))) and len(seqs) >= second
     assert bad <= 2
+
+
+def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
+    from scheduler.collector import ExtenderRecorder
+    from scheduler.extender import Decision, MemoryRecorder
+    from scheduler.model import NodeInfo, NodeState, Resources, ScoreResult
+
+    path = tmp_path / "d.jsonl"
+    collector = DecisionCollector(CollectorConfig(str(path)))
+    memory = MemoryRecorder(10)
+    recorder = ExtenderRecorder(collector, also=memory)
+    info = PodInfo.from_k8s(pod("api", requests={"cpu": "1"}))
+    nodes = [
+        NodeState(
+            NodeInfo(f"n{i}", Resources(4000, 2**33, 110)),
+            telemetry=_t(f"n{i}", 90.0, 100.0, "rapl"),
+        )
+        for i in range(3)
+    ]
+    results = [
+        ScoreResult("n0", 40.0, 12.0),
+        ScoreResult("n1", 90.0, 2.0),
+        ScoreResult("n2", 50.0, None, "stale"),
+    ]
+    recorder.record(
+        Decision(
+            verb="prioritize",
+            mode="shadow",
+            wall_time=100.0,
+            pod=info,
+            nodes=nodes,
+            results=results,
+            recommended="n1",
+        )
+    )
+    recorder.record(
+        Decision(
+            verb="filter",
+            mode="shadow",
+            wall_time=101.0,
+            pod=info,
+            nodes=nodes,
+            results=(),
+            recommended=None,
+        )
+    )
+    collector.close()
+    (record,) = read_records(path)[0]
+    assert record["source"] == "extender" and record["mode"] == "shadow"
+    assert record["chosen"] is None and record["recommended"] == "n1"
+    assert [c["node"] for c in record["candidates"]] == ["n1", "n2", "n0"]
+    assert record["candidates"][0]["telemetry_age_seconds"] == 10.0
+    assert record["candidates"][1]["reason"] == "stale"
+    assert len(memory.decisions) == 2 and recorder.errors == 0
