@@ -13,6 +13,13 @@ The counters are the kernel's own (bytes since the interface was created) and ar
 they are; a pod restarted in a new sandbox starts again from 0, which Prometheus' rate() reads as
 a counter reset. Namespaces are entered only in a short-lived worker thread (setns changes the
 calling thread only), so the agent's other threads never leave the host's namespace.
+
+Cost: pyroute2's IPRoute costs about a millisecond to open and decodes every attribute of every
+link; per pod per interval that adds up. So requests go through a plain rtnetlink socket, with
+pyroute2's message classes to encode and decode them: RTM_GETSTATS (64-bit counters only) for the
+bytes, and RTM_GETLINK (names, kinds, flags) for the host only when an interface it has not seen
+appears, or every LINK_REFRESH_SECONDS for renames. benchmarks/bench_agent_kubernetes.py
+measures it.
 """
 
 from __future__ import annotations
@@ -20,14 +27,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from pyroute2 import IPRoute
 from pyroute2 import netns as pyroute2_netns
+from pyroute2.netlink import NETLINK_ROUTE, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR
+from pyroute2.netlink.rtnl import RTM_GETLINK, RTM_GETSTATS
+from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
+from pyroute2.netlink.rtnl.ifstatsmsg import ifstatsmsg
+from pyroute2.netlink.rtnl.marshal import MarshalRtnl
 
 from agent.snapshot import Gap, Snapshot
 
@@ -35,6 +48,7 @@ log = logging.getLogger(__name__)
 
 EXTRA_KEY = "network"
 IFF_LOOPBACK = 0x8  # <linux/if.h>
+IFLA_STATS_LINK_64 = 1  # <linux/if_link.h>
 DEFAULT_EXCLUDED_KINDS: tuple[str, ...] = ("veth",)
 DIRECTIONS = ("rx", "tx")
 
@@ -85,30 +99,130 @@ class NetworkSample:
         }
 
 
-def link_counters(ipr: Any, exclude_kinds: Iterable[str] = ()) -> list[InterfaceBytes]:
-    """Byte counters of every non-loopback link an open IPRoute sees (its namespace's)."""
+# Every network namespace's loopback device has this index (LOOPBACK_IFINDEX in the kernel's
+# include/net/net_namespace.h), so pods need no link dump to leave it out.
+LOOPBACK_IFINDEX = 1
+IFLA_STATS_FILTER_LINK_64 = 1 << (IFLA_STATS_LINK_64 - 1)
+LINK_REFRESH_SECONDS = 60.0
+_RECV_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    name: str
+    kind: str | None
+    loopback: bool
+
+
+class Rtnetlink:
+    """One NETLINK_ROUTE socket. It belongs to the network namespace of the thread that opened
+    it, for its whole life, whatever namespace the thread moves to afterwards."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+        self._sock.bind((0, 0))
+        self._seq = 0
+
+    def __enter__(self) -> Rtnetlink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _dump(self, msg: Any, msg_type: int) -> list[Any]:
+        self._seq += 1
+        msg["header"]["type"] = msg_type
+        msg["header"]["flags"] = NLM_F_REQUEST | NLM_F_DUMP
+        msg["header"]["sequence_number"] = self._seq
+        msg.encode()
+        self._sock.send(msg.data)
+        marshal = MarshalRtnl()
+        replies: list[Any] = []
+        while True:
+            for reply in marshal.parse(self._sock.recv(_RECV_BYTES)):
+                if reply["header"]["sequence_number"] != self._seq:
+                    continue
+                kind = reply["header"]["type"]
+                if kind == NLMSG_DONE:
+                    return replies
+                if kind == NLMSG_ERROR:
+                    error = reply["header"].get("error")
+                    raise OSError(getattr(error, "code", 0) or 0, f"rtnetlink dump failed: {error}")
+                replies.append(reply)
+
+    def stats(self) -> dict[int, tuple[int, int]]:
+        """ifindex → (rx_bytes, tx_bytes), for every interface of the socket's namespace."""
+        msg = ifstatsmsg()
+        msg["filter_mask"] = IFLA_STATS_FILTER_LINK_64
+        out: dict[int, tuple[int, int]] = {}
+        for reply in self._dump(msg, RTM_GETSTATS):
+            counters = reply.get_attr("IFLA_STATS_LINK_64")
+            if counters:
+                out[int(reply["ifindex"])] = (int(counters["rx_bytes"]), int(counters["tx_bytes"]))
+        return out
+
+    def links(self) -> dict[int, LinkInfo]:
+        """ifindex → name, kind (veth, bridge, vxlan...; None for physical), loopback flag."""
+        out: dict[int, LinkInfo] = {}
+        for reply in self._dump(ifinfmsg(), RTM_GETLINK):
+            info = reply.get_attr("IFLA_LINKINFO")
+            kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
+            out[int(reply["index"])] = LinkInfo(
+                str(reply.get_attr("IFLA_IFNAME")), kind, bool(reply["flags"] & IFF_LOOPBACK)
+            )
+        return out
+
+
+def pod_bytes(stats: Mapping[int, tuple[int, int]]) -> tuple[int, int]:
+    """A pod's (rx, tx) bytes: all its interfaces but loopback."""
+    rx = sum(v[0] for i, v in stats.items() if i != LOOPBACK_IFINDEX)
+    tx = sum(v[1] for i, v in stats.items() if i != LOOPBACK_IFINDEX)
+    return rx, tx
+
+
+class LinkSource(Protocol):
+    def links(self) -> dict[int, LinkInfo]: ...
+
+
+class _LinkNames:
+    """The host's ifindex → LinkInfo, dumped again only when needed."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.links: dict[int, LinkInfo] = {}
+        self.dumped_at = float("-inf")
+        self.clock = clock
+
+    def resolve(self, nl: LinkSource, indexes: Iterable[int]) -> dict[int, LinkInfo]:
+        now = self.clock()
+        if now - self.dumped_at > LINK_REFRESH_SECONDS or any(i not in self.links for i in indexes):
+            self.links = nl.links()
+            self.dumped_at = now
+        return self.links
+
+
+def interface_counters(
+    stats: Mapping[int, tuple[int, int]], links: Mapping[int, LinkInfo], exclude_kinds: Iterable[str] = ()
+) -> list[InterfaceBytes]:
+    """Named counters of the interfaces, without loopback and the excluded kinds."""
     excluded = set(exclude_kinds)
-    out: list[InterfaceBytes] = []
-    for link in ipr.get_links():
-        if link["flags"] & IFF_LOOPBACK:
+    out = []
+    for index, (rx, tx) in stats.items():
+        link = links.get(index)
+        if link is None or link.loopback or link.kind in excluded:
             continue
-        info = link.get_attr("IFLA_LINKINFO")
-        kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
-        if kind in excluded:
-            continue
-        stats = link.get_attr("IFLA_STATS64") or link.get_attr("IFLA_STATS")
-        if not stats:
-            continue
-        out.append(InterfaceBytes(str(link.get_attr("IFLA_IFNAME")), int(stats["rx_bytes"]), int(stats["tx_bytes"]), kind))
+        out.append(InterfaceBytes(link.name, rx, tx, link.kind))
     return sorted(out, key=lambda i: i.interface)
 
 
 class _NamespaceWorker:
-    """Runs reads in other network namespaces from one short-lived thread.
+    """Opens rtnetlink sockets in other network namespaces, from one short-lived thread.
 
-    Each read: setns(target), open a netlink socket (it stays bound to the namespace it was
-    opened in), setns back at once, then dump. If switching back ever failed, the thread stops
-    reading and exits, taking the wrong namespace with it.
+    setns(target), open the socket, setns back at once; the socket keeps the target namespace.
+    If switching back ever failed, the worker refuses further work and its thread exits,
+    taking the wrong namespace with it.
     """
 
     def __init__(self) -> None:
@@ -118,14 +232,14 @@ class _NamespaceWorker:
     def close(self) -> None:
         os.close(self._home)
 
-    def socket_in(self, ns_path: Path) -> IPRoute:
+    def socket_in(self, ns_path: Path) -> Rtnetlink:
         if self.broken:
             raise OSError(self.broken)
         fd = os.open(ns_path, os.O_RDONLY)
         try:
             pyroute2_netns.setns(fd)
             try:
-                ipr = IPRoute()
+                return Rtnetlink()
             finally:
                 try:
                     pyroute2_netns.setns(self._home)
@@ -134,7 +248,6 @@ class _NamespaceWorker:
                     raise
         finally:
             os.close(fd)
-        return ipr
 
 
 def _in_worker_thread(work: Callable[[_NamespaceWorker], T]) -> T:
@@ -176,6 +289,7 @@ class NetworkReader:
         self.host_ns_path = self.procfs / str(host_pid) / "ns" / "net"
         self.exclude_kinds = tuple(exclude_kinds)
         self._host_fallback_logged = False
+        self._host_links = _LinkNames()
 
     def _host_identity(self, own: tuple[int, int] | None) -> tuple[int, int] | None:
         """The host namespace's identity: that of <procfs>/<host_pid>, else the agent's own.
@@ -209,8 +323,10 @@ class NetworkReader:
             node_error = None
             interfaces: tuple[InterfaceBytes, ...] = ()
             try:
-                with IPRoute() if host in (None, own) else worker.socket_in(self.host_ns_path) as ipr:
-                    interfaces = tuple(link_counters(ipr, self.exclude_kinds))
+                with Rtnetlink() if host in (None, own) else worker.socket_in(self.host_ns_path) as nl:
+                    stats = nl.stats()
+                    links = self._host_links.resolve(nl, stats)
+                interfaces = tuple(interface_counters(stats, links, self.exclude_kinds))
             except OSError as exc:
                 node_error = f"cannot read the node's interfaces in {self.host_ns_path}: {exc}"
             pods: list[PodNetwork] = []
@@ -232,14 +348,14 @@ class NetworkReader:
                     continue
                 seen[identity] = uid
                 try:
-                    with IPRoute() if identity == own else worker.socket_in(path) as ipr:
-                        links = link_counters(ipr)
+                    with Rtnetlink() if identity == own else worker.socket_in(path) as nl:
+                        rx, tx = pod_bytes(nl.stats())
                 except OSError as exc:
                     pods.append(PodNetwork(uid, False, None, None, f"cannot enter {path}: {exc.strerror or exc}"))
                     if worker.broken:
                         break
                     continue
-                pods.append(PodNetwork(uid, False, sum(i.rx_bytes for i in links), sum(i.tx_bytes for i in links)))
+                pods.append(PodNetwork(uid, False, rx, tx))
             return NetworkSample(interfaces, tuple(pods), node_error)
 
         return _in_worker_thread(work)

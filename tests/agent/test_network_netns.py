@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.network import NetworkReader, NetworkSample, with_network
+from agent.network import NetworkReader, NetworkSample, PodNetwork, with_network
 from agent.snapshot import PodPower, Snapshot
 from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
 
@@ -31,7 +31,7 @@ def lab() -> Iterator[NetnsLab]:
         lab.remove()
 
 
-def pod_entry(sample: NetworkSample, uid: str):  # type: ignore[no-untyped-def]
+def pod_entry(sample: NetworkSample, uid: str) -> PodNetwork:
     matches = [p for p in sample.pods if p.uid == uid]
     assert len(matches) == 1, sample.pods
     return matches[0]
@@ -50,7 +50,9 @@ def test_pod_counters_move_only_for_the_pod_that_sends(lab: NetnsLab) -> None:
         host.kill()
         host.wait()
 
-    sent = pod_entry(after, "uid-sender").tx_bytes - pod_entry(before, "uid-sender").tx_bytes  # type: ignore[operator]
+    sent_after, sent_before = pod_entry(after, "uid-sender").tx_bytes, pod_entry(before, "uid-sender").tx_bytes
+    assert sent_after is not None and sent_before is not None
+    sent = sent_after - sent_before
     assert PAYLOAD_BYTES <= sent <= PAYLOAD_BYTES + OVERHEAD_BYTES
     assert pod_entry(after, "uid-quiet") == pod_entry(before, "uid-quiet")
     assert pod_entry(after, "uid-quiet").rx_bytes is not None

@@ -73,9 +73,8 @@ class EmulatedCluster:
         self.thread = threading.Thread(target=self.loop.run_forever, name="kmock", daemon=True)
         self.thread.start()
         self.handler = SelectingEmulator()
-        self.handler.resources[PODS] = {"kind": "Pod", "namespaced": True, "verbs": ["get", "list", "watch", "create", "delete"]}
-        self.handler.resources[NODE_METRICS] = {"kind": "NodeMetrics", "namespaced": False, "verbs": ["get", "list"]}
-        self.handler.resources[POD_METRICS] = {"kind": "PodMetrics", "namespaced": True, "verbs": ["get", "list"]}
+        for res, kind, namespaced in ((PODS, "Pod", True), (NODE_METRICS, "NodeMetrics", False), (POD_METRICS, "PodMetrics", True)):
+            self.handler.resources[res] = kmock.ResourceInfo(kind=kind, namespaced=namespaced, verbs={"get", "list", "watch"})
         self._server: kmock.Server | None = None
         self.port: int | None = None
         self._versions = itertools.count(1)
@@ -106,8 +105,9 @@ class EmulatedCluster:
 
         async def leave() -> None:
             # Cut the streaming watch responses first: a graceful shutdown would wait for them.
-            raw = server.server
-            for connection in list(getattr(raw.runner.server, "connections", []) or []):
+            runner = server.server.runner
+            web_server = runner.server if runner is not None else None
+            for connection in list(getattr(web_server, "connections", []) or []):
                 connection.force_close()
             await server.__aexit__(None, None, None)
 
