@@ -196,7 +196,6 @@ class Simulation:
         self._waiting: list[int] = []
         self._waited: set[int] = set()
         self._start: dict[int, float] = {}
-        self._placed_on: dict[int, str] = {}
         self._outcomes: list[PodOutcome] = []
         self._done = 0
         self._pending_decision: Decision | None = None
@@ -228,8 +227,9 @@ class Simulation:
 
     def _set_power(self, node: _Node, watts: float) -> None:
         self._settle_energy(node)
-        self.cluster_watts += watts - node.power_watts
         node.power_watts = watts
+        # Summed afresh rather than updated by differences, so no round-off accumulates.
+        self.cluster_watts = sum(n.power_watts for n in self._nodes)
         if self.record_timeline:
             if self.timeline and self.timeline[-1][0] == self.now:
                 self.timeline[-1] = (self.now, self.cluster_watts)
@@ -403,7 +403,6 @@ class Simulation:
         node = self._by_name[node_name]
         index = decision.pod.index
         node.requested = node.requested + decision.info.requests
-        self._placed_on[index] = node_name
         if node.state == ON:
             self._progress(node)
             self._start_pod(node, index)
