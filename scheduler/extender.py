@@ -20,6 +20,7 @@ request path.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -28,9 +29,11 @@ from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
+import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -38,7 +41,15 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
-from scheduler.scorer import NEUTRAL_SCORE, REASON_OK, HeuristicScorer, extended_watts
+from scheduler.scorer import (
+    NEUTRAL_SCORE,
+    REASON_OK,
+    REASONS,
+    BatchScores,
+    HeuristicScorer,
+    NodeBatch,
+    extended_watts,
+)
 from scheduler.telemetry import NodeSample, TelemetryStore
 
 log = logging.getLogger(__name__)
@@ -67,18 +78,41 @@ def to_extender_score(score: float) -> int:
 # -- recording what the extender would have chosen -----------------------------------------------
 
 
-@dataclass(frozen=True)
 class Decision:
-    """One extender call as the decision collector needs it."""
+    """One extender call as the decision collector needs it.
 
-    verb: str  # "prioritize" | "filter"
-    mode: str
-    wall_time: float
-    pod: PodInfo
-    nodes: tuple[NodeState, ...]
-    results: tuple[ScoreResult, ...]  # energy scores (prioritize); empty for filter
-    recommended: str | None  # the energy-best node (prioritize)
-    failed: Mapping[str, str] = field(default_factory=dict)  # filter: node → why it would fail
+    `nodes` and `results` may be built lazily (large batches): the first access pays for them,
+    so a recorder that only counts or samples decisions stays cheap on the request path.
+    """
+
+    def __init__(
+        self,
+        verb: str,
+        mode: str,
+        wall_time: float,
+        pod: PodInfo,
+        nodes: Sequence[NodeState] | Callable[[], Sequence[NodeState]],
+        results: Sequence[ScoreResult] | Callable[[], Sequence[ScoreResult]],
+        recommended: str | None,
+        failed: Mapping[str, str] | None = None,
+    ) -> None:
+        self.verb = verb  # "prioritize" | "filter"
+        self.mode = mode
+        self.wall_time = wall_time
+        self.pod = pod
+        self.recommended = recommended  # the energy-best node (prioritize)
+        self.failed: Mapping[str, str] = failed or {}  # filter: node → why it would fail
+        self._nodes = nodes
+        self._results = results
+
+    @cached_property
+    def nodes(self) -> tuple[NodeState, ...]:
+        return tuple(self._nodes() if callable(self._nodes) else self._nodes)
+
+    @cached_property
+    def results(self) -> tuple[ScoreResult, ...]:
+        """Energy scores (prioritize); empty for filter."""
+        return tuple(self._results() if callable(self._results) else self._results)
 
 
 class DecisionRecorder(Protocol):
@@ -97,8 +131,8 @@ class MemoryRecorder:
         self.decisions.append(decision)
         if decision.verb == "prioritize":
             log.info(
-                "%s %s: energy recommends %s among %d nodes",
-                decision.mode, decision.pod.key, decision.recommended, len(decision.nodes),
+                "%s %s: energy recommends %s",
+                decision.mode, decision.pod.key, decision.recommended,
             )
         elif decision.failed:
             log.info(
@@ -126,6 +160,17 @@ def recommend(results: Sequence[ScoreResult]) -> str | None:
         if key < best_key:
             best = r
     return best.node if best is not None else None
+
+
+def recommend_batch(names: Sequence[str], scores: BatchScores) -> str | None:
+    """recommend() over batch scores: the same node, from arrays."""
+    ok = scores.reason == REASONS.index(REASON_OK)
+    if not ok.any():
+        return None
+    best = scores.score[ok].max()
+    tied = np.flatnonzero(ok & (scores.score == best))
+    deltas = scores.delta_watts
+    return min((float(deltas[i]), names[i]) for i in tied.tolist())[1]
 
 
 # -- request parsing -----------------------------------------------------------------------------
@@ -306,6 +351,7 @@ class Extender:
         self._states: dict[str, NodeState] = {}
         self._states_view: Mapping[str, NodeSample] | None = None
         self._states_built = 0.0
+        self._batch: NodeBatch | None = None
         self.cluster = cluster
         store.add_listener(self._observe)
 
@@ -331,7 +377,7 @@ class Extender:
         assert self.cluster is not None
         return {s.info.name: s for s in self.cluster.node_states(self.store.telemetry)}
 
-    def node_states(self, args: ExtenderArgs) -> list[NodeState]:
+    def _refresh_states(self) -> Mapping[str, NodeSample]:
         view = self.store.snapshot()
         monotonic = time.monotonic()
         if view is not self._states_view or (
@@ -341,12 +387,32 @@ class Extender:
             self._states_view = view
             self._states_built = monotonic
             self._states = self._cluster_states() if self.cluster is not None else {}
+            self._batch = None
+        return view
+
+    def batch(self) -> NodeBatch:
+        """Every node with telemetry (or known to the cluster view), prepared for scoring."""
+        view = self._refresh_states()
+        if self._batch is None:
+            names = sorted(set(view) | set(self._states))
+            states = []
+            for name in names:
+                state = self._states.get(name)
+                if state is None:
+                    state = self._states[name] = self._state(name, view, None)
+                states.append(state)
+            self._batch = self.scorer.prepare_batch(states)
+        return self._batch
+
+    def node_states(self, args: ExtenderArgs) -> list[NodeState]:
+        view = self._refresh_states()
         if args.node_items is not None:
             states = []
             for item in args.node_items:
                 info = NodeInfo.from_k8s(item)
                 if self._node_infos.get(info.name) != info:
                     self._node_infos[info.name] = info
+                    self._batch = None
                     if self.cluster is None:
                         self._states.pop(info.name, None)
                 known = self._states.get(info.name) if self.cluster is not None else None
@@ -364,6 +430,8 @@ class Extender:
     # -- verbs --
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+        if args.node_names is not None:
+            return self._prioritize_names(args.pod, args.node_names)
         now = self.clock()
         nodes = self.node_states(args)
         results = self.scorer.score(args.pod, nodes, now)
@@ -372,11 +440,45 @@ class Extender:
             self.metrics.fallbacks.labels(reason).inc(count)
         recommended = recommend(results)
         self.metrics.recommendations.labels(self.mode).inc()
-        self._record(Decision("prioritize", self.mode, now, args.pod, tuple(nodes), tuple(results), recommended))
+        self._record(Decision("prioritize", self.mode, now, args.pod, nodes, results, recommended))
         if self.mode == MODE_SHADOW:
             neutral = to_extender_score(NEUTRAL_SCORE)
             return [{"Host": r.node, "Score": neutral} for r in results]
         return [{"Host": r.node, "Score": to_extender_score(r.score)} for r in results]
+
+    def _prioritize_names(self, pod: PodInfo, names: list[str]) -> list[dict[str, Any]]:
+        """The NodeNames form, scored with numpy over the prepared batch (same scores)."""
+        now = self.clock()
+        batch = self.batch()
+        rows = batch.rows(names)
+        scores = self.scorer.score_batch(pod, batch, now, rows)
+        for code, count in enumerate(np.bincount(scores.reason, minlength=len(REASONS)).tolist()):
+            if count and REASONS[code] != REASON_OK:
+                self.metrics.fallbacks.labels(REASONS[code]).inc(count)
+        recommended = recommend_batch(names, scores)
+        self.metrics.recommendations.labels(self.mode).inc()
+
+        def nodes() -> list[NodeState]:
+            known = len(batch.names)
+            return [
+                batch.preps[row].state if row < known else NodeState(NodeInfo(name, Resources()))
+                for name, row in zip(names, rows.tolist(), strict=True)
+            ]
+
+        self._record(
+            Decision("prioritize", self.mode, now, pod, nodes, lambda: scores.results(names), recommended)
+        )
+        if self.mode == MODE_SHADOW:
+            neutral = to_extender_score(NEUTRAL_SCORE)
+            return [{"Host": name, "Score": neutral} for name in names]
+        # to_extender_score() over the array: halves up, clamped to 0..10.
+        extender_scores = np.clip(
+            np.floor(scores.score * (MAX_EXTENDER_SCORE / 100.0) + 0.5), 0, MAX_EXTENDER_SCORE
+        ).astype(np.int64)
+        return [
+            {"Host": name, "Score": score}
+            for name, score in zip(names, extender_scores.tolist(), strict=True)
+        ]
 
     def predicted_watts(self, pod: PodInfo, node: NodeState, now: float) -> float | None:
         """The node's power with the pod on it: measured watts + ΔP when measured, else the
@@ -476,6 +578,9 @@ def create_app(extender: Extender, manage_store: bool = True) -> FastAPI:
     async def lifespan(app: FastAPI) -> Any:
         if manage_store:
             extender.start()
+        # Everything allocated so far lives as long as the process: keep it out of the cyclic
+        # collector's generations so a full collection never walks it on the request path.
+        gc.freeze()
         try:
             yield
         finally:

@@ -21,7 +21,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.curves import PowerCurve
+import numpy as np
+
+from agent.curves import POINT_COUNT, PowerCurve
 from scheduler.model import NodeState, NodeTelemetry, PodInfo, ScoreResult
 
 NAME = "heuristic"
@@ -37,6 +39,9 @@ REASON_OK = "ok"
 REASON_STALE = "stale"
 REASON_MISSING = "missing"
 REASON_NO_CURVE = "no_curve"
+# Batch scores carry reasons as small integers: their index in this tuple.
+REASONS = (REASON_OK, REASON_STALE, REASON_MISSING, REASON_NO_CURVE)
+_CODE = {reason: code for code, reason in enumerate(REASONS)}
 
 CURVE_FROM_TELEMETRY = "telemetry"
 CURVE_FROM_CONFIG = "config"
@@ -69,6 +74,7 @@ class NodeHistory:
         self._min_spread = min_spread
         self._fit: LinearFit | None = None
         self._dirty = False
+        self.version = 0  # bumped by every sample added
 
     def add(self, sample_time: float, utilization: float, watts: float) -> bool:
         """Add one sample; a sample already seen (same or older time) is ignored."""
@@ -77,6 +83,7 @@ class NodeHistory:
         self._last_sample_time = sample_time
         self._points.append((utilization, watts))
         self._dirty = True
+        self.version += 1
         return True
 
     def __len__(self) -> int:
@@ -121,6 +128,45 @@ def extended_watts(curve: PowerCurve, utilization: float) -> float:
     return top + max(0.0, slope) * (utilization - 1.0)
 
 
+class _Prepared:
+    """A node's pod-independent scoring inputs, computed once per NodeState."""
+
+    __slots__ = (
+        "state", "reason", "sample_time", "curve", "cores", "utilization", "watts_before",
+        "idle_watts", "empty", "history_version", "points", "top_slope",
+    )
+
+    def __init__(
+        self,
+        state: NodeState,
+        reason: str | None,
+        sample_time: float = 0.0,
+        curve: PowerCurve | None = None,
+        cores: float = 0.0,
+        utilization: float = 0.0,
+        watts_before: float = 0.0,
+        idle_watts: float = 0.0,
+        empty: bool = False,
+        history_version: int = -1,  # -1: the curve does not come from the history
+    ) -> None:
+        self.state = state
+        self.reason = reason  # None when scorable (if fresh); else missing / no_curve
+        self.sample_time = sample_time
+        self.curve = curve
+        self.cores = cores
+        self.utilization = utilization
+        self.watts_before = watts_before
+        self.idle_watts = idle_watts
+        self.empty = empty
+        self.history_version = history_version
+        # Piecewise-linear curves (points, linear, fits) as their 11 points, for the fast path.
+        self.points: tuple[float, ...] | None = None
+        self.top_slope = 0.0
+        if curve is not None and curve.model in ("points", "linear"):
+            self.points = curve.points if curve.model == "points" else curve.as_points()
+            self.top_slope = max(0.0, (self.points[-1] - self.points[-2]) * (POINT_COUNT - 1))
+
+
 class HeuristicScorer:
     """Scores nodes by the extra watts a pod would cost on each (see the module docstring)."""
 
@@ -143,6 +189,8 @@ class HeuristicScorer:
         self._history_size = history_size
         self._histories: dict[str, NodeHistory] = {}
         self._point_curves: dict[tuple[float, ...], PowerCurve] = {}
+        self._prepared_cache: dict[str, _Prepared] = {}
+        self._fit_curves: dict[str, tuple[LinearFit, PowerCurve]] = {}
 
     # -- history -------------------------------------------------------------------------------
 
@@ -177,7 +225,10 @@ class HeuristicScorer:
             return configured, CURVE_FROM_CONFIG
         fit = self.fitted(node)
         if fit is not None:
-            return fit.curve(), CURVE_FROM_FIT
+            cached = self._fit_curves.get(node)
+            if cached is None or cached[0] is not fit:
+                cached = self._fit_curves[node] = (fit, fit.curve())
+            return cached[1], CURVE_FROM_FIT
         return None
 
     # -- scoring -------------------------------------------------------------------------------
@@ -193,6 +244,80 @@ class HeuristicScorer:
             return None
         return max(0.0, telemetry.utilization) + max(0.0, node.cpu_since_sample_cores) / cores
 
+    def _prepare(self, node: NodeState) -> _Prepared:
+        """Everything about a node that does not depend on the pod or on the time."""
+        name = node.info.name
+        telemetry = node.telemetry
+        if telemetry is None or telemetry.utilization is None:
+            return _Prepared(node, REASON_MISSING)
+        self.observe(telemetry)  # old samples still teach the curve; only u must be fresh
+        u = self.utilization_with_assumed(node)
+        if u is None:
+            return _Prepared(node, REASON_MISSING, telemetry.sample_time)
+        found = self.curve_for(name, telemetry)
+        history = self._histories.get(name)
+        version = history.version if history is not None else 0
+        if found is None:
+            return _Prepared(node, REASON_NO_CURVE, telemetry.sample_time, history_version=version)
+        curve, origin = found
+        return _Prepared(
+            node,
+            None,
+            telemetry.sample_time,
+            curve=curve,
+            cores=telemetry.cores or node.info.cpu_cores,
+            utilization=u,
+            watts_before=extended_watts(curve, u),
+            idle_watts=curve.watts(0.0),
+            empty=node.pod_count == 0,
+            history_version=version if origin == CURVE_FROM_FIT else -1,
+        )
+
+    def _prepared(self, node: NodeState) -> _Prepared:
+        # Node states are immutable, and callers such as the extender pass the same objects
+        # until telemetry changes: the per-node work is done once per state, not per pod.
+        entry = self._prepared_cache.get(node.info.name)
+        if entry is not None and entry.state is node:
+            if entry.history_version < 0:
+                return entry
+            history = self._histories.get(node.info.name)
+            if (history.version if history is not None else 0) == entry.history_version:
+                return entry
+        entry = self._prepare(node)
+        self._prepared_cache[node.info.name] = entry
+        return entry
+
+    def _delta(
+        self, prep: _Prepared, request_cores: float, now: float, with_idle: bool
+    ) -> tuple[float | None, str]:
+        if prep.reason == REASON_MISSING:
+            return None, REASON_MISSING
+        if now - prep.sample_time > self.max_staleness_seconds:
+            return None, REASON_STALE
+        if prep.reason is not None:
+            return None, prep.reason
+        u = prep.utilization + request_cores / prep.cores
+        points = prep.points
+        if points is None:
+            assert prep.curve is not None
+            delta = extended_watts(prep.curve, u) - prep.watts_before
+        elif u >= 1.0:
+            delta = points[-1] + prep.top_slope * (u - 1.0) - prep.watts_before
+        else:
+            # Same interpolation as PowerCurve.watts for points, inlined: this is the hot loop.
+            scaled = u * (POINT_COUNT - 1)
+            low = int(scaled)
+            low = POINT_COUNT - 2 if low > POINT_COUNT - 2 else low
+            below = points[low]
+            delta = below + (points[low + 1] - below) * (scaled - low) - prep.watts_before
+        if with_idle and self.consolidation and prep.empty:
+            delta += prep.idle_watts
+        return (delta if delta > 0.0 else 0.0), REASON_OK
+
+    @staticmethod
+    def request_cores(pod: PodInfo) -> float:
+        return (pod.requests.cpu_millicores or DEFAULT_CPU_REQUEST_MILLICORES) / 1000.0
+
     def delta_watts(
         self, pod: PodInfo, node: NodeState, now: float, with_idle: bool = True
     ) -> tuple[float | None, str]:
@@ -200,34 +325,152 @@ class HeuristicScorer:
 
         `with_idle=False` leaves out the consolidation charge: the node's own power change only.
         """
-        telemetry = node.telemetry
-        if telemetry is None or telemetry.utilization is None:
-            return None, REASON_MISSING
-        self.observe(telemetry)  # old samples still teach the curve; only u must be fresh
-        if telemetry.age_seconds(now) > self.max_staleness_seconds:
-            return None, REASON_STALE
-        cores = telemetry.cores or node.info.cpu_cores
-        if not cores or cores <= 0:
-            return None, REASON_MISSING
-        found = self.curve_for(node.info.name, telemetry)
-        if found is None:
-            return None, REASON_NO_CURVE
-        curve = found[0]
-        request_millicores = pod.requests.cpu_millicores or DEFAULT_CPU_REQUEST_MILLICORES
-        u = max(0.0, telemetry.utilization) + max(0.0, node.cpu_since_sample_cores) / cores
-        du = request_millicores / 1000.0 / cores
-        delta = extended_watts(curve, u + du) - extended_watts(curve, u)
-        if with_idle and self.consolidation and node.pod_count == 0:
-            delta += curve.watts(0.0)
-        return max(0.0, delta), REASON_OK
+        return self._delta(self._prepared(node), self.request_cores(pod), now, with_idle)
 
     def score_one(self, pod: PodInfo, node: NodeState, now: float) -> ScoreResult:
-        delta, reason = self.delta_watts(pod, node, now)
-        if delta is None:
-            return ScoreResult(node.info.name, NEUTRAL_SCORE, None, reason)
-        fraction = 1.0 - delta / self.delta_p_ref_watts
-        score = MAX_SCORE * min(1.0, max(0.0, fraction))
-        return ScoreResult(node.info.name, score, delta, reason)
+        return self.score(pod, [node], now)[0]
 
     def score(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
-        return [self.score_one(pod, node, now) for node in nodes]
+        request = self.request_cores(pod)
+        ref = self.delta_p_ref_watts
+        results = []
+        for node in nodes:
+            delta, reason = self._delta(self._prepared(node), request, now, True)
+            if delta is None:
+                results.append(ScoreResult(node.info.name, NEUTRAL_SCORE, None, reason))
+                continue
+            fraction = 1.0 - delta / ref
+            score = MAX_SCORE * (0.0 if fraction < 0.0 else 1.0 if fraction > 1.0 else fraction)
+            results.append(ScoreResult(node.info.name, score, delta, reason))
+        return results
+
+    # -- batches: the same scores as score(), computed with numpy over many nodes ------------
+
+    def prepare_batch(self, nodes: Sequence[NodeState]) -> NodeBatch:
+        """Arrays of the pod-independent inputs of `nodes`, to score many pods against.
+
+        Row `len(nodes)` is a sentinel "missing" node: index -1 (see `NodeBatch.rows`) lands
+        on it, so names the batch does not know score neutral.
+        """
+        preps = [self._prepared(node) for node in nodes]
+        count = len(preps) + 1
+        reason = np.full(count, _CODE[REASON_MISSING], dtype=np.int8)
+        sample_time = np.zeros(count)
+        utilization = np.zeros(count)
+        cores = np.ones(count)
+        watts_before = np.zeros(count)
+        idle = np.zeros(count)
+        empty = np.zeros(count, dtype=bool)
+        points = np.zeros((count, POINT_COUNT))
+        top_slope = np.zeros(count)
+        scalar = []
+        for i, prep in enumerate(preps):
+            reason[i] = _CODE[prep.reason or REASON_OK]
+            sample_time[i] = prep.sample_time
+            if prep.reason is not None:
+                continue
+            utilization[i] = prep.utilization
+            cores[i] = prep.cores
+            watts_before[i] = prep.watts_before
+            idle[i] = prep.idle_watts
+            empty[i] = prep.empty
+            if prep.points is None:
+                scalar.append(i)  # a curve that is not piecewise linear (Fan et al.)
+            else:
+                points[i] = prep.points
+                top_slope[i] = prep.top_slope
+        return NodeBatch(
+            names=[node.info.name for node in nodes],
+            index={node.info.name: i for i, node in enumerate(nodes)},
+            preps=preps,
+            reason=reason,
+            sample_time=sample_time,
+            utilization=utilization,
+            cores=cores,
+            watts_before=watts_before,
+            idle_watts=idle,
+            empty=empty,
+            points=points,
+            top_slope=top_slope,
+            scalar_rows=np.array(scalar, dtype=np.intp),
+        )
+
+    def score_batch(
+        self, pod: PodInfo, batch: NodeBatch, now: float, rows: np.ndarray | None = None
+    ) -> BatchScores:
+        """Scores of the batch's nodes (or of `rows` of it) for one pod."""
+        request = self.request_cores(pod)
+        if rows is None:
+            rows = np.arange(len(batch.names), dtype=np.intp)
+        reason = batch.reason[rows].copy()
+        stale = (now - batch.sample_time[rows]) > self.max_staleness_seconds
+        reason[stale & (reason != _CODE[REASON_MISSING])] = _CODE[REASON_STALE]
+        ok = reason == _CODE[REASON_OK]
+        u = batch.utilization[rows] + request / batch.cores[rows]
+        scaled = np.minimum(u, 1.0) * (POINT_COUNT - 1)
+        low = np.minimum(scaled.astype(np.intp), POINT_COUNT - 2)
+        curve_points = batch.points[rows]
+        picked = np.arange(len(rows))
+        below = curve_points[picked, low]
+        inside = below + (curve_points[picked, low + 1] - below) * (scaled - low)
+        beyond = curve_points[:, -1] + batch.top_slope[rows] * (u - 1.0)
+        delta = np.where(u >= 1.0, beyond, inside) - batch.watts_before[rows]
+        if self.consolidation:
+            delta = delta + np.where(batch.empty[rows], batch.idle_watts[rows], 0.0)
+        delta = np.maximum(delta, 0.0)
+        if len(batch.scalar_rows):
+            for position in np.flatnonzero(np.isin(rows, batch.scalar_rows)):
+                if ok[position]:
+                    prep = batch.preps[rows[position]]
+                    delta[position] = self._delta(prep, request, now, True)[0] or 0.0
+        score = MAX_SCORE * np.clip(1.0 - delta / self.delta_p_ref_watts, 0.0, 1.0)
+        score[~ok] = NEUTRAL_SCORE
+        delta[~ok] = np.nan
+        return BatchScores(score=score, delta_watts=delta, reason=reason)
+
+
+
+
+
+@dataclass(frozen=True)
+class NodeBatch:
+    """Many nodes' scoring inputs as arrays (see HeuristicScorer.prepare_batch)."""
+
+    names: list[str]
+    index: dict[str, int]
+    preps: list[_Prepared]
+    reason: np.ndarray  # int8 codes of REASONS, time-independent part
+    sample_time: np.ndarray
+    utilization: np.ndarray
+    cores: np.ndarray
+    watts_before: np.ndarray
+    idle_watts: np.ndarray
+    empty: np.ndarray
+    points: np.ndarray  # (nodes + 1) × 11
+    top_slope: np.ndarray
+    scalar_rows: np.ndarray
+
+    def rows(self, names: Sequence[str]) -> np.ndarray:
+        """Row of each name; unknown names get the sentinel missing row."""
+        get = self.index.get
+        missing = len(self.names)
+        return np.fromiter((get(n, missing) for n in names), dtype=np.intp, count=len(names))
+
+
+@dataclass(frozen=True)
+class BatchScores:
+    score: np.ndarray  # 0..100
+    delta_watts: np.ndarray  # NaN where unknown
+    reason: np.ndarray  # codes; see reasons()
+
+    def reasons(self) -> list[str]:
+        return [REASONS[code] for code in self.reason.tolist()]
+
+    def results(self, names: Sequence[str]) -> list[ScoreResult]:
+        """As ScoreResults, the same as HeuristicScorer.score() gives."""
+        return [
+            ScoreResult(name, score, None if delta != delta else delta, REASONS[code])
+            for name, score, delta, code in zip(
+                names, self.score.tolist(), self.delta_watts.tolist(), self.reason.tolist(), strict=True
+            )
+        ]

@@ -231,3 +231,41 @@ def test_extended_watts_continues_past_full() -> None:
 def test_reference_must_be_positive() -> None:
     with pytest.raises(ValueError):
         HeuristicScorer(delta_p_ref_watts=0)
+
+
+@pytest.mark.parametrize("consolidation", [False, True])
+def test_batch_scores_equal_scalar_scores(consolidation: bool) -> None:
+    """The numpy batch path (used by the extender) gives exactly what score() gives."""
+    rng = random.Random(11)
+    fan = PowerCurve.fan(60, 250, 1.4)
+    nodes = [
+        node(
+            name=f"n{i}",
+            cores=rng.choice([2.0, 8.0, 64.0]),
+            utilization=rng.choice([None, rng.random(), 0.97, 1.0]),
+            age=rng.choice([0.0, 5.0, 29.9, 45.0]),
+            points=rng.choice([None, LINEAR_100_300, (90, 95, 100, 120, 150, 190, 240, 300, 370, 450, 540)]),
+            since=rng.choice([0.0, 0.7, 6.0]),
+            pods=rng.choice([0, 4]),
+        )
+        for i in range(300)
+    ]
+    scorer = HeuristicScorer(
+        delta_p_ref_watts=45.0, consolidation=consolidation, curves={"n3": fan, "n7": fan}
+    )
+    for cpu in ("250m", "3", None):
+        expected = scorer.score(pod(cpu), nodes, NOW)
+        batch = scorer.prepare_batch(nodes)
+        got = scorer.score_batch(pod(cpu), batch, NOW).results(batch.names)
+        for want, have in zip(expected, got, strict=True):
+            assert (have.node, have.reason) == (want.node, want.reason)
+            assert have.score == pytest.approx(want.score, abs=1e-9)
+            if want.delta_watts is None:
+                assert have.delta_watts is None
+            else:
+                assert have.delta_watts == pytest.approx(want.delta_watts, abs=1e-9)
+        # Selected rows, unknown names → the sentinel "missing" row.
+        rows = batch.rows(["n5", "nope", "n0"])
+        picked = scorer.score_batch(pod(cpu), batch, NOW, rows).results(["n5", "nope", "n0"])
+        assert picked[0] == got[5] and picked[2] == got[0]
+        assert (picked[1].score, picked[1].reason) == (NEUTRAL_SCORE, "missing")
