@@ -1,6 +1,7 @@
 """`kubejoule-scheduler`: the energy-aware scheduler's command line.
 
     kubejoule-scheduler extender [--listen HOST:PORT] [--config FILE] [--mode shadow|active]
+    kubejoule-scheduler run [--config FILE] [--mode shadow|active] [--collector FILE] …
 
 Each subcommand is one `add_<name>_command(subparsers)` function that declares its arguments
 and sets `func` to the function that runs it; `build_parser()` lists them. To add a subcommand,
@@ -113,9 +114,88 @@ def run_extender(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- run (the standalone scheduler) --------------------------------------------------------------
+
+
+def add_run_command(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="schedule pods that ask for this scheduler (spec.schedulerName)",
+        description="A standalone scheduler: watch, filter, score, bind (see docs/standalone.md).",
+    )
+    parser.add_argument("--mode", choices=MODES,
+                        help="shadow (default): bind where kube-scheduler's default scoring would "
+                        "and annotate the energy pick; active: bind to the energy pick")
+    parser.add_argument("--scheduler-name", default="kubejoule-scheduler",
+                        help="schedule pods with this spec.schedulerName (default: %(default)s)")
+    parser.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:10260",
+                        help="/metrics, /healthz, /readyz (default: %(default)s)")
+    parser.add_argument("--collector", metavar="FILE",
+                        help="append decision and outcome lines (JSONL) to FILE")
+    parser.add_argument("--collector-max-bytes", type=int, default=64 * 1024 * 1024,
+                        help="rotate the decision log past this size (default: 64 MiB)")
+    parser.add_argument("--outcome-window", type=float, default=60.0, metavar="SECONDS",
+                        help="measure a placement's power this long after it (default: 60)")
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                        help="elect a leader among replicas with a Lease (default: on)")
+    parser.add_argument("--lease-namespace", default=None,
+                        help="namespace of the Lease (default: $POD_NAMESPACE or kube-system)")
+    parser.add_argument("--lease-name", default="kubejoule-scheduler")
+    parser.add_argument("--identity", default=None, help="this replica's name in the Lease")
+    parser.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS")
+    parser.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS")
+    parser.add_argument("--bind-workers", type=int, default=4,
+                        help="concurrent binding calls (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=None, help="seed for tie-breaking")
+    _common_options(parser)
+    parser.set_defaults(func=run_standalone)
+
+
+def run_standalone(args: argparse.Namespace) -> int:
+    import os
+    import signal
+    import threading
+
+    from scheduler.leader import LeaderElectionConfig, default_identity
+    from scheduler.standalone import RunOptions, StandaloneConfig, run_process
+
+    config = _load(argparse.Namespace(**{**vars(args), "listen": None}))
+    parse_listen(args.listen)
+    try:
+        leader = LeaderElectionConfig(
+            namespace=args.lease_namespace or os.environ.get("POD_NAMESPACE") or "kube-system",
+            name=args.lease_name,
+            identity=args.identity or default_identity(),
+            lease_duration_seconds=args.lease_duration,
+            renew_deadline_seconds=args.renew_deadline,
+            retry_period_seconds=args.retry_period,
+        )
+        options = RunOptions(
+            scheduler=StandaloneConfig(
+                scheduler_name=args.scheduler_name,
+                mode=config.mode,
+                bind_workers=args.bind_workers,
+                seed=args.seed,
+            ),
+            listen=args.listen,
+            collector_path=args.collector,
+            collector_max_bytes=args.collector_max_bytes,
+            outcome_window_seconds=args.outcome_window,
+            leader_elect=args.leader_elect,
+            leader=leader,
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return run_process(config, options, stop)
+
+
 # -- the parser ----------------------------------------------------------------------------------
 
-SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_extender_command]
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_extender_command, add_run_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

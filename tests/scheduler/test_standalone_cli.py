@@ -1,0 +1,116 @@
+"""`kubejoule-scheduler run` as a process: schedules, serves metrics, stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from scheduler.collector import read_records
+from scheduler.standalone import ANNOTATION_RECOMMENDED
+from tests.helpers.standalone_harness import wait_for
+from tests.helpers.standalone_kmock import EmulatedCluster
+from tests.helpers.standalone_objects import node, pod
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+    except OSError:
+        return 0, ""
+
+
+def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: Path) -> None:
+    port = _free_port()
+    decisions = tmp_path / "decisions.jsonl"
+    with EmulatedCluster() as cluster:
+        for i in range(3):
+            cluster.create_node(node(f"n{i}"))
+        names = [f"web-{i}" for i in range(5)]
+        for name in names:
+            cluster.create_pod(pod(name, requests={"cpu": "200m"}))
+        config = tmp_path / "scheduler.yaml"
+        config.write_text(f"kubernetes:\n  host: {cluster.url}\nrefresh_seconds: 1\n")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "scheduler.cli",
+                "run",
+                "--config",
+                str(config),
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--collector",
+                str(decisions),
+                "--identity",
+                "cli-test",
+                "--lease-duration",
+                "2",
+                "--renew-deadline",
+                "1.5",
+                "--retry-period",
+                "0.2",
+                "--seed",
+                "1",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_for(
+                lambda: all(cluster.get_pod("default", n)["spec"].get("nodeName") for n in names),
+                what="pods bound by the CLI",
+            )
+            metrics = f"http://127.0.0.1:{port}/metrics"
+            wait_for(
+                lambda: (
+                    'kubejoule_scheduler_schedule_attempts_total{result="scheduled"} 5.0'
+                    in _get(metrics)[1]
+                ),
+                what="attempt metrics",
+            )
+            body = _get(metrics)[1]
+            assert "kubejoule_scheduler_leader 1.0" in body
+            assert _get(f"http://127.0.0.1:{port}/healthz")[0] == 200
+            assert _get(f"http://127.0.0.1:{port}/readyz")[0] == 200
+            pods = [cluster.get_pod("default", n) for n in names]
+            lease = cluster.call(
+                "GET",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubejoule-scheduler",
+            )
+            assert lease["spec"]["holderIdentity"] == "cli-test"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            output = proc.communicate(timeout=20)[0]
+        assert proc.returncode == 0, output
+        lease = cluster.call(
+            "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubejoule-scheduler"
+        )
+    assert lease["spec"]["holderIdentity"] == ""  # released on the way out
+    # shadow mode by default: the recommendation is on every pod
+    assert all(ANNOTATION_RECOMMENDED in p["metadata"]["annotations"] for p in pods)
+    records = [r for r in read_records(decisions)[0] if r["type"] == "decision"]
+    assert sorted(r["pod"]["name"] for r in records) == names
+    assert all(r["mode"] == "shadow" and r["chosen"] == r["default_choice"] for r in records)
+    assert all(c["features"] is not None for r in records for c in r["candidates"])
