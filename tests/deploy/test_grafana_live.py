@@ -1,0 +1,406 @@
+"""Every dashboard query returns data from a real Prometheus.
+
+The stack, all real processes on 127.0.0.1:
+- two `kubejoule-agent run` on fixture host trees whose counters the test advances: one with
+  RAPL (source rapl) and one without powercap but with a calibration curve (source estimated),
+  both with a calibration profile, VMs (qemu processes in the tree) and the process top-N;
+- `kubejoule-scheduler extender` scraping both agents (and a dead target, for telemetry errors),
+  with a power cap that /filter applies, and /prioritize and /filter requests sent to it;
+- Debian's `prometheus` scraping the agents and the extender (honor_labels, as the
+  ServiceMonitor sets it), every second.
+
+Then each panel's queries, with the template variables substituted as Grafana would, are run as
+instant queries; each must return at least one series. Variable queries (label_values) too.
+
+Metrics still being built by other parts are listed in PENDING with the part that will export
+them; their panels are skipped with that reason, and everything else must have data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.helpers.prometheus import (
+    PrometheusProcess,
+    free_port,
+    prometheus_binary,
+    prometheus_server,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = ROOT / "grafana" / "dashboards"
+WORKLOAD_TREE = ROOT / "tests" / "fixtures" / "workloads" / "v2-systemd-containerd" / "before"
+RAPL_NODE = "node-rapl"
+ESTIMATED_NODE = "node-est"
+AGENT_INTERVAL_SECONDS = 0.5
+RANGE = "1m"  # $__range: the data is seconds old, any range covering it will do
+RATE_INTERVAL = "5s"  # $__rate_interval: 5 scrapes at 1 s
+
+# metric -> why it has no data yet (the part of the project that will export it).
+PENDING: dict[str, str] = {
+    "kubejoule_node_cpu_usage_cores": "agent `run` does not read Metrics Server yet (issue 4)",
+    "kubejoule_metrics_server_age_seconds": "agent `run` does not read Metrics Server yet (issue 4)",
+    "kubejoule_pod_cpu_usage_cores": "agent `run` does not read Metrics Server yet (issue 4)",
+    "kubejoule_pod_memory_working_set_bytes": "agent `run` does not read Metrics Server yet (issue 4)",
+    "kubejoule_node_network_bytes_total": "agent `run` does not export network counters yet (issue 4)",
+    "kubejoule_node_wall_power_watts": "agent does not export the wall-corrected power yet",
+    "kubejoule_scheduler_schedule_attempts_total": "`kubejoule-scheduler run` not there yet (issue 7)",
+    "kubejoule_scheduler_recommendation_agreements_total": "`kubejoule-scheduler run` not there yet (issue 7)",
+    "kubejoule_scheduler_e2e_scheduling_duration_seconds_bucket": "`kubejoule-scheduler run` not there yet (issue 7)",
+    "kubejoule_scheduler_pending_pods": "`kubejoule-scheduler run` not there yet (issue 7)",
+    "kubejoule_scheduler_binding_errors_total": "`kubejoule-scheduler run` not there yet (issue 7)",
+    "kubejoule_scheduler_leader": "`kubejoule-scheduler run` not there yet (issue 7)",
+}
+# Nodes without RAPL whose power the agent estimates from their calibration curve.
+ESTIMATED_PENDING = (
+    "agent `run` does not estimate power from the calibration curve without RAPL yet"
+)
+# label_values(metric, label) -> why it is empty yet.
+PENDING_VARIABLES: dict[str, str] = {
+    "namespace": "pod namespaces come from the API, which agent `run` does not watch yet (issue 4)",
+}
+
+PROFILE = {
+    "schema": "kubejoule.calibration/v1",
+    "idle_watts": 12.0,
+    "max_watts": 60.0,
+    "model": "points",
+    "points": [12.0, 17.0, 22.0, 26.5, 31.0, 35.0, 39.5, 44.0, 49.0, 54.5, 60.0],
+    "wall_correction": {"intercept_watts": 20.0, "slope": 1.08},
+}
+
+
+def subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    """The subcommand names an argparse parser accepts."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+@dataclass(frozen=True)
+class Query:
+    dashboard: str
+    panel: str
+    expr: str
+    panel_interval: str | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.dashboard}:{self.panel}:{self.expr[:40]}"
+
+
+def panel_queries() -> list[Query]:
+    queries = []
+    for path in sorted(DASHBOARDS.glob("*.json")):
+        dashboard = json.loads(path.read_text())
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                queries.append(
+                    Query(dashboard["uid"], panel["title"], target["expr"], panel.get("interval"))
+                )
+    return queries
+
+
+def variable_queries() -> list[tuple[str, str, str]]:
+    found = []
+    for path in sorted(DASHBOARDS.glob("*.json")):
+        dashboard = json.loads(path.read_text())
+        for variable in dashboard["templating"]["list"]:
+            if variable["type"] == "query":
+                match = re.fullmatch(r"label_values\((\w+), (\w+)\)", variable["query"]["query"])
+                assert match, variable
+                found.append((dashboard["uid"], match.group(1), match.group(2)))
+    return found
+
+
+def substitute(query: Query) -> str:
+    """The query as Grafana sends it: variables replaced by the values a user would pick."""
+    values = {
+        "__range": RANGE,
+        "__rate_interval": RATE_INTERVAL,
+        "__interval": query.panel_interval or "2s",
+        # Node detail has a single-value node variable; the others are multi-value, which
+        # Grafana renders as a regex alternation for =~.
+        "node": RAPL_NODE
+        if query.dashboard == "kubejoule-node"
+        else f"({RAPL_NODE}|{ESTIMATED_NODE})",
+        "namespace": ".*",  # "All"
+    }
+
+    def replace(match: re.Match[str]) -> str:
+        return values[match.group(1)]
+
+    return re.sub(r"\$\{?(\w+)\}?", replace, query.expr)
+
+
+def metrics_in(expr: str) -> set[str]:
+    return set(re.findall(r"\bkubejoule_\w+", expr))
+
+
+# -- the stack -------------------------------------------------------------------------------
+
+
+def _tick_driver(agent: Any, stop: threading.Event, **changes: Any) -> None:
+    """After every sample, advance the given counters (CPU ticks, process ticks) once more."""
+    while not stop.is_set():
+        try:
+            agent.advance(**changes, wait=False, sync=True)
+        except Exception:  # noqa: BLE001 - the agent is stopping
+            return
+
+
+def _node(name: str) -> dict[str, Any]:
+    resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"capacity": resources, "allocatable": resources},
+    }
+
+
+def _post(url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        body: dict[str, Any] = json.loads(response.read())
+    return body
+
+
+def _pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "app:1",
+                    "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}},
+                }
+            ]
+        },
+    }
+
+
+@dataclass
+class Stack:
+    prometheus: PrometheusProcess
+    extender_url: str
+
+
+def _wait_http(url: str, process: subprocess.Popen[str], timeout_seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            error = process.stderr.read() if process.stderr is not None else ""
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}: {error}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout_seconds} s")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    if prometheus_binary() is None:
+        pytest.skip("Debian's `prometheus` binary is not installed (run `make system-deps`)")
+    from agent import cli as agent_cli
+
+    if "run" not in subcommands(agent_cli.build_parser()):
+        pytest.skip("`kubejoule-agent run` is not implemented yet")
+    from tests.helpers.agent_proc import AgentProcess
+
+    work = tmp_path_factory.mktemp("grafana-live")
+    profile = work / "profile.yaml"
+    profile.write_text(yaml.safe_dump(PROFILE))
+    agent_args = ["--process-top", "5", "--calibration", str(profile)]
+
+    rapl = AgentProcess(
+        WORKLOAD_TREE, interval=AGENT_INTERVAL_SECONDS, args=agent_args, node=RAPL_NODE
+    )
+    estimated = AgentProcess(
+        WORKLOAD_TREE, interval=AGENT_INTERVAL_SECONDS, args=agent_args, node=ESTIMATED_NODE
+    )
+    shutil.rmtree(estimated.sysfs / "class" / "powercap")
+    shutil.rmtree(estimated.sysfs / "devices" / "virtual" / "powercap")
+    stop_driver = threading.Event()
+    extender: subprocess.Popen[str] | None = None
+    with rapl, estimated:
+        rapl.drive(40.0, utilization=0.5)
+        drivers = [
+            # Host processes using CPU, for the process top-N (pids of the fixture's host processes).
+            threading.Thread(
+                target=_tick_driver,
+                args=(rapl, stop_driver),
+                kwargs={"process_ticks": {900: 20, 901: 10}},
+            ),
+            # The RAPL-less node, busy at about 50 %.
+            threading.Thread(
+                target=_tick_driver,
+                args=(estimated, stop_driver),
+                kwargs={"cpu_ticks": {"user": 100, "idle": 100}},
+            ),
+        ]
+        for driver in drivers:
+            driver.daemon = True
+            driver.start()
+        try:
+            port = free_port()
+            config = {
+                "mode": "shadow",
+                "listen": f"127.0.0.1:{port}",
+                "refresh_seconds": 0.5,
+                "power_caps_watts": {
+                    RAPL_NODE: 1.0
+                },  # /filter excludes it: the filtered-nodes panel
+                "telemetry": {
+                    "agents": {
+                        "static": {
+                            RAPL_NODE: rapl.url,
+                            ESTIMATED_NODE: estimated.url,
+                            "node-dead": "http://127.0.0.1:9/",  # nothing listens: telemetry errors
+                        },
+                        "timeout_seconds": 1,
+                    }
+                },
+            }
+            (work / "scheduler.yaml").write_text(yaml.safe_dump(config))
+            extender = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "scheduler.cli",
+                    "extender",
+                    "--config",
+                    str(work / "scheduler.yaml"),
+                    "--log-level",
+                    "warning",
+                ],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            extender_url = f"http://127.0.0.1:{port}"
+            _wait_http(extender_url + "/healthz", extender)
+            scrape = [
+                {
+                    "job_name": "kubejoule-agent",
+                    "honor_labels": True,  # as the ServiceMonitor: keep the workload's namespace/pod
+                    "static_configs": [{"targets": [rapl.url[7:], estimated.url[7:]]}],
+                },
+                {
+                    "job_name": "kubejoule-extender",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [extender_url[7:]]}],
+                },
+            ]
+            with prometheus_server(scrape_configs=scrape, scrape_interval="1s") as prom:
+                prom.wait_for_series(f'kubejoule_node_power_watts{{node="{RAPL_NODE}"}}')
+                prom.wait_for_series(f'kubejoule_node_power_model_watts{{node="{ESTIMATED_NODE}"}}')
+                prom.wait_for_series("kubejoule_scheduler_telemetry_age_seconds", count=2)
+                # Scheduling traffic: a prioritize and a filter per second for a few seconds, with
+                # a node the extender has never heard of (a fallback).
+                nodes = [RAPL_NODE, ESTIMATED_NODE, "node-unknown"]
+                for i in range(6):
+                    _post(
+                        extender_url + "/prioritize", {"Pod": _pod(f"web-{i}"), "NodeNames": nodes}
+                    )
+                    # The Nodes.items form carries the nodes' CPUs, which a power-cap prediction needs.
+                    items = {
+                        "apiVersion": "v1",
+                        "kind": "NodeList",
+                        "items": [_node(n) for n in nodes],
+                    }
+                    answer = _post(
+                        extender_url + "/filter", {"Pod": _pod(f"web-{i}"), "Nodes": items}
+                    )
+                    assert answer["Error"] == "", answer
+                    time.sleep(1.0)
+                prom.wait_for_series("kubejoule_extender_requests_total", count=2)
+                time.sleep(2.0)  # a couple more scrapes so every rate() has two points
+                yield Stack(prom, extender_url)
+        finally:
+            stop_driver.set()
+            if extender is not None:
+                extender.terminate()
+                try:
+                    extender.wait(10)
+                except subprocess.TimeoutExpired:
+                    extender.kill()
+                    extender.wait(5)
+
+
+# -- the tests -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", panel_queries(), ids=lambda q: q.id)
+def test_panel_query_returns_data(stack: Stack, query: Query) -> None:
+    pending = sorted(metrics_in(query.expr) & set(PENDING))
+    if pending:
+        pytest.skip("; ".join(f"{m}: {PENDING[m]}" for m in pending))
+    promql = substitute(query)
+    result = stack.prometheus.query(promql)
+    assert result, f"{query.dashboard} / {query.panel}: no data for {promql}"
+    values = [float(series["value"][1]) for series in result]
+    assert not all(v != v for v in values), f"{query.panel}: only NaN for {promql}"
+
+
+@pytest.mark.parametrize(("dashboard", "metric", "label"), variable_queries())
+def test_variable_query_offers_values(
+    stack: Stack, dashboard: str, metric: str, label: str
+) -> None:
+    if label in PENDING_VARIABLES:
+        pytest.skip(PENDING_VARIABLES[label])
+    values = stack.prometheus.api(f"/api/v1/label/{label}/values", {"match[]": metric})
+    assert values, f"{dashboard}: label_values({metric}, {label}) is empty"
+    if label == "node":
+        assert RAPL_NODE in values
+
+
+def test_measured_and_estimated_nodes_are_told_apart(stack: Stack) -> None:
+    if ESTIMATED_PENDING and not stack.prometheus.query(
+        'kubejoule_node_power_watts{source="estimated"}'
+    ):
+        pytest.skip(ESTIMATED_PENDING)
+    sources = {
+        s["metric"]["node"]: s["metric"]["source"]
+        for s in stack.prometheus.query("kubejoule_node_power_watts")
+    }
+    assert sources == {RAPL_NODE: "rapl", ESTIMATED_NODE: "estimated"}
+
+
+def test_pending_metrics_are_really_absent(stack: Stack) -> None:
+    """A metric listed as pending that has data now must leave PENDING, so its panel is tested."""
+    names = set(stack.prometheus.api("/api/v1/label/__name__/values"))
+    arrived = sorted(set(PENDING) & names)
+    assert not arrived, f"these metrics have data now: remove them from PENDING: {arrived}"
+    if ESTIMATED_PENDING:
+        assert not stack.prometheus.query('kubejoule_node_power_watts{source="estimated"}'), (
+            "the agent estimates power now: set ESTIMATED_PENDING to an empty string"
+        )
