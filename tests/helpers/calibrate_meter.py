@@ -1,4 +1,4 @@
-"""A virtual power meter for calibration tests: this machine's real CPU utilization, passed
+"""Helpers for the calibration tests. A virtual power meter: this machine's real CPU utilization, passed
 through a known power curve plus noise, advances the energy counters of a fake powercap tree.
 
 The calibration under test reads the tree (`--sysfs`) and the real /proc, exactly as it would read
@@ -15,9 +15,14 @@ measurement window — where the hardware counter is never late.
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import os
+import pwd
 import random
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -26,6 +31,9 @@ from pathlib import Path
 from types import TracebackType
 
 from agent.procstat import parse_proc_stat
+
+REPO = Path(__file__).resolve().parents[2]
+POWERCAP = REPO / "tests" / "fixtures" / "powercap"
 
 # How node power is split over the intel-1s fixture's zones: package + dram = node; core and
 # uncore are inside the package.
@@ -68,16 +76,22 @@ class VirtualMeter:
         self.procfs = procfs
         self.random = random.Random(seed)
         self.energy_uj: dict[str, float] = {}
-        self.range_uj: dict[str, int] = {}
+        self.range_uj: dict[str, int | None] = {}
+        self._dirs = {zone_id: self.zone_dir(zone_id) for zone_id in self.shares}
+        self.removed: set[str] = set()
         for zone_id in self.shares:
             zone_dir = self.zone_dir(zone_id)
             self.energy_uj[zone_id] = float(int((zone_dir / "energy_uj").read_text()))
             if max_energy_range_uj and zone_id in max_energy_range_uj:
-                self.range_uj[zone_id] = max_energy_range_uj[zone_id]
                 (zone_dir / "max_energy_range_uj").write_text(f"{max_energy_range_uj[zone_id]}\n")
-            else:
-                self.range_uj[zone_id] = int((zone_dir / "max_energy_range_uj").read_text())
-            self.energy_uj[zone_id] %= self.range_uj[zone_id]
+            try:
+                limit = int((zone_dir / "max_energy_range_uj").read_text())
+            except (OSError, ValueError):
+                limit = 0
+            # a zone without a usable range never wraps here (its counter would, on hardware)
+            self.range_uj[zone_id] = limit if limit > 0 else None
+            if limit > 0:
+                self.energy_uj[zone_id] %= limit
         self.total_joules = 0.0
         self.wraps = 0
         self.ticks = 0
@@ -111,16 +125,20 @@ class VirtualMeter:
         self.total_joules += joules
         for zone_id, share in self.shares.items():
             value = self.energy_uj[zone_id] + joules * share * 1e6
-            if value >= self.range_uj[zone_id]:
-                value -= self.range_uj[zone_id]
+            limit = self.range_uj[zone_id]
+            if limit is not None and value >= limit:
+                value -= limit
                 self.wraps += 1
             self.energy_uj[zone_id] = value
 
     def _write(self, zone_id: str) -> None:
-        path = self.zone_dir(zone_id) / "energy_uj"
+        path = self._dirs[zone_id] / "energy_uj"
         tmp = path.with_name(".energy_uj.tmp")
-        tmp.write_text(f"{int(self.energy_uj[zone_id])}\n")
-        os.replace(tmp, path)  # readers never see a half-written counter
+        try:
+            tmp.write_text(f"{int(self.energy_uj[zone_id])}\n")
+            os.replace(tmp, path)  # readers never see a half-written counter
+        except FileNotFoundError:  # the test removed the zone: it stops counting
+            self.removed.add(zone_id)
 
     def _run(self) -> None:
         with contextlib.suppress(OSError, AttributeError):  # not root: run late now and then
@@ -130,7 +148,8 @@ class VirtualMeter:
             self._advance(time.monotonic())
             self._watts = watts
             for zone_id in self.shares:
-                self._write(zone_id)
+                if zone_id not in self.removed:
+                    self._write(zone_id)
             self.ticks += 1
 
     def start(self) -> None:
@@ -153,3 +172,54 @@ class VirtualMeter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def calibrate_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run `kubejoule-calibrate ARGS` in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "agent.calibrate_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+
+
+def calibrate_as_user(user: str, argv: list[str]) -> tuple[int, str, str]:
+    """Run `kubejoule-calibrate ARGV` in a forked child that dropped privileges to USER.
+
+    Returns (exit code, stdout, stderr). Needs root. Everything is imported before the fork, so
+    the child needs no access to the interpreter's files (the venv lives under /root).
+    """
+    from agent import calibrate_cli as cli
+
+    entry = pwd.getpwnam(user)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_fd)
+        code = 1
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            os.setgroups([])
+            os.setgid(entry.pw_gid)
+            os.setuid(entry.pw_uid)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = cli.main(argv)
+                except SystemExit as exc:
+                    code = int(exc.code or 0)
+        except BaseException as exc:  # report anything to the parent
+            err.write(repr(exc))
+        finally:
+            payload = json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue()}).encode()
+            os.write(write_fd, payload)
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 65536):
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    result = json.loads(b"".join(chunks))
+    return result["code"], result["out"], result["err"]
