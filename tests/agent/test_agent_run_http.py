@@ -19,7 +19,7 @@ VIRT = "5e8d1c2b-7a6f-4e3d-9c8b-2a1f0e9d8c04"  # KubeVirt virt-launcher pod
 REL = 1e-6
 
 # DESIGN.md's metric table: name -> label names (besides node)
-DESIGN_METRICS = {
+DESIGN_METRICS: dict[str, set[str]] = {
     "kubejoule_node_power_watts": {"source"},
     "kubejoule_node_energy_joules_total": {"source"},
     "kubejoule_node_idle_power_watts": {"source", "idle_source"},
@@ -99,8 +99,8 @@ def test_run_serves_design_metrics_with_exact_energy_and_a_clean_shutdown(tmp_pa
         for name in DESIGN_METRICS:
             for labels, _ in agent.samples(name, text):
                 seen.setdefault(name, set()).update(labels)
-        for name, labels in DESIGN_METRICS.items():
-            assert seen.get(name) == labels | {"node"}, name
+        for name, label_names in DESIGN_METRICS.items():
+            assert seen.get(name) == label_names | {"node"}, name
         assert {labels["node"] for n in DESIGN_METRICS for labels, _ in agent.samples(n, text)} == {"test-node"}
         # labels never carry a command line: the qemu cmdlines in the tree hold a secret
         assert "guest=" not in text and "c2VjcmV0" not in text and "/usr/" not in text

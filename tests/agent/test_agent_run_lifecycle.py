@@ -1,0 +1,143 @@
+"""The `run` service's lifecycle: readiness, failing samples, listen errors, SIGINT; and `top`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from agent.exporter import SnapshotCollector
+from agent.hostfs import HostFS
+from agent.sampler import RawSample, Sampler
+from agent.server import AgentService, JsonFormatter, parse_listen
+from agent.snapshot import Snapshot
+from agent.top import render
+from tests.helpers.agent_cli import REPO, run_agent
+from tests.helpers.agent_proc import WORKLOADS
+
+TREE = WORKLOADS / "v1-cgroupfs-docker" / "after"
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+class FlakySampler(Sampler):
+    """Fails its first reads, like a host that is briefly unreadable."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__(HostFS(TREE / "proc", TREE / "sys"), "n1")
+        self.failures = failures
+
+    def read(self) -> RawSample:
+        if self.failures > 0:
+            self.failures -= 1
+            raise RuntimeError("simulated read failure")
+        return super().read()
+
+
+def test_ready_only_after_a_complete_sample_and_failures_are_counted_not_fatal() -> None:
+    collector = SnapshotCollector()
+    published: list[Snapshot] = []
+    service = AgentService(FlakySampler(failures=2), collector, 0.3, ("127.0.0.1", 0), on_snapshot=published.append)
+    service.start()
+    try:
+        base = f"http://127.0.0.1:{service.port}"
+        status, body = get(base + "/readyz")
+        assert status == 503 and json.loads(body)["samples"] == 0
+        assert get(base + "/healthz")[0] == 200  # alive while not ready
+        deadline = time.monotonic() + 15
+        while get(base + "/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert get(base + "/readyz")[0] == 200
+        assert published and published[0].node == "n1"
+        metrics = get(base + "/metrics")[1]
+        assert 'kubejoule_agent_errors_total{kind="sample",node="n1"} 2.0' in metrics
+    finally:
+        service.stop()
+    assert not service._thread.is_alive()
+
+
+def test_json_log_lines_carry_fields() -> None:
+    record = logging.LogRecord("kubejoule.agent", logging.WARNING, __file__, 1, "gap", None, None)
+    record.fields = {"what": "node", "reason": "no powercap"}
+    entry = json.loads(JsonFormatter().format(record))
+    assert entry["level"] == "warning" and entry["msg"] == "gap" and entry["what"] == "node"
+    assert entry["time"].endswith("+00:00")
+
+
+@pytest.mark.parametrize(("text", "address"), [(":9102", ("", 9102)), ("127.0.0.1:0", ("127.0.0.1", 0)),
+                                               ("[::1]:9102", ("::1", 9102))])
+def test_listen_addresses(text: str, address: tuple[str, int]) -> None:
+    assert parse_listen(text) == address
+
+
+@pytest.mark.parametrize("argv", [["run", "--listen", "9102"], ["run", "--listen", "host:port"],
+                                  ["run", "--interval", "0"], ["run", "--process-top", "-1"], ["top", "--count", "0"]])
+def test_run_and_top_misuse_exits_2(argv: list[str]) -> None:
+    proc = run_agent(*argv)
+    assert proc.returncode == 2 and "usage:" in proc.stderr
+
+
+def test_a_port_in_use_is_a_clear_error_and_sigint_stops_cleanly() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run_agent("run", "--procfs", str(TREE / "proc"), "--sysfs", str(TREE / "sys"),
+                         "--listen", f"127.0.0.1:{port}", "--interval", "0.2")
+    assert proc.returncode == 1
+    errors = [json.loads(line) for line in proc.stderr.splitlines() if '"cannot listen"' in line]
+    assert errors and "Address already in use" in errors[0]["error"]
+
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "run", "--procfs", str(TREE / "proc"), "--sysfs", str(TREE / "sys"),
+         "--listen", "127.0.0.1:0", "--interval", "0.2", "--log-format", "text"],
+        cwd=REPO, stderr=subprocess.PIPE, text=True,
+    )
+    assert agent.stderr is not None
+    for line in agent.stderr:
+        if "first sample ready" in line:
+            break
+    agent.send_signal(signal.SIGINT)
+    _, rest = agent.communicate(timeout=15)
+    assert agent.returncode == 0
+    assert "stopping signal=SIGINT" in rest and "Traceback" not in rest
+
+
+def test_top_prints_frames_with_pods_vms_and_processes() -> None:
+    tree = WORKLOADS / "v2-systemd-containerd" / "after"
+    proc = run_agent("top", "--procfs", str(tree / "proc"), "--sysfs", str(tree / "sys"),
+                     "--interval", "0.1", "--count", "2", "--rows", "3", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("kubejoule top — node") == 2
+    assert "\x1b[2J" not in proc.stdout  # not a terminal: frames one after another
+    assert "PODS  (top 3 of 4)" in proc.stdout and "VMS" in proc.stdout and "PROCESSES" in proc.stdout
+
+
+def test_top_frame_ranks_by_watts_and_fits_the_width() -> None:
+    from agent.sampler import Sampler as RealSampler
+
+    case = WORKLOADS / "v2-systemd-containerd"
+    before = RealSampler(HostFS(case / "before/proc", case / "before/sys"), "n1").read()
+    sampler = RealSampler(HostFS(case / "after/proc", case / "after/sys"), "n1")
+    snap = sampler.compute(before, sampler.read(), 2.0)
+    frame = render(snap, width=80, rows=2)
+    assert all(len(line) <= 80 for line in frame.splitlines())
+    lines = frame.splitlines()
+    pods = lines[lines.index(next(line for line in lines if line.startswith("PODS"))) + 2:][:2]
+    best = max(snap.pods, key=lambda p: p.watts or 0.0)
+    assert pods[0].startswith(best.uid[:20])
+    assert "27.50 W" in frame and "VMS" in frame and "default_fedora" in frame
