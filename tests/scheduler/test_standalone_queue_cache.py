@@ -1,0 +1,190 @@
+"""The scheduling queue (backoff, parking, never dropping) and the cluster cache (assumed pods)."""
+
+from __future__ import annotations
+
+from scheduler.cluster_cache import ClusterCache
+from scheduler.model import NodeTelemetry, PodInfo
+from scheduler.scheduling_queue import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
+from tests.helpers.standalone_objects import node, pod
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _queue() -> tuple[SchedulingQueue, Clock]:
+    clock = Clock()
+    return SchedulingQueue(1.0, 10.0, 60.0, clock=clock), clock
+
+
+def test_fifo_and_no_duplicates() -> None:
+    q, _ = _queue()
+    for key in ("a", "b", "a", "c"):
+        q.add(key)
+    assert [q.pop(0), q.pop(0), q.pop(0), q.pop(0)] == ["a", "b", "c", None]
+    assert q.lengths()[IN_FLIGHT] == 3
+
+
+def _backoff_wait(q: SchedulingQueue, clock: Clock, key: str) -> float:
+    q.backoff(key)
+    assert q.where(key) == BACKOFF
+    start = clock.now
+    while q.pop(0) is None:
+        clock.now += 0.25
+    return clock.now - start
+
+
+def test_backoff_doubles_up_to_the_cap_and_restarts_for_a_new_pod() -> None:
+    q, clock = _queue()
+    q.add("a")
+    assert q.pop(0) == "a"
+    waits = [_backoff_wait(q, clock, "a") for _ in range(6)]
+    assert waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    assert q.attempts("a") == 7
+    q.remove("a")  # bound (or deleted): its history goes
+    q.add("a")
+    assert q.pop(0) == "a"
+    assert _backoff_wait(q, clock, "a") == 1.0
+
+
+def test_unschedulable_pods_wait_for_a_change_or_the_timeout() -> None:
+    q, clock = _queue()
+    q.add("a")
+    q.add("b")
+    assert q.pop(0) == "a"
+    q.unschedulable("a")
+    assert q.where("a") == UNSCHEDULABLE
+    clock.now += 30
+    assert q.pop(0) == "b"
+    q.unschedulable("b")
+    assert q.pop(0) is None  # parked pods are not retried on their own …
+    q.cluster_changed()  # … until something changes
+    assert q.where("a") == BACKOFF and q.where("b") == BACKOFF
+    clock.now += 1
+    assert {q.pop(0), q.pop(0)} == {"a", "b"}
+    q.unschedulable("a")
+    clock.now += 61  # … or the parking timeout passes
+    assert q.pop(0) is None  # moved to backoff first
+    clock.now += 10
+    assert q.pop(0) == "a"
+
+
+def test_a_change_during_the_attempt_means_retry_not_park() -> None:
+    q, clock = _queue()
+    q.add("a")
+    assert q.pop(0) == "a"
+    q.cluster_changed()  # e.g. a node was added while "a" was being filtered
+    q.unschedulable("a")
+    assert q.where("a") == BACKOFF
+
+
+def test_removed_pods_leave_every_sub_queue() -> None:
+    q, _ = _queue()
+    for key in ("a", "b", "c", "d"):
+        q.add(key)
+    q.pop(0)
+    q.pop(0)
+    q.backoff("a")
+    q.unschedulable("b")
+    q.pop(0)  # c in flight, d active
+    for key in ("a", "b", "c", "d"):
+        q.remove(key)
+    assert len(q) == 0 and all(v == 0 for v in q.lengths().values())
+    assert q.where("d") is None and ACTIVE in q.lengths()
+
+
+# -- the cache -------------------------------------------------------------------------------------
+
+
+def test_assumed_pods_count_until_confirmed_and_are_not_counted_twice() -> None:
+    cache = ClusterCache("kubejoule-scheduler")
+    cache.upsert_node(node("n", cpu="4"))
+    p = pod("a", requests={"cpu": "1"})
+    assert cache.upsert_pod(p) == "default/a"
+    info = cache.pending("default/a")
+    assert info is not None
+    cache.assume(info, "n", now=100.0)
+    assert cache.pending("default/a") is None
+    (state,) = cache.node_states()
+    assert state.requested.cpu_millicores == 1000 and state.pod_count == 1
+    assert cache.placement("default/a") == ("n", True)
+    cache.upsert_pod(p)  # the watch has not seen our binding yet: still assumed, not pending
+    assert cache.pending("default/a") is None
+    cache.upsert_pod({**p, "spec": {**p["spec"], "nodeName": "n"}})  # now it has
+    assert cache.placement("default/a") == ("n", False)
+    (state,) = cache.node_states()
+    assert state.requested.cpu_millicores == 1000 and state.pod_count == 1
+
+
+def test_forget_returns_the_pod_to_pending_and_frees_the_node() -> None:
+    cache = ClusterCache("kubejoule-scheduler")
+    cache.upsert_node(node("n"))
+    cache.upsert_pod(pod("a", requests={"cpu": "1"}))
+    info = cache.pending("default/a")
+    assert info is not None
+    cache.assume(info, "n", now=1.0)
+    generation = cache.generation
+    cache.forget(info)
+    assert cache.pending("default/a") == info
+    assert cache.node_states()[0].requested.cpu_millicores == 0
+    assert cache.generation > generation  # freed resources: parked pods get another try
+
+
+def test_terminal_and_deleted_pods_free_their_node() -> None:
+    cache = ClusterCache("kubejoule-scheduler")
+    cache.upsert_node(node("n"))
+    done = pod("done", requests={"cpu": "2"}, node_name="n")
+    cache.upsert_pod(done)
+    cache.upsert_pod(pod("other", requests={"cpu": "1"}, node_name="n"))
+    assert cache.node_states()[0].requested.cpu_millicores == 3000
+    cache.upsert_pod({**done, "status": {"phase": "Succeeded"}})
+    assert cache.node_states()[0].requested.cpu_millicores == 1000
+    cache.delete_pod(pod("other"))
+    state = cache.node_states()[0]
+    assert state.requested.cpu_millicores == 0 and state.pod_count == 0
+
+
+def test_only_our_pods_wait_and_deleting_ones_do_not() -> None:
+    cache = ClusterCache("kubejoule-scheduler")
+    assert cache.upsert_pod(pod("theirs", scheduler_name="default-scheduler")) is None
+    leaving = pod("leaving")
+    leaving["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    assert cache.upsert_pod(leaving) is None
+    assert cache.pending_keys() == []
+
+
+def test_cpu_requested_since_the_telemetry_sample() -> None:
+    cache = ClusterCache("kubejoule-scheduler")
+    cache.upsert_node(node("n", cpu="8"))
+    before = pod("before", requests={"cpu": "1"}, node_name="n")
+    before["metadata"]["creationTimestamp"] = "1970-01-01T00:01:40Z"  # t = 100 s
+    cache.upsert_pod(before)
+    cache.upsert_pod(pod("new", requests={"cpu": "500m"}))
+    info = cache.pending("default/new")
+    assert info is not None
+    cache.assume(info, "n", now=300.0)
+    sample = NodeTelemetry(node="n", sample_time=200.0, watts=100.0, source="rapl", utilization=0.2)
+    (state,) = cache.node_states(lambda name: sample)
+    assert state.telemetry is sample
+    assert state.cpu_since_sample_cores == 0.5  # only the pod placed after the sample
+    assert state.nonzero_requested is not None
+    assert state.nonzero_requested.memory_bytes == 2 * 200 * 1024 * 1024  # defaults, 2 pods
+
+
+def test_replacing_the_pod_list_keeps_assumptions_and_drops_vanished_pods() -> None:
+    cache = ClusterCache("kubejoule-scheduler")
+    cache.upsert_node(node("n"))
+    cache.upsert_pod(pod("bound", requests={"cpu": "1"}, node_name="n"))
+    cache.upsert_pod(pod("mine", requests={"cpu": "1"}))
+    info = cache.pending("default/mine")
+    assert isinstance(info, PodInfo)
+    cache.assume(info, "n", now=1.0)
+    pending = cache.replace_pods([pod("mine", requests={"cpu": "1"}), pod("next")])
+    assert pending == ["default/next"]
+    assert cache.placement("default/bound") is None  # gone from the listing
+    assert cache.placement("default/mine") == ("n", True)
+    assert cache.node_states()[0].requested.cpu_millicores == 1000
