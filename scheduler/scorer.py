@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -452,9 +453,8 @@ class NodeBatch:
 
     def rows(self, names: Sequence[str]) -> np.ndarray:
         """Row of each name; unknown names get the sentinel missing row."""
-        get = self.index.get
-        missing = len(self.names)
-        return np.fromiter((get(n, missing) for n in names), dtype=np.intp, count=len(names))
+        found = list(map(self.index.get, names, repeat(len(self.names), len(names))))
+        return np.array(found, dtype=np.intp)
 
 
 @dataclass(frozen=True)

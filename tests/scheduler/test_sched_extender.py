@@ -350,3 +350,11 @@ def test_memory_recorder_is_bounded() -> None:
             client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": [node_object("frugal")]}})
     assert len(recorder.decisions) == 2
     assert all(d.recommended == "frugal" for d in recorder.decisions)
+
+
+def test_names_are_escaped_in_the_answer(active: tuple[Extender, TestClient]) -> None:
+    _, client = active
+    names = ['we"ird\\name', "ünïcode", "frugal"]
+    response = client.post("/prioritize", json={"Pod": POD, "NodeNames": names})
+    assert response.status_code == 200
+    assert [entry["Host"] for entry in response.json()] == names
