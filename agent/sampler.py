@@ -32,6 +32,7 @@ from agent.procstat import CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu
 from agent.profile import CalibrationProfile
 from agent.rapl import NO_POWERCAP_HINT, RaplReading, compute_power, read_rapl
 from agent.snapshot import (
+    SOURCE_ESTIMATED,
     SOURCE_NONE,
     SOURCE_RAPL,
     ContainerPower,
@@ -117,6 +118,14 @@ class Sampler:
         power = compute_power(before.rapl, after.rapl, interval)
         gaps.extend(power.gaps)
         source = SOURCE_RAPL if power.watts is not None else SOURCE_NONE
+        # No RAPL at all (no powercap, or no package/psys zone) and a profile with a curve: node
+        # power is estimated from utilization below, labelled so. RAPL that is present but failing
+        # (permissions, a wrap) stays a gap: estimating would hide what needs fixing.
+        can_estimate = (
+            self.profile is not None
+            and self.profile.curve is not None
+            and (not power.present or not power.zone_ids)
+        )
         if not power.present:
             gaps.append(Gap("node", NO_POWERCAP_HINT.format(path=self.fs.sys("class", "powercap"))))
 
@@ -131,6 +140,10 @@ class Sampler:
                 gaps.append(Gap("cpu", error))
 
         node_watts = power.watts
+        if can_estimate and self.profile is not None and utilization is not None:
+            node_watts = self.profile.estimate_watts(utilization)
+            source = SOURCE_ESTIMATED if node_watts is not None else SOURCE_NONE
+            gaps[:] = [g for g in gaps if g.what != "node"]  # estimated, so not a gap
         calibrated_idle = self.profile.idle_watts if self.profile is not None else None
         idle = split_idle(node_watts, utilization, calibrated_idle)
         if node_watts is not None and idle.idle_watts is None:
@@ -182,7 +195,13 @@ class Sampler:
             gaps=tuple(gaps),
             invariant_breached=breached,
             skew_scaled=skewed,
+            extra=self._calibration_extra(node_watts),
         )
+
+    def _calibration_extra(self, node_watts: float | None) -> tuple[tuple[str, object], ...]:
+        """Wall power from the profile's RAPL-to-wall correction (always an estimate)."""
+        wall = self.profile.wall_watts(node_watts) if self.profile is not None else None
+        return (("wall_watts", wall),) if wall is not None else ()
 
     def _pods(
         self,
