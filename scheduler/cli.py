@@ -76,6 +76,10 @@ def add_extender_command(subparsers: Subparsers) -> None:
         "--agent", action="append", metavar="NODE=URL",
         help="scrape this node's agent (repeatable; adds to the config's static targets)",
     )
+    parser.add_argument(
+        "--collector", metavar="FILE",
+        help="append each recommendation to this decision log (JSONL, kubejoule.decision/v1)",
+    )
     _common_options(parser)
     parser.set_defaults(func=run_extender)
 
@@ -89,15 +93,32 @@ def run_extender(args: argparse.Namespace) -> int:
     host, port = parse_listen(config.listen)
     scorer = build_scorer(config)
     store = build_store(config)
+    recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
+    collector = None
+    if getattr(args, "collector", None):
+        from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderRecorder
+        from scheduler.features import node_features
+
+        collector = DecisionCollector(CollectorConfig(path=args.collector))
+        recorder = ExtenderRecorder(
+            collector,
+            also=recorder,
+            features=lambda pod, state, now: node_features(pod, state, now, scorer),
+            scorer=scorer.name,
+        )
     extender = Extender(
         scorer,
         store,
         mode=config.mode,
         power_caps_watts=config.power_caps_watts,
         default_power_cap_watts=config.default_power_cap_watts,
-        recorder=MemoryRecorder(config.extender.shadow_log_size),
+        recorder=recorder,
         max_body_bytes=config.extender.max_body_bytes,
     )
+    if collector is not None:
+        # Batches reach the disk at least once per telemetry refresh, and all of them on exit.
+        store.add_listener(lambda _view: collector.flush_if_due())
+        extender.on_stop.append(collector.close)
     log.info(
         "extender on %s:%d, mode %s, %d telemetry source(s): %s",
         host, port, config.mode, len(store.sources), ", ".join(s.name for s in store.sources) or "none",

@@ -381,6 +381,7 @@ class Extender:
         self._states_view: Mapping[str, NodeSample] | None = None
         self._states_built = 0.0
         self._batch: NodeBatch | None = None
+        self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision collector
         self.cluster = cluster
         store.add_listener(self._observe)
 
@@ -573,6 +574,11 @@ class Extender:
 
     def stop(self) -> None:
         self.store.stop()
+        for close in self.on_stop:
+            try:
+                close()
+            except Exception:
+                log.exception("shutdown hook failed")
 
 
 # -- HTTP ----------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import yaml
 
 from agent.curves import PowerCurve
 from scheduler.cli import build_parser, main
+from scheduler.collector import read_records
 from scheduler.config import Config, ConfigError, build_store, config_from_dict, load_config
 from tests.helpers.prometheus import free_port
 from tests.helpers.sched_http import agent_exposition, text_server
@@ -162,7 +163,8 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
         base = f"http://127.0.0.1:{port}"
         process = subprocess.Popen(
             [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(path),
-             "--listen", f"127.0.0.1:{port}", "--mode", "active", "--log-level", "warning"],
+             "--listen", f"127.0.0.1:{port}", "--mode", "active", "--log-level", "warning",
+             "--collector", str(tmp_path / "decisions.jsonl")],
             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
@@ -194,3 +196,9 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
             finally:
                 if process.poll() is None:
                     process.kill()
+    # The recommendation reached the decision log (flushed on shutdown).
+    records, broken = read_records(tmp_path / "decisions.jsonl")
+    assert broken == 0
+    [decision] = [r for r in records if r["type"] == "decision"]
+    assert (decision["source"], decision["mode"], decision["recommended"]) == ("extender", "active", "frugal")
+    assert {c["node"] for c in decision["candidates"]} == {"frugal", "hungry", "gone"}
