@@ -20,6 +20,6 @@ RUN pip install --no-cache-dir --no-index --find-links /wheels "kubejoule[schedu
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 # Any non-root user: the scheduler only talks to the API server and serves HTTP.
 USER 65532:65532
-EXPOSE 9103 8888
+EXPOSE 10260 8888
 ENTRYPOINT ["kubejoule-scheduler"]
 CMD ["run", "--config", "/etc/kubejoule/scheduler.yaml"]
