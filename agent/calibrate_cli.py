@@ -210,6 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             quiet_utilization=args.quiet_utilization, retries=args.retries, retry_wait_seconds=args.retry_wait
         )
         idle = measure_idle(meter, args.idle_seconds, args.sample_seconds, judgement, progress.warn, progress=progress)
+        check_idle_coverage(idle)  # fail fast: no sweep can make up for a host that is never idle
         with LoadGenerator(workers) as generator:
             steps = sweep(
                 meter,

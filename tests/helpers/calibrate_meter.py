@@ -66,6 +66,9 @@ class VirtualMeter:
         max_energy_range_uj: Mapping[str, int] | None = None,
         procfs: Path = Path("/proc"),
         seed: int = 5,
+        wall_csv: Path | None = None,
+        wall: Callable[[float], float] | None = None,
+        wall_every_seconds: float = 0.25,
     ) -> None:
         self.sys_root = sys_root
         self.curve = curve
@@ -92,6 +95,12 @@ class VirtualMeter:
             self.range_uj[zone_id] = limit if limit > 0 else None
             if limit > 0:
                 self.energy_uj[zone_id] %= limit
+        # A wall power meter's log: `wall(mean node watts)` every `wall_every_seconds`.
+        self.wall_csv = wall_csv
+        self.wall = wall
+        self.wall_every_seconds = wall_every_seconds
+        if wall_csv is not None:
+            wall_csv.write_text("timestamp,watts\n")
         self.total_joules = 0.0
         self.wraps = 0
         self.ticks = 0
@@ -143,14 +152,21 @@ class VirtualMeter:
     def _run(self) -> None:
         with contextlib.suppress(OSError, AttributeError):  # not root: run late now and then
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # this thread only
+        logged_at, logged_joules = time.monotonic(), 0.0
         while not self._stop.wait(self.tick_seconds):
             watts = max(0.0, self.curve(self.utilization()) + self.random.gauss(0.0, self.noise_watts))
-            self._advance(time.monotonic())
+            now = time.monotonic()
+            self._advance(now)
             self._watts = watts
             for zone_id in self.shares:
                 if zone_id not in self.removed:
                     self._write(zone_id)
             self.ticks += 1
+            if self.wall_csv is not None and self.wall is not None and now - logged_at >= self.wall_every_seconds:
+                mean_watts = (self.total_joules - logged_joules) / (now - logged_at)
+                with open(self.wall_csv, "a", encoding="utf-8") as log:
+                    log.write(f"{time.time():.3f},{self.wall(mean_watts):.3f}\n")
+                logged_at, logged_joules = now, self.total_joules
 
     def start(self) -> None:
         self.utilization()
