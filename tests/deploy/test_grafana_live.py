@@ -6,6 +6,9 @@ The stack, all real processes on 127.0.0.1:
   both with a calibration profile, VMs (qemu processes in the tree) and the process top-N;
 - `kubejoule-scheduler extender` scraping both agents (and a dead target, for telemetry errors),
   with a power cap that /filter applies, and /prioritize and /filter requests sent to it;
+- `kubejoule-scheduler run` (standalone, shadow mode, leader election) against a Kubernetes API
+  emulator (kmock) holding the two nodes, binding pods created during the run, one binding
+  failed on purpose (binding errors) and one pod that fits nowhere (unschedulable);
 - Debian's `prometheus` scraping the agents and the extender (honor_labels, as the
   ServiceMonitor sets it), every second.
 
@@ -60,12 +63,6 @@ PENDING: dict[str, str] = {
     "kubejoule_pod_memory_working_set_bytes": "agent `run` does not read Metrics Server yet (issue 4)",
     "kubejoule_node_network_bytes_total": "agent `run` does not export network counters yet (issue 4)",
     "kubejoule_node_wall_power_watts": "agent does not export the wall-corrected power yet",
-    "kubejoule_scheduler_schedule_attempts_total": "`kubejoule-scheduler run` not there yet (issue 7)",
-    "kubejoule_scheduler_recommendation_agreements_total": "`kubejoule-scheduler run` not there yet (issue 7)",
-    "kubejoule_scheduler_e2e_scheduling_duration_seconds_bucket": "`kubejoule-scheduler run` not there yet (issue 7)",
-    "kubejoule_scheduler_pending_pods": "`kubejoule-scheduler run` not there yet (issue 7)",
-    "kubejoule_scheduler_binding_errors_total": "`kubejoule-scheduler run` not there yet (issue 7)",
-    "kubejoule_scheduler_leader": "`kubejoule-scheduler run` not there yet (issue 7)",
 }
 # Nodes without RAPL whose power the agent estimates from their calibration curve.
 ESTIMATED_PENDING = (
@@ -214,6 +211,17 @@ class Stack:
         return bool(self.prometheus.query(f"count({metric})"))
 
 
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scheduler.cli", *args, "--log-level", "warning"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _wait_http(url: str, process: subprocess.Popen[str], timeout_seconds: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
@@ -252,8 +260,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     shutil.rmtree(estimated.sysfs / "class" / "powercap")
     shutil.rmtree(estimated.sysfs / "devices" / "virtual" / "powercap")
     stop_driver = threading.Event()
-    extender: subprocess.Popen[str] | None = None
-    with rapl, estimated:
+    processes: list[subprocess.Popen[str]] = []
+    from tests.helpers.standalone_kmock import EmulatedCluster
+    from tests.helpers.standalone_objects import node as node_object
+    from tests.helpers.standalone_objects import pod as pod_object
+
+    with rapl, estimated, EmulatedCluster() as cluster:
+        for name in (RAPL_NODE, ESTIMATED_NODE):
+            cluster.create_node(node_object(name))
         rapl.drive(40.0, utilization=0.5)
         drivers = [
             # Host processes using CPU, for the process top-N (pids of the fixture's host processes).
@@ -293,25 +307,30 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 },
             }
             (work / "scheduler.yaml").write_text(yaml.safe_dump(config))
-            extender = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "scheduler.cli",
-                    "extender",
-                    "--config",
-                    str(work / "scheduler.yaml"),
-                    "--log-level",
-                    "warning",
-                ],
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            extender = _start(["extender", "--config", str(work / "scheduler.yaml")])
+            processes.append(extender)
             extender_url = f"http://127.0.0.1:{port}"
             _wait_http(extender_url + "/healthz", extender)
+
+            standalone_port = free_port()
+            standalone_config = {k: v for k, v in config.items() if k != "listen"}
+            standalone_config["kubernetes"] = {"host": cluster.url}
+            (work / "standalone.yaml").write_text(yaml.safe_dump(standalone_config))
+            cluster.create_pod(pod_object("batch-0", requests={"cpu": "500m"}))
+            cluster.create_pod(pod_object("too-big", requests={"cpu": "64"}))  # fits nowhere
+            cluster.fail_next_bindings(1)  # the first binding fails: a binding error, then a retry
+            standalone = _start(
+                [
+                    "run", "--config", str(work / "standalone.yaml"),
+                    "--listen", f"127.0.0.1:{standalone_port}",
+                    "--collector", str(work / "decisions.jsonl"), "--identity", "replica-a",
+                    "--lease-namespace", "kubejoule-system", "--lease-duration", "2",
+                    "--renew-deadline", "1.5", "--retry-period", "0.2", "--seed", "1",
+                ]
+            )  # fmt: skip
+            processes.append(standalone)
+            standalone_url = f"http://127.0.0.1:{standalone_port}"
+            _wait_http(standalone_url + "/healthz", standalone)
             scrape = [
                 {
                     "job_name": "kubejoule-agent",
@@ -323,6 +342,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                     "honor_labels": True,
                     "static_configs": [{"targets": [extender_url[7:]]}],
                 },
+                {
+                    "job_name": "kubejoule-scheduler",
+                    "honor_labels": True,
+                    "static_configs": [{"targets": [standalone_url[7:]]}],
+                },
             ]
             with prometheus_server(scrape_configs=scrape, scrape_interval="1s") as prom:
                 prom.wait_for_series(f'kubejoule_node_power_watts{{node="{RAPL_NODE}"}}')
@@ -332,6 +356,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 # a node the extender has never heard of (a fallback).
                 nodes = [RAPL_NODE, ESTIMATED_NODE, "node-unknown"]
                 for i in range(6):
+                    cluster.create_pod(pod_object(f"batch-{i + 1}", requests={"cpu": "200m"}))
                     _post(
                         extender_url + "/prioritize", {"Pod": _pod(f"web-{i}"), "NodeNames": nodes}
                     )
@@ -347,17 +372,21 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                     assert answer["Error"] == "", answer
                     time.sleep(1.0)
                 prom.wait_for_series("kubejoule_extender_requests_total", count=2)
+                prom.wait_for_series(
+                    'kubejoule_scheduler_schedule_attempts_total{result="scheduled"} > 0'
+                )
+                prom.wait_for_series("kubejoule_scheduler_binding_errors_total")
                 time.sleep(2.0)  # a couple more scrapes so every rate() has two points
                 yield Stack(prom, extender_url)
         finally:
             stop_driver.set()
-            if extender is not None:
-                extender.terminate()
+            for process in processes:
+                process.terminate()
                 try:
-                    extender.wait(10)
+                    process.wait(10)
                 except subprocess.TimeoutExpired:
-                    extender.kill()
-                    extender.wait(5)
+                    process.kill()
+                    process.wait(5)
 
 
 # -- the tests -------------------------------------------------------------------------------
