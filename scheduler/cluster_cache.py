@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -54,6 +56,51 @@ def _scoring(info: PodInfo) -> Resources:
     return info.nonzero_requests if info.nonzero_requests is not None else info.requests
 
 
+class NodeTable:
+    """Every node as one row: its NodeState (reused while nothing about the node changes, so
+    scorers can cache per-state work) and integer columns for vectorized filtering and scoring.
+    Columns: allocatable and requested cpu (millicores), memory and ephemeral storage (bytes),
+    pods; kube-scheduler's non-zero requested cpu and memory."""
+
+    def __init__(self, infos: Iterable[NodeInfo], layout_version: int) -> None:
+        self.layout_version = layout_version  # changes when nodes come, go or change spec
+        self.infos = list(infos)
+        self.names = [info.name for info in self.infos]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        count = len(self.infos)
+        self.states: list[NodeState] = [NodeState(info=info) for info in self.infos]
+        alloc = [info.allocatable for info in self.infos]
+        self.alloc_cpu = np.array([a.cpu_millicores for a in alloc], dtype=np.int64)
+        self.alloc_mem = np.array([a.memory_bytes for a in alloc], dtype=np.int64)
+        self.alloc_pods = np.array([a.pods for a in alloc], dtype=np.int64)
+        self.alloc_eph = np.array([a.ephemeral_storage_bytes for a in alloc], dtype=np.int64)
+        self.req_cpu = np.zeros(count, dtype=np.int64)
+        self.req_mem = np.zeros(count, dtype=np.int64)
+        self.req_eph = np.zeros(count, dtype=np.int64)
+        self.pod_count = np.zeros(count, dtype=np.int64)
+        self.nz_cpu = np.zeros(count, dtype=np.int64)
+        self.nz_mem = np.zeros(count, dtype=np.int64)
+        # Bumped per row on every change, so each reader can tell which rows it has not seen.
+        self.row_version = np.zeros(count, dtype=np.int64)
+        self._version = 0
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def set_row(self, row: int, state: NodeState) -> None:
+        self._version += 1
+        self.row_version[row] = self._version
+        self.states[row] = state
+        requested = state.requested
+        nonzero = state.nonzero_requested or requested
+        self.req_cpu[row] = requested.cpu_millicores
+        self.req_mem[row] = requested.memory_bytes
+        self.req_eph[row] = requested.ephemeral_storage_bytes
+        self.pod_count[row] = max(state.pod_count, requested.pods)
+        self.nz_cpu[row] = nonzero.cpu_millicores
+        self.nz_mem[row] = nonzero.memory_bytes
+
+
 class ClusterCache:
     """Thread-safe. Pod keys are "namespace/name"."""
 
@@ -67,6 +114,10 @@ class ClusterCache:
         self._nonzero: dict[str, Resources] = {}
         self._pending: dict[str, PodInfo] = {}
         self._generation = 0  # bumped by every change that could make a pod fit somewhere
+        self._layout = 0  # bumped when nodes come, go or change (not their pods)
+        self._table: NodeTable | None = None
+        self._dirty: set[str] = set()  # nodes whose pods changed since the last table()
+        self._telemetry_token: object = None
 
     # -- reading --
 
@@ -100,33 +151,62 @@ class ClusterCache:
         self, telemetry: Callable[[str], NodeTelemetry | None] | None = None
     ) -> list[NodeState]:
         """Every node as the filters and scorers see it, with bound + assumed requests."""
+        return list(self.table(telemetry).states)
+
+    def table(
+        self,
+        telemetry: Callable[[str], NodeTelemetry | None] | None = None,
+        token: object = None,
+    ) -> NodeTable:
+        """The node table, brought up to date. `token` identifies the telemetry view (the
+        TelemetryStore's snapshot object): while it is the same object, telemetry is not
+        re-read for nodes whose pods did not change. Rows are rewritten only here (the watch
+        threads just mark nodes dirty); readers compare `row_version` to see what changed."""
         with self._lock:
-            states = []
-            empty = Resources()
-            for name, info in self._nodes.items():
+            table = self._table
+            rebuilt = table is None or table.layout_version != self._layout
+            check: Iterable[int]
+            if table is None or rebuilt:
+                table = self._table = NodeTable(self._nodes.values(), self._layout)
+                check = range(len(table))
+            elif token is None or token is not self._telemetry_token:
+                check = range(len(table))
+            else:
+                check = [table.index[n] for n in self._dirty if n in table.index]
+            self._telemetry_token = token
+            dirty = self._dirty
+            self._dirty = set()
+            for row in check:
+                name = table.names[row]
                 t = telemetry(name) if telemetry is not None else None
-                pods = self._by_node.get(name)
-                since = 0.0
-                if t is not None and pods:
-                    since = (
-                        sum(
-                            p.info.requests.cpu_millicores
-                            for p in pods.values()
-                            if p.placed_at > t.sample_time
-                        )
-                        / 1000.0
-                    )
-                states.append(
-                    NodeState(
-                        info=info,
-                        requested=self._requested.get(name, empty),
-                        telemetry=t,
-                        cpu_since_sample_cores=since,
-                        pod_count=len(pods) if pods else 0,
-                        nonzero_requested=self._nonzero.get(name, empty),
-                    )
+                current = table.states[row]
+                if not rebuilt and name not in dirty and current.telemetry is t:
+                    continue
+                table.set_row(row, self._state(table.infos[row], t))
+            return table
+
+    def _state(self, info: NodeInfo, t: NodeTelemetry | None) -> NodeState:
+        name = info.name
+        pods = self._by_node.get(name)
+        since = 0.0
+        if t is not None and pods:
+            since = (
+                sum(
+                    p.info.requests.cpu_millicores
+                    for p in pods.values()
+                    if p.placed_at > t.sample_time
                 )
-            return states
+                / 1000.0
+            )
+        empty = Resources()
+        return NodeState(
+            info=info,
+            requested=self._requested.get(name, empty),
+            telemetry=t,
+            cpu_since_sample_cores=since,
+            pod_count=len(pods) if pods else 0,
+            nonzero_requested=self._nonzero.get(name, empty),
+        )
 
     # -- nodes --
 
@@ -139,6 +219,7 @@ class ClusterCache:
                 fresh[info.name] = info
             if fresh != self._nodes:
                 self._generation += 1
+                self._layout += 1
             self._nodes = fresh
 
     def upsert_node(self, obj: Mapping[str, Any]) -> bool:
@@ -149,12 +230,14 @@ class ClusterCache:
                 return False
             self._nodes[info.name] = info
             self._generation += 1
+            self._layout += 1
             return True
 
     def delete_node(self, name: str) -> None:
         with self._lock:
             if self._nodes.pop(name, None) is not None:
                 self._generation += 1
+                self._layout += 1
 
     # -- pods --
 
@@ -247,6 +330,7 @@ class ClusterCache:
         self._by_node.setdefault(node, {})[key] = placed
         self._requested[node] = self._requested.get(node, Resources()) + info.requests
         self._nonzero[node] = self._nonzero.get(node, Resources()) + _scoring(info)
+        self._dirty.add(node)
 
     def _remove_placed(self, key: str) -> None:
         placed = self._placed.pop(key)
@@ -258,4 +342,5 @@ class ClusterCache:
                 del self._by_node[node]
         self._requested[node] = self._requested[node] - placed.info.requests
         self._nonzero[node] = self._nonzero[node] - _scoring(placed.info)
+        self._dirty.add(node)
         self._generation += 1  # freed resources: unschedulable pods may fit now

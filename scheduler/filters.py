@@ -203,20 +203,30 @@ def pods_on_node(node: NodeState) -> int:
 # --- the filter chain --------------------------------------------------------------------------
 
 
-def node_failures(pod: PodInfo, node: NodeState) -> tuple[str, ...]:
-    """Why `pod` cannot go to `node` — empty when it fits. Stops at the first failing filter."""
-    info = node.info
+def static_failure(pod: PodInfo, info: NodeInfo) -> str | None:
+    """The filters that depend only on the node's spec and the pod's constraints (not on the
+    pods already there): NodeUnschedulable, TaintToleration, NodeAffinity. None if they pass."""
     if info.unschedulable and not is_tolerated(
         Taint(TAINT_UNSCHEDULABLE, "", "NoSchedule"), pod.tolerations
     ):
-        return (REASON_UNSCHEDULABLE,)
+        return REASON_UNSCHEDULABLE
     taint = untolerated_taint(effective_taints(info), pod.tolerations)
     if taint is not None:
-        return (reason_untolerated_taint(taint),)
+        return reason_untolerated_taint(taint)
     if not matches_node_selector(pod, info):
-        return (REASON_NODE_AFFINITY,)
+        return REASON_NODE_AFFINITY
+    return None
+
+
+def node_failures(pod: PodInfo, node: NodeState) -> tuple[str, ...]:
+    """Why `pod` cannot go to `node` — empty when it fits. Stops at the first failing filter."""
+    static = static_failure(pod, node.info)
+    if static is not None:
+        return (static,)
     return tuple(
-        insufficient_resources(pod.requests, info.allocatable, node.requested, pods_on_node(node))
+        insufficient_resources(
+            pod.requests, node.info.allocatable, node.requested, pods_on_node(node)
+        )
     )
 
 

@@ -32,7 +32,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,18 +42,16 @@ from scheduler import kube
 from scheduler.cluster_cache import ClusterCache
 from scheduler.collector import CandidateRecord, CollectorConfig, DecisionCollector, OutcomeTracker
 from scheduler.config import Config
-from scheduler.filters import FilterResult, filter_nodes
-from scheduler.kube_scoring import LEAST_ALLOCATED, default_scores, select_host
+from scheduler.decide import MODE_ACTIVE, MODE_SHADOW, Decision, FastDecider, decide
+from scheduler.kube_scoring import LEAST_ALLOCATED
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
-from scheduler.model import NodeState, NodeTelemetry, PodInfo, Scorer, ScoreResult
+from scheduler.model import NodeState, NodeTelemetry, PodInfo, Scorer
 from scheduler.scheduler_metrics import SchedulerMetrics
 from scheduler.scheduling_queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAME = "kubejoule-scheduler"
-MODE_SHADOW = "shadow"
-MODE_ACTIVE = "active"
 MODES = (MODE_SHADOW, MODE_ACTIVE)
 ANNOTATION_RECOMMENDED = "kubejoule.io/recommended-node"
 ANNOTATION_SCORES = "kubejoule.io/scores"
@@ -80,6 +78,7 @@ class StandaloneConfig:
     watch_timeout_seconds: int = 300
     seed: int | None = None  # tie-breaking randomness (None: unpredictable)
     event_queue_size: int = 10000  # Events and status patches waiting to be sent
+    reference_decisions: bool = False  # per-node Python decisions instead of vectorized ones
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -172,56 +171,6 @@ class KubeClusterApi:
         kube.create_event(self.api, namespace, event, self.timeout_seconds)
 
 
-# -- decisions (pure: no API) --------------------------------------------------------------------
-
-
-@dataclass
-class Decision:
-    pod: PodInfo
-    filtered: FilterResult
-    chosen: str | None = None
-    recommended: str | None = None  # the energy scorer's pick
-    default_choice: str | None = None  # kube-scheduler's default scoring's pick
-    energy: list[ScoreResult] = field(default_factory=list)
-    default_totals: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def feasible(self) -> bool:
-        return self.chosen is not None
-
-    def top_scores(self, count: int = ANNOTATED_SCORES) -> dict[str, float]:
-        ranked = sorted(self.energy, key=lambda r: (-r.score, r.node))[:count]
-        return {r.node: round(r.score, 1) for r in ranked}
-
-
-def decide(
-    pod: PodInfo,
-    nodes: Sequence[NodeState],
-    scorer: Scorer,
-    mode: str,
-    rng: random.Random,
-    now: float,
-    fit_strategy: str = LEAST_ALLOCATED,
-) -> Decision:
-    """Filter, score both ways, choose. `now` is wall-clock (telemetry ages)."""
-    filtered = filter_nodes(pod, nodes)
-    decision = Decision(pod, filtered)
-    if not filtered.feasible:
-        return decision
-    decision.energy = scorer.score(pod, filtered.feasible, now)
-    defaults = default_scores(pod, filtered.feasible, fit_strategy)
-    decision.default_totals = {s.node: s.total for s in defaults}
-    decision.default_choice = select_host([(s.node, s.total) for s in defaults], rng)
-    # Energy first; among equal energy scores (e.g. all neutral without telemetry), the default
-    # scoring's preference, then chance: without data the scheduler behaves like the default.
-    decision.recommended = select_host(
-        [(r.node, (r.score, decision.default_totals.get(r.node, 0))) for r in decision.energy],
-        rng,
-    )
-    decision.chosen = decision.recommended if mode == MODE_ACTIVE else decision.default_choice
-    return decision
-
-
 # -- side effects that must not slow placement down ---------------------------------------------
 
 
@@ -306,6 +255,7 @@ class StandaloneScheduler:
         self._clock = clock
         self._wall = wall_clock
         self._rng = random.Random(self.config.seed)
+        self._decider = FastDecider(scorer, self.config.fit_strategy)
         self.cache = ClusterCache(self.config.scheduler_name)
         self.queue = SchedulingQueue(
             self.config.initial_backoff_seconds,
@@ -366,17 +316,24 @@ class StandaloneScheduler:
     # -- one scheduling attempt --
 
     def decide(self, pod: PodInfo) -> Decision:
+        """One decision against the cache (vectorized; `reference=True` in the config for the
+        per-node reference implementation)."""
         view = self.telemetry.telemetry if self.telemetry is not None else None
-        nodes = self.cache.node_states(view)
-        return decide(
-            pod,
-            nodes,
-            self.scorer,
-            self.config.mode,
-            self._rng,
-            self._wall(),
-            self.config.fit_strategy,
-        )
+        if self.config.reference_decisions:
+            nodes = self.cache.node_states(view)
+            return decide(
+                pod,
+                nodes,
+                self.scorer,
+                self.config.mode,
+                self._rng,
+                self._wall(),
+                self.config.fit_strategy,
+            )
+        snapshot = getattr(self.telemetry, "snapshot", None)
+        token = snapshot() if callable(snapshot) else None
+        table = self.cache.table(view, token)
+        return self._decider.decide(pod, table, self.config.mode, self._rng, self._wall())
 
     def schedule_one(self, key: str) -> str:
         """Try one pod taken off the queue. Returns the attempt's result (binding may still
@@ -453,7 +410,7 @@ class StandaloneScheduler:
         return RESULT_ERROR
 
     def _unschedulable(self, pod: PodInfo, decision: Decision) -> None:
-        message = decision.filtered.summary()
+        message = decision.summary or f"0/{decision.total_nodes} nodes are available:"
         self.metrics.attempts.labels(RESULT_UNSCHEDULABLE).inc()
         self.queue.unschedulable(pod.key)
         self._event(pod, "Warning", "FailedScheduling", message)
@@ -475,7 +432,9 @@ class StandaloneScheduler:
             "metadata": {
                 "annotations": {
                     ANNOTATION_RECOMMENDED: decision.recommended or "",
-                    ANNOTATION_SCORES: json.dumps(decision.top_scores(), separators=(",", ":")),
+                    ANNOTATION_SCORES: json.dumps(
+                        decision.top_scores(ANNOTATED_SCORES), separators=(",", ":")
+                    ),
                 }
             }
         }
@@ -526,23 +485,26 @@ class StandaloneScheduler:
         if self.collector is None:
             return
         wall = self._wall()
-        states = {n.info.name: n for n in decision.filtered.feasible}
-        keep = {decision.chosen, decision.recommended, decision.default_choice}
-        ranked = sorted(decision.energy, key=lambda r: (-r.score, r.node))
-        limit = self.collector.config.max_candidates
+        names = decision.names
+        keep = [
+            names.index(n)
+            for n in {decision.chosen, decision.recommended, decision.default_choice}
+            if n is not None
+        ]
+        indices = decision.ranked(self.collector.config.max_candidates)
+        indices += [i for i in keep if i not in indices]
         candidates = []
-        for index, result in enumerate(ranked):
-            if index >= limit and result.node not in keep:
-                continue
-            state = states[result.node]
+        for i in indices:
+            state = decision.states[i]
             t = state.telemetry
+            delta = float(decision.delta_watts[i])
             candidates.append(
                 CandidateRecord(
-                    node=result.node,
-                    score=result.score,
-                    delta_watts=result.delta_watts,
-                    reason=result.reason,
-                    default_score=decision.default_totals.get(result.node),
+                    node=names[i],
+                    score=float(decision.score[i]),
+                    delta_watts=None if delta != delta else delta,
+                    reason=decision.reason(i),
+                    default_score=int(decision.default_total[i]),
                     telemetry_age_seconds=t.age_seconds(wall) if t is not None else None,
                     features=self.features(pod, state, wall) if self.features else None,
                 )
@@ -557,10 +519,10 @@ class StandaloneScheduler:
             default_choice=decision.default_choice,
             scorer=getattr(self.scorer, "name", type(self.scorer).__name__),
             wall_time=wall,
+            extra={"candidate_count": len(names)},
         )
         if self.outcomes is not None and decision.chosen is not None:
-            chosen_state = states.get(decision.chosen)
-            before = chosen_state.telemetry if chosen_state is not None else None
+            before = decision.states[names.index(decision.chosen)].telemetry
             self.outcomes.track(decision_id, decision.chosen, wall, before)
 
     # -- running --

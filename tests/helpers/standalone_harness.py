@@ -24,6 +24,10 @@ class StaticTelemetry:
     def telemetry(self, node: str) -> NodeTelemetry | None:
         return self.samples.get(node)
 
+    def snapshot(self) -> Mapping[str, NodeTelemetry]:
+        """Like TelemetryStore.snapshot(): the same object until the samples are replaced."""
+        return self.samples
+
 
 def api_client(url: str, user_agent: str = "kubejoule-test") -> Any:
     api = kube.make_api_client(url)
