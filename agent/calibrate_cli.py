@@ -205,7 +205,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         node_power, zones, cores = preflight(meter)
         # Validate the wall meter's file before spending minutes on the sweep.
-        readings = read_wall_csv(args.wall_meter) if args.wall_meter and args.wall_meter.exists() else None
+        if args.wall_meter and args.wall_meter.exists():
+            read_wall_csv(args.wall_meter, allow_empty=True)  # a malformed log fails now, not after the sweep
         judgement = Judgement(
             quiet_utilization=args.quiet_utilization, retries=args.retries, retry_wait_seconds=args.retry_wait
         )

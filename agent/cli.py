@@ -178,9 +178,86 @@ def cmd_run(args: argparse.Namespace) -> int:
         "sysfs": str(args.sysfs), "calibration": str(args.calibration) if args.calibration else None,
         "containers": args.containers, "process_top": args.process_top, "version": __version__,
     }})
+    attach_cluster_data(args, service)
     for hook in RUN_HOOKS:
         hook(args, service)
     return serve(service)
+
+
+def kubernetes_options() -> argparse.ArgumentParser:
+    """`run` options for pod names, Metrics Server and network counters (docs/agent-kubernetes.md)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--kubeconfig", type=Path, default=None, metavar="FILE",
+        help="kubeconfig for the API (default: the pod's service account, else $KUBECONFIG or ~/.kube/config)",
+    )
+    options.add_argument(
+        "--no-kube", action="store_true",
+        help="do not use the Kubernetes API: pod series keep their pod_uid with empty names, no Metrics Server",
+    )
+    options.add_argument(
+        "--metrics-server", action=argparse.BooleanOptionalAction, default=True,
+        help="read metrics.k8s.io for this node and its pods (default: on when the API is used)",
+    )
+    options.add_argument(
+        "--metrics-server-interval", type=positive_float, default=None, metavar="SECONDS",
+        help="seconds between Metrics Server reads (default: --interval, at least 15: its resolution)",
+    )
+    options.add_argument(
+        "--network", action=argparse.BooleanOptionalAction, default=True,
+        help="node interface and per-pod byte counters (default on; pods need CAP_SYS_ADMIN and CAP_SYS_PTRACE)",
+    )
+    return options
+
+
+def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
+    """Start what `run` adds to each snapshot: pod names from a watch of this node's pods,
+    Metrics Server usage, network counters. Nothing here can stop the energy series: without
+    an API the agent logs it once and exports pod-UID series as before."""
+    from agent.network import NetworkReader, with_network
+    from agent.podmeta import with_pod_names
+
+    log = logging.getLogger("kubejoule.agent")
+    node = service.sampler.node
+    if not args.no_kube:
+        from agent.kube import KubeClient, KubeConfigError, NodePodWatch
+        from agent.metrics_server import MetricsServerReader, with_metrics_server
+        from agent.podmeta import PodMetadataCache
+
+        try:
+            client = KubeClient.connect(args.kubeconfig)
+        except KubeConfigError as exc:
+            log.warning("no Kubernetes API: pod series keep their pod_uid with empty names, no Metrics Server "
+                        "series", extra={"fields": {"reason": str(exc)}})
+        else:
+            cache = PodMetadataCache()
+            service.collector.count_error("kube_api", 0)
+            watch = NodePodWatch(client, node, cache, on_error=lambda _exc: service.collector.count_error("kube_api"))
+            watch.start()
+            service.stoppers.append(watch.stop)
+            service.enrichers.append(lambda snapshot, _raw: with_pod_names(snapshot, cache))
+            log.info("watching this node's pods", extra={"fields": {"api": client.server, "node": node}})
+            if args.metrics_server:
+                service.collector.count_error("metrics_server", 0)
+                reader = MetricsServerReader(
+                    client, node, cache.pods,
+                    period_seconds=args.metrics_server_interval or max(args.interval, 15.0),
+                    on_error=lambda: service.collector.count_error("metrics_server"),
+                )
+                reader.start()
+                service.stoppers.append(reader.stop)
+                service.enrichers.append(
+                    lambda snapshot, _raw: with_metrics_server(snapshot, reader.latest(snapshot.timestamp))
+                )
+            service.stoppers.append(client.close)
+    if args.network:
+        network = NetworkReader(args.procfs)
+
+        def add_network(snapshot: Snapshot, raw: Any) -> Snapshot:
+            pods = raw.cgroups.pods if raw.cgroups is not None else {}
+            return with_network(snapshot, network.read({uid: sorted(pod.pids) for uid, pod in pods.items()}))
+
+        service.enrichers.append(add_network)
 
 
 def cmd_top(args: argparse.Namespace) -> int:
@@ -196,6 +273,10 @@ def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         args.listen_address = parse_listen(args.listen)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.kubeconfig is not None and args.no_kube:
+        parser.error("--kubeconfig and --no-kube contradict each other")
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        parser.error(f"--kubeconfig {args.kubeconfig}: no such file")
     _validate_sampling(parser, args)
 
 
@@ -225,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=cmd_replay, validate=_validate_replay)
 
     run = sub.add_parser(
-        "run", parents=[common, attribution_options(process_top_default=0)],
+        "run", parents=[common, attribution_options(process_top_default=0), kubernetes_options()],
         help="sample every interval and serve /metrics, /healthz, /readyz",
     )
     run.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")

@@ -41,6 +41,8 @@ def error_kind(gap: Gap) -> str | None:
         return "process"
     if what in ("idle split", "attribution"):
         return None  # a consequence of a cpu or rapl gap, already counted
+    if what in ("network", "pod network"):
+        return "network"
     return "other"
 
 
@@ -159,6 +161,8 @@ class SnapshotCollector(Collector):
             yield from self._vms(snap, totals)
         if self.levels.process_top > 0:
             yield from self._processes(snap)
+        yield from self._metrics_server(snap)
+        yield from self._network(snap)
         yield errors
 
     def _node(self, snap: Snapshot, totals: _Totals) -> Iterator[Metric]:
@@ -286,3 +290,59 @@ class SnapshotCollector(Collector):
             if proc.watts is not None:
                 power.add_metric([snap.node, str(proc.pid), proc.comm], proc.watts)
         yield power
+
+    # Sections added by agent/metrics_server.py and agent/network.py (plain record data in
+    # Snapshot.extra); absent sections give empty families, never zeros.
+
+    def _metrics_server(self, snap: Snapshot) -> Iterator[Metric]:
+        section = snap.extra_value("metrics_server") or {}
+        node_usage = section.get("node") or {}
+        pod_labels = ["node", "namespace", "pod", "pod_uid"]
+        families = {
+            "node_cpu_usage_cores": ("Node CPU usage from Metrics Server (metrics.k8s.io), in cores.", ["node"]),
+            "node_memory_working_set_bytes": ("Node memory working set from Metrics Server.", ["node"]),
+            "pod_cpu_usage_cores": ("Pod CPU usage from Metrics Server, in cores.", pod_labels),
+            "pod_memory_working_set_bytes": ("Pod memory working set from Metrics Server.", pod_labels),
+            "metrics_server_age_seconds": ("Age of the Metrics Server data: sample time minus its timestamp.", ["node"]),
+        }
+        out = {name: GaugeMetricFamily(PREFIX + name, text, labels=labels) for name, (text, labels) in families.items()}
+        if section:
+            out["metrics_server_age_seconds"].add_metric([snap.node], section["age_seconds"])
+        for key, name in (("cpu_cores", "node_cpu_usage_cores"), ("memory_working_set_bytes", "node_memory_working_set_bytes")):
+            if node_usage.get(key) is not None:
+                out[name].add_metric([snap.node], node_usage[key])
+        if self.levels.pods:
+            for pod in section.get("pods") or []:
+                values = [snap.node, _label(pod["namespace"]), _label(pod["name"]), pod["uid"]]
+                if pod.get("cpu_cores") is not None:
+                    out["pod_cpu_usage_cores"].add_metric(values, pod["cpu_cores"])
+                if pod.get("memory_working_set_bytes") is not None:
+                    out["pod_memory_working_set_bytes"].add_metric(values, pod["memory_working_set_bytes"])
+        yield from out.values()
+
+    def _network(self, snap: Snapshot) -> Iterator[Metric]:
+        section = snap.extra_value("network") or {}
+        node_bytes = CounterMetricFamily(
+            PREFIX + "node_network_bytes", "Bytes through the node's network interfaces (kernel counters; "
+            "loopback and veth left out).", labels=["node", "interface", "direction"],
+        )
+        for interface in section.get("interfaces") or []:
+            for direction in ("rx", "tx"):
+                node_bytes.add_metric([snap.node, interface["interface"], direction], interface[f"{direction}_bytes"])
+        yield node_bytes
+        if not self.levels.pods:
+            return
+        pod_bytes = CounterMetricFamily(
+            PREFIX + "pod_network_bytes", "Bytes through a pod's own interfaces, loopback left out (none for "
+            "host-network pods: theirs are the node's).", labels=["node", "namespace", "pod", "pod_uid", "direction"],
+        )
+        for pod in section.get("pods") or []:
+            if pod.get("host_network"):
+                continue
+            for direction in ("rx", "tx"):
+                value = pod.get(f"{direction}_bytes")
+                if value is not None:
+                    pod_bytes.add_metric(
+                        [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), pod["uid"], direction], value
+                    )
+        yield pod_bytes

@@ -179,6 +179,7 @@ class MetricsServerReader:
         period_seconds: float = 5.0,
         max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS,
         clock: Callable[[], float] = time.time,
+        on_error: Callable[[], None] | None = None,
     ) -> None:
         self.source = source
         self.node = node
@@ -186,6 +187,7 @@ class MetricsServerReader:
         self.period_seconds = period_seconds
         self.max_age_seconds = max_age_seconds
         self.clock = clock
+        self.on_error = on_error  # called once per failed read (the agent counts them)
         self.errors = 0  # failed reads: kubejoule_agent_errors_total{kind="metrics_server"}
         self._data: MetricsServerData | None = None
         self._failing = False
@@ -224,6 +226,8 @@ class MetricsServerReader:
     def _failed(self, exc: Exception) -> None:
         with self._lock:
             self.errors += 1
+        if self.on_error is not None:
+            self.on_error()
         if not self._failing:
             status = getattr(exc, "status", None)
             hint = (
@@ -265,6 +269,8 @@ class MetricsServerReader:
                 log.exception("unexpected error reading Metrics Server")
                 with self._lock:
                     self.errors += 1
+                if self.on_error is not None:
+                    self.on_error()
             self._stop.wait(max(0.0, self.period_seconds - (time.monotonic() - started)))
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -358,7 +358,10 @@ class NetworkReader:
                 pods.append(PodNetwork(uid, False, rx, tx))
             return NetworkSample(interfaces, tuple(pods), node_error)
 
-        return _in_worker_thread(work)
+        try:
+            return _in_worker_thread(work)
+        except OSError as exc:  # e.g. no thread of our own to switch namespaces in
+            return NetworkSample(node_error=f"cannot read network counters: {exc}")
 
     def _pod_namespace(self, pids: Sequence[int]) -> tuple[tuple[int, int], Path] | str | None:
         """(identity, path) of the pod's namespace; an error text when it is not readable; None

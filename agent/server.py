@@ -142,6 +142,10 @@ class AgentService:
         self.interval = interval_seconds
         self.listen = listen
         self.on_snapshot = on_snapshot
+        # Later parts add to each snapshot before it is published (pod names, Metrics Server,
+        # network: see agent/cli.py) and stop their own threads with the service.
+        self.enrichers: list[Callable[[Snapshot, RawSample], Snapshot]] = []
+        self.stoppers: list[Callable[[], None]] = []
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         self.samples = 0
@@ -175,6 +179,8 @@ class AgentService:
             self._httpd.server_close()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        for stop in self.stoppers:
+            stop()
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         stale_after = max(30.0, 3 * self.interval)
@@ -212,7 +218,7 @@ class AgentService:
                     log.exception("computing the sample failed")
                     self.collector.count_error("sample")
                 else:
-                    self._publish(snapshot, time.process_time() - started)
+                    self._publish(self._enrich(snapshot, after), time.process_time() - started)
             if after is not None:
                 before = after
             due += self.interval
@@ -222,6 +228,15 @@ class AgentService:
                             extra={"fields": {"behind_seconds": round(now - due, 3)}})
                 due = now + self.interval
         self._last_loop = time.monotonic()
+
+    def _enrich(self, snapshot: Snapshot, after: RawSample) -> Snapshot:
+        for enrich in self.enrichers:
+            try:
+                snapshot = enrich(snapshot, after)
+            except Exception:  # an extra's bug must not stop the energy series: publish without it
+                log.exception("adding to the sample failed", extra={"fields": {"enricher": repr(enrich)}})
+                self.collector.count_error("sample")
+        return snapshot
 
     def _publish(self, snapshot: Snapshot, cpu_seconds: float) -> None:
         self.collector.update(snapshot)

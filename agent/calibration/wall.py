@@ -58,16 +58,19 @@ def parse_timestamp(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()  # naive: local time
 
 
-def read_wall_csv(path: Path) -> list[WallReading]:
+def read_wall_csv(path: Path, allow_empty: bool = False) -> list[WallReading]:
+    """Readings sorted by time; `allow_empty` for a log that is only about to be written."""
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             rows = list(csv.reader(handle))
     except OSError as exc:
         raise WallMeterError(f"cannot read wall meter CSV {path}: {exc.strerror or exc}") from exc
-    return parse_wall_rows(rows, str(path))
+    return parse_wall_rows(rows, str(path), allow_empty)
 
 
-def parse_wall_rows(rows: Iterable[Sequence[str]], source: str = "CSV") -> list[WallReading]:
+def parse_wall_rows(
+    rows: Iterable[Sequence[str]], source: str = "CSV", allow_empty: bool = False
+) -> list[WallReading]:
     readings: list[WallReading] = []
     header_seen = False
     for number, row in enumerate(rows, start=1):
@@ -89,7 +92,7 @@ def parse_wall_rows(rows: Iterable[Sequence[str]], source: str = "CSV") -> list[
         if not math.isfinite(watts) or watts < 0:
             raise WallMeterError(f"{source} line {number}: watts must be a non-negative number, got {cells[1]!r}")
         readings.append(WallReading(timestamp, watts))
-    if not readings:
+    if not readings and not allow_empty:
         raise WallMeterError(f"{source} has no readings")
     readings.sort(key=lambda r: r.timestamp)
     return readings
