@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agent.snapshot import Gap, Snapshot
+from agent.snapshot import SOURCE_ESTIMATED, Gap, Snapshot
 
 PREFIX = "kubejoule_"
 
@@ -230,6 +230,15 @@ class SnapshotCollector(Collector):
             for level, watts in self.model_points:
                 model.add_metric([node, f"{level:.1f}"], watts)
             yield model
+        wall_watts = snap.extra_value("wall_watts")
+        if wall_watts is not None:  # only with a calibration profile's wall correction
+            wall = GaugeMetricFamily(
+                PREFIX + "node_wall_power_watts",
+                "Node power at the wall: node power through the calibrated RAPL-to-wall correction.",
+                labels=["node", "source"],
+            )
+            wall.add_metric([node, SOURCE_ESTIMATED], wall_watts)
+            yield wall
         timestamp = GaugeMetricFamily(
             PREFIX + "sample_timestamp_seconds", "Wall-clock time of the latest sample.", labels=["node"]
         )

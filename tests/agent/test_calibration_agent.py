@@ -10,9 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
 
 from agent.curves import PowerCurve
+from agent.exporter import SnapshotCollector
+from agent.hostfs import HostFS
 from agent.profile import SCHEMA, load_profile
+from agent.sampler import Sampler
 from tests.helpers.agent_cli import POWERCAP, replay_record, run_agent
 
 PROFILES = Path(__file__).resolve().parents[2] / "agent" / "profiles"
@@ -133,3 +137,40 @@ def test_example_profiles_are_marked_and_cite_their_specpower_result(path: Path)
     assert profile.curve is not None and profile.model == "points"
     assert profile.idle_watts == doc["points"][0] and profile.max_watts == doc["points"][-1]
     assert all(b >= a for a, b in zip(doc["points"], doc["points"][1:], strict=False))
+
+
+def test_exporter_labels_estimated_power_and_exports_the_model_and_wall_power(tmp_path: Path) -> None:
+    before_tree, after_tree = without_powercap(tmp_path)
+    profile = load_profile(write_profile(tmp_path, idle_watts=41.6, points=POINTS, model="points",
+                                         wall_correction={"intercept_watts": 30.0, "slope": 1.1}))
+    before = Sampler(HostFS(before_tree / "proc", before_tree / "sys"), "n1").read()
+    sampler = Sampler(HostFS(after_tree / "proc", after_tree / "sys"), "n1", profile=profile)
+    snapshot = sampler.compute(before, sampler.read(), 2.0)
+    registry = CollectorRegistry()
+    collector = SnapshotCollector(model_points=profile.model_points())
+    collector.update(snapshot)
+    registry.register(collector)
+
+    node = (52.3 + 57.9) / 2
+    estimated = {"node": "n1", "source": "estimated"}
+    assert registry.get_sample_value("kubejoule_node_power_watts", estimated) == pytest.approx(node)
+    assert registry.get_sample_value("kubejoule_node_power_watts", {"node": "n1", "source": "none"}) is None
+    assert registry.get_sample_value("kubejoule_node_energy_joules_total", estimated) == pytest.approx(2 * node)
+    calibrated = {**estimated, "idle_source": "calibration"}
+    assert registry.get_sample_value("kubejoule_node_idle_power_watts", calibrated) == pytest.approx(41.6)
+    assert registry.get_sample_value("kubejoule_node_active_power_watts", calibrated) == pytest.approx(node - 41.6)
+    assert registry.get_sample_value("kubejoule_node_wall_power_watts", estimated) == pytest.approx(30.0 + 1.1 * node)
+    for level, watts in enumerate(POINTS):
+        labels = {"node": "n1", "utilization": f"{level / 10:.1f}"}
+        assert registry.get_sample_value("kubejoule_node_power_model_watts", labels) == pytest.approx(watts)
+
+
+def test_no_wall_series_without_a_correction(tmp_path: Path) -> None:
+    registry = CollectorRegistry()
+    collector = SnapshotCollector()
+    before = Sampler(HostFS(POWERCAP / "intel-1s/before/proc", POWERCAP / "intel-1s/before/sys"), "n1").read()
+    sampler = Sampler(HostFS(POWERCAP / "intel-1s/after/proc", POWERCAP / "intel-1s/after/sys"), "n1")
+    collector.update(sampler.compute(before, sampler.read(), 2.0))
+    registry.register(collector)
+    assert registry.get_sample_value("kubejoule_node_power_watts", {"node": "n1", "source": "rapl"}) == pytest.approx(27.5)
+    assert "kubejoule_node_wall_power_watts" not in {m.name for m in registry.collect()}
