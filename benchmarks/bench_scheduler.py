@@ -13,6 +13,7 @@ Targets (issue 6): p99 ≤ 10 ms at 1,000 nodes, ≤ 50 ms at 5,000 nodes.
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import os
@@ -174,8 +175,10 @@ def run(size: int, form: str) -> dict[str, float]:
     else:
         body = json.dumps({"Pod": POD, "Nodes": {"items": [_node(n) for n in names]}}).encode()
         count = ITEMS_REQUESTS[size]
+    gc.freeze()  # as `kubejoule-scheduler extender` does before serving
     with _serve(extender) as port:
         timings = _measure(port, body, count)
+    gc.unfreeze()
     cpu_ms = _cpu_per_request_ms(extender, body, 50 if form == "NodeNames" else 10)
     print(f"  {form} {size} nodes: {count} requests", file=sys.stderr, flush=True)
     return {

@@ -11,6 +11,7 @@ write its pair of functions and add one line to `SUBCOMMANDS`.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -125,8 +126,12 @@ def run_extender(args: argparse.Namespace) -> int:
     )
     if not store.sources:
         log.warning("no telemetry source configured: every node will score neutral (50)")
+    app = create_app(extender)
+    # Everything allocated so far lives as long as the process: keep it out of the cyclic
+    # collector's generations so a full collection never walks it on the request path.
+    gc.freeze()
     uvicorn.run(
-        create_app(extender),
+        app,
         host=host,
         port=port,
         log_level=args.log_level,

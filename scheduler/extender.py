@@ -20,7 +20,6 @@ request path.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import math
@@ -613,9 +612,6 @@ def create_app(extender: Extender, manage_store: bool = True) -> FastAPI:
     async def lifespan(app: FastAPI) -> Any:
         if manage_store:
             extender.start()
-        # Everything allocated so far lives as long as the process: keep it out of the cyclic
-        # collector's generations so a full collection never walks it on the request path.
-        gc.freeze()
         try:
             yield
         finally:
