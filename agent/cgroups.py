@@ -52,6 +52,8 @@ _SYSTEMD_POD = re.compile(r"^(?:kubelet-)?kubepods(?:-(?:burstable|besteffort))?
 _CGROUPFS_POD = re.compile(r"^pod([0-9a-fA-F-]+)$")
 # A container's cgroup: "<runtime>-<id>.scope" (systemd) or "<id>" / "<runtime>-<id>" (cgroupfs).
 _CONTAINER = re.compile(r"^(?:(cri-containerd|crio|docker|containerd)-)?([0-9a-fA-F]{12,64})(?:\.scope)?$")
+# The runtime's monitor (CRI-O's conmon): in the pod, not a container.
+_MONITOR = re.compile(r"^crio-conmon-[0-9a-fA-F]{12,64}(?:\.scope)?$")
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,10 @@ def parse_pids(data: bytes) -> list[int]:
 class _Reader:
     """One pass over the kubepods tree; collects pods and real read errors."""
 
-    def __init__(self, fs: HostFS, layout: CgroupLayout) -> None:
+    def __init__(self, fs: HostFS, layout: CgroupLayout, containers: bool) -> None:
         self.fs = fs
         self.layout = layout
+        self.containers = containers
         self.usage_name = layout.usage_file
         self.root_text = str(layout.root)
         self.errors: list[str] = []
@@ -184,29 +187,35 @@ class _Reader:
         if usage is None:
             return None
         containers: list[ContainerCgroup] = []
-        pids = self.pids(directory)  # v1 allows processes in the pod's own cgroup
-        for name in self.fs.subdirs(directory):
+        # v1 allows processes in the pod's own cgroup; v2 does not (its controllers are enabled
+        # for the children), so that read is skipped there.
+        pids = self.pids(directory) if self.layout.version == 1 else []
+        # Children are told apart by name, not by stat: every cgroup interface file has a name
+        # that matches neither pattern, and one listdir is much cheaper than a stat per entry.
+        for name in self.fs.listdir(directory):
+            match = _CONTAINER.match(name)
+            if match is None and _MONITOR.match(name) is None:
+                continue
             child = f"{directory}/{name}"
             pids.extend(self.pids(child))
-            match = _CONTAINER.match(name)
-            if match is None:
-                continue  # e.g. crio-conmon-<id>.scope: in the pod, but not a container
-            container_usage = self.usage(child)
-            if container_usage is not None:
-                containers.append(ContainerCgroup(match.group(2), match.group(1), container_usage))
+            if match is not None and self.containers:
+                container_usage = self.usage(child)
+                if container_usage is not None:
+                    containers.append(ContainerCgroup(match.group(2), match.group(1), container_usage))
         rel = directory[len(self.root_text) + 1 :]
         return PodCgroup(uid, qos, rel, usage, tuple(containers), frozenset(pids))
 
 
-def read_cgroups(fs: HostFS) -> CgroupReading:
-    """Every pod's CPU time, containers and processes, as the kubelet laid them out."""
+def read_cgroups(fs: HostFS, containers: bool = True) -> CgroupReading:
+    """Every pod's CPU time, processes and (with `containers`) containers' CPU time, as the
+    kubelet laid them out."""
     layout, reason = detect_layout(fs)
     if layout is None:
         return CgroupReading(None, errors=(reason,) if reason else ())
     pods: dict[str, PodCgroup] = {}
     if layout.kubepods is None:
         return CgroupReading(layout, pods)
-    reader = _Reader(fs, layout)
+    reader = _Reader(fs, layout, containers)
     top = str(layout.kubepods)
     for name in fs.subdirs(top):
         directory = f"{top}/{name}"

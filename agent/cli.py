@@ -86,6 +86,8 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None) -> Sampler:
         args.node or default_node_name(),
         profile=profile,
         process_top=getattr(args, "process_top", DEFAULT_PROCESS_TOP),
+        # `run` reads containers' CPU only when it exports them; the records always list them
+        containers=getattr(args, "containers", True),
     )
 
 
@@ -118,7 +120,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     before = sampler.read()
     time.sleep(args.interval)
     after = sampler.read()
-    emit(sampler.compute(before, after), args.json)
+    emit(cluster_data_once(args, sampler.compute(before, after), after), args.json)
     return 0
 
 
@@ -164,9 +166,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from agent.exporter import ExportLevels, SnapshotCollector
-    from agent.server import AgentService, configure_logging, serve
+    from agent.server import AgentService, configure_logging, raise_open_files_limit, serve
 
     configure_logging(args.log_level, args.log_format)
+    open_files = raise_open_files_limit()
     profile: CalibrationProfile | None = args.profile
     collector = SnapshotCollector(
         ExportLevels(containers=args.containers, process_top=args.process_top),
@@ -176,7 +179,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     logging.getLogger("kubejoule.agent").info("starting", extra={"fields": {
         "node": service.sampler.node, "interval_seconds": args.interval, "procfs": str(args.procfs),
         "sysfs": str(args.sysfs), "calibration": str(args.calibration) if args.calibration else None,
-        "containers": args.containers, "process_top": args.process_top, "version": __version__,
+        "containers": args.containers, "process_top": args.process_top, "open_files_limit": open_files,
+        "version": __version__,
     }})
     attach_cluster_data(args, service)
     for hook in RUN_HOOKS:
@@ -184,8 +188,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return serve(service)
 
 
-def kubernetes_options() -> argparse.ArgumentParser:
-    """`run` options for pod names, Metrics Server and network counters (docs/agent-kubernetes.md)."""
+def kubernetes_options(run: bool = True) -> argparse.ArgumentParser:
+    """Options for pod names, Metrics Server and network counters (docs/agent-kubernetes.md)."""
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
         "--kubeconfig", type=Path, default=None, metavar="FILE",
@@ -199,10 +203,11 @@ def kubernetes_options() -> argparse.ArgumentParser:
         "--metrics-server", action=argparse.BooleanOptionalAction, default=True,
         help="read metrics.k8s.io for this node and its pods (default: on when the API is used)",
     )
-    options.add_argument(
-        "--metrics-server-interval", type=positive_float, default=None, metavar="SECONDS",
-        help="seconds between Metrics Server reads (default: --interval, at least 15: its resolution)",
-    )
+    if run:
+        options.add_argument(
+            "--metrics-server-interval", type=positive_float, default=None, metavar="SECONDS",
+            help="seconds between Metrics Server reads (default: --interval, at least 15: its resolution)",
+        )
     options.add_argument(
         "--network", action=argparse.BooleanOptionalAction, default=True,
         help="node interface and per-pod byte counters (default on; pods need CAP_SYS_ADMIN and CAP_SYS_PTRACE)",
@@ -260,10 +265,55 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
         service.enrichers.append(add_network)
 
 
+def cluster_data_once(args: argparse.Namespace, snapshot: Snapshot, raw: Any) -> Snapshot:
+    """`once`: pod names from one list of this node's pods, one Metrics Server read, network
+    counters. Quiet when no API is configured; a configured API that fails is said on stderr."""
+    from agent.network import NetworkReader, with_network
+    from agent.podmeta import PodMetadataCache, with_pod_names
+
+    if not args.no_kube:
+        from agent.kube import KubeClient, KubeConfigError, KubeError
+        from agent.metrics_server import MetricsServerReader, with_metrics_server
+
+        try:
+            client = KubeClient.connect(args.kubeconfig, request_timeout_seconds=3.0)
+        except KubeConfigError:
+            client = None
+        if client is not None:
+            cache = PodMetadataCache()
+            try:
+                cache.replace(client.list_node_pods(snapshot.node).items)
+                snapshot = with_pod_names(snapshot, cache)
+                if args.metrics_server:
+                    reader = MetricsServerReader(client, snapshot.node, cache.pods)
+                    if reader.read_once():
+                        snapshot = with_metrics_server(snapshot, reader.latest(snapshot.timestamp))
+            except KubeError as exc:
+                print(f"pod names unknown: {exc}", file=sys.stderr)
+            finally:
+                client.close()
+    if args.network:
+        pods = raw.cgroups.pods if raw.cgroups is not None else {}
+        snapshot = with_network(snapshot, NetworkReader(args.procfs).read({u: sorted(p.pids) for u, p in pods.items()}))
+    return snapshot
+
+
 def cmd_top(args: argparse.Namespace) -> int:
     from agent.top import run_top
 
     return run_top(make_sampler(args), args.interval, count=args.count, rows=args.rows)
+
+
+def _validate_kube(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.kubeconfig is not None and args.no_kube:
+        parser.error("--kubeconfig and --no-kube contradict each other")
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        parser.error(f"--kubeconfig {args.kubeconfig}: no such file")
+
+
+def _validate_once(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    _validate_kube(parser, args)
+    _validate_sampling(parser, args)
 
 
 def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -273,10 +323,7 @@ def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         args.listen_address = parse_listen(args.listen)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.kubeconfig is not None and args.no_kube:
-        parser.error("--kubeconfig and --no-kube contradict each other")
-    if args.kubeconfig is not None and not args.kubeconfig.is_file():
-        parser.error(f"--kubeconfig {args.kubeconfig}: no such file")
+    _validate_kube(parser, args)
     _validate_sampling(parser, args)
 
 
@@ -289,10 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     common = host_options()
     sampling = attribution_options()
 
-    once = sub.add_parser("once", parents=[common, sampling], help="take two samples and print the record")
+    once = sub.add_parser(
+        "once", parents=[common, sampling, kubernetes_options(run=False)], help="take two samples and print the record"
+    )
     once.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")
     once.add_argument("--json", action="store_true", help="print the JSON sample record")
-    once.set_defaults(func=cmd_once, validate=_validate_sampling)
+    once.set_defaults(func=cmd_once, validate=_validate_once)
 
     snap = sub.add_parser("snapshot", parents=[common], help="copy every file the agent reads into DIR")
     snap.add_argument("dir", type=Path, metavar="DIR")

@@ -12,13 +12,19 @@ is a new process, and all of its CPU time is new.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import resource
+from typing import NamedTuple
 
 from agent.hostfs import HostFS
 
+_STAT_SIZE = 4096  # a stat line is far shorter
 
-@dataclass(frozen=True, slots=True)
-class ProcStat:
+
+class ProcStat(NamedTuple):
+    """One process at one read. A NamedTuple, not a dataclass: a thousand are built per
+    sample, and a tuple is several times cheaper to create."""
+
     pid: int
     comm: bytes  # raw, as the kernel gives it; decode only for display
     cpu_ticks: int  # utime + stime, clock ticks; includes guest time (vCPU threads)
@@ -36,7 +42,7 @@ def parse_stat(pid: int, data: bytes) -> ProcStat:
     close_paren = data.rfind(b")")
     if open_paren < 0 or close_paren < open_paren:
         raise ValueError("no (comm) in stat")
-    fields = data[close_paren + 2 :].split(b" ", 20)
+    fields = data[close_paren + 2 :].split(None, 20)
     # fields[0] is field 3 (state): utime is field 14, stime 15, starttime 22.
     return ProcStat(
         pid,
@@ -46,27 +52,127 @@ def parse_stat(pid: int, data: bytes) -> ProcStat:
     )
 
 
-def read_processes(fs: HostFS) -> tuple[dict[int, ProcStat], int]:
-    """Every process's CPU time; returns (processes by pid, how many stat files were garbage).
+def is_real_procfs(procfs: str) -> bool:
+    """procfs files report size 0 and are regenerated on every read; a fixture tree's files are
+    ordinary files (and tests replace them by rename), so descriptors must not be kept there."""
+    try:
+        return os.stat(f"{procfs}/self/stat").st_size == 0
+    except OSError:
+        return False
 
-    A process gone before its stat could be read is simply left out."""
-    base = str(fs.procfs)
-    processes: dict[int, ProcStat] = {}
-    unparsable = 0
-    read = fs.read_bytes
-    for name in fs.listdir(base):
-        if not name.isdigit():
-            continue
-        pid = int(name)
+
+class ProcessReader:
+    """Reads every process's stat; keeps one descriptor per process on a real procfs.
+
+    Re-reading an open `/proc/<pid>/stat` with pread at offset 0 regenerates it, and costs about
+    half of open + read + close (the path lookup and the procfs inode are the expensive part).
+    A descriptor belongs to its task: once the process exits the read fails with ESRCH, so a
+    reused pid is never mistaken for the old process. Descriptors are kept up to a budget below
+    the open-files limit; beyond it, processes are read with open + read + close.
+    """
+
+    RESERVED_DESCRIPTORS = 256  # left for sockets, cgroup and sysfs reads
+
+    def __init__(self, fs: HostFS) -> None:
+        self.fs = fs
+        self.base = str(fs.procfs)
+        self.keep_open = not fs.record and is_real_procfs(self.base)
+        self._open: dict[str, int] = {}  # pid (as listed) -> descriptor of its stat
+        # The last stat line of each process and its parse: an idle process's line does not
+        # change between samples, and comparing bytes is far cheaper than parsing them.
+        self._last: dict[str, tuple[bytes, ProcStat]] = {}
+        self._directory: int | None = None
+        self._budget = 0
+        if self.keep_open:
+            soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            self._budget = max(0, (soft if soft != resource.RLIM_INFINITY else 65536) - self.RESERVED_DESCRIPTORS)
+
+    def read(self) -> tuple[dict[int, ProcStat], int]:
+        """Every process's CPU time; returns (processes by pid, how many stat files were garbage).
+        A process gone before its stat could be read is simply left out."""
+        processes: dict[int, ProcStat] = {}
+        unparsable = 0
         try:
-            data = read(f"{base}/{name}/stat")
+            names = os.listdir(self.base)
         except OSError:
-            continue  # exited between the listing and the read (ESRCH, ENOENT)
+            return processes, 0
+        fetch = self._fetch if not self.fs.record else self._fetch_recorded
+        last = self._last
+        parsed: dict[str, tuple[bytes, ProcStat]] = {}
+        for name in names:
+            if not name.isdigit():
+                continue
+            data = fetch(name)
+            if data is None:
+                continue  # exited between the listing and the read (ESRCH, ENOENT)
+            previous = last.get(name)
+            if previous is not None and previous[0] == data:
+                stat = previous[1]
+            else:
+                try:
+                    stat = parse_stat(int(name), data)
+                except (ValueError, IndexError):
+                    unparsable += 1
+                    continue
+            parsed[name] = (data, stat)
+            processes[stat.pid] = stat
+        self._last = parsed
+        if self._open and len(self._open) > len(processes):
+            for name in [n for n in self._open if int(n) not in processes]:
+                os.close(self._open.pop(name))
+        return processes, unparsable
+
+    def _fetch_recorded(self, name: str) -> bytes | None:
         try:
-            processes[pid] = parse_stat(pid, data)
-        except (ValueError, IndexError):
-            unparsable += 1
-    return processes, unparsable
+            return self.fs.read_bytes(f"{self.base}/{name}/stat")
+        except OSError:
+            return None
+
+    def _fetch(self, name: str) -> bytes | None:
+        fd = self._open.get(name)
+        if fd is not None:
+            try:
+                return os.pread(fd, _STAT_SIZE, 0)
+            except OSError:  # the process exited (and its pid may be reused): read afresh
+                os.close(self._open.pop(name))
+        if self._directory is None:
+            self._directory = os.open(self.base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(f"{name}/stat", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self._directory)
+        except OSError:
+            return None
+        try:
+            data = os.read(fd, _STAT_SIZE)
+        except OSError:
+            os.close(fd)
+            return None
+        if self.keep_open and len(self._open) < self._budget:
+            self._open[name] = fd
+        else:
+            os.close(fd)
+        return data
+
+    def close(self) -> None:
+        for fd in self._open.values():
+            os.close(fd)
+        self._open.clear()
+        if self._directory is not None:
+            os.close(self._directory)
+            self._directory = None
+
+    @property
+    def open_descriptors(self) -> int:
+        return len(self._open)
+
+
+def read_processes(fs: HostFS) -> tuple[dict[int, ProcStat], int]:
+    """One read of every process, keeping no descriptors (see ProcessReader)."""
+    reader = ProcessReader(fs)
+    reader.keep_open = False
+    try:
+        return reader.read()
+    finally:
+        reader.close()
 
 
 def cpu_ticks_delta(before: ProcStat | None, after: ProcStat) -> int:

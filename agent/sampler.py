@@ -27,7 +27,7 @@ from agent.attribution import (
 )
 from agent.cgroups import CgroupReading, read_cgroups
 from agent.hostfs import HostFS
-from agent.processes import ProcStat, cpu_ticks_delta, read_processes
+from agent.processes import ProcessReader, ProcStat, cpu_ticks_delta
 from agent.procstat import CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
 from agent.profile import CalibrationProfile
 from agent.rapl import NO_POWERCAP_HINT, RaplReading, compute_power, read_rapl
@@ -84,12 +84,19 @@ class Sampler:
         *,
         profile: CalibrationProfile | None = None,
         process_top: int = DEFAULT_PROCESS_TOP,
+        containers: bool = True,
     ) -> None:
         self.fs = fs
         self.node = node or default_node_name()
         self.profile = profile
         self.process_top = process_top
+        self.containers = containers  # read each container's CPU time (the pod's is always read)
         self.ticks_per_second = clock_ticks_per_second()
+        self._processes = ProcessReader(fs)
+
+    def close(self) -> None:
+        """Release the descriptors kept between reads."""
+        self._processes.close()
 
     def read(self) -> RawSample:
         rapl = read_rapl(self.fs)
@@ -100,8 +107,8 @@ class Sampler:
         except (OSError, ValueError) as exc:
             cpu_error = f"cannot read {self.fs.proc('stat')}: {exc}"
         monotonic, wall = time.monotonic(), time.time()
-        cgroups = read_cgroups(self.fs)
-        processes, unparsable = read_processes(self.fs)
+        cgroups = read_cgroups(self.fs, self.containers)
+        processes, unparsable = self._processes.read()
         vms: dict[int, VMIdentity] = {}
         for pid, stat in processes.items():
             if is_qemu_comm(stat.comm):
@@ -264,9 +271,13 @@ class Sampler:
         tick = 1.0 / self.ticks_per_second
         previous = before.processes
         members: dict[str | None, dict[int | str, float]] = {}
+        vm_pids = after.vms
         for pid, stat in after.processes.items():
-            ticks = cpu_ticks_delta(previous.get(pid), stat)
-            if ticks or pid in after.vms:
+            earlier = previous.get(pid)
+            if earlier is stat and pid not in vm_pids:
+                continue  # the reader reused the parse: the stat line did not change, no CPU used
+            ticks = cpu_ticks_delta(earlier, stat)
+            if ticks or pid in vm_pids:
                 members.setdefault(membership.get(pid), {})[pid] = ticks * tick
         watts: dict[int, float | None] = {}
         cpu: dict[int, float] = {}

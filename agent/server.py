@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import resource
 import signal
 import socket
 import sys
@@ -76,6 +77,20 @@ def configure_logging(level: str = "info", fmt: str = "json") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+def raise_open_files_limit() -> int:
+    """Lift the soft open-files limit to the hard one (as Go programs do at start): the sampler
+    keeps one descriptor per process. Returns the soft limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return int(soft)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -179,6 +194,8 @@ class AgentService:
             self._httpd.server_close()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.sampler.close()
         for stop in self.stoppers:
             stop()
 

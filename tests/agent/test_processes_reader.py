@@ -80,3 +80,43 @@ def test_real_processes_their_cpu_time_and_churn_while_reading() -> None:
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_kept_descriptors_see_fresh_values_and_are_dropped_when_a_process_exits() -> None:
+    from agent.processes import ProcessReader
+
+    reader = ProcessReader(HostFS())
+    assert reader.keep_open  # /proc here is a real procfs
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"])
+    try:
+        first, _ = reader.read()
+        assert busy.pid in first and reader.open_descriptors >= len(first) - 5
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            again, _ = reader.read()
+            if again[busy.pid].cpu_ticks - first[busy.pid].cpu_ticks >= 10:
+                break
+            time.sleep(0.05)
+        assert again[busy.pid].cpu_ticks - first[busy.pid].cpu_ticks >= 10  # pread re-generates the line
+        busy.kill()
+        busy.wait()
+        gone, _ = reader.read()
+        assert busy.pid not in gone
+    finally:
+        busy.kill()
+        busy.wait()
+        reader.close()
+    assert reader.open_descriptors == 0
+
+
+def test_no_descriptors_are_kept_on_a_fixture_tree(tmp_path: Path) -> None:
+    from agent.processes import ProcessReader
+
+    (tmp_path / "proc/10").mkdir(parents=True)
+    (tmp_path / "proc/10/stat").write_bytes(line(10, "ok", 1, 2, 3))
+    reader = ProcessReader(HostFS(tmp_path / "proc", tmp_path / "sys"))
+    assert not reader.keep_open
+    assert reader.read()[0][10].cpu_ticks == 3
+    (tmp_path / "proc/10/stat").write_bytes(line(10, "ok", 5, 2, 3))  # files are replaced, not regenerated
+    assert reader.read()[0][10].cpu_ticks == 7
+    assert reader.open_descriptors == 0
