@@ -4,6 +4,7 @@ API outage mid-run; and without any API. The agent is a real subprocess on a fix
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.agent_cli import run_agent
 from tests.helpers.agent_kube_emulator import EmulatedCluster
 from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
@@ -245,3 +247,26 @@ def test_pod_network_counters_move_for_the_pod_that_sends(tmp_path: Path) -> Non
     # The host-network pod has no series of its own; the node's interfaces have theirs.
     assert tx(second, VIRT) is None
     assert agent.samples("kubejoule_node_network_bytes_total", second)
+
+
+def test_once_record_has_pod_names_metrics_server_and_network_sections(
+    cluster: EmulatedCluster, tmp_path: Path
+) -> None:
+    cluster.add_pod("shop", "web", NODE, uid=WEB)
+    cluster.set_node_metrics(NODE, "500m", "1Gi", now_rfc3339())
+    cluster.set_pod_metrics("shop", "web", {"nginx": ("100m", "64Mi")}, now_rfc3339())
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    proc = run_agent("once", "--json", "--interval", "0.2", "--node", NODE, "--kubeconfig", str(kubeconfig),
+                     "--procfs", str(TREE / "proc"), "--sysfs", str(TREE / "sys"))
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    names = {p["uid"]: (p["namespace"], p["name"]) for p in record["pods"]}
+    assert names[WEB] == ("shop", "web") and names[API] == (None, None)
+    assert record["metrics_server"]["node"]["cpu_cores"] == 0.5
+    assert [(p["uid"], p["cpu_cores"]) for p in record["metrics_server"]["pods"]] == [(WEB, pytest.approx(0.1))]
+    assert {"interface", "rx_bytes", "tx_bytes"} <= set(record["network"]["interfaces"][0])
+
+    quiet = run_agent("once", "--json", "--interval", "0.2", "--no-kube", "--no-network",
+                      "--procfs", str(TREE / "proc"), "--sysfs", str(TREE / "sys"))
+    assert quiet.returncode == 0, quiet.stderr
+    assert "network" not in json.loads(quiet.stdout) and "metrics_server" not in json.loads(quiet.stdout)
