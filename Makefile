@@ -33,8 +33,24 @@ lint: venv
 test: venv system-deps lint
 	$(BIN)/pytest -q -p no:cacheprovider
 
+# The main job on this host: the agent measures it once (with an example calibration profile,
+# labelled "estimated", where the host has no RAPL), then the scheduling benchmark runs the
+# bundled heterogeneous scenario with power-off against the default kube-scheduler and its peers.
+DEMO_PROFILE ?= agent/profiles/ibm-x3550-m3-xeon-x5675.yaml
+DEMO_OUT ?= out
 demo: venv
-	$(BIN)/python -m agent.demo
+	@mkdir -p $(DEMO_OUT)
+	@echo "== kubejoule-agent once on this host"
+	@if [ -d /sys/class/powercap ] && ls /sys/class/powercap | grep -q ':'; then \
+	  $(BIN)/kubejoule-agent once --interval 2; \
+	else \
+	  echo "(no RAPL here: node power is estimated from the example profile $(DEMO_PROFILE))"; \
+	  $(BIN)/kubejoule-agent once --interval 2 --calibration $(DEMO_PROFILE); \
+	fi
+	@echo
+	@echo "== kubejoule-rl benchmark: heterogeneous cluster with power-off"
+	$(BIN)/kubejoule-rl benchmark --scenario heterogeneous-poweroff --out $(DEMO_OUT)/results.json --plot $(DEMO_OUT)/results.png
+	@echo "results: $(DEMO_OUT)/results.json, plots: $(DEMO_OUT)/results.png"
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
