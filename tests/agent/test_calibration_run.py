@@ -20,7 +20,7 @@ TRUE_CURVE = PowerCurve.fan(42.0, 118.0, 1.7)
 WALL_INTERCEPT_WATTS, WALL_SLOPE = 25.0, 1.1
 SHORT_RUN = [
     "--idle-seconds", "2", "--steps", "6", "--step-seconds", "1.5", "--settle-seconds", "0.5",
-    "--sample-seconds", "0.5", "--quiet-utilization", "0.2", "--retries", "3", "--retry-wait", "1",
+    "--sample-seconds", "0.5", "--quiet-utilization", "0.2", "--retries", "2", "--retry-wait", "1",
 ]
 
 
