@@ -326,3 +326,17 @@ class EmulatedCluster:
 
 
 __all__ = ["BindingAttempt", "ClusterEmulator", "EmulatedCluster"]
+
+
+def serve_forever() -> None:
+    """`python -m tests.helpers.standalone_kmock`: serve an emulated cluster in its own process
+    (benchmarks), print its URL, stop when stdin closes."""
+    import sys
+
+    with EmulatedCluster() as cluster:
+        print(cluster.url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    serve_forever()
