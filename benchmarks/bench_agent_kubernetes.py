@@ -109,11 +109,16 @@ def _podmeta_rows() -> list[str]:
 
 
 def _import_rows() -> list[str]:
+    # VmRSS, not ru_maxrss: the peak survives exec, so a child of this (large) process would
+    # start with the parent's peak.
     code = (
-        "import resource\n"
-        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "def rss():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmRSS:'):\n"
+        "            return int(line.split()[1])\n"
+        "base = rss()\n"
         "import agent.kube\n"
-        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)"
+        "print((rss() - base) / 1024)"
     )
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
