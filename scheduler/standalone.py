@@ -7,7 +7,8 @@ One pass per pod, as kube-scheduler does it:
 2. filter every node with kube-scheduler's default filters (`filters.py`), against the
    requests of bound *and assumed* pods (`ClusterCache`);
 3. score the feasible nodes twice: with the energy scorer (the heuristic of `scorer.py`, or any
-   `Scorer`) and with kube-scheduler's default scoring (`kube_scoring.py`);
+   `Scorer`) and with kube-scheduler's default scoring (`kube_scoring.py`) — steps 2–4 are
+   `decide.py`, vectorized over the cache's node table;
 4. choose: `active` mode takes the energy-best node (ties broken by the default score, then at
    random); `shadow` mode (the default) takes the node the default scoring picks and annotates
    the pod with the energy recommendation (`kubejoule.io/recommended-node`, `kubejoule.io/scores`);
@@ -77,7 +78,6 @@ class StandaloneConfig:
     unschedulable_retry_seconds: float = 60.0  # retry a parked pod at least this often
     bind_workers: int = 4  # concurrent binding calls (0: bind inline)
     api_timeout_seconds: float = 10.0
-    resync_seconds: float = 300.0  # full re-list of pods and nodes
     watch_timeout_seconds: int = 300
     seed: int | None = None  # tie-breaking randomness (None: unpredictable)
     event_queue_size: int = 10000  # Events and status patches waiting to be sent
@@ -303,12 +303,11 @@ class StandaloneScheduler:
             self.cache.upsert_node(obj)
 
     def resync(self) -> None:
-        """Full re-list of nodes and pods (startup, periodic, after a 410 Gone)."""
-        nodes, _ = self.api.list_nodes()
-        self.cache.replace_nodes(nodes)
-        pods, _ = self.api.list_pods()
-        for key in self.cache.replace_pods(pods):
-            self.queue.add(key)
+        """Full re-list of nodes and pods. The watch threads do this themselves (at start and
+        after a 410 Gone, in order with the events they apply); call it only when no watch
+        runs, as a listing older than events already applied would roll them back."""
+        self._relist_nodes()
+        self._relist_pods()
 
     def _check_cluster_changes(self) -> None:
         generation = self.cache.generation
@@ -639,13 +638,8 @@ class StandaloneScheduler:
             ):
                 stop.wait(0.05)
             self.synced.set()
-            last_resync = self._clock()
             while not stop.is_set():
                 self._housekeeping()
-                if self._clock() - last_resync >= self.config.resync_seconds:
-                    last_resync = self._clock()
-                    with contextlib.suppress(kube.ApiError):
-                        self.resync()
                 if not self.is_leader():
                     stop.wait(poll_seconds)
                     continue
