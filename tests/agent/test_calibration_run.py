@@ -47,6 +47,7 @@ def test_calibration_recovers_the_curve_behind_a_virtual_meter(tmp_path: Path) -
     with VirtualMeter(
         sys_root,
         TRUE_CURVE.watts,
+        {"intel-rapl:0": 0.85, "intel-rapl:0:2": 0.15},  # the node zones only: a lighter meter
         noise_watts=1.5,
         # a 400 J package range wraps every few seconds: the calibration must undo the wraps
         max_energy_range_uj={"intel-rapl:0": 400_000_000},
