@@ -16,13 +16,14 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
 from agent.calibration.check import format_check, run_check
-from agent.calibration.fit import MODELS, FitError, Window, select_model
+from agent.calibration.fit import MODELS, FitError, FitResult, Window, select_model
 from agent.calibration.load import LoadGenerator, available_cpus
 from agent.calibration.measure import Judgement, MeasureError, Meter, Phase, measure_idle, sweep
 from agent.calibration.output import build_profile, phase_record, phase_spans, write_profile
@@ -196,54 +197,72 @@ def check_idle_coverage(phases: Sequence[Phase]) -> None:
         )
 
 
+@dataclass
+class Measured:
+    """What a calibration measured and fitted, before it is written."""
+
+    node_power: str
+    zones: list[dict[str, Any]]
+    cores: int | None
+    idle: list[Phase]
+    steps: list[Phase]
+    fit: FitResult
+
+
+def measure_and_fit(args: argparse.Namespace, meter: Meter, workers: int, progress: Progress) -> Measured:
+    node_power, zones, cores = preflight(meter)
+    if args.wall_meter and args.wall_meter.exists():
+        read_wall_csv(args.wall_meter, allow_empty=True)  # a malformed log fails now, not after the sweep
+    judgement = Judgement(
+        quiet_utilization=args.quiet_utilization, retries=args.retries, retry_wait_seconds=args.retry_wait
+    )
+    idle = measure_idle(meter, args.idle_seconds, args.sample_seconds, judgement, progress.warn, progress=progress)
+    check_idle_coverage(idle)  # fail fast: no sweep can make up for a host that is never idle
+    with LoadGenerator(workers) as generator:
+        steps = sweep(
+            meter,
+            generator,
+            args.steps,
+            args.step_seconds,
+            args.settle_seconds,
+            args.sample_seconds,
+            judgement,
+            progress.warn,
+            progress,
+        )
+    used = [p for p in (*idle, *steps) if p.used]
+    check_idle_coverage(used)
+    windows = [w for p in used for w in p.windows]
+    fit = select_model(windows, args.models)
+    peak_u = max(w.utilization for w in windows)
+    if peak_u < 0.9:
+        progress.warn(
+            f"the load reached only {100 * peak_u:.0f} % utilization: max_watts is extrapolated "
+            "(is the calibration confined by a CPU limit? give it every CPU)"
+        )
+    return Measured(node_power, zones, cores, idle, steps, fit)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     fs = HostFS(args.procfs, args.sysfs)
-    meter = Meter(fs)
-    node = args.node or default_node_name()
     workers = args.workers or available_cpus()
     progress = Progress(sys.stderr, not args.no_progress, args.steps + 1)
     try:
-        node_power, zones, cores = preflight(meter)
-        # Validate the wall meter's file before spending minutes on the sweep.
-        if args.wall_meter and args.wall_meter.exists():
-            read_wall_csv(args.wall_meter, allow_empty=True)  # a malformed log fails now, not after the sweep
-        judgement = Judgement(
-            quiet_utilization=args.quiet_utilization, retries=args.retries, retry_wait_seconds=args.retry_wait
-        )
-        idle = measure_idle(meter, args.idle_seconds, args.sample_seconds, judgement, progress.warn, progress=progress)
-        check_idle_coverage(idle)  # fail fast: no sweep can make up for a host that is never idle
-        with LoadGenerator(workers) as generator:
-            steps = sweep(
-                meter,
-                generator,
-                args.steps,
-                args.step_seconds,
-                args.settle_seconds,
-                args.sample_seconds,
-                judgement,
-                progress.warn,
-                progress,
-            )
-        windows = [w for p in (*idle, *steps) if p.used for w in p.windows]
-        check_idle_coverage([p for p in (*idle, *steps) if p.used])
-        fit = select_model(windows, args.models)
-        peak_u = max(w.utilization for w in windows)
-        if peak_u < 0.9:
-            progress.warn(
-                f"the load reached only {100 * peak_u:.0f} % utilization: max_watts is extrapolated "
-                "(is the calibration confined by a CPU limit? give it every CPU)"
-            )
-        wall: WallCorrection | None = None
-        if args.wall_meter:
-            readings = read_wall_csv(args.wall_meter)  # read again: the logger wrote during the run
-            spans = phase_spans([phase_record(p) for p in (*idle, *steps)])
-            wall = fit_wall_correction(readings, spans)
+        measured = measure_and_fit(args, Meter(fs), workers, progress)
     except (CalibrationFailed, MeasureError, FitError, WallMeterError) as exc:
         print(f"calibration failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("calibration interrupted; no profile written", file=sys.stderr)
         return 130
+    phases = [*measured.idle, *measured.steps]
+    wall: WallCorrection | None = None
+    wall_error: str | None = None
+    if args.wall_meter:
+        try:  # read again: the logger wrote during the run
+            wall = fit_wall_correction(read_wall_csv(args.wall_meter), phase_spans([phase_record(p) for p in phases]))
+        except WallMeterError as exc:
+            wall_error = str(exc)  # the calibration itself is good: write it, and say so
     settings = {
         "idle_seconds": args.idle_seconds,
         "quiet_utilization": args.quiet_utilization,
@@ -258,20 +277,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         "sysfs": str(args.sysfs),
     }
     doc = build_profile(
-        node=node,
+        node=args.node or default_node_name(),
         fs=fs,
-        cores=cores,
-        fit=fit,
-        idle_phases=idle,
-        steps=steps,
-        node_power=node_power,
-        zones=zones,
+        cores=measured.cores,
+        fit=measured.fit,
+        idle_phases=measured.idle,
+        steps=measured.steps,
+        node_power=measured.node_power,
+        zones=measured.zones,
         settings=settings,
         quiet_utilization=args.quiet_utilization,
         wall=wall,
     )
     write_profile(doc, args.out)
     print(format_summary(doc, args.out))
+    if wall_error is not None:
+        print(
+            f"wall correction failed: {wall_error}\nthe profile was written without it; fix the log and "
+            f"apply it with `kubejoule-calibrate wall {args.out} CSV`",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
