@@ -72,12 +72,14 @@ def _metrics_server_rows() -> list[str]:
                 for pod in pods:
                     cluster.set_pod_metrics("bench", pod.name, {"c": ("10m", "10Mi")}, "2025-01-01T00:00:00Z")
                 reader = MetricsServerReader(client, "n1", lambda pods=pods: pods)
-                started = time.process_time()
+                # The agent's own CPU: this thread's (the emulator serves from another thread).
+                started = time.thread_time()
                 ms = _best_ms(reader.read_once, repeat=3)
-                cpu_ms = (time.process_time() - started) * 1000.0 / 3
+                cpu_ms = (time.thread_time() - started) * 1000.0 / 3
                 rows.append(
-                    f"| Metrics Server read, {count} pods | {ms:.0f} ms wall | {count + 1} GETs, "
-                    f"~{cpu_ms:.0f} ms CPU incl. the emulator | |"
+                    f"| Metrics Server read, {count} pods | {cpu_ms:.0f} ms agent CPU | {count + 1} GETs; "
+                    f"{ms:.0f} ms wall against kmock's emulator, in a background thread | "
+                    f"{cpu_ms / (15.0 * 10):.2f} % at the 15 s default period |"
                 )
             client.close()
     finally:
