@@ -116,7 +116,10 @@ def detect_layout(fs: HostFS) -> tuple[CgroupLayout | None, str | None]:
 
 
 def _readable(fs: HostFS, path: Path) -> bool:
-    # Read, not stat: the read is recorded, so a snapshot keeps what detection relied on.
+    # Read, not only stat: the read is recorded, so a snapshot keeps what detection relied on;
+    # paths that do not exist are not recorded (a snapshot would warn about each of them).
+    if not path.exists():
+        return False
     try:
         fs.read_bytes(path)
     except OSError:
@@ -161,9 +164,10 @@ class _Reader:
     def usage(self, directory: str) -> float | None:
         path = f"{directory}/{self.usage_name}"
         try:
-            return parse_usage_seconds(self.layout.version, self.fs.read_bytes(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return None  # removed while we read: churn
+            data = self.fs.read_if_exists(path)
+            if data is None:
+                return None  # removed while we read: churn
+            return parse_usage_seconds(self.layout.version, data)
         except OSError as exc:
             self.errors.append(f"cannot read {path}: {exc.strerror or exc}")
         except ValueError as exc:
@@ -173,9 +177,8 @@ class _Reader:
     def pids(self, directory: str) -> list[int]:
         path = f"{directory}/cgroup.procs"
         try:
-            return parse_pids(self.fs.read_bytes(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
+            data = self.fs.read_if_exists(path)
+            return parse_pids(data) if data is not None else []
         except OSError as exc:
             self.errors.append(f"cannot read {path}: {exc.strerror or exc}")
         except ValueError:

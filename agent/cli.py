@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -405,7 +406,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     validate = getattr(args, "validate", None)
     if validate is not None:
         validate(parser, args)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except BrokenPipeError:  # `kubejoule-agent once | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return result
 
 

@@ -63,6 +63,17 @@ class HostFS:
             self.recorded_bytes[Path(path)] = data
         return data
 
+    def read_if_exists(self, path: Path | str) -> bytes | None:
+        """Like read_bytes, but a file that is not there (a process that exited, a cgroup that
+        was removed) is None and is not recorded: churn, not something a snapshot misses.
+        Other errors (permissions, EIO) propagate and stay recorded."""
+        try:
+            return self.read_bytes(path)
+        except (FileNotFoundError, NotADirectoryError, ProcessLookupError):
+            if self.record:
+                self.recorded.discard(Path(path))
+            return None
+
     def listdir(self, path: Path | str) -> list[str]:
         """Directory entries, sorted; a missing directory is an empty list."""
         try:

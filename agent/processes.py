@@ -124,7 +124,7 @@ class ProcessReader:
 
     def _fetch_recorded(self, name: str) -> bytes | None:
         try:
-            return self.fs.read_bytes(f"{self.base}/{name}/stat")
+            return self.fs.read_if_exists(f"{self.base}/{name}/stat")
         except OSError:
             return None
 

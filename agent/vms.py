@@ -81,10 +81,10 @@ def parse_qemu_cmdline(raw: bytes) -> VMIdentity | None:
 def read_vm_identity(fs: HostFS, pid: int) -> VMIdentity | None:
     """Identity of a qemu process; None if it exited or names itself nowhere."""
     try:
-        raw = fs.read_bytes(f"{fs.procfs}/{pid}/cmdline")
+        raw = fs.read_if_exists(f"{fs.procfs}/{pid}/cmdline")
     except OSError:
         return None
-    return parse_qemu_cmdline(raw)
+    return parse_qemu_cmdline(raw) if raw is not None else None
 
 
 def redact_cmdline(raw: bytes) -> bytes:
