@@ -316,7 +316,7 @@ class NodePodWatch:
         self._thread = threading.Thread(target=self._run, name="kubejoule-pod-watch", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
         deadline = time.monotonic() + timeout
         while self._thread is not None and self._thread.is_alive() and time.monotonic() < deadline:

@@ -273,7 +273,8 @@ class MetricsServerReader:
                     self.on_error()
             self._stop.wait(max(0.0, self.period_seconds - (time.monotonic() - started)))
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
+        """Stop the thread; a read in flight is not waited for (the thread is a daemon)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
