@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.calibrate_cli import main
+from agent import calibrate_cli
+from agent.calibrate_cli import Measured, main
+from agent.calibration.fit import Window, select_model
+from agent.calibration.measure import Phase
 from agent.calibration.wall import (
     PhaseSpan,
     WallMeterError,
@@ -16,6 +19,7 @@ from agent.calibration.wall import (
     parse_wall_rows,
     read_wall_csv,
 )
+from agent.curves import PowerCurve
 from agent.profile import load_profile
 
 T0 = 1_800_000_000.0
@@ -85,3 +89,55 @@ def test_wall_subcommand_adds_the_correction_to_a_profile(tmp_path: Path) -> Non
     (tmp_path / "old.csv").write_text("timestamp,watts\n1000,50\n1001,51\n")
     assert main(["wall", str(profile), str(tmp_path / "old.csv")]) == 1
     assert load_profile(profile).wall == loaded.wall
+
+
+def measured_run() -> Measured:
+    """A finished calibration (idle and five steps on PowerCurve.fan(40, 100, 1.5)), as
+    `measure_and_fit` returns it: the seam between measuring and writing."""
+    curve = PowerCurve.fan(40.0, 100.0, 1.5)
+    phases = []
+    for index, span in enumerate(PHASES):
+        level = index / (len(PHASES) - 1)
+        windows = [
+            Window(level, curve.watts(level), 1.0, span.name, span.start + k, span.start + k + 1, level)
+            for k in range(10)
+        ]
+        phases.append(Phase(span.name, level, windows))
+    fit = select_model([w for p in phases for w in p.windows])
+    zones = [{"zone_id": "intel-rapl:0", "name": "package-0", "socket": 0}]
+    return Measured("packages", zones, 2, phases[:1], phases[1:], fit)
+
+
+def wall_csv_for(measured: Measured, path: Path) -> Path:
+    lines = ["timestamp,watts"]
+    for phase in (*measured.idle, *measured.steps):
+        for window in phase.windows:
+            lines.append(f"{window.start + 0.5},{wall_watts(window.watts)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_run_writes_the_profile_with_its_wall_correction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    measured = measured_run()
+    monkeypatch.setattr(calibrate_cli, "measure_and_fit", lambda *args: measured)
+    out = tmp_path / "node.yaml"
+    csv = wall_csv_for(measured, tmp_path / "pdu.csv")
+    assert main(["run", "--out", str(out), "--wall-meter", str(csv), "--no-progress", "--node", "n7"]) == 0
+    profile = load_profile(out)
+    assert profile.node == "n7" and profile.model == measured.fit.chosen.model
+    assert profile.wall is not None and profile.wall.slope == pytest.approx(1.08, rel=1e-4)
+    assert "wall = 35.00 W + 1.0800 × RAPL" in capsys.readouterr().out
+
+
+def test_a_wall_log_that_misses_the_run_does_not_lose_the_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(calibrate_cli, "measure_and_fit", lambda *args: measured_run())
+    out = tmp_path / "node.yaml"
+    (tmp_path / "old.csv").write_text("timestamp,watts\n1000,50\n1001,51\n")
+    assert main(["run", "--out", str(out), "--wall-meter", str(tmp_path / "old.csv"), "--no-progress"]) == 1
+    profile = load_profile(out)
+    assert profile.wall is None and profile.curve is not None
+    err = capsys.readouterr().err
+    assert "wall correction failed" in err and f"kubejoule-calibrate wall {out} CSV" in err
