@@ -132,3 +132,24 @@ def test_sampler_snapshots_satisfy_the_invariant(
         uid = str(proc.pid) if str(proc.pid) in pods else None
         part = pods[uid].watts if uid else snap.host_watts
         assert proc.watts is not None and part is not None and proc.watts <= part * (1 + 1e-9) + 1e-12
+
+
+def test_a_breached_invariant_is_flagged_and_logged(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import agent.sampler as sampler_module
+    from agent.attribution import PodSplit
+
+    real = sampler_module.split_pods
+
+    def off_by_one_watt(active: float | None, busy: float | None, pods: dict[str, float]) -> PodSplit:
+        split = real(active, busy, pods)
+        return PodSplit(split.pod_watts, (split.host_watts or 0.0) + 1.0, split.host_cpu_seconds, split.skew_scaled)
+
+    monkeypatch.setattr(sampler_module, "split_pods", off_by_one_watt)
+    before = raw(1_000_000, 0, 0, {"1000": 1.0}, {})
+    after = raw(21_000_000, 200, 200, {"1000": 2.0}, {})
+    with caplog.at_level("WARNING", logger="kubejoule.agent.sampler"):
+        snap = Sampler(HostFS(), "n").compute(before, after, 2.0)
+    assert snap.invariant_breached
+    assert any("invariant" in r.getMessage() and r.fields["relative_error"] > 1e-6 for r in caplog.records)  # type: ignore[attr-defined]
+    monkeypatch.setattr(sampler_module, "split_pods", real)
+    assert not Sampler(HostFS(), "n").compute(before, after, 2.0).invariant_breached
