@@ -153,7 +153,7 @@ def _no_powercap_problem(fs: HostFS, present: bool) -> Problem:
     if not loaded:
         fix = "load the driver: `modprobe intel_rapl_msr` (it pulls in intel_rapl_common)"
         if vendor == "AuthenticAMD":
-            fix += "; AMD CPUs (Zen and later) need Linux 5.8 or newer for RAPL through powercap"
+            fix += "; on AMD (Zen and later) the kernel must be recent enough for its intel_rapl driver to know AMD RAPL"
         return Problem(FAIL, "powercap", f"{reason}: the intel_rapl driver is not loaded", fix)
     return Problem(
         FAIL,
