@@ -20,9 +20,9 @@ $(STAMP): pyproject.toml
 # Debian packages the integration tests use (a real Prometheus). Installed only when missing;
 # needs root, as CI is.
 system-deps:
-	@command -v prometheus >/dev/null 2>&1 || { \
+	@(command -v prometheus && command -v shellcheck) >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus iproute2) >/dev/null || echo "warning: could not install prometheus; its tests will be skipped"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus shellcheck iproute2) >/dev/null || echo "warning: could not install prometheus/shellcheck; their tests will be skipped"; \
 	    service prometheus stop >/dev/null 2>&1 || true; \
 	  else echo "note: not root, prometheus not installed; its tests will be skipped"; fi; }
 
