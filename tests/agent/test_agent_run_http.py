@@ -43,7 +43,7 @@ DESIGN_METRICS: dict[str, set[str]] = {
 def test_run_serves_design_metrics_with_exact_energy_and_a_clean_shutdown(tmp_path: Path) -> None:
     profile = tmp_path / "profile.yaml"
     profile.write_text("idle_watts: 4.0\nmax_watts: 40.0\nmodel: linear\n")
-    agent = AgentProcess(TREE, interval=0.25, args=["--containers", "--process-top", "5", "--calibration", str(profile)])
+    agent = AgentProcess(TREE, interval=0.25, hermetic=True, args=["--containers", "--process-top", "5", "--calibration", str(profile)])
     with agent:
         assert agent.get("/healthz")[0] == 200
         status, body = agent.get("/readyz")
@@ -115,7 +115,7 @@ def test_run_serves_design_metrics_with_exact_energy_and_a_clean_shutdown(tmp_pa
 
 
 def test_energy_counters_stay_monotonic_across_a_rapl_wrap() -> None:
-    agent = AgentProcess(TREE, interval=0.25)
+    agent = AgentProcess(TREE, interval=0.25, hermetic=True)
     max_range = int((agent.sysfs / "class/powercap/intel-rapl:0/max_energy_range_uj").read_text())
     agent.set_energy_uj("intel-rapl:0", max_range - 5_000_000)  # 5 J below the wrap, before start
     with agent:
@@ -132,7 +132,7 @@ def test_energy_counters_stay_monotonic_across_a_rapl_wrap() -> None:
 
 
 def test_default_levels_keep_cardinality_low_and_missing_power_is_absent() -> None:
-    agent = AgentProcess(TREE, interval=0.25)
+    agent = AgentProcess(TREE, interval=0.25, hermetic=True)
     shutil.rmtree(agent.sysfs / "class" / "powercap")  # a node without RAPL
     with agent:
         agent.advance(cpu_ticks={"user": 100, "idle": 100}, cgroup_cpu={WEB: 0.5}, process_ticks={2101: 50})
@@ -154,7 +154,7 @@ def test_default_levels_keep_cardinality_low_and_missing_power_is_absent() -> No
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian prometheus) not installed")
 def test_exposition_passes_promtool_lint() -> None:
-    with AgentProcess(TREE, interval=0.25, args=["--containers", "--process-top", "3"]) as agent:
+    with AgentProcess(TREE, interval=0.25, hermetic=True, args=["--containers", "--process-top", "3"]) as agent:
         agent.advance(energy_uj={"intel-rapl:0": 1_000_000}, cpu_ticks={"user": 100, "idle": 100},
                       cgroup_cpu={WEB: 0.5}, process_ticks={2101: 40})
         text = agent.scrape()

@@ -14,14 +14,15 @@ Usage::
 
 What it does:
 
-* `AgentProcess(tree, interval=0.25, args=(), node="test-node", hermetic=True)`: copies `tree` (a host tree
+* `AgentProcess(tree, interval=0.25, args=(), node="test-node", hermetic=False)`: copies `tree` (a host tree
   with `proc/` and `sys/`, e.g. a fixture's `before/`) to a temporary directory (symlinks kept)
   and, on `__enter__` / `start()`, runs `python -m agent.cli run --procfs COPY/proc --sysfs
   COPY/sys --listen 127.0.0.1:0 --interval INTERVAL --node NODE --log-format json *args`. The
   port is the one the agent reports in its "listening" log line (no race for a free port).
-  `start()` returns once `/readyz` is 200 (the first complete sample). `hermetic` (default)
-  adds `--no-kube --no-network`, so the agent reads the tree and nothing else; pass
-  `hermetic=False` to use the Kubernetes options yourself (e.g. `args=["--kubeconfig", path]`).
+  `start()` returns once `/readyz` is 200 (the first complete sample). `hermetic=True` adds
+  `--no-kube --no-network`, so the agent reads the tree and nothing else (no API even if a
+  kubeconfig is around, no network counters of the machine running the tests); by default the
+  agent runs with its own defaults and the Kubernetes options are yours to pass in `args`.
 * `tree`, `procfs`, `sysfs`: the working copy. `url`, `port`: the agent's HTTP address.
 * `logs`: the agent's stderr, one parsed JSON object per line (`{"raw": line}` if not JSON).
 * `get(path) -> (status, body)`, `scrape() -> str`, `families() -> dict[name, Metric]`,
@@ -100,7 +101,7 @@ class AgentProcess:
         args: Sequence[str] = (),
         node: str = "test-node",
         ready_timeout: float = 30.0,
-        hermetic: bool = True,
+        hermetic: bool = False,
     ) -> None:
         self.source = Path(tree)
         self.interval = interval
