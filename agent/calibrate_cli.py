@@ -260,7 +260,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     wall_error: str | None = None
     if args.wall_meter:
         try:  # read again: the logger wrote during the run
-            wall = fit_wall_correction(read_wall_csv(args.wall_meter), phase_spans([phase_record(p) for p in phases]))
+            spans = phase_spans([phase_record(p) for p in phases])  # the steady phases
+            wall = fit_wall_correction(read_wall_csv(args.wall_meter), spans)
         except WallMeterError as exc:
             wall_error = str(exc)  # the calibration itself is good: write it, and say so
     settings = {

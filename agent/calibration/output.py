@@ -67,15 +67,19 @@ def phase_record(phase: Phase) -> dict[str, Any]:
         "end": _round(phase.windows[-1].end, 3) if phase.windows else None,
         "windows": len(phase.windows),
         "gaps": len(phase.gaps),
+        "used": phase.used,  # in the fit (steady); unsteady attempts are kept for the record
+        **({"problem": phase.problem} if phase.problem else {}),
     }
 
 
 def phase_spans(phases: Sequence[Mapping[str, Any]]) -> list[PhaseSpan]:
-    """The phases of a written profile (or of phase_record()s) as wall-meter spans."""
+    """The steady phases of a written profile (or of phase_record()s) as wall-meter spans."""
     spans = []
     for phase in phases:
         if phase.get("start") is None or phase.get("end") is None or phase.get("watts") is None:
             continue
+        if phase.get("used") is False:
+            continue  # an unsteady phase has no single level to pair with the wall
         spans.append(PhaseSpan(str(phase["name"]), float(phase["start"]), float(phase["end"]), float(phase["watts"])))
     return spans
 

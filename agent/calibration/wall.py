@@ -23,6 +23,7 @@ import numpy as np
 from agent.profile import WallCorrection
 
 MIN_PHASES = 2
+EDGE_SECONDS = 1.0  # at most this much of each phase's start is skipped
 
 
 class WallMeterError(ValueError):
@@ -99,10 +100,16 @@ def parse_wall_rows(
 
 
 def fit_wall_correction(readings: Sequence[WallReading], phases: Sequence[PhaseSpan]) -> WallCorrection:
-    """Fit wall = intercept + slope × rapl over the phases the readings cover."""
+    """Fit wall = intercept + slope × rapl over the phases the readings cover.
+
+    A meter's reading describes the time before its timestamp (an average over its own period),
+    so readings in the first fifth of a phase (at most `EDGE_SECONDS`) are left out: they may
+    still hold the previous load level.
+    """
     pairs: list[tuple[float, float]] = []
     for phase in phases:
-        inside = [r.watts for r in readings if phase.start <= r.timestamp <= phase.end]
+        begin = phase.start + min(EDGE_SECONDS, 0.2 * (phase.end - phase.start))
+        inside = [r.watts for r in readings if begin <= r.timestamp <= phase.end]
         if inside:
             pairs.append((phase.rapl_watts, sum(inside) / len(inside)))
     if len(pairs) < MIN_PHASES:

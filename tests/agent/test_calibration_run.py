@@ -73,7 +73,7 @@ def test_calibration_recovers_the_curve_behind_a_virtual_meter(tmp_path: Path) -
     assert doc["model"] in ("fan", "points"), doc["selection"]  # the curve is not a line
 
     assert profile.wall is not None
-    assert profile.wall.slope == pytest.approx(WALL_SLOPE, rel=0.03)
+    assert profile.wall.slope == pytest.approx(WALL_SLOPE, rel=0.03), (doc["wall_correction"], doc["phases"])
     assert profile.wall.wall_watts(80.0) == pytest.approx(WALL_INTERCEPT_WATTS + WALL_SLOPE * 80.0, rel=0.02)
 
     assert doc["schema"] == SCHEMA and doc["node"] == "virtual-1"

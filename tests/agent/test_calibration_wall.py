@@ -12,9 +12,11 @@ from agent import calibrate_cli
 from agent.calibrate_cli import Measured, main
 from agent.calibration.fit import Window, select_model
 from agent.calibration.measure import Phase
+from agent.calibration.output import phase_spans
 from agent.calibration.wall import (
     PhaseSpan,
     WallMeterError,
+    WallReading,
     fit_wall_correction,
     parse_wall_rows,
     read_wall_csv,
@@ -141,3 +143,16 @@ def test_a_wall_log_that_misses_the_run_does_not_lose_the_calibration(
     assert profile.wall is None and profile.curve is not None
     err = capsys.readouterr().err
     assert "wall correction failed" in err and f"kubejoule-calibrate wall {out} CSV" in err
+
+
+def test_readings_at_a_phase_start_and_unsteady_phases_are_left_out() -> None:
+    # a reading just after the phase began still averages the previous level: ignored
+    readings = [WallReading(p.start + 0.1, 999.0) for p in PHASES]
+    readings += [WallReading(p.start + k, wall_watts(p.rapl_watts)) for p in PHASES for k in range(3, 11)]
+    correction = fit_wall_correction(sorted(readings, key=lambda r: r.timestamp), PHASES)
+    assert correction.slope == pytest.approx(1.08) and correction.intercept_watts == pytest.approx(35.0)
+    records = [
+        {"name": p.name, "start": p.start, "end": p.end, "watts": p.rapl_watts, "used": i != 2}
+        for i, p in enumerate(PHASES)
+    ]
+    assert [s.name for s in phase_spans(records)] == ["step-0", "step-1", "step-3", "step-4"]
