@@ -14,20 +14,26 @@ import argparse
 import gc
 import logging
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.config import (
     MODES,
     Config,
     ConfigError,
+    build_api_client,
     build_scorer,
     build_store,
+    kubernetes_configured,
     load_config,
     parse_listen,
 )
 from scheduler.telemetry import parse_static_targets
+
+if TYPE_CHECKING:
+    from scheduler.extender import Extender
 
 log = logging.getLogger("kubejoule.scheduler")
 
@@ -81,6 +87,11 @@ def add_extender_command(subparsers: Subparsers) -> None:
         "--collector", metavar="FILE",
         help="append each recommendation to this decision log (JSONL, kubejoule.decision/v1)",
     )
+    parser.add_argument(
+        "--watch-cluster", action=argparse.BooleanOptionalAction, default=None,
+        help="watch Nodes and Pods to count pods bound since each node's sample (default: on "
+        "when a Kubernetes configuration is found; overrides extender.watch_cluster)",
+    )
     _common_options(parser)
     parser.set_defaults(func=run_extender)
 
@@ -88,41 +99,18 @@ def add_extender_command(subparsers: Subparsers) -> None:
 def run_extender(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from scheduler.extender import Extender, MemoryRecorder, create_app
+    from scheduler.extender import create_app
 
     config = _load(args)
+    if getattr(args, "watch_cluster", None) is not None:
+        config = replace(config, extender=replace(config.extender, watch_cluster=args.watch_cluster))
     host, port = parse_listen(config.listen)
-    scorer = build_scorer(config)
-    store = build_store(config)
-    recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
-    collector = None
-    if getattr(args, "collector", None):
-        from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderRecorder
-        from scheduler.features import node_features
-
-        collector = DecisionCollector(CollectorConfig(path=args.collector))
-        recorder = ExtenderRecorder(
-            collector,
-            also=recorder,
-            features=lambda pod, state, now: node_features(pod, state, now, scorer),
-            scorer=scorer.name,
-        )
-    extender = Extender(
-        scorer,
-        store,
-        mode=config.mode,
-        power_caps_watts=config.power_caps_watts,
-        default_power_cap_watts=config.default_power_cap_watts,
-        recorder=recorder,
-        max_body_bytes=config.extender.max_body_bytes,
-    )
-    if collector is not None:
-        # Batches reach the disk at least once per telemetry refresh, and all of them on exit.
-        store.add_listener(lambda _view: collector.flush_if_due())
-        extender.on_stop.append(collector.close)
+    extender = build_extender(config, getattr(args, "collector", None))
+    store = extender.store
     log.info(
-        "extender on %s:%d, mode %s, %d telemetry source(s): %s",
+        "extender on %s:%d, mode %s, %d telemetry source(s): %s; cluster watch %s",
         host, port, config.mode, len(store.sources), ", ".join(s.name for s in store.sources) or "none",
+        "on" if extender.cluster is not None else "off",
     )
     if not store.sources:
         log.warning("no telemetry source configured: every node will score neutral (50)")
@@ -138,6 +126,66 @@ def run_extender(args: argparse.Namespace) -> int:
         access_log=False,
     )
     return 0
+
+
+def build_extender(config: Config, collector_path: str | None = None) -> Extender:
+    """The extender as the configuration describes it (not started: `create_app` or
+    `Extender.start()` start its telemetry refresh and cluster watch)."""
+    from scheduler.extender import Extender, MemoryRecorder
+
+    scorer = build_scorer(config)
+    watch_on = config.extender.watch_cluster
+    if watch_on is None:
+        watch_on = kubernetes_configured(config)
+    api = None
+    if watch_on or config.needs_kubernetes:
+        api = build_api_client(config)
+    store = build_store(config, api)
+    recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
+    collector = None
+    if collector_path:
+        from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderRecorder
+        from scheduler.features import node_features
+
+        collector = DecisionCollector(CollectorConfig(path=collector_path))
+        recorder = ExtenderRecorder(
+            collector,
+            also=recorder,
+            features=lambda pod, state, now: node_features(pod, state, now, scorer),
+            scorer=scorer.name,
+        )
+    watch = None
+    if watch_on:
+        from scheduler.cluster_cache import ClusterCache
+        from scheduler.cluster_watch import ClusterWatch, KubeWatchApi
+
+        # No scheduler name: the extender only counts what kube-scheduler binds.
+        watch = ClusterWatch(KubeWatchApi(api), ClusterCache(None))
+    extender = Extender(
+        scorer,
+        store,
+        mode=config.mode,
+        power_caps_watts=config.power_caps_watts,
+        default_power_cap_watts=config.default_power_cap_watts,
+        recorder=recorder,
+        max_body_bytes=config.extender.max_body_bytes,
+        cluster=watch,
+    )
+    if watch is not None:
+        stop = threading.Event()
+
+        def start_watch() -> None:
+            assert watch is not None
+            watch.start(stop)
+
+        extender.on_start.append(start_watch)
+        extender.on_stop.append(stop.set)
+        extender.on_stop.append(watch.close)
+    if collector is not None:
+        # Batches reach the disk at least once per telemetry refresh, and all of them on exit.
+        store.add_listener(lambda _view: collector.flush_if_due())
+        extender.on_stop.append(collector.close)
+    return extender
 
 
 # -- run (the standalone scheduler) --------------------------------------------------------------

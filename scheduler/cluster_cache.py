@@ -5,12 +5,17 @@ As kube-scheduler's cache: a pod counts on its node from the moment we *assume* 
 binding call returns) until it is deleted or terminates (Succeeded/Failed), so two pods decided
 back to back never both take the last free CPU of a node. A failed binding forgets the
 assumption. Each placed pod remembers when it was placed (wall clock), so the scorer can count
-the CPU requested on a node since that node's last telemetry sample.
+the CPU requested on a node since that node's last telemetry sample: for a pod we assumed, the
+time we assumed it; for a pod we saw waiting and then bound by someone else (kube-scheduler, when
+the extender watches), the time the watch told us — at most a watch delay late, so the pod may
+count as "since the sample" for one sample too many, never one too few; for a pod first seen
+already bound, its PodScheduled condition's time (second resolution), else its creation time.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -102,10 +107,14 @@ class NodeTable:
 
 
 class ClusterCache:
-    """Thread-safe. Pod keys are "namespace/name"."""
+    """Thread-safe. Pod keys are "namespace/name". `scheduler_name` None: no pod is waiting
+    for us (the extender's view: it only counts what others bind)."""
 
-    def __init__(self, scheduler_name: str) -> None:
+    def __init__(
+        self, scheduler_name: str | None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.scheduler_name = scheduler_name
+        self._clock = clock  # wall clock, as telemetry sample times are
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeInfo] = {}
         self._placed: dict[str, _Placed] = {}
@@ -113,6 +122,7 @@ class ClusterCache:
         self._requested: dict[str, Resources] = {}
         self._nonzero: dict[str, Resources] = {}
         self._pending: dict[str, PodInfo] = {}
+        self._unbound: dict[str, str] = {}  # key → uid of pods last seen without a node
         self._generation = 0  # bumped by every change that could make a pod fit somewhere
         self._layout = 0  # bumped when nodes come, go or change (not their pods)
         self._table: NodeTable | None = None
@@ -253,6 +263,8 @@ class ClusterCache:
                 self._remove_placed(key)
             for key in [k for k in self._pending if k not in seen]:
                 del self._pending[key]
+            for key in [k for k in self._unbound if k not in seen]:
+                del self._unbound[key]
             self._generation += 1
             return list(self._pending)
 
@@ -271,15 +283,23 @@ class ClusterCache:
             return None
         if info.node_name:
             self._pending.pop(key, None)
+            seen_waiting = self._unbound.pop(key, None) == info.uid
             placed = self._placed.get(key)
             if placed is not None and placed.node == info.node_name and placed.info.uid == info.uid:
                 if placed.assumed:  # the binding we made is now visible: confirmed
                     placed.assumed = False
                 return key
-            at = placed.placed_at if placed is not None else placed_time(obj)
+            if placed is not None:
+                at = placed.placed_at
+            elif seen_waiting:  # bound since we last saw it: now is an upper bound
+                at = max(placed_time(obj), self._clock())
+            else:
+                at = placed_time(obj)
             self._place(key, info, info.node_name, at, assumed=False)
             return key
         # Not bound (yet): waiting for a scheduler.
+        if not deleting:
+            self._unbound[key] = info.uid
         if (
             key in self._placed
             and self._placed[key].assumed
@@ -288,7 +308,7 @@ class ClusterCache:
             return key  # we assumed it; the watch has not caught up with our binding
         if key in self._placed:
             self._remove_placed(key)
-        if info.scheduler_name == self.scheduler_name and not deleting:
+        if self.scheduler_name is not None and info.scheduler_name == self.scheduler_name and not deleting:
             self._pending[key] = info
         else:
             self._pending.pop(key, None)
@@ -302,6 +322,7 @@ class ClusterCache:
 
     def _forget_pod_locked(self, key: str) -> None:
         self._pending.pop(key, None)
+        self._unbound.pop(key, None)
         if key in self._placed:
             self._remove_placed(key)
 

@@ -31,11 +31,14 @@ kubernetes:                   # how to reach the API (in-cluster credentials by 
 extender:
   max_body_bytes: 16777216    # larger requests get 413
   shadow_log_size: 1000       # recommendations kept in memory in shadow mode
+  watch_cluster: auto         # watch Nodes and Pods to count pods bound since each sample:
+                              # auto (on when a Kubernetes configuration is found) | true | false
 ```
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +114,7 @@ class ScorerConfig:
 class ExtenderConfig:
     max_body_bytes: int = 16 * 1024 * 1024
     shadow_log_size: int = 1000
+    watch_cluster: bool | None = None  # None: auto, on when kubernetes_configured()
 
 
 @dataclass(frozen=True)
@@ -283,7 +287,8 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
     }
     default_cap = top.get("default_power_cap_watts")
     k = _section(top.get("kubernetes"), "kubernetes", {"host", "kubeconfig"})
-    e = _section(top.get("extender"), "extender", {"max_body_bytes", "shadow_log_size"})
+    e = _section(top.get("extender"), "extender", {"max_body_bytes", "shadow_log_size", "watch_cluster"})
+    watch = e.get("watch_cluster", "auto")
     return Config(
         mode=mode,
         listen=listen,
@@ -303,6 +308,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         extender=ExtenderConfig(
             max_body_bytes=int(_number(e.get("max_body_bytes", 16 * 1024 * 1024), "extender.max_body_bytes")),
             shadow_log_size=int(_number(e.get("shadow_log_size", 1000), "extender.shadow_log_size")),
+            watch_cluster=None if watch in ("auto", None) else _bool(watch, "extender.watch_cluster"),
         ),
     )
 
@@ -333,6 +339,27 @@ def build_scorer(config: Config) -> HeuristicScorer:
         max_staleness_seconds=config.max_staleness_seconds,
         curves=config.curves,
     )
+
+
+# Where a pod's service-account token is mounted (in-cluster configuration).
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+def kubernetes_configured(
+    config: Config,
+    environ: Mapping[str, str] | None = None,
+    token_path: str = SERVICE_ACCOUNT_TOKEN,
+) -> bool:
+    """Whether an API client could be configured, without building one: `kubernetes.host` or
+    `kubernetes.kubeconfig` set, in-cluster credentials present, or a kubeconfig file at
+    $KUBECONFIG or ~/.kube/config — the places `build_api_client` looks, in its order."""
+    env = os.environ if environ is None else environ
+    if config.kubernetes.host or config.kubernetes.kubeconfig:
+        return True
+    if env.get("KUBERNETES_SERVICE_HOST") and Path(token_path).is_file():
+        return True
+    paths = env.get("KUBECONFIG") or str(Path(env.get("HOME") or "~").expanduser() / ".kube" / "config")
+    return any(Path(p).is_file() for p in paths.split(os.pathsep) if p)
 
 
 def build_api_client(config: Config) -> Any:

@@ -291,6 +291,22 @@ class _StoreCollector(Collector):
         yield ready
 
 
+class _ClusterCollector(Collector):
+    """Whether the cluster view (pods and nodes from watches) has synced, at scrape time."""
+
+    def __init__(self, synced: Callable[[], bool]) -> None:
+        self._synced = synced
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        synced = GaugeMetricFamily(
+            "kubejoule_extender_cluster_synced",
+            "1 once the pod and node watches have listed the cluster (pods bound since each "
+            "node's sample are counted from then on); absent without a cluster view.",
+        )
+        synced.add_metric([], 1.0 if self._synced() else 0.0)
+        yield synced
+
+
 class ExtenderMetrics:
     def __init__(self, store: TelemetryStore, clock: Callable[[], float]) -> None:
         self.registry = CollectorRegistry()
@@ -329,9 +345,10 @@ class ExtenderMetrics:
 
 
 class ClusterView(Protocol):
-    """Nodes with the pods bound (or assumed) on them, e.g. the standalone scheduler's
-    ClusterCache fed by pod and node watches. With one, the extender counts pods placed since
-    each node's telemetry sample, and knows which nodes are empty."""
+    """Nodes with the pods bound (or assumed) on them: a `ClusterWatch` (pod and node watches
+    feeding a ClusterCache; `kubejoule-scheduler extender` runs one when it can reach the API)
+    or a ClusterCache. With one, the extender counts pods placed since each node's telemetry
+    sample, and knows which nodes are empty. An empty list means "not known yet"."""
 
     def node_states(
         self, telemetry: Callable[[str], NodeTelemetry | None] | None = None
@@ -380,8 +397,14 @@ class Extender:
         self._states_view: Mapping[str, NodeSample] | None = None
         self._states_built = 0.0
         self._batch: NodeBatch | None = None
+        self.on_start: list[Callable[[], None]] = []  # e.g. start the cluster watch
         self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision collector
         self.cluster = cluster
+        synced = getattr(cluster, "synced", None)
+        if cluster is not None and synced is not None:
+            self.metrics.registry.register(
+                _ClusterCollector(lambda: bool(getattr(cluster, "synced", False)))
+            )
         store.add_listener(self._observe)
 
     def _observe(self, view: Mapping[str, NodeSample]) -> None:
@@ -570,6 +593,8 @@ class Extender:
 
     def start(self) -> None:
         self.store.start()
+        for start in self.on_start:
+            start()
 
     def stop(self) -> None:
         self.store.stop()

@@ -34,7 +34,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 from scheduler import kube
 from scheduler.cluster_cache import ClusterCache
+from scheduler.cluster_watch import ClusterWatch, KubeWatchApi, WatchApi
 from scheduler.collector import CandidateRecord, CollectorConfig, DecisionCollector, OutcomeTracker
 from scheduler.config import Config
 from scheduler.decide import MODE_ACTIVE, MODE_SHADOW, Decision, FastDecider, decide
@@ -94,22 +95,8 @@ class TelemetryView(Protocol):
     def telemetry(self, node: str) -> NodeTelemetry | None: ...
 
 
-class Watch(Protocol):
-    def __iter__(self) -> Iterator[dict[str, Any]]: ...
-
-    def close(self) -> None: ...
-
-
-class ClusterApi(Protocol):
+class ClusterApi(WatchApi, Protocol):
     """The API calls the scheduler makes; `KubeClusterApi` is the real one."""
-
-    def list_pods(self) -> tuple[list[dict[str, Any]], str | None]: ...
-
-    def list_nodes(self) -> tuple[list[dict[str, Any]], str | None]: ...
-
-    def watch_pods(self, resource_version: str | None) -> Watch: ...
-
-    def watch_nodes(self, resource_version: str | None) -> Watch: ...
 
     def bind(self, pod: PodInfo, node: str) -> None: ...
 
@@ -122,41 +109,8 @@ class ClusterApi(Protocol):
     def create_event(self, namespace: str, event: dict[str, Any]) -> None: ...
 
 
-class KubeClusterApi:
+class KubeClusterApi(KubeWatchApi):
     """ClusterApi over the Kubernetes API (scheduler/kube.py)."""
-
-    # kube-scheduler's pod informer skips terminated pods: they hold no resources.
-    POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-
-    def __init__(
-        self, api: Any, timeout_seconds: float = 10.0, watch_timeout_seconds: int = 300
-    ) -> None:
-        self.api = api
-        self.timeout_seconds = timeout_seconds
-        self.watch_timeout_seconds = watch_timeout_seconds
-
-    def list_pods(self) -> tuple[list[dict[str, Any]], str | None]:
-        return kube.list_pods(self.api, self.POD_FIELD_SELECTOR)
-
-    def list_nodes(self) -> tuple[list[dict[str, Any]], str | None]:
-        return kube.list_nodes(self.api)
-
-    def watch_pods(self, resource_version: str | None) -> Watch:
-        return kube.watch_pods(
-            self.api,
-            resource_version,
-            self.POD_FIELD_SELECTOR,
-            self.watch_timeout_seconds,
-            self.watch_timeout_seconds + 30.0,
-        )
-
-    def watch_nodes(self, resource_version: str | None) -> Watch:
-        return kube.watch_nodes(
-            self.api,
-            resource_version,
-            self.watch_timeout_seconds,
-            self.watch_timeout_seconds + 30.0,
-        )
 
     def bind(self, pod: PodInfo, node: str) -> None:
         kube.bind_pod(self.api, pod.namespace, pod.name, pod.uid, node, self.timeout_seconds)
@@ -259,7 +213,7 @@ class StandaloneScheduler:
         self._wall = wall_clock
         self._rng = random.Random(self.config.seed)
         self._decider = FastDecider(scorer, self.config.fit_strategy)
-        self.cache = ClusterCache(self.config.scheduler_name)
+        self.cache = ClusterCache(self.config.scheduler_name, wall_clock)
         self.queue = SchedulingQueue(
             self.config.initial_backoff_seconds,
             self.config.max_backoff_seconds,
@@ -273,10 +227,13 @@ class StandaloneScheduler:
         self._binders: ThreadPoolExecutor | None = None
         self._seen_generation = -1
         self.synced = threading.Event()
-        self._pods_synced = threading.Event()
-        self._nodes_synced = threading.Event()
-        self._streams: set[Watch] = set()
-        self._streams_lock = threading.Lock()
+        self.watch = ClusterWatch(
+            api,
+            self.cache,
+            on_pod_event=self.on_pod_event,
+            on_node_event=self.on_node_event,
+            on_pods_listed=self._pods_listed,
+        )
 
     # -- feeding the cache (watch threads call these; tests may too) --
 
@@ -297,17 +254,18 @@ class StandaloneScheduler:
             self.queue.add(key)  # new, or changed in a way the filters could see
 
     def on_node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
-        if kind == "DELETED":
-            self.cache.delete_node(str((obj.get("metadata") or {}).get("name") or ""))
-        else:
-            self.cache.upsert_node(obj)
+        self.watch.apply_node(kind, obj)
+
+    def _pods_listed(self, pending: list[str]) -> None:
+        for key in pending:
+            self.queue.add(key)
 
     def resync(self) -> None:
         """Full re-list of nodes and pods. The watch threads do this themselves (at start and
         after a 410 Gone, in order with the events they apply); call it only when no watch
         runs, as a listing older than events already applied would roll them back."""
-        self._relist_nodes()
-        self._relist_pods()
+        self.watch.relist_nodes()
+        self.watch.relist_pods()
 
     def _check_cluster_changes(self) -> None:
         generation = self.cache.generation
@@ -529,61 +487,6 @@ class StandaloneScheduler:
 
     # -- running --
 
-    def _watch_loop(
-        self,
-        name: str,
-        stop: threading.Event,
-        synced: threading.Event,
-        relist: Callable[[], None],
-        watch: Callable[[str | None], Watch],
-        apply: Callable[[str, Mapping[str, Any]], None],
-    ) -> None:
-        need_list = True
-        version: str | None = None
-        failures = 0
-        while not stop.is_set():
-            try:
-                if need_list:
-                    relist()
-                    need_list = False
-                    synced.set()
-                stream = watch(version)
-                with self._streams_lock:
-                    self._streams.add(stream)
-                try:
-                    for event in stream:
-                        failures = 0
-                        obj = event.get("object") or {}
-                        version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                        if event.get("type") != "BOOKMARK":
-                            apply(str(event.get("type")), obj)
-                        if stop.is_set():
-                            break
-                finally:
-                    with self._streams_lock:
-                        self._streams.discard(stream)
-                    stream.close()
-            except kube.ApiError as exc:
-                if exc.status == 410:  # our resourceVersion is too old: list again
-                    need_list = True
-                    continue
-                failures += 1
-                log.warning("%s watch failed: %s", name, exc)
-                stop.wait(min(30.0, 0.5 * 2 ** min(failures, 6)))
-            except Exception:
-                failures += 1
-                log.exception("%s watch failed", name)
-                stop.wait(min(30.0, 0.5 * 2 ** min(failures, 6)))
-
-    def _relist_nodes(self) -> None:
-        nodes, _ = self.api.list_nodes()
-        self.cache.replace_nodes(nodes)
-
-    def _relist_pods(self) -> None:
-        pods, _ = self.api.list_pods()
-        for key in self.cache.replace_pods(pods):
-            self.queue.add(key)
-
     def on_leadership(self, leading: bool) -> None:
         self.metrics.leader.set(1.0 if leading else 0.0)
         if leading:  # whatever the old leader left pending is ours now
@@ -597,45 +500,13 @@ class StandaloneScheduler:
             self._binders = ThreadPoolExecutor(
                 self.config.bind_workers, thread_name_prefix="scheduler-bind"
             )
-        threads = [
-            threading.Thread(
-                target=self._watch_loop,
-                args=(
-                    "nodes",
-                    stop,
-                    self._nodes_synced,
-                    self._relist_nodes,
-                    self.api.watch_nodes,
-                    self.on_node_event,
-                ),
-                name="watch-nodes",
-                daemon=True,
-            ),
-            threading.Thread(
-                target=self._watch_loop,
-                args=(
-                    "pods",
-                    stop,
-                    self._pods_synced,
-                    self._relist_pods,
-                    self.api.watch_pods,
-                    self.on_pod_event,
-                ),
-                name="watch-pods",
-                daemon=True,
-            ),
-        ]
-        for thread in threads:
-            thread.start()
-        return threads
+        return self.watch.start(stop)
 
     def run(self, stop: threading.Event, poll_seconds: float = 0.2) -> None:
         """Schedule until `stop` is set. Watches, binds and sends events in helper threads."""
         threads = self.start(stop)
         try:
-            while not stop.is_set() and not (
-                self._nodes_synced.is_set() and self._pods_synced.is_set()
-            ):
+            while not stop.is_set() and not self.watch.synced:
                 stop.wait(0.05)
             self.synced.set()
             while not stop.is_set():
@@ -668,10 +539,7 @@ class StandaloneScheduler:
             self._side_effects.drain(timeout_seconds)
 
     def shutdown(self, threads: Iterable[threading.Thread] = ()) -> None:
-        with self._streams_lock:
-            streams = list(self._streams)
-        for stream in streams:
-            stream.close()
+        self.watch.close()
         if self._binders is not None:
             self._binders.shutdown(wait=True)
             self._binders = None
