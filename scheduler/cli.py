@@ -182,8 +182,10 @@ def build_extender(config: Config, collector_path: str | None = None) -> Extende
         extender.on_stop.append(stop.set)
         extender.on_stop.append(watch.close)
     if collector is not None:
-        # Batches reach the disk at least once per telemetry refresh, and all of them on exit.
+        # Batches reach the disk at least once per telemetry refresh, and all of them on exit:
+        # the recorder first writes what its queue still holds, then the collector closes.
         store.add_listener(lambda _view: collector.flush_if_due())
+        extender.on_stop.append(recorder.close)
         extender.on_stop.append(collector.close)
     return extender
 

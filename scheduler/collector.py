@@ -21,7 +21,9 @@ one unreadable line that `read_records` skips and counts, and every later line i
 from __future__ import annotations
 
 import json
+import logging
 import os
+import queue
 import threading
 import time
 import uuid
@@ -34,6 +36,12 @@ from scheduler.model import NodeTelemetry, PodInfo
 
 SCHEMA = "kubejoule.decision/v1"
 GIB = 2.0**30
+# Extender decisions waiting for the recorder thread. At ~1–10 ms of recording per decision
+# (thousands of candidates with features), 1,024 absorbs bursts of several seconds.
+DEFAULT_RECORDER_QUEUE_SIZE = 1024
+_STOP = object()  # tells the recorder thread to end
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -357,7 +365,15 @@ class ExtenderRecorder:
     recommendations become decision lines with `"source": "extender"`, `"chosen": null`: the
     extender does not learn where kube-scheduler finally put the pod). Duck-typed on the
     extender's `Decision` (verb, mode, wall_time, pod, nodes, results, recommended), so this
-    module does not import the extender. Never raises: recording must not fail a request."""
+    module does not import the extender.
+
+    Off the request path: `record()` only puts the decision on a bounded queue (`queue_size`);
+    one background thread sorts the candidates, computes their features and hands the line to
+    the collector. When the queue is full the decision is dropped and counted, never waited
+    for. Never raises: recording must not fail a request. `close()` records what is queued
+    (up to a timeout) before the caller closes the collector, so a clean shutdown loses
+    nothing; the collector's own guarantees (batched, fsynced, never truncated) are unchanged.
+    """
 
     def __init__(
         self,
@@ -365,22 +381,79 @@ class ExtenderRecorder:
         also: Any = None,
         features: Callable[[PodInfo, Any, float], Mapping[str, float | None]] | None = None,
         scorer: str = "heuristic",
+        queue_size: int = DEFAULT_RECORDER_QUEUE_SIZE,
     ) -> None:
         self.collector = collector
         self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
         self.features = features
         self.scorer = scorer
-        self.errors = 0
+        self.recorded = 0  # decision lines handed to the collector
+        self.dropped = 0  # decisions not recorded because the queue was full (or closed)
+        self.errors = 0  # decisions whose recording failed
+        self._queue: queue.Queue[Any] = queue.Queue(queue_size)
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="decision-recorder", daemon=True)
+        self._thread.start()
 
     def record(self, decision: Any) -> None:
+        """On the request path: forward to `also`, enqueue, return."""
         if self.also is not None:
             self.also.record(decision)
         if decision.verb != "prioritize":
             return
+        if self._closed:
+            self.dropped += 1
+            return
         try:
-            self._record(decision)
-        except Exception:  # noqa: BLE001 — counted; the request goes on
-            self.errors += 1
+            self._queue.put_nowait(decision)
+        except queue.Full:
+            self.dropped += 1
+
+    def stats(self) -> dict[str, int]:
+        """Counts for the extender's metrics: recorded, dropped, failed, queued."""
+        return {
+            "recorded": self.recorded,
+            "dropped": self.dropped,
+            "failed": self.errors,
+            "queued": self._queue.qsize(),
+        }
+
+    def _run(self) -> None:
+        while True:
+            decision = self._queue.get()
+            try:
+                if decision is _STOP:
+                    return
+                self._record(decision)
+                self.recorded += 1
+            except Exception:  # noqa: BLE001 — counted; the next decision goes on
+                self.errors += 1
+                log.debug("recording a decision failed", exc_info=True)
+            finally:
+                self._queue.task_done()
+
+    def drain(self, timeout_seconds: float = 5.0) -> bool:
+        """Wait until every decision queued so far is recorded; False on timeout."""
+        deadline = time.monotonic() + timeout_seconds
+        done = self._queue.all_tasks_done
+        with done:
+            while self._queue.unfinished_tasks:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                done.wait(remaining)
+        return True
+
+    def close(self, timeout_seconds: float = 10.0) -> None:
+        """Record what is queued (up to the timeout), then stop the thread. Later decisions
+        are dropped. Close the collector after this."""
+        self._closed = True
+        self.drain(timeout_seconds)
+        try:
+            self._queue.put(_STOP, timeout=1.0)
+        except queue.Full:
+            return  # the thread is stuck in a record; it is a daemon
+        self._thread.join(timeout_seconds)
 
     def _record(self, decision: Any) -> None:
         wall = float(decision.wall_time)

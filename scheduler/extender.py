@@ -37,7 +37,7 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
@@ -116,7 +116,9 @@ class Decision:
 
 
 class DecisionRecorder(Protocol):
-    """Where decisions go. Called on the request path: must be cheap and must not raise."""
+    """Where decisions go. Called on the request path: must be cheap and must not raise (the
+    decision collector's ExtenderRecorder only enqueues; a thread of its own does the work).
+    A recorder with a `stats()` method (counts by name) gets them exported in /metrics."""
 
     def record(self, decision: Decision) -> None: ...
 
@@ -307,6 +309,32 @@ class _ClusterCollector(Collector):
         yield synced
 
 
+class _RecorderCollector(Collector):
+    """A background recorder's counts (the decision collector's ExtenderRecorder), at scrape
+    time: decisions recorded, dropped because its queue was full, failed; its queue length."""
+
+    def __init__(self, stats: Callable[[], Mapping[str, int]]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self._stats()
+        decisions = CounterMetricFamily(
+            "kubejoule_extender_recorded_decisions",
+            "Decisions sent to the decision log, by result: recorded, dropped (the recorder's "
+            "queue was full: the request never waits for it) or failed.",
+            labels=["result"],
+        )
+        for result in ("recorded", "dropped", "failed"):
+            decisions.add_metric([result], float(stats.get(result, 0)))
+        yield decisions
+        queued = GaugeMetricFamily(
+            "kubejoule_extender_recorder_queue_length",
+            "Decisions waiting for the recorder thread.",
+        )
+        queued.add_metric([], float(stats.get("queued", 0)))
+        yield queued
+
+
 class ExtenderMetrics:
     def __init__(self, store: TelemetryStore, clock: Callable[[], float]) -> None:
         self.registry = CollectorRegistry()
@@ -389,6 +417,9 @@ class Extender:
         self.max_body_bytes = max_body_bytes
         self.clock = clock
         self.metrics = ExtenderMetrics(store, clock)
+        stats = getattr(self.recorder, "stats", None)
+        if callable(stats):
+            self.metrics.registry.register(_RecorderCollector(stats))
         # Node objects seen in Nodes.items payloads: their allocatable CPU serves the NodeNames
         # form later, when telemetry carries no core count.
         self._node_infos: dict[str, NodeInfo] = {}

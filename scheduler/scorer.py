@@ -97,16 +97,19 @@ class NodeHistory:
         return self._fit
 
     def _compute(self) -> LinearFit | None:
-        n = len(self._points)
+        # A copy (taken at C speed, under the GIL): the telemetry thread may add a sample while
+        # a request or the decision recorder fits, and a deque must not change while iterated.
+        points = tuple(self._points)
+        n = len(points)
         if n < self._min_samples:
             return None
-        us = [u for u, _ in self._points]
+        us = [u for u, _ in points]
         if max(us) - min(us) < self._min_spread:
             return None
         mean_u = sum(us) / n
-        mean_p = sum(p for _, p in self._points) / n
+        mean_p = sum(p for _, p in points) / n
         sxx = sum((u - mean_u) ** 2 for u in us)
-        sxy = sum((u - mean_u) * (p - mean_p) for u, p in self._points)
+        sxy = sum((u - mean_u) * (p - mean_p) for u, p in points)
         slope = sxy / sxx
         if slope < 0:
             return None

@@ -249,6 +249,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
             recommended=None,
         )
     )
+    recorder.close()  # records what is queued (the work happens off the request path)
     collector.close()
     (record,) = read_records(path)[0]
     assert record["source"] == "extender" and record["mode"] == "shadow"

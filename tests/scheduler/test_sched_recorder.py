@@ -1,0 +1,133 @@
+"""The extender's decision recording runs off the request path: a bounded queue and one
+thread; a full queue drops (and counts) decisions instead of making /prioritize wait."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderRecorder, read_records
+from scheduler.extender import Decision, Extender, MemoryRecorder, create_app
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
+from scheduler.scorer import HeuristicScorer
+from scheduler.telemetry import FetchResult, NodeSample, TelemetryStore
+
+NOW = 1_700_000_000.0
+CURVE = (50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 110.0, 120.0, 130.0, 140.0, 150.0)
+
+
+class FixedSource:
+    name = "fixed"
+
+    def fetch(self) -> FetchResult:
+        samples = {
+            n: NodeSample(NodeTelemetry(n, NOW - 1, 100.0, "rapl", 0.3, 8.0, CURVE))
+            for n in ("a", "b")
+        }
+        return FetchResult(samples)
+
+
+class Gate:
+    """A features function that blocks the recorder thread until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, pod: PodInfo, state: Any, now: float) -> dict[str, float | None]:
+        self.entered.set()
+        assert self.release.wait(10), "the test never released the recorder"
+        return {"cpu_cores": 8.0}
+
+
+def _pod(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+def _metric(text: str, line_start: str) -> float:
+    [line] = [line for line in text.splitlines() if line.startswith(line_start)]
+    return float(line.rsplit(" ", 1)[1])
+
+
+def test_a_busy_recorder_never_holds_up_prioritize(tmp_path: Path) -> None:
+    store = TelemetryStore([FixedSource()], clock=lambda: NOW)
+    store.refresh_once()
+    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+    gate = Gate()
+    memory = MemoryRecorder(10)
+    recorder = ExtenderRecorder(collector, also=memory, features=gate, queue_size=2)
+    extender = Extender(HeuristicScorer(), store, mode="active", recorder=recorder, clock=lambda: NOW)
+    answers = []
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        body = {"Pod": _pod("p0"), "NodeNames": ["a", "b"]}
+        answers.append(client.post("/prioritize", json=body).json())
+        assert gate.entered.wait(10)  # the thread holds p0 and waits
+        for i in range(1, 5):  # p1, p2 fill the queue; p3, p4 find it full
+            body = {"Pod": _pod(f"p{i}"), "NodeNames": ["a", "b"]}
+            answers.append(client.post("/prioritize", json=body).json())
+        # Every request was answered while the recorder was stuck, and the in-memory
+        # recorder (on the request path) saw them all.
+        assert len(answers) == 5 and all(len(a) == 2 for a in answers)
+        assert len(memory.decisions) == 5
+        text = client.get("/metrics").text
+        assert _metric(text, 'kubejoule_extender_recorded_decisions_total{result="dropped"}') == 2
+        assert _metric(text, 'kubejoule_extender_recorded_decisions_total{result="recorded"}') == 0
+        assert _metric(text, "kubejoule_extender_recorder_queue_length") == 2
+        gate.release.set()
+        assert recorder.drain(10)
+        text = client.get("/metrics").text
+        assert _metric(text, 'kubejoule_extender_recorded_decisions_total{result="recorded"}') == 3
+    recorder.close()
+    collector.close()
+    records, broken = read_records(tmp_path / "d.jsonl")
+    assert broken == 0
+    assert [r["pod"]["name"] for r in records] == ["p0", "p1", "p2"]
+    assert all(r["candidates"][0]["features"] == {"cpu_cores": 8.0} for r in records)
+
+
+def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: Path) -> None:
+    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+    gate = Gate()
+    recorder = ExtenderRecorder(collector, features=gate)
+    pod = PodInfo.from_k8s(_pod("p"))
+    nodes = [NodeState(NodeInfo("a", Resources(8000)))]
+    results = [ScoreResult("a", 80.0, 4.0)]
+
+    def decision(wall: float) -> Decision:
+        return Decision("prioritize", "shadow", wall, pod, nodes, results, "a")
+
+    for wall in (1.0, 2.0, 3.0):
+        recorder.record(decision(wall))
+    gate.release.set()
+    recorder.close()
+    recorder.record(decision(4.0))  # after close: dropped, not an error
+    collector.close()
+    records, _ = read_records(tmp_path / "d.jsonl")
+    assert [r["time"] for r in records] == [1.0, 2.0, 3.0]
+    assert recorder.stats() == {"recorded": 3, "dropped": 1, "failed": 0, "queued": 0}
+
+
+def test_a_failing_record_is_counted_and_the_thread_goes_on(tmp_path: Path) -> None:
+    calls = []
+
+    def features(pod: PodInfo, state: Any, now: float) -> dict[str, float | None]:
+        calls.append(now)
+        if len(calls) == 1:
+            raise ValueError("a broken feature")
+        return {}
+
+    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+    recorder = ExtenderRecorder(collector, features=features)
+    pod = PodInfo.from_k8s(_pod("p"))
+    nodes = [NodeState(NodeInfo("a", Resources(8000)))]
+    for wall in (1.0, 2.0):
+        recorder.record(Decision("prioritize", "shadow", wall, pod, nodes, [ScoreResult("a", 80.0)], "a"))
+    recorder.close()
+    collector.close()
+    records, _ = read_records(tmp_path / "d.jsonl")
+    assert [r["time"] for r in records] == [2.0]
+    assert recorder.stats()["failed"] == 1
