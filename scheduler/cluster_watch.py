@@ -202,33 +202,18 @@ class ClusterWatch:
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
         """One daemon thread per kind; they end when `stop` is set and close() is called."""
+        kinds = (
+            ("nodes", self.nodes_synced, self.relist_nodes, self.api.watch_nodes, self.on_node_event),
+            ("pods", self.pods_synced, self.relist_pods, self.api.watch_pods, self.on_pod_event),
+        )
         threads = [
             threading.Thread(
                 target=self.run_kind,
-                args=(
-                    "nodes",
-                    stop,
-                    self.nodes_synced,
-                    self.relist_nodes,
-                    self.api.watch_nodes,
-                    self.on_node_event,
-                ),
-                name="watch-nodes",
+                args=(name, stop, synced, relist, watch, apply),
+                name=f"watch-{name}",
                 daemon=True,
-            ),
-            threading.Thread(
-                target=self.run_kind,
-                args=(
-                    "pods",
-                    stop,
-                    self.pods_synced,
-                    self.relist_pods,
-                    self.api.watch_pods,
-                    self.on_pod_event,
-                ),
-                name="watch-pods",
-                daemon=True,
-            ),
+            )
+            for name, synced, relist, watch, apply in kinds
         ]
         for thread in threads:
             thread.start()

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
 import time
 import uuid
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scheduler.background import BackgroundQueue
 from scheduler.model import NodeTelemetry, PodInfo
 
 SCHEMA = "kubejoule.decision/v1"
@@ -39,7 +39,6 @@ GIB = 2.0**30
 # Extender decisions waiting for the recorder thread. At ~1–10 ms of recording per decision
 # (thousands of candidates with features), 1,024 absorbs bursts of several seconds.
 DEFAULT_RECORDER_QUEUE_SIZE = 1024
-_STOP = object()  # tells the recorder thread to end
 
 log = logging.getLogger(__name__)
 
@@ -387,73 +386,44 @@ class ExtenderRecorder:
         self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
         self.features = features
         self.scorer = scorer
-        self.recorded = 0  # decision lines handed to the collector
-        self.dropped = 0  # decisions not recorded because the queue was full (or closed)
-        self.errors = 0  # decisions whose recording failed
-        self._queue: queue.Queue[Any] = queue.Queue(queue_size)
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="decision-recorder", daemon=True)
-        self._thread.start()
+        self._worker: BackgroundQueue[Any] = BackgroundQueue(
+            "decision-recorder", queue_size, self._record, self._failed
+        )
 
     def record(self, decision: Any) -> None:
         """On the request path: forward to `also`, enqueue, return."""
         if self.also is not None:
             self.also.record(decision)
-        if decision.verb != "prioritize":
-            return
-        if self._closed:
-            self.dropped += 1
-            return
-        try:
-            self._queue.put_nowait(decision)
-        except queue.Full:
-            self.dropped += 1
+        if decision.verb == "prioritize":
+            self._worker.submit(decision)
 
     def stats(self) -> dict[str, int]:
         """Counts for the extender's metrics: recorded, dropped, failed, queued."""
+        worker = self._worker
         return {
-            "recorded": self.recorded,
-            "dropped": self.dropped,
-            "failed": self.errors,
-            "queued": self._queue.qsize(),
+            "recorded": worker.done,
+            "dropped": worker.dropped,
+            "failed": worker.failed,
+            "queued": len(worker),
         }
 
-    def _run(self) -> None:
-        while True:
-            decision = self._queue.get()
-            try:
-                if decision is _STOP:
-                    return
-                self._record(decision)
-                self.recorded += 1
-            except Exception:  # noqa: BLE001 — counted; the next decision goes on
-                self.errors += 1
-                log.debug("recording a decision failed", exc_info=True)
-            finally:
-                self._queue.task_done()
+    @property
+    def errors(self) -> int:
+        """Decisions whose recording failed."""
+        return self._worker.failed
+
+    @staticmethod
+    def _failed(exc: Exception) -> None:
+        log.debug("recording a decision failed", exc_info=exc)
 
     def drain(self, timeout_seconds: float = 5.0) -> bool:
         """Wait until every decision queued so far is recorded; False on timeout."""
-        deadline = time.monotonic() + timeout_seconds
-        done = self._queue.all_tasks_done
-        with done:
-            while self._queue.unfinished_tasks:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                done.wait(remaining)
-        return True
+        return self._worker.drain(timeout_seconds)
 
     def close(self, timeout_seconds: float = 10.0) -> None:
         """Record what is queued (up to the timeout), then stop the thread. Later decisions
         are dropped. Close the collector after this."""
-        self._closed = True
-        self.drain(timeout_seconds)
-        try:
-            self._queue.put(_STOP, timeout=1.0)
-        except queue.Full:
-            return  # the thread is stuck in a record; it is a daemon
-        self._thread.join(timeout_seconds)
+        self._worker.stop(timeout_seconds)
 
     def _record(self, decision: Any) -> None:
         wall = float(decision.wall_time)

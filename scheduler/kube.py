@@ -161,6 +161,21 @@ def _request_json(api: client.ApiClient, method: str, path: str, **kwargs: Any) 
         response.release_conn()
 
 
+def _get_or_none(api: client.ApiClient, path: str, timeout_seconds: float) -> dict[str, Any] | None:
+    """GET one object; None when it does not exist (404)."""
+    try:
+        return _request_json(api, "GET", path, timeout=timeout_seconds)
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
+def _send(api: client.ApiClient, method: str, path: str, body: Any, timeout_seconds: float) -> None:
+    """A request whose answer is not needed (it is not read, the connection goes back)."""
+    _request(api, method, path, body=body, timeout=timeout_seconds).release_conn()
+
+
 def _list(
     api: client.ApiClient, path: str, query: list[tuple[str, Any]], timeout_seconds: float
 ) -> tuple[list[dict[str, Any]], str | None]:
@@ -273,12 +288,7 @@ def _pod_path(namespace: str, name: str) -> str:
 def get_pod(
     api: client.ApiClient, namespace: str, name: str, timeout_seconds: float = 10.0
 ) -> dict[str, Any] | None:
-    try:
-        return _request_json(api, "GET", _pod_path(namespace, name), timeout=timeout_seconds)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return _get_or_none(api, _pod_path(namespace, name), timeout_seconds)
 
 
 def bind_pod(
@@ -301,9 +311,7 @@ def bind_pod(
         "metadata": metadata,
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
-    response = _request(api, "POST", _pod_path(namespace, name) + "/binding", body=body,
-                        timeout=timeout_seconds)
-    response.release_conn()
+    _send(api, "POST", _pod_path(namespace, name) + "/binding", body, timeout_seconds)
 
 
 def patch_pod(
@@ -334,9 +342,7 @@ def create_event(
     api: client.ApiClient, namespace: str, event: dict[str, Any], timeout_seconds: float = 10.0
 ) -> None:
     """Create a core/v1 Event (what `kubectl describe pod` shows)."""
-    response = _request(api, "POST", f"/api/v1/namespaces/{_segment(namespace)}/events",
-                        body=event, timeout=timeout_seconds)
-    response.release_conn()
+    _send(api, "POST", f"/api/v1/namespaces/{_segment(namespace)}/events", event, timeout_seconds)
 
 
 def _lease_path(namespace: str, name: str | None = None) -> str:
@@ -347,12 +353,7 @@ def _lease_path(namespace: str, name: str | None = None) -> str:
 def get_lease(
     api: client.ApiClient, namespace: str, name: str, timeout_seconds: float = 5.0
 ) -> dict[str, Any] | None:
-    try:
-        return _request_json(api, "GET", _lease_path(namespace, name), timeout=timeout_seconds)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return _get_or_none(api, _lease_path(namespace, name), timeout_seconds)
 
 
 def create_lease(

@@ -25,11 +25,9 @@ caches warm so a takeover is immediate.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import logging
-import queue
 import random
 import sys
 import threading
@@ -41,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from scheduler import kube
+from scheduler.background import BackgroundQueue
 from scheduler.cluster_cache import ClusterCache
 from scheduler.cluster_watch import ClusterWatch, KubeWatchApi, WatchApi
 from scheduler.collector import CandidateRecord, CollectorConfig, DecisionCollector, OutcomeTracker
@@ -131,49 +130,17 @@ class KubeClusterApi(KubeWatchApi):
 # -- side effects that must not slow placement down ---------------------------------------------
 
 
-class SideEffects:
+def _side_effect_failed(exc: Exception) -> None:
+    if isinstance(exc, kube.ApiError):
+        log.debug("event/status write failed: %s", exc)
+    else:
+        log.error("event/status write failed", exc_info=exc)
+
+
+def side_effects(size: int) -> BackgroundQueue[Callable[[], None]]:
     """Events and status patches, sent by one background thread. Bounded: when the API is too
     slow the oldest work is kept and new work is dropped (and counted), never the scheduler."""
-
-    def __init__(self, size: int) -> None:
-        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue(size)
-        self.dropped = 0
-        self.failed = 0
-        self._thread = threading.Thread(target=self._run, name="scheduler-events", daemon=True)
-        self._thread.start()
-
-    def submit(self, work: Callable[[], None]) -> None:
-        try:
-            self._queue.put_nowait(work)
-        except queue.Full:
-            self.dropped += 1
-
-    def _run(self) -> None:
-        while True:
-            work = self._queue.get()
-            try:
-                if work is None:
-                    return
-                work()
-            except kube.ApiError as exc:
-                self.failed += 1
-                log.debug("event/status write failed: %s", exc)
-            except Exception:
-                self.failed += 1
-                log.exception("event/status write failed")
-            finally:
-                self._queue.task_done()
-
-    def drain(self, timeout_seconds: float = 5.0) -> None:
-        """Wait until everything submitted so far was sent (tests, shutdown)."""
-        done = threading.Event()
-        self.submit(done.set)
-        done.wait(timeout_seconds)
-
-    def stop(self) -> None:
-        with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=1.0)
-        self._thread.join(5.0)
+    return BackgroundQueue("scheduler-events", size, lambda work: work(), _side_effect_failed)
 
 
 def _rfc3339(wall: float) -> str:
@@ -223,7 +190,7 @@ class StandaloneScheduler:
         self.metrics.watch_queue(self.queue.lengths)
         self._unschedulable_messages: dict[str, str] = {}
         self._event_seq = itertools.count()
-        self._side_effects: SideEffects | None = None
+        self._side_effects: BackgroundQueue[Callable[[], None]] | None = None
         self._binders: ThreadPoolExecutor | None = None
         self._seen_generation = -1
         self.synced = threading.Event()
@@ -495,7 +462,7 @@ class StandaloneScheduler:
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
         """Start the watch threads, the event sender and the binders (not the loop)."""
-        self._side_effects = SideEffects(self.config.event_queue_size)
+        self._side_effects = side_effects(self.config.event_queue_size)
         if self.config.bind_workers > 0:
             self._binders = ThreadPoolExecutor(
                 self.config.bind_workers, thread_name_prefix="scheduler-bind"
@@ -544,8 +511,7 @@ class StandaloneScheduler:
             self._binders.shutdown(wait=True)
             self._binders = None
         if self._side_effects is not None:
-            self._side_effects.drain(2.0)
-            self._side_effects.stop()
+            self._side_effects.stop(2.0)
             self._side_effects = None
         for thread in threads:
             thread.join(5.0)
