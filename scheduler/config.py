@@ -9,6 +9,7 @@ scorer:
   name: heuristic
   delta_p_ref_watts: 20       # ΔP that scores 0; see docs/scheduler.md for choosing it
   consolidation: false        # true where empty nodes are powered off or scaled down
+  consolidation_utilization: 0.5  # load a consolidated node runs at (amortizes opening costs)
 curves:                       # power curves for nodes whose agent exports none
   node-a: {model: linear, idle_watts: 80, max_watts: 250}
   node-b: {points: [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]}
@@ -47,7 +48,7 @@ from typing import Any
 import yaml
 
 from agent.curves import PowerCurve
-from scheduler.scorer import HeuristicScorer
+from scheduler.scorer import DEFAULT_CONSOLIDATION_UTILIZATION, HeuristicScorer
 from scheduler.telemetry import (
     AgentScrapeSource,
     EndpointSliceTargets,
@@ -108,6 +109,7 @@ class ScorerConfig:
     name: str = "heuristic"
     delta_p_ref_watts: float = 20.0
     consolidation: bool = False
+    consolidation_utilization: float = DEFAULT_CONSOLIDATION_UTILIZATION
 
 
 @dataclass(frozen=True)
@@ -272,11 +274,22 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         raise ConfigError(f"mode: expected one of {list(MODES)}, got {mode!r}")
     listen = str(top.get("listen", "0.0.0.0:8888"))
     parse_listen(listen)
-    s = _section(top.get("scorer"), "scorer", {"name", "delta_p_ref_watts", "consolidation"})
+    s = _section(
+        top.get("scorer"),
+        "scorer",
+        {"name", "delta_p_ref_watts", "consolidation", "consolidation_utilization"},
+    )
+    reference_load = _number(
+        s.get("consolidation_utilization", DEFAULT_CONSOLIDATION_UTILIZATION),
+        "scorer.consolidation_utilization",
+    )
+    if reference_load > 1.0:
+        raise ConfigError(f"scorer.consolidation_utilization: must be at most 1, got {reference_load!r}")
     scorer = ScorerConfig(
         name=_str(s.get("name", "heuristic"), "scorer.name"),
         delta_p_ref_watts=_number(s.get("delta_p_ref_watts", 20.0), "scorer.delta_p_ref_watts"),
         consolidation=_bool(s.get("consolidation", False), "scorer.consolidation"),
+        consolidation_utilization=reference_load,
     )
     if scorer.name != "heuristic":
         raise ConfigError(f"scorer.name: only 'heuristic' is available here, got {scorer.name!r}")
@@ -336,6 +349,7 @@ def build_scorer(config: Config) -> HeuristicScorer:
     return HeuristicScorer(
         delta_p_ref_watts=config.scorer.delta_p_ref_watts,
         consolidation=config.scorer.consolidation,
+        consolidation_utilization=config.scorer.consolidation_utilization,
         max_staleness_seconds=config.max_staleness_seconds,
         curves=config.curves,
     )

@@ -18,6 +18,9 @@ from scheduler.scorer import (
 
 NOW = 1_000_000.0
 LINEAR_100_300 = PowerCurve.linear(100.0, 300.0).as_points()  # 200 W per unit of utilization
+# SPECpower_ssj2008 curves of rl/scenarios/heterogeneous.yaml (W at 0 %, 10 % … 100 %).
+WESTMERE = (58.4, 98.0, 109.0, 118.0, 128.0, 140.0, 153.0, 170.0, 189.0, 205.0, 222.0)  # 24 CPUs
+X3470 = (41.6, 46.7, 52.3, 57.9, 65.4, 73.0, 80.7, 89.5, 99.6, 105.0, 113.0)  # 8 CPUs
 
 
 def pod(cpu: str | None = "2") -> PodInfo:
@@ -69,6 +72,7 @@ class Case:
     delta: float | None = None
     reason: str = "ok"
     curves: dict[str, PowerCurve] = field(default_factory=dict)
+    reference_load: float = 0.5  # consolidation_utilization
 
 
 CASES = [
@@ -111,15 +115,61 @@ CASES = [
     # Saturated: u = 1 already; extension with the last tenth's slope (200 W/unit) → 40 W.
     Case("a full node is not free", node(utilization=1.0), score=60.0, delta=40.0),
     Case("no request counts as 100 m", node(), pod_cpu=None, score=98.0, delta=2.0),
+    # Consolidation prices a pod at Δu × a_n, a_n = min P(v)/v for 0 < v ≤ max(u_ref, Δu). On
+    # the 100→300 W line P(v)/v = 100/v + 200 falls all the way, so a_n = P(u_ref)/u_ref.
     Case(
-        "consolidation: empty node also costs idle power",
+        "consolidation: empty node costs the pod's share at the reference load",
         node(pods=0),
         consolidation=True,
         ref=200.0,
-        score=30.0,  # 40 + 100 idle = 140 of 200
-        delta=140.0,
+        score=60.0,  # 0.2 × P(0.5)/0.5 = 0.2 × 400 = 80 W (the whole idle power was 140 W)
+        delta=80.0,
     ),
-    Case("consolidation: busy node unchanged", node(pods=2), consolidation=True, score=60.0, delta=40.0),
+    Case(
+        "consolidation: the reference load is configurable",
+        node(pods=0),
+        consolidation=True,
+        reference_load=1.0,
+        score=40.0,  # 0.2 × 300 / 1 = 60 W
+        delta=60.0,
+    ),
+    Case(
+        "consolidation: a pod bigger than the reference load pays its own average",
+        node(pods=0),
+        pod_cpu="8",
+        consolidation=True,
+        ref=300.0,
+        score=100.0 * (1 - 260.0 / 300.0),  # 0.8 × P(0.8)/0.8 = P(0.8) = 260 W
+        delta=260.0,
+    ),
+    Case(
+        "consolidation: the rate is the node's best up to the reference load",
+        # Efficiency peaks at 50 % (300 W/unit) then worsens: with u_ref = 1 the rate is 300.
+        node(pods=0, points=(100, 110, 120, 130, 140, 150, 250, 350, 450, 550, 650)),
+        consolidation=True,
+        reference_load=1.0,
+        score=40.0,  # 0.2 × 300
+        delta=60.0,
+    ),
+    Case("consolidation: busy node pays its marginal watts", node(pods=2), consolidation=True,
+         score=60.0, delta=40.0),  # 40 W < its share of 80 W
+    Case(
+        "consolidation: a running node's steep start is capped at its share",
+        # SPECpower X5675 (24 CPUs), 2 % busy, 1-CPU pod: marginal 396 W/unit × 1/24 = 16.5 W;
+        # the share is P(0.5)/0.5 = 280 W/unit × 1/24 = 11.67 W.
+        node(cores=24.0, utilization=0.02, pods=1, points=WESTMERE),
+        pod_cpu="1",
+        consolidation=True,
+        score=100.0 * (1 - 280.0 / 24 / 100.0),
+        delta=280.0 / 24,
+    ),
+    Case(
+        "no consolidation: the same node pays the steep marginal",
+        node(cores=24.0, utilization=0.02, pods=1, points=WESTMERE),
+        pod_cpu="1",
+        score=100.0 * (1 - 396.0 / 24 / 100.0),
+        delta=396.0 / 24,
+    ),
     Case("consolidation off: empty node", node(pods=0), score=60.0, delta=40.0),
     Case("over the reference clamps at 0", node(), ref=20.0, score=0.0, delta=40.0),
 ]
@@ -128,7 +178,10 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_heuristic_table(case: Case) -> None:
     scorer = HeuristicScorer(
-        delta_p_ref_watts=case.ref, consolidation=case.consolidation, curves=case.curves
+        delta_p_ref_watts=case.ref,
+        consolidation=case.consolidation,
+        curves=case.curves,
+        consolidation_utilization=case.reference_load,
     )
     [result] = scorer.score(pod(case.pod_cpu), [case.node], NOW)
     assert result.node == case.node.info.name
@@ -220,6 +273,44 @@ def test_candidate_independence() -> None:
         for result in scorer.score(pod("1500m"), subset, NOW):
             assert result == full[result.node]
     assert {r.reason for r in full.values()} >= {"ok", "stale", "missing", "no_curve"}
+
+
+def test_consolidation_opens_the_efficient_node_and_fills_open_ones_first() -> None:
+    """The bundled power-off scenario's failure, on its own curves: charging the whole idle
+    power made a 1-CPU pod open a small X3470 (48 W) before a Westmere (75 W), though the
+    Westmere serves load at 280 W per unit at half load against the X3470's 146 W per unit ×
+    (8 / 24 of the cores)."""
+    scorer = HeuristicScorer(delta_p_ref_watts=250.0, consolidation=True)
+    one_cpu = pod("1")
+    westmere = node("westmere", cores=24.0, utilization=0.0, pods=0, points=WESTMERE)
+    small = node("x3470", cores=8.0, utilization=0.0, pods=0, points=X3470)
+    by_name = {r.node: r for r in scorer.score(one_cpu, [westmere, small], NOW)}
+    assert by_name["westmere"].delta_watts == pytest.approx(280.0 / 24)  # 11.7 W
+    assert by_name["x3470"].delta_watts == pytest.approx(146.0 / 8)  # 18.25 W
+    assert by_name["westmere"].score > by_name["x3470"].score
+    # A running node is never priced above an identical empty one, at any load or pod size.
+    for load in (0.0, 0.01, 0.05, 0.2, 0.45, 0.7, 0.95):
+        for cpu in ("100m", "1", "4", "12"):
+            running = node("westmere", cores=24.0, utilization=load, pods=2, points=WESTMERE)
+            empty = node("westmere", cores=24.0, utilization=load, pods=0, points=WESTMERE)
+            [on] = scorer.score(pod(cpu), [running], NOW)
+            [off] = scorer.score(pod(cpu), [empty], NOW)
+            assert on.delta_watts is not None and off.delta_watts is not None
+            assert on.delta_watts <= off.delta_watts + 1e-9
+    # A running inefficient node costs its marginal watts: cheaper than opening the Westmere
+    # at 25 % (67.4 W/unit × 1/8 = 8.4 W), dearer at 65 % (95.8 W/unit × 1/8 = 12.0 W) — there
+    # the efficient node is opened rather than the small one filled.
+    [at_25] = scorer.score(one_cpu, [node("x3470", cores=8.0, utilization=0.25, pods=2, points=X3470)], NOW)
+    [at_65] = scorer.score(one_cpu, [node("x3470", cores=8.0, utilization=0.65, pods=5, points=X3470)], NOW)
+    assert at_25.delta_watts == pytest.approx(67.4 / 8)
+    assert at_65.delta_watts == pytest.approx(88.0 * 0.05 + 101.0 * 0.075)
+    assert at_25.score > by_name["westmere"].score > at_65.score
+
+
+def test_consolidation_utilization_must_be_a_load() -> None:
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError):
+            HeuristicScorer(consolidation=True, consolidation_utilization=bad)
 
 
 def test_extended_watts_continues_past_full() -> None:
