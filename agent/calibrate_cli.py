@@ -216,7 +216,9 @@ def measure_and_fit(args: argparse.Namespace, meter: Meter, workers: int, progre
     judgement = Judgement(
         quiet_utilization=args.quiet_utilization, retries=args.retries, retry_wait_seconds=args.retry_wait
     )
-    idle = measure_idle(meter, args.idle_seconds, args.sample_seconds, judgement, progress.warn, progress=progress)
+    idle = measure_idle(
+        meter, args.idle_seconds, args.sample_seconds, judgement, progress.warn, progress, args.settle_seconds
+    )
     check_idle_coverage(idle)  # fail fast: no sweep can make up for a host that is never idle
     with LoadGenerator(workers) as generator:
         steps = sweep(

@@ -281,9 +281,16 @@ def measure_idle(
     judgement: Judgement,
     warn: Callable[[str], None],
     progress: ProgressCallback | None = None,
+    settle_seconds: float = 0.0,
 ) -> list[Phase]:
-    """The idle baseline, retried while the host is not quiet. Returns every attempt."""
-    return measure_level(meter, "idle", 0.0, seconds, sample_seconds, judgement, warn, progress=progress)
+    """The idle baseline, retried while the host is not quiet. Returns every attempt.
+
+    It settles too: power just after the calibration started (imports, the pre-flight read) is
+    not idle power yet.
+    """
+    return measure_level(
+        meter, "idle", 0.0, seconds, sample_seconds, judgement, warn, settle_seconds=settle_seconds, progress=progress
+    )
 
 
 def sweep(

@@ -65,15 +65,20 @@ def test_calibration_recovers_the_curve_behind_a_virtual_meter(tmp_path: Path) -
 
     profile = load_profile(out)
     doc = yaml.safe_load(out.read_text())
+    measured = "; ".join(  # what was measured, for the failure message
+        f"{p['name']} u={p['utilization']} {p['watts']} W (curve {TRUE_CURVE.watts(p['utilization'] or 0):.2f})"
+        f"{'' if p['used'] else ' unused'}"
+        for p in doc["phases"]
+    )
     true_points = TRUE_CURVE.as_points()
-    assert profile.idle_watts == pytest.approx(TRUE_CURVE.idle_watts, rel=0.03), doc["phases"]
-    assert profile.max_watts == pytest.approx(TRUE_CURVE.max_watts, rel=0.03), doc["phases"]
+    assert profile.idle_watts == pytest.approx(TRUE_CURVE.idle_watts, rel=0.03), measured
+    assert profile.max_watts == pytest.approx(TRUE_CURVE.max_watts, rel=0.03), measured
     for level, (found, true) in enumerate(zip(doc["points"], true_points, strict=True)):
-        assert found == pytest.approx(true, rel=0.05), f"{10 * level} %: {found} W vs {true:.2f} W"
+        assert found == pytest.approx(true, rel=0.05), f"{10 * level} %: {found} W vs {true:.2f} W; {measured}"
     assert doc["model"] in ("fan", "points"), doc["selection"]  # the curve is not a line
 
     assert profile.wall is not None
-    assert profile.wall.slope == pytest.approx(WALL_SLOPE, rel=0.03), (doc["wall_correction"], doc["phases"])
+    assert profile.wall.slope == pytest.approx(WALL_SLOPE, rel=0.03), (doc["wall_correction"], measured)
     assert profile.wall.wall_watts(80.0) == pytest.approx(WALL_INTERCEPT_WATTS + WALL_SLOPE * 80.0, rel=0.02)
 
     assert doc["schema"] == SCHEMA and doc["node"] == "virtual-1"
