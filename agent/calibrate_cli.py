@@ -24,7 +24,7 @@ import yaml
 
 from agent.calibration.check import format_check, run_check
 from agent.calibration.fit import MODELS, FitError, FitResult, Window, select_model
-from agent.calibration.load import LoadGenerator, available_cpus
+from agent.calibration.load import LoadError, LoadGenerator, available_cpus
 from agent.calibration.measure import Judgement, MeasureError, Meter, Phase, measure_idle, sweep
 from agent.calibration.output import build_profile, phase_record, phase_spans, write_profile
 from agent.calibration.wall import WallMeterError, fit_wall_correction, read_wall_csv
@@ -251,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr, not args.no_progress, args.steps + 1)
     try:
         measured = measure_and_fit(args, Meter(fs), workers, progress)
-    except (CalibrationFailed, MeasureError, FitError, WallMeterError) as exc:
+    except (CalibrationFailed, MeasureError, FitError, WallMeterError, LoadError) as exc:
         print(f"calibration failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -22,6 +22,10 @@ from types import TracebackType
 DEFAULT_PERIOD_SECONDS = 0.05
 
 
+class LoadError(RuntimeError):
+    """The load generator could not run."""
+
+
 def available_cpus() -> int:
     """CPUs this process may run on (its affinity), which is what the workers can load."""
     try:
@@ -37,8 +41,12 @@ def _spin_until(deadline: float) -> int:
     return spins
 
 
-def _worker(duty: Synchronized[float], stop: Synchronized[int], period: float, parent_pid: int) -> None:
+def _worker(
+    duty: Synchronized[float], stop: Synchronized[int], ready: Synchronized[int], period: float, parent_pid: int
+) -> None:
     """Busy for duty × period, asleep for the rest, until told to stop or orphaned."""
+    with ready.get_lock():
+        ready.value += 1
     while not stop.value and os.getppid() == parent_pid:
         start = time.perf_counter()
         share = min(max(duty.value, 0.0), 1.0)
@@ -62,6 +70,7 @@ class LoadGenerator:
         self._context = multiprocessing.get_context("spawn")
         self._duty: Synchronized[float] = self._context.Value("d", 0.0, lock=False)
         self._stop: Synchronized[int] = self._context.Value("i", 0, lock=False)
+        self._ready: Synchronized[int] = self._context.Value("i", 0)
         self._processes: list[SpawnProcess] = []
 
     @property
@@ -74,19 +83,30 @@ class LoadGenerator:
         self._duty.value = value
         return value
 
-    def start(self) -> None:
+    def start(self, timeout_seconds: float = 30.0) -> None:
+        """Start the workers and wait until each runs its loop: their start-up (a fresh
+        interpreter importing this module) is load of its own, and must not land in a step."""
         if self._processes:
             return
         self._stop.value = 0
+        self._ready.value = 0
         for index in range(self.workers):
             process = self._context.Process(
                 target=_worker,
-                args=(self._duty, self._stop, self.period_seconds, os.getpid()),
+                args=(self._duty, self._stop, self._ready, self.period_seconds, os.getpid()),
                 name=f"kubejoule-load-{index}",
                 daemon=True,
             )
             process.start()
             self._processes.append(process)
+        deadline = time.monotonic() + timeout_seconds
+        while self._ready.value < self.workers and time.monotonic() < deadline:
+            if not all(p.is_alive() for p in self._processes):
+                break
+            time.sleep(0.01)
+        if self._ready.value < self.workers:
+            self.stop()
+            raise LoadError(f"the load generator's {self.workers} worker process(es) did not start")
 
     def stop(self, timeout_seconds: float = 2.0) -> None:
         self._duty.value = 0.0
