@@ -93,7 +93,8 @@ class ScorerPolicy:
 def heuristic_scorer(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> HeuristicScorer:
     """The energy scorer as the simulator configures it.
 
-    Consolidation is on exactly when nodes can power off (the scorer's documented switch).
+    Consolidation is on exactly when nodes can power off (the scorer's documented switch), at
+    the scorer's default reference load (not tuned to any trace).
     ΔP_ref is the largest full-load power in the cluster, so the 0–100 scale does not saturate
     and every candidate's extra watts stay distinguishable.
     """

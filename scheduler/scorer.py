@@ -69,7 +69,7 @@ MAX_SCORE = 100.0
 # u_ref of the consolidation price: the utilization a consolidated node is expected to run at.
 # Pods are packed by their requests, and CPU use runs well below requests in most clusters
 # (the bundled traces use 0.6 × the request at the median), so a node full of requests runs
-# at about half load. Results change by ≤ 1.2 % between 0.5 and 1.0 (docs/rl.md).
+# at about half load. Simulated energy moves by at most 3.7 % between 0.3 and 1.0 (docs/rl.md).
 DEFAULT_CONSOLIDATION_UTILIZATION = 0.5
 
 # kube-scheduler scores a pod without a CPU request as if it asked for 100 millicores
