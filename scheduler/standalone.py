@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -192,6 +192,8 @@ class StandaloneScheduler:
         self._event_seq = itertools.count()
         self._side_effects: BackgroundQueue[Callable[[], None]] | None = None
         self._binders: ThreadPoolExecutor | None = None
+        self._inflight: set[Future[str]] = set()
+        self._inflight_lock = threading.Lock()
         self._seen_generation = -1
         self.synced = threading.Event()
         self.watch = ClusterWatch(
@@ -277,7 +279,10 @@ class StandaloneScheduler:
             return RESULT_UNSCHEDULABLE
         self.cache.assume(pod, decision.chosen, self._wall())
         if self._binders is not None:
-            self._binders.submit(self._bind, pod, decision, started)
+            future = self._binders.submit(self._bind, pod, decision, started)
+            with self._inflight_lock:
+                self._inflight.add(future)
+            future.add_done_callback(self._forget_inflight)
             return RESULT_SCHEDULED
         return self._bind(pod, decision, started)
 
@@ -500,10 +505,17 @@ class StandaloneScheduler:
 
     def drain(self, timeout_seconds: float = 5.0) -> None:
         """Wait for in-flight bindings and queued events (tests, shutdown)."""
-        if self._binders is not None:
-            self._binders.submit(lambda: None).result(timeout_seconds)
+        # Every binding in flight, not a no-op on one worker: with several binder threads a
+        # no-op can finish while another thread is still binding.
+        with self._inflight_lock:
+            pending = list(self._inflight)
+        wait(pending, timeout=timeout_seconds)
         if self._side_effects is not None:
             self._side_effects.drain(timeout_seconds)
+
+    def _forget_inflight(self, future: Future[str]) -> None:
+        with self._inflight_lock:
+            self._inflight.discard(future)
 
     def shutdown(self, threads: Iterable[threading.Thread] = ()) -> None:
         self.watch.close()
