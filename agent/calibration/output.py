@@ -103,8 +103,8 @@ def build_profile(
     points = [round(w, 3) for w in curve.as_points()]
     measured_idle = [p for p in idle_phases if p.utilization is not None]
     quietest = min(measured_idle, key=lambda p: p.utilization or 0.0) if measured_idle else None
-    lowest_u = min(
-        (w.utilization for p in (*idle_phases, *steps) for w in p.windows), default=None
+    lowest_u = min(  # the quietest phase the fit used
+        (p.utilization for p in (*idle_phases, *steps) if p.used and p.utilization is not None), default=None
     )
     doc: dict[str, Any] = {
         "schema": SCHEMA,

@@ -62,7 +62,8 @@ class VirtualMeter:
         *,
         noise_watts: float = 1.0,
         tick_seconds: float = 0.01,
-        utilization_window_seconds: float = 0.1,
+        slow_seconds: float = 0.5,
+        fast_seconds: float = 0.1,
         max_energy_range_uj: Mapping[str, int] | None = None,
         procfs: Path = Path("/proc"),
         seed: int = 5,
@@ -75,7 +76,8 @@ class VirtualMeter:
         self.shares = dict(shares)
         self.noise_watts = noise_watts
         self.tick_seconds = tick_seconds
-        self.window_seconds = utilization_window_seconds
+        self.slow_seconds = slow_seconds  # the curve follows utilization over this window
+        self.fast_seconds = fast_seconds  # and shorter bursts along its tangent
         self.procfs = procfs
         self.random = random.Random(seed)
         self.energy_uj: dict[str, float] = {}
@@ -113,19 +115,38 @@ class VirtualMeter:
     def zone_dir(self, zone_id: str) -> Path:
         return (self.sys_root / "class/powercap" / zone_id).resolve()
 
-    def utilization(self) -> float:
-        """Utilization over the last `utilization_window_seconds`, as DESIGN.md defines it."""
+    def _over(self, seconds: float, now: float) -> float:
+        """Utilization over (about) the last `seconds`, from the readings kept."""
+        history = self._history
+        start = next((h for h in reversed(history) if now - h[0] >= seconds), history[0])
+        _, busy0, total0 = start
+        _, busy1, total1 = history[-1]
+        if total1 - total0 <= 0:
+            return 0.0
+        return min(1.0, max(0.0, (busy1 - busy0) / (total1 - total0)))
+
+    def utilization(self) -> tuple[float, float]:
+        """(slow, fast) utilization, as DESIGN.md defines it, over the two windows."""
         with open(self.procfs / "stat", encoding="utf-8") as handle:
             times = parse_proc_stat(handle.readline())  # the aggregate line is enough, and cheap
         now = time.monotonic()
         self._history.append((now, times.busy, times.busy + times.not_busy))
-        while len(self._history) > 2 and now - self._history[1][0] >= self.window_seconds:
+        while len(self._history) > 2 and now - self._history[1][0] >= self.slow_seconds:
             self._history.popleft()
-        _, busy0, total0 = self._history[0]
-        _, busy1, total1 = self._history[-1]
-        if total1 - total0 <= 0:
-            return 0.0
-        return min(1.0, max(0.0, (busy1 - busy0) / (total1 - total0)))
+        return self._over(self.slow_seconds, now), self._over(self.fast_seconds, now)
+
+    def power(self, slow: float, fast: float) -> float:
+        """The curve at the slow utilization, plus its slope times the fast deviation from it.
+
+        Steady load gets exactly curve(u). Bursts shorter than the slow window (other test runs
+        on the shared CPUs) add power along the curve's tangent: passing them through a concave
+        curve instead would make the mean power of a bursty second lower than the curve at its
+        mean utilization — an artefact of the meter's window, not something to calibrate.
+        """
+        step = 0.01
+        low, high = max(0.0, slow - step), min(1.0, slow + step)
+        slope = (self.curve(high) - self.curve(low)) / (high - low)
+        return self.curve(slow) + slope * (fast - slow)
 
     def _advance(self, now: float) -> None:
         """Integrate power up to `now`."""
@@ -154,7 +175,7 @@ class VirtualMeter:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # this thread only
         logged_at, logged_joules = time.monotonic(), 0.0
         while not self._stop.wait(self.tick_seconds):
-            watts = max(0.0, self.curve(self.utilization()) + self.random.gauss(0.0, self.noise_watts))
+            watts = max(0.0, self.power(*self.utilization()) + self.random.gauss(0.0, self.noise_watts))
             now = time.monotonic()
             self._advance(now)
             self._watts = watts
