@@ -157,12 +157,15 @@ def _trace(args: argparse.Namespace) -> int:
 
 def _scenarios() -> int:
     for s in SCENARIOS.values():
+        nodes = load_node_groups(scenario_path(s.nodes_file))
+        pods = load_trace(scenario_path(s.trace_file))
         power = (
             f"power-off after {s.power_off_after_s:g} s, boot {s.boot_seconds:g} s"
             if s.power_off_after_s is not None
             else "always on"
         )
-        print(f"{s.name}: {s.description} [{s.nodes_file}, {s.trace_file}; {power}]")
+        size = f"{len(nodes)} nodes, {sum(n.cpu_cores for n in nodes):g} CPUs, {len(pods)} pods"
+        print(f"{s.name}: {s.description} [{size}; {s.nodes_file}, {s.trace_file}; {power}]")
     return 0
 
 

@@ -225,7 +225,7 @@ SCENARIOS: dict[str, Scenario] = {
             "homogeneous",
             "homogeneous.yaml",
             "trace-homogeneous.csv",
-            "16 identical 16-core nodes, Fan et al. curve (r = 1.4); nodes never power off.",
+            "Identical 16-core nodes, Fan et al. curve (r = 1.4); nodes never power off.",
         ),
         Scenario(
             "heterogeneous",

@@ -68,3 +68,22 @@ def test_rewards_sum_to_the_run_energy_and_invalid_actions_fall_back():
     assert total_reward == pytest.approx(-info["energy_joules_total"] - 5.0 * invalid, rel=1e-9)
     with pytest.raises(RuntimeError):
         env.step(0)
+
+
+def test_reward_charges_energy_and_slowdown_by_hand():
+    # One 2-core node (100 W idle, 200 W full). Two pods arrive at t = 0, each wanting 2 cores for
+    # 100 s: together they run at half speed and both finish at 200 s, a slowdown of 1 each.
+    # Step 1 places the first pod; the next decision is at once (no energy, nothing finished).
+    # Step 2 runs to the end: 200 W × 200 s = 40,000 J and Σ slowdown = 2.
+    config = EnvConfig(reward_joules_scale=1e4, slowdown_weight=1.5, invalid_action_penalty=0.0)
+    node = NodeSpec("only", "g", 2, 4, PowerCurve.linear(100, 200))
+    pods = [PodSpec(i, 0.0, 100.0, 0.5, 0.5, 2.0) for i in range(2)]
+    env = ClusterSchedulingEnv([node], pods, None, config)
+    env.reset(seed=0)
+    _, first, terminated, _, info = env.step(0)
+    assert (first, terminated, info["slowdown"]) == (0.0, False, 0.0)
+    _, second, terminated, _, info = env.step(0)
+    assert terminated
+    assert info["energy_joules"] == pytest.approx(40_000.0)
+    assert info["slowdown"] == pytest.approx(2.0)
+    assert second == pytest.approx(-40_000.0 / 1e4 - 1.5 * 2.0)

@@ -249,3 +249,46 @@ def test_every_builtin_policy_builds_and_unknown_names_fail():
         make_policy("nope", specs)
     with pytest.raises(ValueError):
         make_policy("py:only-module", specs)
+
+
+# --- the policies run the scheduler's code, not a copy of it --------------------------------
+
+
+def test_default_policy_scores_with_kube_scoring(monkeypatch: pytest.MonkeyPatch):
+    """`default` calls scheduler.kube_scoring: tilting its BalancedAllocation towards the node
+    LeastAllocated ranks lower moves the choice there."""
+    import scheduler.kube_scoring as kube_scoring
+
+    pod = make_pod(1000, 1.0)
+    nodes = [make_node("a", 4, 8), make_node("b", 4, 8, 2000, 2.0)]
+
+    def choice() -> str:
+        policy = make_policy("default", [])
+        policy.reset([], random.Random(0))
+        return policy.choose(pod, nodes, 0.0)
+
+    assert choice() == "a"
+
+    def favour_b(pod_info: PodInfo, node: NodeState) -> int:
+        return 1000 if node.info.name == "b" else 0
+
+    monkeypatch.setattr(kube_scoring, "balanced_allocation", favour_b)
+    assert choice() == "b"
+
+
+def test_heuristic_policy_is_the_schedulers_heuristic_scorer(monkeypatch: pytest.MonkeyPatch):
+    from scheduler.scorer import HeuristicScorer
+
+    specs = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b", "c")]
+    states = [make_node(n, 4, 8) for n in ("a", "b", "c")]
+    seen: list[tuple[str, ...]] = []
+
+    def prefer_c(self, pod, nodes, now):
+        seen.append(tuple(n.info.name for n in nodes))
+        return [ScoreResult(n.info.name, 99.0 if n.info.name == "c" else 1.0) for n in nodes]
+
+    monkeypatch.setattr(HeuristicScorer, "score", prefer_c)
+    policy = make_policy("heuristic", specs)
+    policy.reset(specs, random.Random(0))
+    assert policy.choose(make_pod(500), states, 0.0) == "c"
+    assert seen == [("a", "b", "c")]  # one batched call with every candidate

@@ -175,3 +175,42 @@ def test_place_refuses_an_infeasible_node():
     assert [s.info.name for s in decision.feasible] == ["b"]
     with pytest.raises(ValueError):
         sim.place("a")
+
+
+def test_boot_without_boot_time_costs_its_joules_at_once():
+    # boot_seconds = 0: the boot's 500 J are spent at the instant the pod arrives (t = 100) and
+    # the pod starts then; before it the node idled 10 s (100 W) and was off.
+    power_off = PowerOffModel(after_seconds=10, boot_seconds=0, boot_joules=500)
+    result = run([node("a")], [pod(0, 100, 100, usage=2)], {0: "a"}, power_off)
+    assert result.boots == 1
+    assert result.outcomes[0].start_s == pytest.approx(100.0)
+    assert result.energy_joules == pytest.approx(100 * 10 + 500 + 150 * 100)
+
+
+def test_the_pod_count_limit_of_the_schedulers_filter_applies():
+    # max_pods 1: the scheduler's filter says "Too many pods", so the second pod waits for the
+    # first although cpu and memory would fit.
+    nodes = [NodeSpec("a", "g", 4, 8, LINEAR, max_pods=1)]
+    pods = [pod(0, 0, 100, usage=1), pod(1, 10, 100, usage=1)]
+    result = run(nodes, pods, {0: "a", 1: "a"})
+    assert result.outcomes[1].waited and result.outcomes[1].start_s == pytest.approx(100.0)
+    assert result.unschedulable == 1
+
+
+def test_feasibility_is_the_schedulers_own_filter(monkeypatch: pytest.MonkeyPatch):
+    """The simulator asks scheduler.filters, not a copy of it: a node its filter refuses is
+    never offered, whatever the resources say."""
+    import scheduler.filters as filters
+
+    real = filters.node_failures
+
+    def refuse_a(pod_info: PodInfo, state: NodeState) -> tuple[str, ...]:
+        return ("refused by the test",) if state.info.name == "a" else real(pod_info, state)
+
+    monkeypatch.setattr(filters, "node_failures", refuse_a)
+    sim = Simulation([node("a"), node("b")], [pod(i, i, 10, usage=1) for i in range(3)])
+    offered = []
+    while (decision := sim.next_decision()) is not None:
+        offered.append([s.info.name for s in decision.feasible])
+        sim.place("b")
+    assert offered == [["b"]] * 3
