@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -92,7 +94,11 @@ def test_copied_sources_exist_and_pass_the_dockerignore(image: str) -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
         assert not ignored(source, patterns), f"{source} is excluded from the build context"
-    assert ignored(".venv", patterns) and ignored("tests", patterns)
+    # The build context is what the image copies, nothing more (no tests, no .venv, and for the
+    # agent no scheduler).
+    for entry in ROOT.iterdir():
+        if entry.name not in sources:
+            assert ignored(entry.name, patterns), f"{entry.name} is sent to the {image} build"
 
 
 def test_agent_image_installs_core_dependencies_only() -> None:
@@ -120,6 +126,42 @@ def test_scheduler_image_installs_the_scheduler_extra_without_torch() -> None:
         "agent",
         "scheduler",
     }
+
+
+@pytest.mark.parametrize(
+    ("image", "packages"), [("agent", {"agent"}), ("scheduler", {"agent", "scheduler"})]
+)
+def test_the_package_builds_from_what_the_image_copies(
+    image: str, packages: set[str], tmp_path: Path
+) -> None:
+    """`pip wheel` on exactly the files the Dockerfile copies: it builds, and the wheel holds
+    those packages only; torch is never a requirement outside the `ml` extra."""
+    context = tmp_path / "context"
+    context.mkdir()
+    for source in copied_sources(IMAGES / f"{image}.Dockerfile"):
+        if (ROOT / source).is_dir():
+            shutil.copytree(
+                ROOT / source, context / source, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            shutil.copy2(ROOT / source, context / source)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "--quiet", "--wheel-dir", str(tmp_path / "wheels"), str(context)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    (wheel,) = (tmp_path / "wheels").glob("kubejoule-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in archive.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
+    assert {n.split("/")[0] for n in names if not n.startswith("kubejoule-")} == packages
+    assert not [r for r in requires if "torch" in r and 'extra == "ml"' not in r]
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,7 @@ Objects without a schema in kubernetes-validate are checked differently:
 
 from __future__ import annotations
 
-import argparse
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,42 +25,22 @@ import pytest
 import yaml
 
 from tests.helpers.deploy_kustomize import (
+    DAEMONSET,
     KustomizeError,
     Obj,
     apply_json6902,
     build,
     object_key,
+    user_kustomization,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-DAEMONSET = ROOT / "daemonset"
 KUBERNETES_VERSION = "1.33"
 NAMESPACE = "kubejoule-system"
 COMPONENTS = ("servicemonitor", "extender", "pod-network", "calibration")
 CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 # Capabilities the agent may be granted, each for a reason written in the manifests and docs.
 ALLOWED_AGENT_CAPABILITIES = {"SYS_ADMIN", "SYS_PTRACE"}
-
-
-def subcommands(parser: argparse.ArgumentParser) -> set[str]:
-    """The subcommand names an argparse parser accepts."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return set(action.choices)
-    return set()
-
-
-def _composite(tmp_path: Path, base: str, components: tuple[str, ...]) -> Path:
-    """A user's kustomization: an overlay plus components, referenced by relative paths."""
-    rel = Path(os.path.relpath(DAEMONSET, tmp_path))
-    spec = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": [str(rel / base)],
-        "components": [str(rel / "components" / c) for c in components],
-    }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(spec))
-    return tmp_path
 
 
 TARGETS = ["base", "overlays/intel", "overlays/amd", "intel+all-components"]
@@ -71,7 +50,7 @@ TARGETS = ["base", "overlays/intel", "overlays/amd", "intel+all-components"]
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     name = request.param
     if name == "intel+all-components":
-        return _composite(tmp_path, "overlays/intel", COMPONENTS)
+        return user_kustomization(tmp_path, "overlays/intel", COMPONENTS)
     return DAEMONSET / name
 
 
@@ -81,7 +60,7 @@ def by_kind(objects: list[Obj], kind: str) -> dict[str, Obj]:
 
 def built(name: str, tmp_path: Path) -> list[Obj]:
     if name == "intel+all-components":
-        return build(_composite(tmp_path, "overlays/intel", COMPONENTS))
+        return build(user_kustomization(tmp_path, "overlays/intel", COMPONENTS))
     return build(DAEMONSET / name)
 
 
@@ -115,9 +94,8 @@ def test_objects_validate_strictly_against_kubernetes_1_33(target: Path) -> None
 def test_kubernetes_validate_cli_passes_on_the_built_output(tmp_path: Path) -> None:
     """The command line itself, once, on the build that holds every object we ship."""
     executable = Path(sys.executable).parent / "kubernetes-validate"
-    if not executable.exists():
-        pytest.skip("kubernetes-validate CLI not installed in this environment")
-    target = _composite(tmp_path, "overlays/intel", COMPONENTS)
+    assert executable.exists(), "the dev extra installs kubernetes-validate and its CLI"
+    target = user_kustomization(tmp_path, "overlays/intel", COMPONENTS)
     objects = [o for o in build(target) if (o["apiVersion"], o["kind"]) not in CRD_KINDS]
     out = tmp_path / "built.yaml"
     out.write_text(yaml.safe_dump_all(objects))
@@ -224,12 +202,51 @@ def test_agent_args_env_ports_and_probes_fit_together(tmp_path: Path) -> None:
         assert set(container["resources"][kind]) == {"cpu", "memory"}
 
 
+# Kubernetes quantities the manifests use: CPU in millicores ("20m") and memory in Mi.
+def millicores(quantity: str) -> float:
+    return float(quantity[:-1]) if quantity.endswith("m") else float(quantity) * 1000
+
+
+def mebibytes(quantity: str) -> float:
+    assert quantity.endswith("Mi"), quantity
+    return float(quantity[:-2])
+
+
+def benchmark_figure(document: str, pattern: str) -> float:
+    text = (ROOT / "docs" / document).read_text()
+    found = re.findall(pattern, text)
+    assert found, f"docs/{document} no longer has the figure {pattern!r}: update this test"
+    return max(float(f) for f in found)
+
+
+def test_agent_resources_cover_what_the_agent_benchmark_measured(tmp_path: Path) -> None:
+    """Requests cover the agent's measured cost (docs/agent.md: the whole `run` process with
+    scrapes; docs/agent-kubernetes.md: its Metrics Server reads on a full node), limits leave
+    at least twice that."""
+    (container,) = containers(agent_of(built("base", tmp_path)))
+    args = container["args"]
+    interval_s = float(args[args.index("--interval") + 1])
+    cpu_per_sample_ms = benchmark_figure(
+        "agent.md", r"whole-process CPU per sample[^\n]*?(\d+(?:\.\d+)?) ms"
+    )
+    peak_rss_mb = benchmark_figure("agent.md", r"peak RSS \(VmHWM\)[^\n]*?(\d+(?:\.\d+)?) MB")
+    metrics_server_read_ms = benchmark_figure(
+        "agent-kubernetes.md", r"Metrics Server read, \d+ pods \| [\d.]+–(\d+(?:\.\d+)?) ms"
+    )
+    metrics_server_period_s = max(interval_s, 15.0)  # the agent's default: at least 15 s
+    cpu_used_m = cpu_per_sample_ms / interval_s + metrics_server_read_ms / metrics_server_period_s
+    memory_used_mi = peak_rss_mb * 1e6 / 2**20
+    requests, limits = container["resources"]["requests"], container["resources"]["limits"]
+    assert millicores(requests["cpu"]) >= cpu_used_m
+    assert mebibytes(requests["memory"]) >= memory_used_mi
+    assert millicores(limits["cpu"]) >= 2 * cpu_used_m
+    assert mebibytes(limits["memory"]) >= 2 * memory_used_mi
+
+
 def test_agent_args_are_accepted_by_the_agent_cli(tmp_path: Path) -> None:
     from agent import cli
 
     parser = cli.build_parser()
-    if "run" not in subcommands(parser):
-        pytest.skip("`kubejoule-agent run` is not implemented yet")
     for target in ("base", "intel+all-components"):
         (container,) = containers(agent_of(built(target, tmp_path)))
         args = [a.replace("$(NODE_NAME)", "node-a") for a in container["args"]]
@@ -273,7 +290,7 @@ def test_agent_service_is_headless_and_selects_the_agent_pods(tmp_path: Path) ->
 
 
 def test_pod_network_component_adds_exactly_the_documented_capabilities(tmp_path: Path) -> None:
-    objects = build(_composite(tmp_path, "overlays/amd", ("pod-network",)))
+    objects = build(user_kustomization(tmp_path, "overlays/amd", ("pod-network",)))
     (container,) = containers(agent_of(objects))
     capabilities = container["securityContext"]["capabilities"]
     assert capabilities["drop"] == ["ALL"]
@@ -281,7 +298,7 @@ def test_pod_network_component_adds_exactly_the_documented_capabilities(tmp_path
 
 
 def test_calibration_component_reads_this_nodes_profile(tmp_path: Path) -> None:
-    objects = build(_composite(tmp_path, "overlays/intel", ("calibration",)))
+    objects = build(user_kustomization(tmp_path, "overlays/intel", ("calibration",)))
     (container,) = containers(agent_of(objects))
     args = container["args"]
     path = args[args.index("--calibration") + 1]
@@ -528,10 +545,12 @@ def _object_meta_schema() -> dict[str, Any]:
 
 
 def test_service_monitors_validate_and_find_their_services(tmp_path: Path) -> None:
-    objects = build(_composite(tmp_path, "overlays/intel", ("servicemonitor", "extender")))
+    objects = build(user_kustomization(tmp_path, "overlays/intel", ("servicemonitor", "extender")))
     monitors = by_kind(objects, "ServiceMonitor")
-    assert set(monitors) == {"kubejoule-agent", "kubejoule-scheduler"}
+    # Every Service we ship is scraped: the Scheduler dashboard needs the extender's metrics too.
     services = by_kind(objects, "Service")
+    shipped = {"kubejoule-agent", "kubejoule-scheduler", "kubejoule-extender"}
+    assert set(monitors) == set(services) == shipped
     meta_schema = _object_meta_schema()
     for name, monitor in monitors.items():
         jsonschema.Draft202012Validator(meta_schema).validate(monitor["metadata"])

@@ -16,6 +16,7 @@ Where `kubectl kustomize` is installed the tests check that both give the same o
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 
 import yaml
 
+DAEMONSET = Path(__file__).resolve().parents[2] / "daemonset"
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 SUPPORTED_FIELDS = {"apiVersion", "kind", "resources", "components", "patches", "namespace"}
 CLUSTER_SCOPED_KINDS = {
@@ -59,6 +61,20 @@ def load_yaml_documents(path: Path) -> list[Obj]:
         if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:
             raise KustomizeError(f"{path}: a document without apiVersion/kind")
     return documents
+
+
+def user_kustomization(directory: Path, base: str, components: Iterable[str] = ()) -> Path:
+    """Write the kustomization a user would keep next to ours: `daemonset/<base>` plus
+    `daemonset/components/<name>` for each component, by relative paths. Returns `directory`."""
+    rel = Path(os.path.relpath(DAEMONSET, directory))
+    spec = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [str(rel / base)],
+        "components": [str(rel / "components" / c) for c in components],
+    }
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(spec))
+    return directory
 
 
 def build(directory: Path) -> list[Obj]:
