@@ -6,22 +6,26 @@ The stack, all real processes on 127.0.0.1:
   both with a calibration profile, VMs (qemu processes in the tree) and the process top-N, and a
   Kubernetes API emulator (kmock) serving the pods' names and Metrics Server data;
 - `kubejoule-scheduler extender` scraping both agents (and a dead target, for telemetry errors),
-  with a power cap that /filter applies, and /prioritize and /filter requests sent to it;
+  with a power cap that /filter applies, answering a /prioritize and a /filter every half second;
 - `kubejoule-scheduler run` (standalone, shadow mode, leader election) against a Kubernetes API
-  emulator (kmock) holding the two nodes, binding pods created during the run, one binding
+  emulator (kmock) holding the two nodes, binding a pod created every second, one binding
   failed on purpose (binding errors) and one pod that fits nowhere (unschedulable);
-- Debian's `prometheus` scraping the agents, the extender and the scheduler (honor_labels, as
-  the ServiceMonitor sets it), every second.
+- Debian's `prometheus` scraping the agents, the extender and the scheduler every second, with
+  the jobs our ServiceMonitors describe (daemonset/components/servicemonitor: one per Service,
+  its path and honorLabels).
 
-Then each panel's queries, with the template variables substituted as Grafana would, are run as
-instant queries; each must return at least one series. Variable queries (label_values) too.
+The fixture waits until the panels' queries return data (a condition, not a fixed sleep: on a
+loaded machine it simply takes longer), then fixes that instant; every test evaluates its query
+at it, so how long the other tests take cannot age the rate() windows out. Each panel's
+queries, with the template variables substituted as Grafana would, must return at least one
+series that is not NaN. Variable queries (label_values) too.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -29,14 +33,16 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.helpers.deploy_kustomize import build, user_kustomization
 from tests.helpers.prometheus import (
     PrometheusProcess,
     free_port,
@@ -53,6 +59,9 @@ AGENT_INTERVAL_SECONDS = 0.5
 NAMESPACES = ("shop", "analytics")  # given to the fixture's pods through the API
 RANGE = "1m"  # $__range: the data is seconds old, any range covering it will do
 RATE_INTERVAL = "5s"  # $__rate_interval: 5 scrapes at 1 s
+TRAFFIC_PERIOD_SECONDS = 0.5  # a /prioritize and a /filter this often; a pod every other time
+MAX_TRAFFIC_PODS = 60  # 50m each: far from filling the two 4-CPU nodes
+DATA_TIMEOUT_SECONDS = 60.0
 
 PROFILE = {
     "schema": "kubejoule.calibration/v1",
@@ -62,14 +71,6 @@ PROFILE = {
     "points": [12.0, 17.0, 22.0, 26.5, 31.0, 35.0, 39.5, 44.0, 49.0, 54.5, 60.0],
     "wall_correction": {"intercept_watts": 20.0, "slope": 1.08},
 }
-
-
-def subcommands(parser: argparse.ArgumentParser) -> set[str]:
-    """The subcommand names an argparse parser accepts."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return set(action.choices)
-    return set()
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,56 @@ def substitute(query: Query) -> str:
 # -- the stack -------------------------------------------------------------------------------
 
 
+@dataclass
+class Stack:
+    prometheus: PrometheusProcess
+    at: float  # the instant (Unix seconds) every query is evaluated at
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        data = self.prometheus.api("/api/v1/query", {"query": promql, "time": f"{self.at:.3f}"})
+        return list(data.get("result") or [])
+
+
+def has_data(result: Sequence[Mapping[str, Any]]) -> bool:
+    return any(not math.isnan(float(series["value"][1])) for series in result)
+
+
+def service_monitor_jobs(work: Path, targets: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """One scrape job per ServiceMonitor we ship (named after it), with its endpoint's path and
+    honorLabels, scraping `targets[monitor name]` (host:port) and labelling them as the
+    operator does."""
+    directory = work / "monitors"
+    directory.mkdir()
+    objects = build(user_kustomization(directory, "base", ("servicemonitor", "extender")))
+    jobs = []
+    for monitor in (o for o in objects if o["kind"] == "ServiceMonitor"):
+        name = monitor["metadata"]["name"]
+        (endpoint,) = monitor["spec"]["endpoints"]
+        jobs.append(
+            {
+                "job_name": name,
+                "metrics_path": endpoint.get("path", "/metrics"),
+                "honor_labels": endpoint.get("honorLabels", False),
+                # The target labels the Prometheus Operator attaches, which honorLabels must
+                # not let override the workloads' own namespace and pod labels.
+                "static_configs": [
+                    {
+                        "targets": list(targets[name]),
+                        "labels": {
+                            "namespace": "kubejoule-system",
+                            "pod": f"{name}-x1",
+                            "service": name,
+                        },
+                    }
+                ],
+            }
+        )
+    assert {job["job_name"] for job in jobs} == set(targets)
+    return jobs
+
+
 def _tick_driver(agent: Any, stop: threading.Event, **changes: Any) -> None:
-    """After every sample, advance the given counters (CPU ticks, process ticks) once more."""
+    """After every sample, advance the given counters once more."""
     while not stop.is_set():
         try:
             agent.advance(**changes, wait=False, sync=True)
@@ -140,7 +189,7 @@ def _tick_driver(agent: Any, stop: threading.Event, **changes: Any) -> None:
             return
 
 
-def _node(name: str) -> dict[str, Any]:
+def _node_object(name: str) -> dict[str, Any]:
     resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
     return {
         "apiVersion": "v1",
@@ -162,7 +211,7 @@ def _post(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _pod(name: str) -> dict[str, Any]:
+def _extender_pod(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -180,9 +229,32 @@ def _pod(name: str) -> dict[str, Any]:
 
 
 @dataclass
-class Stack:
-    prometheus: PrometheusProcess
+class Traffic:
+    """Scheduling traffic until stopped: the extender's two verbs every period (with a node
+    it has never heard of: a fallback), and a pod for the standalone scheduler every other."""
+
     extender_url: str
+    create_pod: Callable[[int], None]
+    stop: threading.Event = field(default_factory=threading.Event)
+    errors: list[str] = field(default_factory=list)
+
+    def run(self) -> None:
+        names = [RAPL_NODE, ESTIMATED_NODE, "node-unknown"]
+        # The Nodes.items form carries the nodes' CPUs, which a power-cap prediction needs.
+        items = {"apiVersion": "v1", "kind": "NodeList", "items": [_node_object(n) for n in names]}
+        tick = 0
+        while not self.stop.wait(TRAFFIC_PERIOD_SECONDS):
+            pod = _extender_pod(f"web-{tick}")
+            try:
+                _post(self.extender_url + "/prioritize", {"Pod": pod, "NodeNames": names})
+                answer = _post(self.extender_url + "/filter", {"Pod": pod, "Nodes": items})
+                if answer["Error"]:
+                    self.errors.append(f"/filter: {answer}")
+                if tick % 2 == 0 and tick // 2 < MAX_TRAFFIC_PODS:
+                    self.create_pod(tick // 2)
+            except Exception as exc:  # noqa: BLE001 - reported by the fixture
+                self.errors.append(repr(exc))
+            tick += 1
 
 
 def _start(args: list[str]) -> subprocess.Popen[str]:
@@ -196,7 +268,19 @@ def _start(args: list[str]) -> subprocess.Popen[str]:
     )
 
 
-def _wait_http(url: str, process: subprocess.Popen[str], timeout_seconds: float = 30.0) -> None:
+def _stop(processes: Sequence[subprocess.Popen[str]]) -> None:
+    """SIGTERM to all at once, then wait for each (kill after 10 s)."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def _wait_http(url: str, process: subprocess.Popen[str], timeout_seconds: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -210,183 +294,170 @@ def _wait_http(url: str, process: subprocess.Popen[str], timeout_seconds: float 
     raise TimeoutError(f"{url} did not answer within {timeout_seconds} s")
 
 
+def _in_parallel(calls: Sequence[Callable[[], Any]]) -> None:
+    """Run the calls in threads, wait for all, and raise the first error."""
+    errors: list[BaseException] = []
+
+    def run(call: Callable[[], Any]) -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _wait_for_data(prometheus: PrometheusProcess, timeout_seconds: float) -> float:
+    """The first instant at which every panel query returns data (or the last one tried)."""
+    queries = [substitute(q) for q in panel_queries()]
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        stack = Stack(prometheus, time.time())
+        if all(has_data(stack.query(q)) for q in queries) or time.monotonic() > deadline:
+            return stack.at
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if prometheus_binary() is None:
         pytest.skip("Debian's `prometheus` binary is not installed (run `make system-deps`)")
-    from agent import cli as agent_cli
-
-    if "run" not in subcommands(agent_cli.build_parser()):
-        pytest.skip("`kubejoule-agent run` is not implemented yet")
-    from tests.helpers.agent_proc import AgentProcess
-
-    work = tmp_path_factory.mktemp("grafana-live")
-    profile = work / "profile.yaml"
-    profile.write_text(yaml.safe_dump(PROFILE))
     from tests.helpers.agent_kube_emulator import EmulatedCluster as AgentApi
-
-    api = AgentApi()
-    api.start()
-    now = datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    workload = json.loads((WORKLOAD_TREE.parent / "workload.json").read_text())
-    for index, fixture_pod in enumerate(workload["pods"]):
-        namespace = NAMESPACES[index % len(NAMESPACES)]
-        api.add_pod(namespace, fixture_pod["name"], RAPL_NODE, uid=fixture_pod["uid"])
-        containers = {
-            c["name"]: ("250m", "64Mi") for c in fixture_pod["containers"] if c["name"] != "POD"
-        }
-        api.set_pod_metrics(namespace, fixture_pod["name"], containers, now)
-    api.set_node_metrics(RAPL_NODE, "1500m", "3Gi", now)
-    kubeconfig = api.write_kubeconfig(work / "kubeconfig")
-    agent_args = [
-        "--process-top", "5", "--calibration", str(profile),
-        "--kubeconfig", str(kubeconfig), "--metrics-server-interval", "1",
-    ]  # fmt: skip
-
-    rapl = AgentProcess(
-        WORKLOAD_TREE, interval=AGENT_INTERVAL_SECONDS, args=agent_args, node=RAPL_NODE
-    )
-    estimated = AgentProcess(
-        WORKLOAD_TREE, interval=AGENT_INTERVAL_SECONDS, args=agent_args, node=ESTIMATED_NODE
-    )
-    shutil.rmtree(estimated.sysfs / "class" / "powercap")
-    shutil.rmtree(estimated.sysfs / "devices" / "virtual" / "powercap")
-    stop_driver = threading.Event()
-    processes: list[subprocess.Popen[str]] = []
+    from tests.helpers.agent_proc import AgentProcess
     from tests.helpers.standalone_kmock import EmulatedCluster
     from tests.helpers.standalone_objects import node as node_object
     from tests.helpers.standalone_objects import pod as pod_object
 
-    try:
-        with rapl, estimated, EmulatedCluster() as cluster:
-            for name in (RAPL_NODE, ESTIMATED_NODE):
-                cluster.create_node(node_object(name))
-            rapl.drive(40.0, utilization=0.5)
-            drivers = [
-                # Host processes using CPU, for the process top-N (pids of the fixture's host processes).
-                threading.Thread(
-                    target=_tick_driver,
-                    args=(rapl, stop_driver),
-                    kwargs={"process_ticks": {900: 20, 901: 10}},
-                ),
-                # The RAPL-less node, busy at about 50 %.
-                threading.Thread(
-                    target=_tick_driver,
-                    args=(estimated, stop_driver),
-                    kwargs={"cpu_ticks": {"user": 100, "idle": 100}},
-                ),
-            ]
-            for driver in drivers:
-                driver.daemon = True
-                driver.start()
-            try:
-                port = free_port()
-                config = {
-                    "mode": "shadow",
-                    "listen": f"127.0.0.1:{port}",
-                    "refresh_seconds": 0.5,
-                    "power_caps_watts": {
-                        RAPL_NODE: 1.0
-                    },  # /filter excludes it: the filtered-nodes panel
-                    "telemetry": {
-                        "agents": {
-                            "static": {
-                                RAPL_NODE: rapl.url,
-                                ESTIMATED_NODE: estimated.url,
-                                "node-dead": "http://127.0.0.1:9/",  # nothing listens: telemetry errors
-                            },
-                            "timeout_seconds": 1,
-                        }
-                    },
-                }
-                (work / "scheduler.yaml").write_text(yaml.safe_dump(config))
-                extender = _start(["extender", "--config", str(work / "scheduler.yaml")])
-                processes.append(extender)
-                extender_url = f"http://127.0.0.1:{port}"
-                _wait_http(extender_url + "/healthz", extender)
+    work = tmp_path_factory.mktemp("grafana-live")
+    profile = work / "profile.yaml"
+    profile.write_text(yaml.safe_dump(PROFILE))
+    # Every address is chosen up front, so Prometheus starts first: it scrapes nothing for its
+    # first ~5 s (its discovery manager's update period), and everything else starts meanwhile.
+    port = {name: free_port() for name in ("rapl", "estimated", "extender", "standalone")}
+    address = {name: f"127.0.0.1:{p}" for name, p in port.items()}
+    extender_url = f"http://{address['extender']}"
+    jobs = service_monitor_jobs(
+        work,
+        {
+            "kubejoule-agent": [address["rapl"], address["estimated"]],
+            "kubejoule-extender": [address["extender"]],
+            "kubejoule-scheduler": [address["standalone"]],
+        },
+    )
 
-                standalone_port = free_port()
-                standalone_config = {k: v for k, v in config.items() if k != "listen"}
-                standalone_config["kubernetes"] = {"host": cluster.url}
-                (work / "standalone.yaml").write_text(yaml.safe_dump(standalone_config))
-                cluster.create_pod(pod_object("batch-0", requests={"cpu": "500m"}))
-                cluster.create_pod(pod_object("too-big", requests={"cpu": "64"}))  # fits nowhere
-                cluster.fail_next_bindings(
-                    1
-                )  # the first binding fails: a binding error, then a retry
-                standalone = _start(
-                    [
-                        "run", "--config", str(work / "standalone.yaml"),
-                        "--listen", f"127.0.0.1:{standalone_port}",
-                        "--collector", str(work / "decisions.jsonl"), "--identity", "replica-a",
-                        "--lease-namespace", "kubejoule-system", "--lease-duration", "2",
-                        "--renew-deadline", "1.5", "--retry-period", "0.2", "--seed", "1",
-                    ]
-                )  # fmt: skip
-                processes.append(standalone)
-                standalone_url = f"http://127.0.0.1:{standalone_port}"
-                _wait_http(standalone_url + "/healthz", standalone)
-                scrape = [
-                    {
-                        "job_name": "kubejoule-agent",
-                        "honor_labels": True,  # as the ServiceMonitor: keep the workload's namespace/pod
-                        "static_configs": [{"targets": [rapl.url[7:], estimated.url[7:]]}],
+    with ExitStack() as cleanup:
+        api = AgentApi()
+        cleanup.callback(api.close)  # last: kmock's DNS patches unwind in order
+        api.start()
+        prom = cleanup.enter_context(prometheus_server(scrape_configs=jobs, scrape_interval="1s"))
+
+        now = datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        workload = json.loads((WORKLOAD_TREE.parent / "workload.json").read_text())
+        for index, fixture_pod in enumerate(workload["pods"]):
+            namespace = NAMESPACES[index % len(NAMESPACES)]
+            api.add_pod(namespace, fixture_pod["name"], RAPL_NODE, uid=fixture_pod["uid"])
+            containers = {
+                c["name"]: ("250m", "64Mi") for c in fixture_pod["containers"] if c["name"] != "POD"
+            }
+            api.set_pod_metrics(namespace, fixture_pod["name"], containers, now)
+        api.set_node_metrics(RAPL_NODE, "1500m", "3Gi", now)
+        kubeconfig = api.write_kubeconfig(work / "kubeconfig")
+        agent_args = [
+            "--process-top", "5", "--calibration", str(profile),
+            "--kubeconfig", str(kubeconfig), "--metrics-server-interval", "1",
+        ]  # fmt: skip
+        rapl, estimated = (
+            AgentProcess(
+                WORKLOAD_TREE,
+                interval=AGENT_INTERVAL_SECONDS,
+                args=[*agent_args, "--listen", address[name]],  # the last --listen wins
+                node=node,
+            )
+            for name, node in (("rapl", RAPL_NODE), ("estimated", ESTIMATED_NODE))
+        )
+        shutil.rmtree(estimated.sysfs / "class" / "powercap")
+        shutil.rmtree(estimated.sysfs / "devices" / "virtual" / "powercap")
+        cleanup.push(rapl)  # stopped (and their copies removed) on the way out
+        cleanup.push(estimated)
+
+        cluster = cleanup.enter_context(EmulatedCluster())
+        for name in (RAPL_NODE, ESTIMATED_NODE):
+            cluster.create_node(node_object(name))
+        cluster.create_pod(pod_object("batch-first", requests={"cpu": "500m"}))
+        cluster.create_pod(pod_object("too-big", requests={"cpu": "64"}))  # fits nowhere
+        cluster.fail_next_bindings(1)  # the first binding fails: a binding error, then a retry
+
+        config = {
+            "mode": "shadow",
+            "listen": address["extender"],
+            "refresh_seconds": 0.5,
+            # /filter excludes the RAPL node: the filtered-nodes panel.
+            "power_caps_watts": {RAPL_NODE: 1.0},
+            "telemetry": {
+                "agents": {
+                    "static": {
+                        RAPL_NODE: f"http://{address['rapl']}",
+                        ESTIMATED_NODE: f"http://{address['estimated']}",
+                        "node-dead": "http://127.0.0.1:9/",  # nothing listens: telemetry errors
                     },
-                    {
-                        "job_name": "kubejoule-extender",
-                        "honor_labels": True,
-                        "static_configs": [{"targets": [extender_url[7:]]}],
-                    },
-                    {
-                        "job_name": "kubejoule-scheduler",
-                        "honor_labels": True,
-                        "static_configs": [{"targets": [standalone_url[7:]]}],
-                    },
+                    "timeout_seconds": 1,
+                }
+            },
+        }
+        (work / "scheduler.yaml").write_text(yaml.safe_dump(config))
+        standalone_config = {k: v for k, v in config.items() if k != "listen"}
+        standalone_config["kubernetes"] = {"host": cluster.url}
+        (work / "standalone.yaml").write_text(yaml.safe_dump(standalone_config))
+        processes = [
+            _start(["extender", "--config", str(work / "scheduler.yaml")]),
+            _start(
+                [
+                    "run", "--config", str(work / "standalone.yaml"),
+                    "--listen", address["standalone"],
+                    "--collector", str(work / "decisions.jsonl"), "--identity", "replica-a",
+                    "--lease-namespace", "kubejoule-system", "--lease-duration", "2",
+                    "--renew-deadline", "1.5", "--retry-period", "0.2", "--seed", "1",
                 ]
-                with prometheus_server(scrape_configs=scrape, scrape_interval="1s") as prom:
-                    prom.wait_for_series(f'kubejoule_node_power_watts{{node="{RAPL_NODE}"}}')
-                    prom.wait_for_series(
-                        f'kubejoule_node_power_model_watts{{node="{ESTIMATED_NODE}"}}'
-                    )
-                    prom.wait_for_series("kubejoule_scheduler_telemetry_age_seconds", count=2)
-                    # Scheduling traffic: a prioritize and a filter per second for a few seconds, with
-                    # a node the extender has never heard of (a fallback).
-                    nodes = [RAPL_NODE, ESTIMATED_NODE, "node-unknown"]
-                    for i in range(4):
-                        cluster.create_pod(pod_object(f"batch-{i + 1}", requests={"cpu": "200m"}))
-                        _post(
-                            extender_url + "/prioritize",
-                            {"Pod": _pod(f"web-{i}"), "NodeNames": nodes},
-                        )
-                        # The Nodes.items form carries the nodes' CPUs, which a power-cap prediction needs.
-                        items = {
-                            "apiVersion": "v1",
-                            "kind": "NodeList",
-                            "items": [_node(n) for n in nodes],
-                        }
-                        answer = _post(
-                            extender_url + "/filter", {"Pod": _pod(f"web-{i}"), "Nodes": items}
-                        )
-                        assert answer["Error"] == "", answer
-                        time.sleep(0.75)
-                    prom.wait_for_series("kubejoule_extender_requests_total", count=2)
-                    prom.wait_for_series(
-                        'kubejoule_scheduler_schedule_attempts_total{result="scheduled"} > 0'
-                    )
-                    prom.wait_for_series("kubejoule_scheduler_binding_errors_total")
-                    time.sleep(2.0)  # a couple more scrapes so every rate() has two points
-                    yield Stack(prom, extender_url)
-            finally:
-                stop_driver.set()
-                for process in processes:
-                    process.terminate()
-                    try:
-                        process.wait(10)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
-                        process.wait(5)
-    finally:
-        api.close()  # after the scheduler's emulator: kmock's DNS patches unwind in order
+            ),
+        ]  # fmt: skip
+        cleanup.callback(_stop, processes)
+        _in_parallel([rapl.start, estimated.start])
+        cleanup.callback(_in_parallel, [rapl.stop, estimated.stop])  # before their __exit__
+
+        # The RAPL node at 40 W, half busy, with host processes using CPU (the process top-N);
+        # the RAPL-less node busy at about 50 %.
+        rapl.drive(40.0, utilization=0.5, process_share={900: 0.2, 901: 0.1})
+        stop_ticks = threading.Event()
+        ticks = threading.Thread(
+            target=_tick_driver,
+            args=(estimated, stop_ticks),
+            kwargs={"cpu_ticks": {"user": 100, "idle": 100}},
+            daemon=True,
+        )
+        ticks.start()
+        cleanup.callback(ticks.join, 10)
+        cleanup.callback(stop_ticks.set)
+
+        _wait_http(extender_url + "/healthz", processes[0])
+        _wait_http(f"http://{address['standalone']}/healthz", processes[1])
+        traffic = Traffic(
+            extender_url,
+            lambda i: cluster.create_pod(pod_object(f"batch-{i}", requests={"cpu": "50m"})),
+        )
+        sender = threading.Thread(target=traffic.run, daemon=True)
+        sender.start()
+        cleanup.callback(sender.join, 10)
+        cleanup.callback(traffic.stop.set)
+
+        at = _wait_for_data(prom, DATA_TIMEOUT_SECONDS)
+        assert not traffic.errors, traffic.errors[:5]
+        yield Stack(prom, at)
 
 
 # -- the tests -------------------------------------------------------------------------------
@@ -395,10 +466,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.mark.parametrize("query", panel_queries(), ids=lambda q: q.id)
 def test_panel_query_returns_data(stack: Stack, query: Query) -> None:
     promql = substitute(query)
-    result = stack.prometheus.query(promql)
+    result = stack.query(promql)
     assert result, f"{query.dashboard} / {query.panel}: no data for {promql}"
-    values = [float(series["value"][1]) for series in result]
-    assert not all(v != v for v in values), f"{query.panel}: only NaN for {promql}"
+    assert has_data(result), f"{query.panel}: only NaN for {promql}"
 
 
 @pytest.mark.parametrize(("dashboard", "metric", "label"), variable_queries())
@@ -416,6 +486,18 @@ def test_variable_query_offers_values(
 def test_measured_and_estimated_nodes_are_told_apart(stack: Stack) -> None:
     sources = {
         s["metric"]["node"]: s["metric"]["source"]
-        for s in stack.prometheus.query("kubejoule_node_power_watts")
+        for s in stack.query("kubejoule_node_power_watts")
     }
     assert sources == {RAPL_NODE: "rapl", ESTIMATED_NODE: "estimated"}
+
+
+def test_the_workloads_namespaces_survive_the_scrape(stack: Stack) -> None:
+    """honorLabels as the ServiceMonitor sets it: pod series keep the workload's namespace and
+    pod, not the agent pod's own target labels (which would push them to exported_*)."""
+    series = stack.query(f'kubejoule_pod_power_watts{{node="{RAPL_NODE}"}}')  # named by the API
+    assert {s["metric"]["namespace"] for s in series} == set(NAMESPACES)
+    assert not any(s["metric"]["pod"].startswith("kubejoule-") for s in series)
+    assert not any("exported_namespace" in s["metric"] for s in series)
+    # Series without such labels of their own get the target's, as in a cluster.
+    (node,) = stack.query(f'kubejoule_node_power_watts{{node="{RAPL_NODE}"}}')
+    assert node["metric"]["namespace"] == "kubejoule-system"
