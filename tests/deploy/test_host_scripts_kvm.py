@@ -13,15 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.deploy_hosttree import (
+    AS_NOBODY,
     CLOCK_TICKS_PER_SECOND,
     CpuTimes,
     HostState,
     Proc,
     StepSleeper,
     Zone,
-    remove_tree,
+    needs_another_user,
     script_env,
-    world_traversable_dir,
+    traversable_tree,
 )
 
 SCRIPT = Path(__file__).resolve().parents[2] / "host_scripts" / "kvm_power_monitor.sh"
@@ -82,11 +83,13 @@ def rows(stdout: str) -> list[dict[str, str]]:
 
 
 def totals(stdout: str) -> dict[str, float]:
+    """Each VM's total joules from the closing lines, checked against their kWh."""
     found: dict[str, float] = {}
     for line in stdout.splitlines():
         if line.startswith("# total"):
             fields = dict(part.split("=", 1) for part in line.split("\t")[1:])
             found[fields["vm"]] = float(fields["joules"])
+            assert float(fields["kwh"]) == pytest.approx(found[fields["vm"]] / 3.6e6, abs=1e-9)
     return found
 
 
@@ -269,24 +272,19 @@ def test_vm_filter_and_a_vm_that_appears_mid_run(host: tuple[Path, Path]) -> Non
     )
 
 
-def test_real_sleep_runs_for_the_duration_and_stops() -> None:
-    root = world_traversable_dir()
-    try:
-        HostState(intel_zones(1, 1), CpuTimes(user=1, idle=1), 1.0, [qemu(3, "idle-vm", 5)]).write(
-            root
-        )
-        result = subprocess.run(
-            ["bash", str(SCRIPT), "--interval", "0.2", "--duration", "0.5"],
-            env=script_env(root),
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert result.returncode == 0, result.stderr
-        # ceil(0.5 / 0.2) = 3 intervals; the counters never moved: a measured 0 W, not a gap.
-        assert [r["node_watts"] for r in rows(result.stdout)] == ["0.000"] * 3
-    finally:
-        remove_tree(root)
+def test_real_sleep_runs_for_the_duration_and_stops(tmp_path: Path) -> None:
+    state = HostState(intel_zones(1, 1), CpuTimes(user=1, idle=1), 1.0, [qemu(3, "idle-vm", 5)])
+    state.write(tmp_path)
+    result = subprocess.run(
+        ["bash", str(SCRIPT), "--interval", "0.2", "--duration", "0.5"],
+        env=script_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    # ceil(0.5 / 0.2) = 3 intervals; the counters never moved: a measured 0 W, not a gap.
+    assert [r["node_watts"] for r in rows(result.stdout)] == ["0.000"] * 3
 
 
 @pytest.mark.parametrize(
@@ -316,39 +314,22 @@ def test_missing_powercap_says_what_to_do(host: tuple[Path, Path]) -> None:
     assert "rapl_check.sh" in result.stderr
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="needs root and setpriv to run the script as another user",
-)
+@needs_another_user
 def test_not_root_fails_with_a_clear_message_and_no_password_prompt() -> None:
-    root = world_traversable_dir()
-    try:
+    with traversable_tree() as root:
         HostState(intel_zones(1, 1), CpuTimes(user=1, idle=1), 1.0).write(root)
         result = subprocess.run(
-            [
-                "setpriv",
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "bash",
-                str(SCRIPT),
-                "--interval",
-                "1",
-                "--duration",
-                "1",
-            ],
+            [*AS_NOBODY, "bash", str(SCRIPT), "--interval", "1", "--duration", "1"],
             env=script_env(root),
             capture_output=True,
             text=True,
             timeout=30,
             stdin=subprocess.DEVNULL,
         )
-        assert result.returncode == 77
-        assert "must run as root" in result.stderr
-        assert "CVE-2020-8694" in result.stderr
-        assert result.stdout == ""
-    finally:
-        remove_tree(root)
+    assert result.returncode == 77
+    assert "must run as root" in result.stderr
+    assert "CVE-2020-8694" in result.stderr
+    assert result.stdout == ""
 
 
 def test_script_has_no_password_and_passes_shellcheck() -> None:
@@ -361,29 +342,25 @@ def test_script_has_no_password_and_passes_shellcheck() -> None:
 
 
 @pytest.mark.parametrize("ctrl_c", [False, True], ids=["sigterm", "ctrl-c-to-the-group"])
-def test_stopping_prints_the_totals_so_far(ctrl_c: bool) -> None:
-    root = world_traversable_dir()
-    try:
-        state = HostState(intel_zones(1, 1), CpuTimes(user=1, idle=1), 1.0, [qemu(3, "stopper", 5)])
-        state.write(root)
-        proc = subprocess.Popen(
-            ["bash", str(SCRIPT), "--interval", "0.1"],  # no --duration: runs until stopped
-            env=script_env(root),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line[:1].isdigit():  # the first interval's line
-                break
-        if ctrl_c:
-            os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the sleep dies too
-        else:
-            proc.terminate()
-        rest, err = proc.communicate(timeout=30)
-        assert proc.returncode == 0, err
-        assert "# total\tvm=stopper\tpid=3\tjoules=0.000" in rest
-    finally:
-        remove_tree(root)
+def test_stopping_prints_the_totals_so_far(ctrl_c: bool, tmp_path: Path) -> None:
+    state = HostState(intel_zones(1, 1), CpuTimes(user=1, idle=1), 1.0, [qemu(3, "stopper", 5)])
+    state.write(tmp_path)
+    proc = subprocess.Popen(
+        ["bash", str(SCRIPT), "--interval", "0.1"],  # no --duration: runs until stopped
+        env=script_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line[:1].isdigit():  # the first interval's line
+            break
+    if ctrl_c:
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the sleep dies too
+    else:
+        proc.terminate()
+    rest, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "# total\tvm=stopper\tpid=3\tjoules=0.000" in rest

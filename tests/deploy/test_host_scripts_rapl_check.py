@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.deploy_hosttree import (
+    AS_NOBODY,
     CpuTimes,
     HostState,
     StepSleeper,
     Zone,
-    remove_tree,
+    needs_another_user,
     script_env,
-    world_traversable_dir,
+    traversable_tree,
     zone_device_dir,
 )
 
@@ -40,7 +41,7 @@ def run_check(
 ) -> subprocess.CompletedProcess[str]:
     command = ["bash", str(SCRIPT), *args]
     if as_nobody:
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        command = [*AS_NOBODY, *command]
     return subprocess.run(
         command, env=script_env(root, extra_env), capture_output=True, text=True, timeout=60
     )
@@ -50,18 +51,13 @@ def zone_lines(stdout: str) -> dict[str, str]:
     return {line.split()[0]: line for line in stdout.splitlines() if line.startswith("intel-rapl")}
 
 
-def test_kernel_layout_fixture_matches_sysfs() -> None:
-    root = world_traversable_dir()
-    try:
-        HostState(server_zones(), CpuTimes(), 1.0).write(root)
-        link = root / "sys" / "class" / "powercap" / "intel-rapl:0:1"
-        assert (
-            os.readlink(link)
-            == "../../devices/virtual/powercap/intel-rapl/intel-rapl:0/intel-rapl:0:1"
-        )
-        assert link.resolve() == zone_device_dir(root / "sys", "intel-rapl:0:1").resolve()
-    finally:
-        remove_tree(root)
+def test_kernel_layout_fixture_matches_sysfs(tmp_path: Path) -> None:
+    HostState(server_zones(), CpuTimes(), 1.0).write(tmp_path)
+    link = tmp_path / "sys" / "class" / "powercap" / "intel-rapl:0:1"
+    assert (
+        os.readlink(link) == "../../devices/virtual/powercap/intel-rapl/intel-rapl:0/intel-rapl:0:1"
+    )
+    assert link.resolve() == zone_device_dir(tmp_path / "sys", "intel-rapl:0:1").resolve()
 
 
 def test_readable_zones_are_listed_with_their_roles(tmp_path: Path) -> None:
@@ -143,6 +139,15 @@ def test_no_zones_gives_vendor_specific_advice(tmp_path: Path, vendor: str, advi
     assert advice in result.stdout
 
 
+def test_loaded_driver_without_zones_points_at_the_cpu_or_hypervisor(tmp_path: Path) -> None:
+    HostState([], CpuTimes(), 1.0).write(tmp_path)
+    (tmp_path / "sys" / "module" / "intel_rapl_msr").mkdir(parents=True)
+    result = run_check(tmp_path)
+    assert result.returncode == 1
+    assert "modprobe" not in result.stdout  # the driver is there already
+    assert "hypervisor hides the RAPL MSRs" in result.stdout
+
+
 def test_missing_powercap_class_points_at_the_kernel_config(tmp_path: Path) -> None:
     (tmp_path / "sys").mkdir()
     (tmp_path / "proc").mkdir()
@@ -151,21 +156,15 @@ def test_missing_powercap_class_points_at_the_kernel_config(tmp_path: Path) -> N
     assert "CONFIG_POWERCAP" in result.stdout
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="needs root and setpriv to run the check as another user",
-)
+@needs_another_user
 def test_root_only_energy_files_explain_cve_2020_8694_to_other_users() -> None:
-    root = world_traversable_dir()
-    try:
+    with traversable_tree() as root:
         HostState(server_zones(), CpuTimes(), 1.0).write(root)
         result = run_check(root, "--sample", "0", as_nobody=True)
-        assert result.returncode == 2, result.stdout + result.stderr
-        assert zone_lines(result.stdout)["intel-rapl:0"].split()[3] == "no"
-        assert "CVE-2020-8694" in result.stdout
-        assert "readable by root" in result.stdout
-    finally:
-        remove_tree(root)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert zone_lines(result.stdout)["intel-rapl:0"].split()[3] == "no"
+    assert "CVE-2020-8694" in result.stdout
+    assert "readable by root" in result.stdout
 
 
 def test_bad_sample_value_exits_64(tmp_path: Path) -> None:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 CLOCK_TICKS_PER_SECOND = 100  # USER_HZ; the scripts read it from `getconf CLK_TCK`
 
@@ -176,15 +179,24 @@ class StepSleeper:
         return int((self.work / "step_counter").read_text())
 
 
-def world_traversable_dir() -> Path:
-    """A fresh directory under /tmp that another user can traverse (pytest's tmp_path is 0700)."""
+# Running a script as `nobody`, to see what a user without root gets.
+AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+needs_another_user = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to run a script as another user",
+)
+
+
+@contextmanager
+def traversable_tree() -> Iterator[Path]:
+    """A fresh directory under /tmp that another user can traverse (pytest's tmp_path is 0700),
+    removed afterwards."""
     path = Path(tempfile.mkdtemp(prefix="kubejoule-deploy-"))
-    path.chmod(0o755)
-    return path
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        path.chmod(0o755)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def script_env(root: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
