@@ -49,6 +49,19 @@ class Panel:
     stack: bool = False
 
 
+def stat_tile(
+    title: str,
+    description: str,
+    targets: tuple[Target, ...],
+    unit: str = "watt",
+    decimals: int | None = None,
+) -> Panel:
+    """A quarter-width stat tile, the row of headline numbers at the top of a dashboard."""
+    return Panel(
+        title, description, targets, kind="stat", unit=unit, width=6, height=5, decimals=decimals
+    )
+
+
 @dataclass(frozen=True)
 class Variable:
     name: str
@@ -228,15 +241,12 @@ CLUSTER = Dashboard(
     description="Power and energy of the cluster's nodes, measured (RAPL) or estimated, and by namespace.",
     variables=(NODES,),
     panels=(
-        Panel(
+        stat_tile(
             "Cluster power",
             "Sum of node power over the selected nodes, all sources.",
             (Target(f"sum(kubejoule_node_power_watts{{{SEL}}})", "cluster"),),
-            kind="stat",
-            width=6,
-            height=5,
         ),
-        Panel(
+        stat_tile(
             "Energy, last 24 h",
             "Node energy counters' increase over the last day, in kWh.",
             (
@@ -245,29 +255,20 @@ CLUSTER = Dashboard(
                     "kWh",
                 ),
             ),
-            kind="stat",
             unit="kwatth",
-            width=6,
-            height=5,
             decimals=3,
         ),
-        Panel(
+        stat_tile(
             "Nodes by power source",
             "How many nodes report measured (rapl) or estimated power, or none.",
             (Target(f"count by (source) (kubejoule_node_power_watts{{{SEL}}})", "{{source}}"),),
-            kind="stat",
             unit="short",
-            width=6,
-            height=5,
         ),
-        Panel(
+        stat_tile(
             "Oldest sample",
             "Age of the oldest node sample: a stalled agent shows here first.",
             (Target(f"max(time() - kubejoule_sample_timestamp_seconds{{{SEL}}})", "age"),),
-            kind="stat",
             unit="s",
-            width=6,
-            height=5,
         ),
         Panel(
             "Node power: measured vs estimated",
@@ -354,43 +355,31 @@ NODE = Dashboard(
     description="One node: RAPL zones, idle vs active power, pods, VMs, processes and the calibration curve.",
     variables=(ONE_NODE,),
     panels=(
-        Panel(
+        stat_tile(
             "Node power",
             "Node power and its source (rapl: measured; estimated: calibration curve).",
             (Target(f"kubejoule_node_power_watts{{{ONE}}}", "{{source}}"),),
-            kind="stat",
-            width=6,
-            height=5,
         ),
-        Panel(
+        stat_tile(
             "CPU utilization",
             "Busy share of the node's CPU time in the last interval.",
             (Target(f"kubejoule_node_cpu_utilization_ratio{{{ONE}}}", "utilization"),),
-            kind="stat",
             unit="percentunit",
-            width=6,
-            height=5,
         ),
-        Panel(
+        stat_tile(
             "Sample age",
             "Seconds since the agent's latest sample.",
             (Target(f"time() - kubejoule_sample_timestamp_seconds{{{ONE}}}", "age"),),
-            kind="stat",
             unit="s",
-            width=6,
-            height=5,
         ),
-        Panel(
+        stat_tile(
             "Metrics Server usage",
             "The node's CPU usage as Metrics Server reports it, and that data's age.",
             (
                 Target(f"kubejoule_node_cpu_usage_cores{{{ONE}}}", "cores used"),
                 Target(f"kubejoule_metrics_server_age_seconds{{{ONE}}}", "age (s)"),
             ),
-            kind="stat",
             unit="short",
-            width=6,
-            height=5,
         ),
         Panel(
             "Idle vs active",
