@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,57 +28,15 @@ from agent.calibration.output import build_profile, phase_record, phase_spans, w
 from agent.calibration.wall import WallMeterError, fit_wall_correction, read_wall_csv
 from agent.curves import UTILIZATION_LEVELS
 from agent.hostfs import HostFS
+from agent.options import fraction, int_at_least, non_negative_float, positive_float
 from agent.profile import ProfileError, WallCorrection, load_profile
+from agent.sampler import default_node_name
 
 MAX_LOWEST_UTILIZATION = 0.35  # a curve must reach down at least this far to give idle power
 
 
 class CalibrationFailed(RuntimeError):
     """The calibration cannot go on; the message is the reason (and the fix)."""
-
-
-def default_node_name() -> str:
-    return os.environ.get("NODE_NAME") or socket.gethostname()
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
-
-
-def fraction(text: str) -> float:
-    value = non_negative_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text!r}")
-    return value
-
-
-def int_at_least(minimum: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {text!r}")
-        return value
-
-    return parse
 
 
 def model_list(text: str) -> list[str]:

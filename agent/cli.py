@@ -18,38 +18,12 @@ from typing import Any
 
 from agent import __version__
 from agent.hostfs import HostFS, copy_preserving_links
+from agent.options import non_negative_int, positive_float, positive_int
 from agent.profile import CalibrationProfile, ProfileError, load_profile
 from agent.report import format_snapshot
 from agent.sampler import DEFAULT_PROCESS_TOP, Sampler, default_node_name
 from agent.snapshot import Snapshot
 from agent.vms import redact_cmdline
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
-    return value
 
 
 def host_options() -> argparse.ArgumentParser:
