@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.curves import UTILIZATION_LEVELS, PowerCurve
+from rl.trimaran import predicted_utilization_pct
 from scheduler.model import NodeState, PodInfo, ScoreResult
 
 NAME = "peaks"
@@ -109,10 +110,7 @@ def raw_score(
     """PEAKS' Score() for one node: int64(jump × 10^15), or 0 (MinNodeScore)."""
     if utilization_pct is None:
         return MIN_NODE_SCORE
-    used_millicores = utilization_pct / 100.0 * capacity_millicores
-    predicted_pct = 0.0
-    if capacity_millicores != 0:
-        predicted_pct = 100.0 * (used_millicores + pod_millicores) / capacity_millicores
+    predicted_pct = predicted_utilization_pct(utilization_pct, capacity_millicores, pod_millicores)
     if predicted_pct > 100.0:
         return MIN_NODE_SCORE
     return int(power_jump(utilization_pct, predicted_pct, model) * RAW_SCALE)

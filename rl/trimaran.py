@@ -62,6 +62,17 @@ def target_load_score(predicted_pct: float, args: TargetLoadPackingArgs) -> int:
     return go_round((100 - target) * predicted_pct / target + target)
 
 
+def predicted_utilization_pct(
+    utilization_pct: float, capacity_millicores: float, added_millicores: float
+) -> float:
+    """The node's measured CPU in percent plus `added_millicores`, as a percentage of its
+    capacity (0 for a node without capacity): the prediction both Trimaran and PEAKS score."""
+    if capacity_millicores == 0:
+        return 0.0
+    used_millicores = utilization_pct / 100.0 * capacity_millicores
+    return 100.0 * (used_millicores + added_millicores) / capacity_millicores
+
+
 def node_score(
     utilization_pct: float | None,
     capacity_millicores: float,
@@ -72,10 +83,9 @@ def node_score(
     """TargetLoadPacking's Score() for one node."""
     if utilization_pct is None:
         return MIN_NODE_SCORE
-    used = utilization_pct / 100.0 * capacity_millicores
-    predicted = 0.0
-    if capacity_millicores != 0:
-        predicted = 100.0 * (used + pod_millicores + missing_millicores) / capacity_millicores
+    predicted = predicted_utilization_pct(
+        utilization_pct, capacity_millicores, pod_millicores + missing_millicores
+    )
     return target_load_score(predicted, args)
 
 
