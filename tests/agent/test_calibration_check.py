@@ -7,8 +7,6 @@ import io
 import json
 import os
 import shutil
-import stat
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ from agent.calibrate_cli import main
 from agent.calibration.check import run_check
 from agent.curves import PowerCurve
 from agent.hostfs import HostFS
+from tests.helpers.agent_cli import root_only_copy
 from tests.helpers.calibrate_meter import (
     POWERCAP,
     VirtualMeter,
@@ -186,20 +185,9 @@ def test_zone_that_disappears_during_the_check_fails(host_copy: Any) -> None:
 
 @pytest.fixture
 def root_only_tree() -> Iterator[Path]:
-    """A copy of the permission fixture whose energy_uj files are root-only (0400), as with the
-    CVE-2020-8694 fix, under a directory another user can traverse."""
-    base = Path(tempfile.mkdtemp(prefix="kj-cal-perm-", dir="/tmp"))
-    os.chmod(base, 0o755)
-    try:
-        shutil.copytree(POWERCAP / "permission/before", base / "host", symlinks=True)
-        for path in (base / "host").rglob("energy_uj"):
-            os.chmod(path, stat.S_IRUSR)
-        for path in (base / "host").rglob("*"):
-            if path.is_dir() and not path.is_symlink():
-                os.chmod(path, 0o755)
-        yield base / "host/sys"
-    finally:
-        shutil.rmtree(base)
+    """The permission fixture with root-only energy_uj files (see root_only_copy): its sys/."""
+    with root_only_copy(POWERCAP / "permission/before") as host:
+        yield host / "sys"
 
 
 @pytest.mark.root

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 
 from agent.hostfs import HostFS
 from agent.rapl import discover_zones, read_rapl
-from tests.helpers.agent_cli import POWERCAP, cli_as_user, replay_record
+from tests.helpers.agent_cli import POWERCAP, cli_as_user, replay_record, root_only_copy
 
 INTERVAL = 2.0
 
@@ -128,20 +126,8 @@ def test_bad_inputs_are_gaps_with_reasons_never_numbers(case: str, interval: flo
 
 @pytest.fixture
 def root_only_tree() -> Iterator[Path]:
-    """A copy of a fixture whose energy_uj files are root-only (0400), as with the CVE-2020-8694
-    fix, in a directory another user can traverse."""
-    base = Path(tempfile.mkdtemp(prefix="kj-perm-", dir="/tmp"))
-    os.chmod(base, 0o755)
-    try:
-        shutil.copytree(POWERCAP / "permission", base / "permission", symlinks=True)
-        for path in (base / "permission").rglob("energy_uj"):
-            os.chmod(path, stat.S_IRUSR)
-        for path in (base / "permission").rglob("*"):
-            if path.is_dir() and not path.is_symlink():
-                os.chmod(path, 0o755)
-        yield base / "permission"
-    finally:
-        shutil.rmtree(base)
+    with root_only_copy(POWERCAP / "permission") as tree:
+        yield tree
 
 
 @pytest.mark.root

@@ -15,10 +15,7 @@ measurement window — where the hardware counter is never late.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import os
-import pwd
 import random
 import shutil
 import subprocess
@@ -31,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from agent.procstat import parse_proc_stat
+from tests.helpers.agent_cli import main_as_user
 
 REPO = Path(__file__).resolve().parents[2]
 POWERCAP = REPO / "tests" / "fixtures" / "powercap"
@@ -223,40 +221,7 @@ def calibrate_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProce
 
 
 def calibrate_as_user(user: str, argv: list[str]) -> tuple[int, str, str]:
-    """Run `kubejoule-calibrate ARGV` in a forked child that dropped privileges to USER.
+    """Run `kubejoule-calibrate ARGV` in a forked child that dropped privileges to USER."""
+    from agent.calibrate_cli import main
 
-    Returns (exit code, stdout, stderr). Needs root. Everything is imported before the fork, so
-    the child needs no access to the interpreter's files (the venv lives under /root).
-    """
-    from agent import calibrate_cli as cli
-
-    entry = pwd.getpwnam(user)
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(read_fd)
-        code = 1
-        out, err = io.StringIO(), io.StringIO()
-        try:
-            os.setgroups([])
-            os.setgid(entry.pw_gid)
-            os.setuid(entry.pw_uid)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = cli.main(argv)
-                except SystemExit as exc:
-                    code = int(exc.code or 0)
-        except BaseException as exc:  # report anything to the parent
-            err.write(repr(exc))
-        finally:
-            payload = json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue()}).encode()
-            os.write(write_fd, payload)
-            os._exit(0)
-    os.close(write_fd)
-    chunks = []
-    while chunk := os.read(read_fd, 65536):
-        chunks.append(chunk)
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    result = json.loads(b"".join(chunks))
-    return result["code"], result["out"], result["err"]
+    return main_as_user(user, main, argv)
