@@ -210,21 +210,24 @@ class ExtenderArgs:
     pod: PodInfo
     node_names: list[str] | None  # the NodeNames form
     node_items: list[dict[str, Any]] | None  # the Nodes.items form (full v1.Node objects)
+    node_infos: tuple[NodeInfo, ...] = ()  # node_items, parsed (same order)
 
     @property
     def names(self) -> list[str]:
         if self.node_names is not None:
             return self.node_names
-        assert self.node_items is not None
-        return [item["metadata"]["name"] for item in self.node_items]
+        return [info.name for info in self.node_infos]
 
 
 def parse_args(body: bytes) -> ExtenderArgs:
-    """ExtenderArgs from a request body, or BadRequest saying what is wrong."""
+    """ExtenderArgs from a request body, or BadRequest saying what is wrong. Everything is
+    parsed and type-checked here, so answering cannot fail on the request's shape."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise BadRequest("body is not valid JSON: nested too deeply") from exc
     if not isinstance(data, dict):
         raise BadRequest("body must be a JSON object with Pod and Nodes or NodeNames")
     pod = data.get("Pod")
@@ -235,8 +238,8 @@ def parse_args(body: bytes) -> ExtenderArgs:
         raise BadRequest("Pod.spec must be an object")
     try:
         pod_info = PodInfo.from_k8s(pod)
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise BadRequest(f"Pod: {exc}") from exc
+    except ValueError as exc:
+        raise BadRequest(f"Pod.{exc}") from exc
 
     names = data.get("NodeNames")
     nodes = data.get("Nodes")
@@ -252,11 +255,16 @@ def parse_args(body: bytes) -> ExtenderArgs:
     items = nodes.get("items") or []
     if not isinstance(items, list):
         raise BadRequest("Nodes.items must be a list")
+    infos = []
     for i, item in enumerate(items):
         meta = item.get("metadata") if isinstance(item, dict) else None
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
             raise BadRequest(f"Nodes.items[{i}] must be a v1.Node with metadata.name")
-    return ExtenderArgs(pod_info, None, items)
+        try:
+            infos.append(NodeInfo.from_k8s(item))
+        except ValueError as exc:
+            raise BadRequest(f"Nodes.items[{i}].{exc}") from exc
+    return ExtenderArgs(pod_info, None, items, tuple(infos))
 
 
 # -- metrics -------------------------------------------------------------------------------------
@@ -491,8 +499,7 @@ class Extender:
         view = self._refresh_states()
         if args.node_items is not None:
             states = []
-            for item in args.node_items:
-                info = NodeInfo.from_k8s(item)
+            for info in args.node_infos:
                 if self._node_infos.get(info.name) != info:
                     self._node_infos[info.name] = info
                     self._batch = None
@@ -608,7 +615,11 @@ class Extender:
                 "apiVersion": "v1",
                 "kind": "NodeList",
                 "metadata": {},
-                "items": [i for i in args.node_items if i["metadata"]["name"] not in failed],
+                "items": [
+                    item
+                    for item, info in zip(args.node_items, args.node_infos, strict=True)
+                    if info.name not in failed
+                ],
             }
         return result
 

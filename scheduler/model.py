@@ -7,6 +7,7 @@ standalone scheduler share one implementation of filtering and scoring.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,12 +36,84 @@ _SUFFIX = {
 
 def parse_quantity(value: str | int | float) -> float:
     """A Kubernetes resource quantity ("500m", "2Gi", "1.5", 3) as a float in base units."""
-    if isinstance(value, int | float):
-        return float(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match or match.group(2) not in _SUFFIX:
+    if isinstance(value, bool):
         raise ValueError(f"not a Kubernetes quantity: {value!r}")
-    return float(match.group(1)) * _SUFFIX[match.group(2)]
+    if isinstance(value, int | float):
+        number = float(value)
+    else:
+        match = _QUANTITY.match(str(value).strip())
+        if not match or match.group(2) not in _SUFFIX:
+            raise ValueError(f"not a Kubernetes quantity: {value!r}")
+        number = float(match.group(1)) * _SUFFIX[match.group(2)]
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite Kubernetes quantity: {value!r}")
+    return number
+
+
+# -- reading Kubernetes JSON -----------------------------------------------------------------------
+#
+# The extender parses whatever kube-scheduler (or anyone) posts, so every field is checked for
+# its JSON type on the way in: a wrong type anywhere is a ShapeError (a ValueError) naming the
+# field, which the extender answers with a 400, never an AttributeError deep in the scorer.
+
+
+class ShapeError(ValueError):
+    """A Kubernetes object with a field of the wrong JSON type or value."""
+
+
+# Kubernetes quantities are int64 in their smallest unit (millicores, bytes).
+_MAX_AMOUNT = 2**63 - 1
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    """A JSON object; absent (None) is empty."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ShapeError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _array(value: Any, where: str) -> Sequence[Any]:
+    """A JSON array; absent (None) is empty."""
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise ShapeError(f"{where}: expected an array, got {type(value).__name__}")
+    return value
+
+
+def _objects(value: Any, where: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """An array of JSON objects, each with its own path for messages."""
+    return [(f"{where}[{i}]", _object(item, f"{where}[{i}]")) for i, item in enumerate(_array(value, where))]
+
+
+def _text(value: Any, where: str) -> str:
+    """A JSON string; absent (None) is ""."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ShapeError(f"{where}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _texts(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(_text(v, f"{where}[{i}]") for i, v in enumerate(_array(value, where)))
+
+
+def _string_map(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """Labels, annotations, a nodeSelector: string to string, sorted."""
+    return tuple(sorted((k, _text(v, f"{where}.{k}")) for k, v in _object(value, where).items()))
+
+
+def _amount(value: Any, scale: float, where: str) -> int:
+    try:
+        amount = round(parse_quantity(value) * scale)
+    except ValueError as exc:
+        raise ShapeError(f"{where}: {exc}") from exc
+    if abs(amount) > _MAX_AMOUNT:
+        raise ShapeError(f"{where}: quantity {value!r} is out of range")
+    return amount
 
 
 @dataclass(frozen=True)
@@ -53,17 +126,23 @@ class Resources:
     ephemeral_storage_bytes: int = 0
 
     @classmethod
-    def from_k8s(cls, values: Mapping[str, Any] | None, pods: int = 0) -> Resources:
-        values = values or {}
+    def from_k8s(
+        cls, values: Mapping[str, Any] | None, pods: int = 0, where: str = "resources"
+    ) -> Resources:
+        """From a ResourceList (`{"cpu": "500m", "memory": "1Gi", …}`); ShapeError names a bad
+        quantity by `where`."""
+        values = _object(values, where)
         cpu = values.get("cpu")
         mem = values.get("memory")
         eph = values.get("ephemeral-storage")
         pod_count = values.get("pods")
         return cls(
-            cpu_millicores=round(parse_quantity(cpu) * 1000) if cpu is not None else 0,
-            memory_bytes=round(parse_quantity(mem)) if mem is not None else 0,
-            pods=int(parse_quantity(pod_count)) if pod_count is not None else pods,
-            ephemeral_storage_bytes=round(parse_quantity(eph)) if eph is not None else 0,
+            cpu_millicores=_amount(cpu, 1000, f"{where}.cpu") if cpu is not None else 0,
+            memory_bytes=_amount(mem, 1, f"{where}.memory") if mem is not None else 0,
+            pods=int(_amount(pod_count, 1, f"{where}.pods")) if pod_count is not None else pods,
+            ephemeral_storage_bytes=(
+                _amount(eph, 1, f"{where}.ephemeral-storage") if eph is not None else 0
+            ),
         )
 
     def __add__(self, other: Resources) -> Resources:
@@ -121,34 +200,39 @@ class SelectorTerm:
     match_fields: tuple[SelectorRequirement, ...] = ()
 
 
-def _container_requests(container: Mapping[str, Any]) -> Resources:
-    return Resources.from_k8s((container.get("resources") or {}).get("requests"))
+def _requests_of(container: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    resources = _object(container.get("resources"), f"{where}.resources")
+    return _object(resources.get("requests"), f"{where}.resources.requests")
+
+
+def _container_requests(container: Mapping[str, Any], where: str) -> Resources:
+    return Resources.from_k8s(_requests_of(container, where), where=f"{where}.resources.requests")
 
 
 def effective_requests(
     spec: Mapping[str, Any],
-    container_requests: Callable[[Mapping[str, Any]], Resources] = _container_requests,
+    container_requests: Callable[[Mapping[str, Any], str], Resources] = _container_requests,
 ) -> Resources:
     """A pod's requests as kube-scheduler counts them (resource fit, scoring).
 
     max(Σ app containers + Σ restartable (sidecar) init containers,
         each non-restartable init container + the sidecars started before it) + overhead;
-    plus one pod.
+    plus one pod. ShapeError when a field has the wrong JSON type.
     """
     total = Resources()
-    for container in spec.get("containers") or []:
-        total = total + container_requests(container)
+    for where, container in _objects(spec.get("containers"), "spec.containers"):
+        total = total + container_requests(container, where)
     sidecars = Resources()
     init_peak = Resources()
-    for container in spec.get("initContainers") or []:
-        requests = container_requests(container)
-        if container.get("restartPolicy") == "Always":
+    for where, container in _objects(spec.get("initContainers"), "spec.initContainers"):
+        requests = container_requests(container, where)
+        if _text(container.get("restartPolicy"), f"{where}.restartPolicy") == "Always":
             sidecars = sidecars + requests
             init_peak = init_peak.max(sidecars)
         else:
             init_peak = init_peak.max(sidecars + requests)
     total = (total + sidecars).max(init_peak)
-    overhead = Resources.from_k8s(spec.get("overhead"))
+    overhead = Resources.from_k8s(spec.get("overhead"), where="spec.overhead")
     return total + overhead + Resources(pods=1)
 
 
@@ -158,9 +242,9 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST_BYTES = 200 * 1024 * 1024
 
 
-def _nonzero_container_requests(container: Mapping[str, Any]) -> Resources:
-    raw = (container.get("resources") or {}).get("requests") or {}
-    requests = Resources.from_k8s(raw)
+def _nonzero_container_requests(container: Mapping[str, Any], where: str) -> Resources:
+    raw = _requests_of(container, where)
+    requests = Resources.from_k8s(raw, where=f"{where}.resources.requests")
     # Only a *missing* key gets the default; an explicit "0" stays 0, as in kube-scheduler.
     return Resources(
         cpu_millicores=requests.cpu_millicores if "cpu" in raw else DEFAULT_MILLI_CPU_REQUEST,
@@ -177,15 +261,49 @@ def nonzero_requests(spec: Mapping[str, Any]) -> Resources:
     return effective_requests(spec, _nonzero_container_requests)
 
 
-def _requirements(items: Sequence[Mapping[str, Any]] | None) -> tuple[SelectorRequirement, ...]:
+def _requirements(items: Any, where: str) -> tuple[SelectorRequirement, ...]:
     return tuple(
         SelectorRequirement(
-            key=str(item.get("key", "")),
-            operator=str(item.get("operator", "")),
-            values=tuple(str(v) for v in item.get("values") or ()),
+            key=_text(item.get("key"), f"{path}.key"),
+            operator=_text(item.get("operator"), f"{path}.operator"),
+            values=_texts(item.get("values"), f"{path}.values"),
         )
-        for item in items or ()
+        for path, item in _objects(items, where)
     )
+
+
+def _selector_terms(spec: Mapping[str, Any]) -> tuple[SelectorTerm, ...]:
+    where = "spec.affinity"
+    affinity = _object(spec.get("affinity"), where)
+    node_affinity = _object(affinity.get("nodeAffinity"), f"{where}.nodeAffinity")
+    where += ".nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = _object(
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"), where
+    )
+    return tuple(
+        SelectorTerm(
+            _requirements(term.get("matchExpressions"), f"{path}.matchExpressions"),
+            _requirements(term.get("matchFields"), f"{path}.matchFields"),
+        )
+        for path, term in _objects(required.get("nodeSelectorTerms"), f"{where}.nodeSelectorTerms")
+    )
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    tolerations = []
+    for path, t in _objects(spec.get("tolerations"), "spec.tolerations"):
+        seconds = t.get("tolerationSeconds")
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+            raise ShapeError(f"{path}.tolerationSeconds: expected an integer, got {seconds!r}")
+        tolerations.append(
+            Toleration(
+                key=_text(t.get("key"), f"{path}.key"),
+                operator=_text(t.get("operator"), f"{path}.operator") or "Equal",
+                value=_text(t.get("value"), f"{path}.value"),
+                effect=_text(t.get("effect"), f"{path}.effect"),
+            )
+        )
+    return tuple(tolerations)
 
 
 @dataclass(frozen=True)
@@ -211,38 +329,26 @@ class PodInfo:
 
     @classmethod
     def from_k8s(cls, pod: Mapping[str, Any]) -> PodInfo:
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
-        status = pod.get("status") or {}
-        affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ) or {}
-        terms = tuple(
-            SelectorTerm(_requirements(t.get("matchExpressions")), _requirements(t.get("matchFields")))
-            for t in affinity.get("nodeSelectorTerms") or ()
-        )
-        tolerations = tuple(
-            Toleration(
-                key=str(t.get("key") or ""),
-                operator=str(t.get("operator") or "Equal"),
-                value=str(t.get("value") or ""),
-                effect=str(t.get("effect") or ""),
-            )
-            for t in spec.get("tolerations") or ()
-        )
+        """From a v1.Pod (JSON); ShapeError, naming the field, when a field has the wrong type."""
+        pod = _object(pod, "pod")
+        meta = _object(pod.get("metadata"), "metadata")
+        spec = _object(pod.get("spec"), "spec")
+        status = _object(pod.get("status"), "status")
         return cls(
-            namespace=str(meta.get("namespace") or "default"),
-            name=str(meta.get("name") or ""),
-            uid=str(meta.get("uid") or ""),
+            namespace=_text(meta.get("namespace"), "metadata.namespace") or "default",
+            name=_text(meta.get("name"), "metadata.name"),
+            uid=_text(meta.get("uid"), "metadata.uid"),
             requests=effective_requests(spec),
-            node_selector=tuple(sorted((spec.get("nodeSelector") or {}).items())),
-            required_affinity=terms,
-            tolerations=tolerations,
-            scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-            node_name=spec.get("nodeName") or None,
-            annotations=tuple(sorted((meta.get("annotations") or {}).items())),
-            labels=tuple(sorted((meta.get("labels") or {}).items())),
-            phase=status.get("phase"),
+            node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            required_affinity=_selector_terms(spec),
+            tolerations=_tolerations(spec),
+            scheduler_name=(
+                _text(spec.get("schedulerName"), "spec.schedulerName") or "default-scheduler"
+            ),
+            node_name=_text(spec.get("nodeName"), "spec.nodeName") or None,
+            annotations=_string_map(meta.get("annotations"), "metadata.annotations"),
+            labels=_string_map(meta.get("labels"), "metadata.labels"),
+            phase=_text(status.get("phase"), "status.phase") or None,
             nonzero_requests=nonzero_requests(spec),
         )
 
@@ -266,26 +372,40 @@ class NodeInfo:
 
     @classmethod
     def from_k8s(cls, node: Mapping[str, Any]) -> NodeInfo:
-        meta = node.get("metadata") or {}
-        spec = node.get("spec") or {}
-        status = node.get("status") or {}
+        """From a v1.Node (JSON); ShapeError, naming the field, when a field has the wrong type."""
+        node = _object(node, "node")
+        meta = _object(node.get("metadata"), "metadata")
+        spec = _object(node.get("spec"), "spec")
+        status = _object(node.get("status"), "status")
+        conditions = _objects(status.get("conditions"), "status.conditions")
         ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in status.get("conditions") or ()
+            _text(c.get("type"), f"{path}.type") == "Ready"
+            and _text(c.get("status"), f"{path}.status") == "True"
+            for path, c in conditions
         )
         # A node with no conditions at all (as in some extender payloads) is taken as ready.
-        if not status.get("conditions"):
+        if not conditions:
             ready = True
+        unschedulable = spec.get("unschedulable")
+        if unschedulable is not None and not isinstance(unschedulable, bool):
+            raise ShapeError(f"spec.unschedulable: expected true or false, got {unschedulable!r}")
+        allocatable = "status.allocatable" if status.get("allocatable") else "status.capacity"
         return cls(
-            name=str(meta.get("name") or ""),
-            allocatable=Resources.from_k8s(status.get("allocatable") or status.get("capacity")),
-            labels=tuple(sorted((meta.get("labels") or {}).items())),
+            name=_text(meta.get("name"), "metadata.name"),
+            allocatable=Resources.from_k8s(
+                status.get("allocatable") or status.get("capacity"), where=allocatable
+            ),
+            labels=_string_map(meta.get("labels"), "metadata.labels"),
             taints=tuple(
-                Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
-                for t in spec.get("taints") or ()
+                Taint(
+                    _text(t.get("key"), f"{path}.key"),
+                    _text(t.get("value"), f"{path}.value"),
+                    _text(t.get("effect"), f"{path}.effect"),
+                )
+                for path, t in _objects(spec.get("taints"), "spec.taints")
             ),
             ready=ready,
-            unschedulable=bool(spec.get("unschedulable", False)),
+            unschedulable=bool(unschedulable),
         )
 
 

@@ -13,21 +13,14 @@ from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderReco
 from scheduler.extender import Decision, Extender, MemoryRecorder, create_app
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
 from scheduler.scorer import HeuristicScorer
-from scheduler.telemetry import FetchResult, NodeSample, TelemetryStore
+from scheduler.telemetry import NodeSample, TelemetryStore
+from tests.helpers.sched_sources import FixedSource
 
 NOW = 1_700_000_000.0
 CURVE = (50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 110.0, 120.0, 130.0, 140.0, 150.0)
 
 
-class FixedSource:
-    name = "fixed"
-
-    def fetch(self) -> FetchResult:
-        samples = {
-            n: NodeSample(NodeTelemetry(n, NOW - 1, 100.0, "rapl", 0.3, 8.0, CURVE))
-            for n in ("a", "b")
-        }
-        return FetchResult(samples)
+SAMPLES = {n: NodeSample(NodeTelemetry(n, NOW - 1, 100.0, "rapl", 0.3, 8.0, CURVE)) for n in ("a", "b")}
 
 
 class Gate:
@@ -54,7 +47,7 @@ def _metric(text: str, line_start: str) -> float:
 
 
 def test_a_busy_recorder_never_holds_up_prioritize(tmp_path: Path) -> None:
-    store = TelemetryStore([FixedSource()], clock=lambda: NOW)
+    store = TelemetryStore([FixedSource(SAMPLES)], clock=lambda: NOW)
     store.refresh_once()
     collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
     gate = Gate()

@@ -25,6 +25,7 @@ from scheduler.telemetry import (
 )
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.sched_kube import kube_emulator
+from tests.helpers.sched_sources import FixedSource
 
 CURVE = PowerCurve.fan(90.0, 310.0, 1.4).as_points()
 
@@ -207,22 +208,13 @@ class BrokenSource:
         raise ConnectionError("down")
 
 
-class FixedSource:
-    def __init__(self, name: str, samples: dict[str, NodeSample]) -> None:
-        self.name = name
-        self.samples = samples
-
-    def fetch(self) -> FetchResult:
-        return FetchResult(samples=dict(self.samples))
-
-
 def sample(node: str, t: float, u: float | None = 0.5, **kw: object) -> NodeSample:
     return NodeSample(NodeTelemetry(node, t, utilization=u, **kw))  # type: ignore[arg-type]
 
 
 def test_a_broken_source_does_not_stop_the_others() -> None:
     store = TelemetryStore(
-        [BrokenSource(), FixedSource("ok", {"n1": sample("n1", 100.0)})], clock=lambda: 101.0
+        [BrokenSource(), FixedSource({"n1": sample("n1", 100.0)}, name="ok")], clock=lambda: 101.0
     )
     store.refresh_once()
     assert store.telemetry("n1") is not None
