@@ -87,3 +87,23 @@ def test_reward_charges_energy_and_slowdown_by_hand():
     assert info["energy_joules"] == pytest.approx(40_000.0)
     assert info["slowdown"] == pytest.approx(2.0)
     assert second == pytest.approx(-40_000.0 / 1e4 - 1.5 * 2.0)
+
+
+def test_observation_is_the_feature_schema_of_the_simulated_cluster():
+    # The first pod (2 cores) goes to the 8-core linear node (60 W idle, 200 W full); when the
+    # second (1 core) arrives, that node's row shows it running and drawing power.
+    pods = [PodSpec(0, 0.0, 100.0, 2.0, 1.0, 2.0), PodSpec(1, 10.0, 100.0, 1.0, 1.0, 1.0)]
+    env = ClusterSchedulingEnv(small_cluster(), pods)
+    names = [*FEATURE_SCHEMA.node_features, *FEATURE_SCHEMA.pod_features]
+    obs, _ = env.reset(seed=0)
+    first = dict(zip(names, obs["features"][0].tolist(), strict=True))
+    assert (first["pod_count"], first["utilization"], first["cpu_request_cores"]) == (0, 0, 2)
+    obs, *_ = env.step(0)
+    big = dict(zip(names, obs["features"][0].tolist(), strict=True))
+    assert big["pod_count"] == 1 and big["empty"] == 0
+    assert big["utilization"] == pytest.approx(0.25)
+    assert big["watts"] == pytest.approx(60 + 140 * 0.25)
+    assert (big["idle_watts"], big["max_watts"], big["cpu_cores"]) == (60, 200, 8)
+    assert big["cpu_request_cores"] == 1.0
+    small = dict(zip(names, obs["features"][1].tolist(), strict=True))
+    assert small["pod_count"] == 0 and small["utilization"] == 0
