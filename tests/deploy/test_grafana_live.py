@@ -136,6 +136,9 @@ def substitute(query: Query) -> str:
 class Stack:
     prometheus: PrometheusProcess
     at: float  # the instant (Unix seconds) every query is evaluated at
+    # host:port of the running process behind each workload of daemonset/ (one agent for the
+    # DaemonSet)
+    workloads: dict[str, str] = field(default_factory=dict)
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         data = self.prometheus.api("/api/v1/query", {"query": promql, "time": f"{self.at:.3f}"})
@@ -318,9 +321,9 @@ def _wait_for_data(prometheus: PrometheusProcess, timeout_seconds: float) -> flo
     queries = [substitute(q) for q in panel_queries()]
     deadline = time.monotonic() + timeout_seconds
     while True:
-        stack = Stack(prometheus, time.time())
-        if all(has_data(stack.query(q)) for q in queries) or time.monotonic() > deadline:
-            return stack.at
+        at = Stack(prometheus, time.time())
+        if all(has_data(at.query(q)) for q in queries) or time.monotonic() > deadline:
+            return at.at
         time.sleep(0.5)
 
 
@@ -457,7 +460,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
         at = _wait_for_data(prom, DATA_TIMEOUT_SECONDS)
         assert not traffic.errors, traffic.errors[:5]
-        yield Stack(prom, at)
+        yield Stack(
+            prom,
+            at,
+            {
+                "kubejoule-agent": address["rapl"],
+                "kubejoule-extender": address["extender"],
+                "kubejoule-scheduler": address["standalone"],
+            },
+        )
 
 
 # -- the tests -------------------------------------------------------------------------------
@@ -501,3 +512,19 @@ def test_the_workloads_namespaces_survive_the_scrape(stack: Stack) -> None:
     # Series without such labels of their own get the target's, as in a cluster.
     (node,) = stack.query(f'kubejoule_node_power_watts{{node="{RAPL_NODE}"}}')
     assert node["metric"]["namespace"] == "kubejoule-system"
+
+
+def test_the_manifests_probes_answer_on_the_running_processes(stack: Stack, tmp_path: Path) -> None:
+    """Each container's liveness and readiness probe, as daemonset/ declares it, against the
+    real process of that workload: the path answers 200 on the declared port's server."""
+    objects = build(user_kustomization(tmp_path, "base", ("extender",)))
+    probed = set()
+    for workload in (o for o in objects if o["kind"] in ("DaemonSet", "Deployment")):
+        (container,) = workload["spec"]["template"]["spec"]["containers"]
+        name = workload["metadata"]["name"]
+        for probe in ("livenessProbe", "readinessProbe"):
+            path = container[probe]["httpGet"]["path"]
+            with urllib.request.urlopen(f"http://{stack.workloads[name]}{path}", timeout=5) as r:
+                assert r.status == 200, (name, probe, path)
+        probed.add(name)
+    assert probed == set(stack.workloads)
