@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.exporter import ERROR_KINDS, ExportLevels, SnapshotCollector
 from agent.snapshot import ContainerPower, Gap, PodPower, ProcessPower, Snapshot, VMPower, ZonePower
+from tests.helpers.agent_metrics import documented_metrics, exposed_labels
 
 POD_A = "aaaaaaaa-0000-0000-0000-000000000001"
 POD_B = "bbbbbbbb-0000-0000-0000-000000000002"
@@ -147,3 +148,28 @@ def test_calibrated_curve_points_are_exported_when_given() -> None:
     collector.update(snapshot())
     assert registry.get_sample_value("kubejoule_node_power_model_watts", {"node": "n1", "utilization": "0.3"}) == 130.0
     assert registry.get_sample_value("kubejoule_sample_timestamp_seconds", {"node": "n1"}) == pytest.approx(1.7e9)
+
+
+def test_every_documented_metric_is_exposed_with_exactly_its_labels() -> None:
+    """With every level on and every later part's section present, the exposition is exactly
+    docs/DESIGN.md's metric table: each metric there, with its labels and `node`, nothing else."""
+    extra = (
+        ("wall_watts", 55.0),
+        ("metrics_server", {
+            "age_seconds": 7.5,
+            "node": {"cpu_cores": 2.5, "memory_working_set_bytes": 2**30, "window_seconds": 15.0},
+            "pods": [{"uid": POD_A, "namespace": "shop", "name": "web-1", "cpu_cores": 0.5,
+                      "memory_working_set_bytes": 2**20}],
+        }),
+        ("network", {
+            "interfaces": [{"interface": "eth0", "rx_bytes": 1000, "tx_bytes": 2000}],
+            "pods": [{"uid": POD_A, "namespace": "shop", "name": "web-1", "host_network": False,
+                      "rx_bytes": 10, "tx_bytes": 20}],
+        }),
+    )
+    collector = SnapshotCollector(ExportLevels(containers=True, process_top=3), model_points=[(0.0, 20.0), (1.0, 90.0)])
+    registry = registry_with(collector)
+    collector.update(snapshot(extra=extra))
+    seen = exposed_labels(generate_latest(registry).decode())
+    expected = {name: set(labels) | {"node"} for name, labels in documented_metrics().items()}
+    assert seen == expected
