@@ -1,5 +1,5 @@
 """Phases of a calibration on a scripted meter: retries on a busy host, unsteady phases left out
-of the fit, the duty feedback, and windows dropped on gaps."""
+of the fit, the duty feedback, windows dropped on gaps and the settle time."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.calibration.fit import Window
-from agent.calibration.measure import DutyFeedback, Judgement, measure_level
+from agent.calibration.measure import DutyFeedback, Judgement, Phase, measure_level, measure_phase
 
 SAMPLE = 0.01  # seconds per window: the scripted meter needs no real time
 
@@ -128,3 +128,38 @@ def test_duty_feedback_reaches_the_level_despite_other_load() -> None:
     idle = DutyFeedback(generator, 0.0)  # type: ignore[arg-type]
     idle(Window(0.3, 0.0, 1.0, "step"))
     assert generator.duty == 0.0
+
+
+class TimedMeter(ScriptedMeter):
+    """The load of a level that is still changing for its first SETTLE / 2 seconds: 90 %, then 50 %."""
+
+    def __init__(self, settle_seconds: float) -> None:
+        super().__init__(lambda attempt, i: 0.5)
+        self.settle_seconds = settle_seconds
+        self.first: float | None = None
+
+    def read(self) -> FakeReading:
+        reading = super().read()
+        if self.first is None:
+            self.first = reading.monotonic
+        return reading
+
+    def window(self, before: Any, after: Any, group: str, target: float | None) -> tuple[Window | None, list[str]]:
+        window, reasons = super().window(before, after, group, target)
+        assert window is not None and self.first is not None
+        if before.monotonic - self.first < self.settle_seconds / 2:
+            window = Window(0.9, 40.0 + 60.0 * 0.9, window.seconds, group, window.start, window.end, target)
+        return window, reasons
+
+
+def test_windows_in_the_settle_time_steer_the_duty_but_are_not_kept() -> None:
+    settle, seconds, sample = 0.1, 0.2, 0.02
+    meter = TimedMeter(settle)
+    seen: list[Window] = []
+    started = time.time()
+    phase = measure_phase(meter, Phase("step-05", 0.5), seconds, sample, settle_seconds=settle, on_window=seen.append)  # type: ignore[arg-type]
+    assert phase.windows and all(w.utilization == 0.5 for w in phase.windows)
+    assert all(w.start >= started + settle - 1e-3 for w in phase.windows)
+    assert phase.seconds >= seconds - sample
+    assert seen[0].utilization == 0.9  # the transition reached the feedback
+    assert phase.windows == [w for w in seen if w in phase.windows] == seen[len(seen) - len(phase.windows):]

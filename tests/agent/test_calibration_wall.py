@@ -10,8 +10,6 @@ import yaml
 
 from agent import calibrate_cli
 from agent.calibrate_cli import Measured, main
-from agent.calibration.fit import Window, select_model
-from agent.calibration.measure import Phase
 from agent.calibration.output import phase_spans
 from agent.calibration.wall import (
     PhaseSpan,
@@ -23,6 +21,7 @@ from agent.calibration.wall import (
 )
 from agent.curves import PowerCurve
 from agent.profile import load_profile
+from tests.helpers.calibrate_meter import finished_calibration
 
 T0 = 1_800_000_000.0
 # phases of 10 s, RAPL watts rising; the box adds 35 W and loses 8 % in its power supply
@@ -94,20 +93,8 @@ def test_wall_subcommand_adds_the_correction_to_a_profile(tmp_path: Path) -> Non
 
 
 def measured_run() -> Measured:
-    """A finished calibration (idle and five steps on PowerCurve.fan(40, 100, 1.5)), as
-    `measure_and_fit` returns it: the seam between measuring and writing."""
-    curve = PowerCurve.fan(40.0, 100.0, 1.5)
-    phases = []
-    for index, span in enumerate(PHASES):
-        level = index / (len(PHASES) - 1)
-        windows = [
-            Window(level, curve.watts(level), 1.0, span.name, span.start + k, span.start + k + 1, level)
-            for k in range(10)
-        ]
-        phases.append(Phase(span.name, level, windows))
-    fit = select_model([w for p in phases for w in p.windows])
-    zones = [{"zone_id": "intel-rapl:0", "name": "package-0", "socket": 0}]
-    return Measured("packages", zones, 2, phases[:1], phases[1:], fit)
+    """A finished calibration: idle and four steps on PowerCurve.fan(40, 100, 1.5), at PHASES' times."""
+    return finished_calibration(PowerCurve.fan(40.0, 100.0, 1.5), [(p.name, p.start) for p in PHASES])
 
 
 def wall_csv_for(measured: Measured, path: Path) -> Path:

@@ -23,11 +23,16 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from agent.procstat import parse_proc_stat
+from agent.calibrate_cli import Measured
+from agent.calibration.fit import Window, select_model
+from agent.calibration.measure import Phase
+from agent.curves import PowerCurve
+from agent.procstat import clock_ticks_per_second, parse_proc_stat
 from tests.helpers.agent_cli import main_as_user
 
 REPO = Path(__file__).resolve().parents[2]
@@ -218,6 +223,158 @@ def calibrate_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProce
         timeout=timeout,
         cwd=REPO,
     )
+
+
+def finished_calibration(curve: PowerCurve, phases: Sequence[tuple[str, float]], seconds: int = 10) -> Measured:
+    """A calibration as `measure_and_fit` returns it — the seam between measuring and writing:
+    PHASES (name, wall-clock start) at levels evenly spaced from 0 % to 100 %, the first the idle
+    baseline, each of 1 s windows exactly on CURVE; zone intel-rapl:0, 2 cores."""
+    measured = []
+    for index, (name, start) in enumerate(phases):
+        level = index / (len(phases) - 1)
+        windows = [
+            Window(level, curve.watts(level), 1.0, name, start + k, start + k + 1, level) for k in range(seconds)
+        ]
+        measured.append(Phase(name, level, windows))
+    fit = select_model([w for p in measured for w in p.windows])
+    zones = [{"zone_id": "intel-rapl:0", "name": "package-0", "socket": 0}]
+    return Measured("packages", zones, 2, measured[:1], measured[1:], fit)
+
+
+def process_cpu_seconds(pid: int | str, children: bool = False) -> float | None:
+    """utime + stime of a process (all its threads), plus those of its reaped children if asked."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    used = fields[11:15] if children else fields[11:13]  # utime stime [cutime cstime]
+    return sum(int(v) for v in used) / clock_ticks_per_second()
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """Who kept the CPUs busy over a span, as shares of all CPUs' time (busy + idle + iowait,
+    the denominator of the utilization the calibration measures)."""
+
+    host: float  # everything: what the calibration sees
+    calibration: float  # the calibration process and its reaped children (its load workers)
+    tests: float  # this test process: the virtual meter, the monitor, pytest itself
+
+    @property
+    def others(self) -> float:
+        """Every other process on the machine."""
+        return max(0.0, self.host - self.calibration - self.tests)
+
+    def __str__(self) -> str:
+        return (f"host {100 * self.host:.1f} % = calibration {100 * self.calibration:.1f} % + this test "
+                f"{100 * self.tests:.1f} % + others {100 * self.others:.1f} %")
+
+
+@dataclass
+class CpuMonitor:
+    """Samples, every `every_seconds`, /proc/stat's busy and total CPU time and the CPU time of this
+    process and of `pid` (the calibration), to tell afterwards who used the CPUs in a time span."""
+
+    every_seconds: float = 0.1
+    pid: int | None = None
+    samples: list[tuple[float, float, float, float, float]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _calibration_seconds: float = 0.0
+
+    def sample(self) -> None:
+        with open("/proc/stat", encoding="utf-8") as handle:
+            times = parse_proc_stat(handle.readline())
+        if self.pid is not None:
+            # after the calibration exits its last reading stays
+            self._calibration_seconds = process_cpu_seconds(self.pid, children=True) or self._calibration_seconds
+        own = process_cpu_seconds("self") or 0.0
+        self.samples.append(
+            (time.monotonic(), times.busy, times.busy + times.not_busy, self._calibration_seconds, own)
+        )
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_seconds):
+            self.sample()
+
+    def start(self) -> None:
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="cpu-monitor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        self.sample()
+
+    def use(self, start: float, end: float) -> CpuUse:
+        """CPU use between the monotonic times START and END (the samples just inside them)."""
+        inside = [s for s in self.samples if start <= s[0] <= end] or [
+            min(self.samples, key=lambda s: abs(s[0] - (start + end) / 2))
+        ]
+        first, last = inside[0], inside[-1]
+        total = last[2] - first[2]
+        if total <= 0:
+            return CpuUse(0.0, 0.0, 0.0)
+        return CpuUse(
+            host=(last[1] - first[1]) / total,
+            calibration=(last[3] - first[3]) / total,
+            tests=(last[4] - first[4]) / total,
+        )
+
+
+@dataclass
+class WatchedRun:
+    """A finished `kubejoule-calibrate run`, its stderr lines with their arrival (monotonic) times,
+    and the CPU monitor that sampled the machine meanwhile."""
+
+    returncode: int
+    stdout: str
+    stderr_lines: list[tuple[float, str]]
+    monitor: CpuMonitor
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(line for _, line in self.stderr_lines)
+
+
+def calibrate_watched(*args: str, timeout: float = 240) -> WatchedRun:
+    """Run `kubejoule-calibrate ARGS` in a subprocess, as `calibrate_cli`, noting when each stderr
+    line (warnings, the progress lines of finished phases) arrives while a CpuMonitor runs."""
+    monitor = CpuMonitor()
+    monitor.start()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent.calibrate_cli", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )
+    monitor.pid = proc.pid
+    lines: list[tuple[float, str]] = []
+    out: list[str] = []
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def read_stdout() -> None:
+        assert proc.stdout is not None
+        out.append(proc.stdout.read())
+
+    readers = [threading.Thread(target=read, daemon=True) for read in (read_stderr, read_stdout)]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        for reader in readers:
+            reader.join(5)
+        monitor.stop()
+    return WatchedRun(proc.returncode, "".join(out), lines, monitor)
 
 
 def calibrate_as_user(user: str, argv: list[str]) -> tuple[int, str, str]:
