@@ -18,28 +18,34 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from rl.scenario import PodSpec
 
 DAY_SECONDS = 86_400.0
 
 
+def _option(default: float, help_text: str) -> Any:
+    """A field that `kubejoule-rl trace` offers as an option, with its help text."""
+    return field(default=default, metadata={"help": help_text})
+
+
 @dataclass(frozen=True)
 class TraceConfig:
-    hours: float = 24.0  # length of the arrival window
-    arrivals_per_hour: float = 150.0  # λ̄, the mean over a whole day
-    diurnal_amplitude: float = 0.6  # A in [0, 1]: 0 = flat, 1 = no arrivals at the trough
-    peak_hour: float = 14.0  # t_peak, hour of the day with the most arrivals
-    duration_min_s: float = 600.0
-    duration_max_s: float = 8 * 3600.0
-    duration_alpha: float = 1.2  # Pareto shape
+    hours: float = _option(24.0, "length of the arrival window (h)")
+    arrivals_per_hour: float = _option(150.0, "mean arrivals per hour over a whole day (λ̄)")
+    diurnal_amplitude: float = _option(0.6, "A in [0, 1]: 0 = flat, 1 = no arrivals at the trough")
+    peak_hour: float = _option(14.0, "hour of the day with the most arrivals")
+    duration_min_s: float = _option(600.0, "shortest run time (s)")
+    duration_max_s: float = _option(8 * 3600.0, "longest run time (s)")
+    duration_alpha: float = _option(1.2, "Pareto shape of run times (near 1: heavy tail)")
     cpu_sizes: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)  # cores
     cpu_weights: tuple[float, ...] = (0.25, 0.30, 0.25, 0.15, 0.05)
     gib_per_core: tuple[float, ...] = (0.25, 0.5, 1.0)
-    usage_median_ratio: float = 0.6  # median of usage / request
-    usage_sigma: float = 0.5  # σ of ln(usage / request)
-    usage_max_ratio: float = 3.0
+    usage_median_ratio: float = _option(0.6, "median of CPU usage / request")
+    usage_sigma: float = _option(0.5, "σ of ln(usage / request)")
+    usage_max_ratio: float = _option(3.0, "cap on usage / request")
 
     def __post_init__(self) -> None:
         if self.hours <= 0 or self.arrivals_per_hour <= 0:

@@ -154,3 +154,13 @@ def test_power_plot_bins_are_exact_means_of_the_step_function():
     starts, means = binned_mean_watts([(0.0, 100.0), (10.0, 150.0), (110.0, 100.0)], 110.0, 50.0)
     assert starts.tolist() == [0.0, 50.0, 100.0]
     assert means.tolist() == pytest.approx([140.0, 150.0, 150.0])
+
+
+@pytest.mark.parametrize(
+    ("seed", "bundled"), [(1, "trace-heterogeneous.csv"), (2, "trace-homogeneous.csv")]
+)
+def test_bundled_traces_regenerate_byte_for_byte(seed, bundled, capsys):
+    """docs/rl.md: the bundled traces are `kubejoule-rl trace --seed 1` / `--seed 2` with every
+    other option at its default."""
+    assert main(["trace", "--out", "-", "--seed", str(seed)]) == 0
+    assert capsys.readouterr().out == scenario_path(bundled).read_text()
