@@ -19,7 +19,8 @@ reasons, as in the scheduling framework):
    requests of bound and assumed pods → "Too many pods", "Insufficient cpu", …
 
 `failure_summary()` builds the FailedScheduling message: "0/12 nodes are available: 3
-Insufficient cpu, 9 node(s) didn't match Pod's node affinity/selector."
+Insufficient cpu, 9 node(s) didn't match Pod's node affinity/selector." ("no nodes available to
+schedule pods" when there is no node at all).
 """
 
 from __future__ import annotations
@@ -254,9 +255,16 @@ def filter_nodes(pod: PodInfo, nodes: Iterable[NodeState]) -> FilterResult:
     return result
 
 
+# kube-scheduler's ErrNoNodesAvailable: its message when the cluster has no node at all.
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
 def failure_summary(total_nodes: int, failures: Mapping[str, Sequence[str]]) -> str:
     """kube-scheduler's FitError message: each reason counted over nodes, "<count> <reason>"
-    strings sorted as strings (so "10 …" sorts before "3 …", as kube-scheduler's does)."""
+    strings sorted as strings (so "10 …" sorts before "3 …", as kube-scheduler's does).
+    Without any node, kube-scheduler's own "no nodes available to schedule pods"."""
+    if total_nodes == 0:
+        return NO_NODES_AVAILABLE
     counts: Counter[str] = Counter()
     for reasons in failures.values():
         counts.update(reasons)

@@ -45,6 +45,7 @@ from scheduler.cluster_watch import ClusterWatch, KubeWatchApi, WatchApi
 from scheduler.collector import CandidateRecord, CollectorConfig, DecisionCollector, OutcomeTracker
 from scheduler.config import Config
 from scheduler.decide import MODE_ACTIVE, MODE_SHADOW, Decision, FastDecider, decide
+from scheduler.filters import failure_summary
 from scheduler.kube_scoring import LEAST_ALLOCATED
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.model import NodeState, NodeTelemetry, PodInfo, Scorer
@@ -342,7 +343,7 @@ class StandaloneScheduler:
         return RESULT_ERROR
 
     def _unschedulable(self, pod: PodInfo, decision: Decision) -> None:
-        message = decision.summary or f"0/{decision.total_nodes} nodes are available:"
+        message = decision.summary or failure_summary(decision.total_nodes, {})
         self.metrics.attempts.labels(RESULT_UNSCHEDULABLE).inc()
         self.queue.unschedulable(pod.key)
         self._event(pod, "Warning", "FailedScheduling", message)

@@ -32,6 +32,11 @@ TOLERATION_CASES = [
     (Toleration("", "Exists", "", "NoExecute"), Taint("any", "x", "NoSchedule"), False),
     (Toleration("other", "Exists", "", ""), Taint("k", "", "NoSchedule"), False),
     (Toleration("k", "Gt", "1", ""), Taint("k", "2", "NoSchedule"), False),  # unknown op
+    (Toleration("", "Exists", "", "NoSchedule"), Taint("any", "x", "NoSchedule"), True),
+    (Toleration("", "Exists", "", "NoSchedule"), Taint("any", "", "NoExecute"), False),
+    (Toleration("k", "Exists", "ignored", ""), Taint("k", "other", "NoSchedule"), True),
+    (Toleration("k", "Equal", "v", "NoExecute"), Taint("k", "v", "PreferNoSchedule"), False),
+    (Toleration("K", "Exists", "", ""), Taint("k", "", "NoSchedule"), False),  # keys are exact
 ]
 
 
@@ -113,6 +118,59 @@ FILTER_CASES: list[
         ("node(s) had untolerated taint {maintenance: }",),
     ),
     ("PreferNoSchedule never filters", pod(), node("n", taints=[PREFER]), [], ()),
+    (
+        "NoExecute tolerated for a while is tolerated (tolerationSeconds does not filter)",
+        pod(
+            tolerations=[
+                {
+                    "key": "maintenance",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ]
+        ),
+        node("n", taints=[NO_EXECUTE]),
+        [],
+        (),
+    ),
+    (
+        "a NoExecute toleration does not cover a NoSchedule taint of the same key",
+        pod(tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]),
+        node("n", taints=[NO_SCHEDULE]),
+        [],
+        ("node(s) had untolerated taint {dedicated: gpu}",),
+    ),
+    (
+        "empty key with Exists tolerates every taint",
+        pod(tolerations=[{"operator": "Exists"}]),
+        node("n", taints=[NO_SCHEDULE, NO_EXECUTE], unschedulable=True),
+        [],
+        (),
+    ),
+    (
+        "empty key with Exists and an effect tolerates only that effect",
+        pod(tolerations=[{"operator": "Exists", "effect": "NoExecute"}]),
+        node("n", taints=[NO_EXECUTE, NO_SCHEDULE]),
+        [],
+        ("node(s) had untolerated taint {dedicated: gpu}",),
+    ),
+    (
+        # Every pod carries these two (the DefaultTolerationSeconds admission plugin adds them):
+        # they must not let it onto a node that is not Ready.
+        "not ready: the default NoExecute tolerations are not enough",
+        pod(
+            tolerations=[
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300},
+            ]
+        ),
+        node("n", ready=False),
+        [],
+        ("node(s) had untolerated taint {node.kubernetes.io/not-ready: }",),
+    ),
     (
         "taint tolerated by Equal",
         pod(
@@ -228,6 +286,63 @@ FILTER_CASES: list[
     (
         "Gt with two values is invalid",
         pod(affinity_terms=[_term(_expr("gen", "Gt", "1", "2"))]),
+        node("n", labels=LABELS),
+        [],
+        (REASON_NODE_AFFINITY,),
+    ),
+    (
+        "Gt parses integers, not strings (\"10\" > \"9\")",
+        pod(affinity_terms=[_term(_expr("gen", "Gt", "9"))]),
+        node("n", labels={"gen": "10"}),
+        [],
+        (),
+    ),
+    (
+        "Lt parses integers: \"10\" is not below \"9\"",
+        pod(affinity_terms=[_term(_expr("gen", "Lt", "9"))]),
+        node("n", labels={"gen": "10"}),
+        [],
+        (REASON_NODE_AFFINITY,),
+    ),
+    ("Gt with signs", pod(affinity_terms=[_term(_expr("t", "Gt", "-3"))]), node("n", labels={"t": "+2"}), [], ()),
+    (
+        "Gt with a non-integer value is invalid (even where the label would pass)",
+        pod(affinity_terms=[_term(_expr("gen", "Gt", "4.5"))]),
+        node("n", labels=LABELS),
+        [],
+        (REASON_NODE_AFFINITY,),
+    ),
+    (
+        "Lt past int64 is invalid",
+        pod(affinity_terms=[_term(_expr("gen", "Lt", "9223372036854775808"))]),
+        node("n", labels=LABELS),
+        [],
+        (REASON_NODE_AFFINITY,),
+    ),
+    (
+        "Gt on a missing label does not match",
+        pod(affinity_terms=[_term(_expr("rack", "Gt", "0"))]),
+        node("n", labels=LABELS),
+        [],
+        (REASON_NODE_AFFINITY,),
+    ),
+    (
+        "Lt on a decimal label does not match",
+        pod(affinity_terms=[_term(_expr("v", "Lt", "9"))]),
+        node("n", labels={"v": "1.5"}),
+        [],
+        (REASON_NODE_AFFINITY,),
+    ),
+    (
+        "In without values is invalid",
+        pod(affinity_terms=[_term(_expr("zone", "In"))]),
+        node("n", labels=LABELS),
+        [],
+        (REASON_NODE_AFFINITY,),
+    ),
+    (
+        "Exists with values is invalid",
+        pod(affinity_terms=[_term(_expr("zone", "Exists", "a"))]),
         node("n", labels=LABELS),
         [],
         (REASON_NODE_AFFINITY,),
@@ -364,6 +479,59 @@ FILTER_CASES: list[
         ("Insufficient cpu",),
     ),
     (
+        # app 500m + sidecar 1 = 1.5; the init container runs beside the sidecar started
+        # before it: 1 + 1.5 = 2.5 > 2.
+        "init container after a sidecar runs beside it",
+        pod(
+            containers=[container(requests={"cpu": "500m"})],
+            init_containers=[
+                container("sidecar", {"cpu": "1"}, restart_policy="Always"),
+                container("init", {"cpu": "1500m"}),
+            ],
+        ),
+        node("n", cpu="2"),
+        [],
+        ("Insufficient cpu",),
+    ),
+    (
+        # The same containers, init first: it runs alone (1.5), then app + sidecar (1.5).
+        "init container before a sidecar runs alone",
+        pod(
+            containers=[container(requests={"cpu": "500m"})],
+            init_containers=[
+                container("init", {"cpu": "1500m"}),
+                container("sidecar", {"cpu": "1"}, restart_policy="Always"),
+            ],
+        ),
+        node("n", cpu="2"),
+        [],
+        (),
+    ),
+    (
+        "the largest init container counts, not their sum",
+        pod(
+            containers=[container(requests={"memory": "1Gi"})],
+            init_containers=[
+                container("a", {"memory": "6Gi"}),
+                container("b", {"memory": "6Gi"}),
+            ],
+        ),
+        node("n", memory="8Gi"),
+        [],
+        (),
+    ),
+    (
+        "init containers and overhead together",
+        pod(
+            containers=[container(requests={"cpu": "1"})],
+            init_containers=[container("init", {"cpu": "1800m"})],
+            overhead={"cpu": "250m"},
+        ),
+        node("n", cpu="2"),
+        [],
+        ("Insufficient cpu",),
+    ),
+    (
         "overhead counted",
         pod(requests={"cpu": "1800m"}, overhead={"cpu": "250m"}),
         node("n", cpu="2"),
@@ -415,7 +583,9 @@ def test_summary_counts_and_sorts_like_kube_scheduler() -> None:
 
 
 def test_summary_without_nodes() -> None:
-    assert failure_summary(0, {}) == "0/0 nodes are available:"
+    """kube-scheduler's ErrNoNodesAvailable, not "0/0 nodes are available"."""
+    assert failure_summary(0, {}) == "no nodes available to schedule pods"
+    assert filter_nodes(PodInfo.from_k8s(pod()), []).summary() == failure_summary(0, {})
 
 
 def test_feasible_nodes_keep_their_order() -> None:

@@ -5,24 +5,29 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agent.curves import PowerCurve
 from scheduler.collector import CollectorConfig, DecisionCollector, read_records
-from scheduler.model import NodeTelemetry
+from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.scorer import HeuristicScorer
 from scheduler.standalone import (
     ANNOTATION_RECOMMENDED,
     ANNOTATION_SCORES,
     MODE_ACTIVE,
     MODE_SHADOW,
+    KubeClusterApi,
     StandaloneConfig,
+    StandaloneScheduler,
 )
 from tests.helpers.standalone_harness import (
     StaticTelemetry,
+    api_client,
     placements,
+    running,
     running_scheduler,
     wait_for,
 )
@@ -209,3 +214,111 @@ def test_pods_of_other_schedulers_and_bound_pods_are_left_alone_but_counted() ->
 
 def cluster_bindings_summary(cluster: EmulatedCluster) -> dict[str, str]:
     return {b.pod: b.node for b in cluster.bindings() if b.accepted}
+
+
+def test_a_parked_pod_lands_when_a_bound_pod_leaves() -> None:
+    """Unschedulable is re-tried on any cluster change, not only on a new node: here a
+    running pod is deleted and frees the CPU the waiting pod needs."""
+    config = StandaloneConfig(
+        mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05, unschedulable_retry_seconds=300
+    )
+    with EmulatedCluster() as cluster:
+        cluster.create_node(node("n0", cpu="2"))
+        cluster.create_pod(pod("running", requests={"cpu": "1500m"}, node_name="n0"))
+        cluster.create_pod(pod("waiting", requests={"cpu": "1"}))
+        with running_scheduler(cluster.url, _scorer(), config, StaticTelemetry()) as sched:
+            wait_for(lambda: sched.queue.where("default/waiting") == "unschedulable", what="parked")
+            cluster.call("DELETE", "/api/v1/namespaces/default/pods/running")
+            wait_for(
+                lambda: cluster.get_pod("default", "waiting")["spec"].get("nodeName"), what="bound"
+            )
+    assert cluster_bindings_summary(cluster) == {"waiting": "n0"}
+
+
+class RacingApi(KubeClusterApi):
+    """The real API, with `before_bind(pod)` run once just before the scheduler's first binding:
+    what another actor does between the decision and the binding."""
+
+    def __init__(self, url: str, before_bind: Callable[[str], None]) -> None:
+        super().__init__(api_client(url), timeout_seconds=5.0, watch_timeout_seconds=60)
+        self._before_bind: Callable[[str], None] | None = before_bind
+
+    def bind(self, pod: PodInfo, node: str) -> None:
+        action, self._before_bind = self._before_bind, None
+        if action is not None:
+            action(pod.name)
+        super().bind(pod, node)
+
+
+def _race(cluster: EmulatedCluster, before_bind: Callable[[str], None]) -> StandaloneScheduler:
+    """One node, one pod, and a scheduler whose first binding is raced by `before_bind`."""
+    cluster.create_node(node("n0"))
+    cluster.create_node(node("other"))
+    cluster.create_pod(pod("p", requests={"cpu": "1"}, uid=None))
+    config = StandaloneConfig(mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05)
+    # n0: ΔP 12.5 W → 87.5, over the neutral 50 of "other" (no telemetry): the energy pick.
+    scorer = HeuristicScorer(delta_p_ref_watts=100.0, curves={"n0": PowerCurve.linear(50, 100)})
+    telemetry = StaticTelemetry(
+        {"n0": NodeTelemetry("n0", time.time(), 60.0, "rapl", 0.1, 4.0)}
+    )
+    return StandaloneScheduler(RacingApi(cluster.url, before_bind), scorer, config, telemetry)
+
+
+def _binding_errors(sched: StandaloneScheduler, kind: str) -> float | None:
+    return sched.metrics.value("kubejoule_scheduler_binding_errors_total", {"kind": kind})
+
+
+def test_a_pod_bound_by_someone_else_meanwhile_is_left_there() -> None:
+    with EmulatedCluster() as cluster:
+        def bind_elsewhere(name: str) -> None:
+            cluster.call("POST", f"/api/v1/namespaces/default/pods/{name}/binding", {
+                "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "other"},
+            })
+
+        sched = _race(cluster, bind_elsewhere)
+        with running(sched):
+            wait_for(lambda: _binding_errors(sched, "conflict"), what="the conflict")
+            wait_for(lambda: len(sched.queue) == 0, what="the pod leaves the queue")
+            sched.drain()
+            assert sched.cache.placement("default/p") == ("other", False)
+        bindings = cluster.bindings()
+        assert cluster.get_pod("default", "p")["spec"]["nodeName"] == "other"
+    # Ours was refused (409) and, the API showing the pod bound, never tried again.
+    assert [(b.node, b.accepted) for b in bindings] == [("other", True), ("n0", False)]
+
+
+def test_a_pod_deleted_meanwhile_is_dropped_from_the_queue() -> None:
+    with EmulatedCluster() as cluster:
+        sched = _race(
+            cluster, lambda name: cluster.call("DELETE", f"/api/v1/namespaces/default/pods/{name}")
+        )
+        with running(sched):
+            wait_for(lambda: _binding_errors(sched, "not_found"), what="the 404")
+            wait_for(lambda: len(sched.queue) == 0, what="the pod leaves the queue")
+            sched.drain()
+            assert sched.cache.pending("default/p") is None
+            assert sched.cache.placement("default/p") is None
+        assert cluster.bindings() == []  # the emulator answers 404 before recording an attempt
+
+
+def test_a_pod_recreated_meanwhile_is_scheduled_under_its_new_uid() -> None:
+    """The binding carries the old pod's uid: refused (409). The pod of the same name that now
+    exists is waiting, so it is backed off and scheduled — never dropped."""
+    with EmulatedCluster() as cluster:
+        def recreate(name: str) -> None:
+            cluster.call("DELETE", f"/api/v1/namespaces/default/pods/{name}")
+            cluster.create_pod(pod(name, requests={"cpu": "1"}, uid="uid-second"))
+
+        sched = _race(cluster, recreate)
+        with running(sched):
+            # (A list, not a GET: between the delete and the create the pod does not exist.)
+            bound = wait_for(lambda: placements(cluster.list_pods()).get("p"), what="bound")
+            sched.drain()
+            assert _binding_errors(sched, "conflict") == 1.0
+        bindings = cluster.bindings()
+        assert cluster.get_pod("default", "p")["metadata"]["uid"] == "uid-second"
+    assert bound == "n0"
+    # Two attempts, one refused: the old pod's binding (its uid no longer exists) — sent before
+    # or after the new pod's, which the watch may already have queued and bound.
+    assert sorted((b.node, b.accepted) for b in bindings) == [("n0", False), ("n0", True)]
