@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
+import ssl
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -119,6 +125,30 @@ def test_the_watch_survives_an_api_outage_and_relists(
     assert any("connected again" in r.getMessage() for r in caplog.records)
 
 
+def test_the_server_ends_each_watch_and_the_resync_repairs_a_lost_event(
+    cluster: EmulatedCluster, client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    kept = cluster.add_pod("shop", "kept", NODE)
+    cluster.add_pod("shop", "lost", NODE)
+    cache = PodMetadataCache()
+    watch = NodePodWatch(client, NODE, cache, resync_seconds=1, backoff=Backoff(initial_seconds=0.1, max_seconds=0.5))
+    with caplog.at_level(logging.WARNING, logger="agent.kube"):
+        watch.start()
+        try:
+            wait_until(lambda: len(cache) == 2)
+            # The pod goes, and its DELETED event never reaches the agent.
+            del cluster.handler.objects[PODS, "shop", "lost"]
+            wait_until(lambda: len(cache) == 1)
+        finally:
+            watch.stop()
+    assert [m.uid for m in cache.pods()] == [kept]
+    # A watch the server ends at its timeoutSeconds is a resync, not an outage.
+    assert watch.lists >= 2 and watch.failures == 0
+    assert not [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    watches = [r for r in cluster.requests_for("pods") if r.params.get("watch") == "true"]
+    assert len(watches) >= 2 and {r.params["timeoutSeconds"] for r in watches} == {"1"}
+
+
 def test_an_api_that_is_never_there_costs_retries_not_a_crash(tmp_path: Path) -> None:
     cluster = EmulatedCluster()
     cluster.start()
@@ -152,6 +182,77 @@ def test_an_error_event_carries_its_code() -> None:
         KubeClient._watch_event(line, "watching")
     assert gone.value.status == 410
     assert KubeClient._watch_event(b'{"type": "ADDED", "object": {"metadata": {}}}', "w") == ("ADDED", {"metadata": {}})
+
+
+@pytest.fixture
+def tls_api(tmp_path: Path) -> Iterator[tuple[int, Path, list[tuple[str, str | None]]]]:
+    """An HTTPS API server on 127.0.0.1 that answers every GET with an empty pod list:
+    (port, its CA certificate, the (path, Authorization header) of each request)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs openssl to make the API server's certificate")
+    key, cert = tmp_path / "tls.key", tmp_path / "ca.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    seen: list[tuple[str, str | None]] = []
+
+    class Api(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            seen.append((self.path, self.headers.get("Authorization")))
+            body = json.dumps({"kind": "PodList", "metadata": {"resourceVersion": "7"}, "items": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], cert, seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_in_a_pod_the_service_account_is_used(
+    tls_api: tuple[int, Path, list[tuple[str, str | None]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port, ca_cert, seen = tls_api
+    token = tmp_path / "token"
+    token.write_text("service-account-token")
+    # What the kubelet mounts in every pod, at these paths in the test instead of /var/run/secrets.
+    monkeypatch.setattr("kubernetes.config.incluster_config.SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr("kubernetes.config.incluster_config.SERVICE_CERT_FILENAME", str(ca_cert))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(port))
+    # A kubeconfig lying around does not win over the pod's own service account.
+    elsewhere = EmulatedCluster()
+    try:
+        elsewhere.start()
+        monkeypatch.setenv("KUBECONFIG", str(elsewhere.write_kubeconfig(tmp_path / "kubeconfig")))
+    finally:
+        elsewhere.close()
+    client = KubeClient.connect(request_timeout_seconds=3)
+    try:
+        listing = client.list_node_pods(NODE)
+    finally:
+        client.close()
+    assert client.server == f"https://127.0.0.1:{port}"
+    assert listing.resource_version == "7" and listing.items == []
+    [(path, authorization)] = seen
+    assert path == "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a"
+    assert authorization is not None and authorization.lower() == "bearer service-account-token"
 
 
 def test_no_configuration_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

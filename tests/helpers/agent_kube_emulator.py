@@ -6,6 +6,8 @@ port, which is how tests take the API away mid-run and bring it back. Two things
 itself are added here, because the agent relies on them from a real API server:
 
 - `fieldSelector=spec.nodeName=X` on pod lists and watches (kmock ignores field selectors);
+- `timeoutSeconds` on watches: the server ends the watch then, which is how the agent resyncs
+  (kmock keeps every watch open until the client goes);
 - `resourceVersion` on stored pods (so that watches can resume).
 """
 
@@ -59,10 +61,23 @@ class SelectingEmulator(kmock.KubernetesEmulator):
 
     async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
         selector = request.params.get("fieldSelector")
-        async for event in super()._serve_watch(request):
-            if isinstance(event, dict) and not _field_matches(event.get("object", {}), selector):
-                continue
-            yield event
+        timeout = request.params.get("timeoutSeconds")
+        deadline = asyncio.get_running_loop().time() + float(timeout) if timeout else None
+        events = super()._serve_watch(request)
+        try:
+            while True:
+                remaining = None if deadline is None else deadline - asyncio.get_running_loop().time()
+                if remaining is not None and remaining <= 0:
+                    return
+                try:
+                    event = await asyncio.wait_for(anext(events), remaining)
+                except (StopAsyncIteration, TimeoutError):
+                    return
+                if isinstance(event, dict) and not _field_matches(event.get("object", {}), selector):
+                    continue
+                yield event
+        finally:
+            await events.aclose()
 
 
 class EmulatedCluster:
