@@ -178,6 +178,31 @@ def test_an_api_outage_mid_run_keeps_the_agent_exporting_and_it_recovers(
     assert agent.returncode == 0
 
 
+METRICS_SERVER_SERIES = (
+    "kubejoule_node_cpu_usage_cores", "kubejoule_node_memory_working_set_bytes", "kubejoule_pod_cpu_usage_cores",
+    "kubejoule_pod_memory_working_set_bytes", "kubejoule_metrics_server_age_seconds",
+)
+
+
+def test_without_metrics_server_its_series_are_absent_counted_and_logged_once(
+    cluster: EmulatedCluster, tmp_path: Path
+) -> None:
+    cluster.add_pod("shop", "web", NODE, uid=WEB)
+    cluster.delete_metrics()  # the API answers, metrics.k8s.io is 404
+    with start_agent(cluster, tmp_path) as agent:
+        agent.drive(node_watts=40.0, cgroup_share=SHARES)
+        wait_until(lambda: named(agent, WEB, "shop", "web"), what="web named")
+        wait_until(lambda: (agent.value("kubejoule_agent_errors_total", kind="metrics_server") or 0) >= 3,
+                   what="failed reads counted")
+        text = agent.scrape()
+        assert not [name for name in METRICS_SERVER_SERIES if agent.samples(name, text)]
+        assert agent.value("kubejoule_agent_errors_total", text, kind="kube_api") == 0
+        wait_until(lambda: exporting_energy(agent, WEB, "shop", "web"), what="energy series")
+    [line] = log_lines(agent, "cannot read Metrics Server")
+    assert "HTTP 404" in line and "is Metrics Server installed?" in line
+    assert agent.returncode == 0
+
+
 @pytest.mark.parametrize("mode", ["no API configured", "--no-kube", "an API that is down"])
 def test_without_an_api_pods_keep_their_uid_and_everything_else_is_exported(
     mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -198,8 +223,7 @@ def test_without_an_api_pods_keep_their_uid_and_everything_else_is_exported(
         agent.wait_samples(3)
         wait_until(lambda: all(exporting_energy(agent, uid, "", "") for uid in SHARES), what="pod-UID series")
         text = agent.scrape()
-        assert agent.value("kubejoule_node_cpu_usage_cores", text) is None
-        assert agent.value("kubejoule_metrics_server_age_seconds", text) is None
+        assert not [name for name in METRICS_SERVER_SERIES if agent.samples(name, text)]
         if mode == "an API that is down":
             wait_until(lambda: (agent.value("kubejoule_agent_errors_total", kind="metrics_server") or 0) >= 2)
             assert (agent.value("kubejoule_agent_errors_total", kind="kube_api") or 0) >= 1
@@ -237,15 +261,16 @@ def test_pod_network_counters_move_for_the_pod_that_sends(tmp_path: Path) -> Non
         host.wait()
         lab.remove()
 
-    def tx(text: str, uid: str) -> float | None:
-        return agent.value("kubejoule_pod_network_bytes_total", text, pod_uid=uid, direction="tx")
+    def counter(text: str, uid: str, direction: str = "tx") -> float | None:
+        return agent.value("kubejoule_pod_network_bytes_total", text, pod_uid=uid, direction=direction)
 
-    sent_before, sent_after = tx(first, WEB), tx(second, WEB)
+    sent_before, sent_after = counter(first, WEB), counter(second, WEB)
     assert sent_before is not None and sent_after is not None
     assert 100_000 <= sent_after - sent_before <= 120_000
-    assert tx(first, API) == tx(second, API) is not None
-    # The host-network pod has no series of its own; the node's interfaces have theirs.
-    assert tx(second, VIRT) is None
+    for direction in ("rx", "tx"):  # the other pod's counters stay flat
+        assert counter(first, API, direction) == counter(second, API, direction) is not None
+        # The host-network pod has no series of its own; the node's interfaces have theirs.
+        assert counter(second, VIRT, direction) is None
     assert agent.samples("kubejoule_node_network_bytes_total", second)
 
 
