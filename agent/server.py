@@ -201,10 +201,16 @@ class AgentService:
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         stale_after = max(30.0, 3 * self.interval)
-        age = time.monotonic() - self._last_loop
+        last_sample = self._last_sample
+        now = time.monotonic()
+        age = now - self._last_loop
         healthy = self._thread.is_alive() and age <= stale_after
-        return healthy, {"status": "ok" if healthy else "stuck", "samples": self.samples,
-                         "seconds_since_last_read": round(age, 3)}
+        body: dict[str, Any] = {"status": "ok" if healthy else "stuck", "samples": self.samples,
+                                "seconds_since_last_read": round(age, 3)}
+        if last_sample is not None:
+            # with the read's age: a read younger than the latest sample is in progress
+            body["seconds_since_last_sample"] = round(now - last_sample, 3)
+        return healthy, body
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         ready = self.samples > 0 and not self._stop.is_set()

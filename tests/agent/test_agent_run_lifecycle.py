@@ -63,6 +63,9 @@ def test_ready_only_after_a_complete_sample_and_failures_are_counted_not_fatal()
             time.sleep(0.05)
         assert get(base + "/readyz")[0] == 200
         assert published and published[0].node == "n1"
+        health = json.loads(get(base + "/healthz")[1])
+        assert health["samples"] >= 1 and health["seconds_since_last_sample"] >= 0.0
+        assert health["seconds_since_last_read"] >= 0.0
         metrics = get(base + "/metrics")[1]
         assert 'kubejoule_agent_errors_total{kind="sample",node="n1"} 2.0' in metrics
     finally:

@@ -35,10 +35,12 @@ What it does:
   `idle`, `iowait`, `irq`, `softirq`, `steal`; 100 per second), CPU seconds per cgroup given by
   pod UID or container id (added to that cgroup and every ancestor, as the kernel accounts
   hierarchically; v1 `cpuacct.usage` or v2 `cpu.stat`), and utime ticks per pid. It first waits
-  until the agent has just published a sample, so the writes land between two reads, and writes
-  each file atomically (rename); with `wait=True` it then waits for the sample that includes the
-  whole change. Interval-independent checks (energy totals, ratios of gauges, Σ pods + host +
-  idle = node) are then exact.
+  until the agent has just published a sample, so the writes usually land between two reads, and
+  writes each file atomically (rename); with `wait=True` it then waits for the first sample whose
+  read began after the last write (one more sample, or two when /healthz shows a read in
+  progress), so that sample includes the whole change. Energy totals are then exact; so are
+  interval-independent gauge checks (ratios, Σ pods + host + idle = node) when the writes fell
+  between two reads, as they do unless the machine stalls.
 * `set_energy_uj(zone_id, value)`: set a counter outright (e.g. just below its wrap).
 * `drive(node_watts, utilization=0.5, cgroup_share={key: fraction of busy time}, cpus=4,
   process_share={pid: fraction of busy time})`:
@@ -274,17 +276,28 @@ class AgentProcess:
         raise AgentProcessError(f"no new sample within the timeout; logs: {self.logs[-10:]}")
 
     def _just_after_a_sample(self) -> None:
-        """Return right after the agent published a sample, early in its interval, so writes
-        made now are all read by the next sample and none by a read in progress."""
-        deadline = time.monotonic() + 20 * self.interval + 10
+        """Return once the agent has published a new sample, preferably early in its interval, so
+        that writes made now usually fall between two reads (advance() checks whether they did).
+        On a machine too busy to catch that moment, any new sample will do."""
+        started = time.monotonic()
+        deadline = started + 20 * self.interval + 10
         start = self.sample_count()
         while time.monotonic() < deadline:
             data = self._readiness()
             age = data.get("seconds_since_last_sample")
-            if data.get("samples", 0) > start and age is not None and age < self.interval / 3:
+            caught_early = age is not None and age < self.interval / 3
+            if data.get("samples", 0) > start and (caught_early or time.monotonic() - started > 5 * self.interval):
                 return
             time.sleep(0.005)
-        raise AgentProcessError("could not catch the agent right after a sample")
+        raise AgentProcessError("no new sample within the timeout")
+
+    def _samples_holding_writes_made_so_far(self) -> int:
+        """How many more samples until one has read every file written before this call: 1 when
+        no read is in progress (the latest read is older than the latest sample: the next read
+        starts after now), else 2 (the read in progress may have seen only part of the writes)."""
+        body = json.loads(self.get("/healthz")[1])
+        sample_age = body.get("seconds_since_last_sample")
+        return 1 if sample_age is not None and body["seconds_since_last_read"] > sample_age else 2
 
     # -- moving the counters ---------------------------------------------------------------
 
@@ -382,7 +395,7 @@ class AgentProcess:
             for zone_id, delta in (energy_uj or {}).items():
                 self._add_energy(zone_id, delta)
         if wait:
-            self.wait_samples(1)
+            self.wait_samples(self._samples_holding_writes_made_so_far())
 
     def drive(
         self,
