@@ -287,8 +287,9 @@ class Backoff:
 class NodePodWatch:
     """A background thread that keeps PodEvents up to date with the pods of one node.
 
-    Never raises into the agent: while the API is away it logs once, counts each failed attempt
-    (`failures`) and tries again with backoff; when the API answers again it lists afresh.
+    Never raises into the agent and never dies: while the API is away (or anything unexpected
+    happens) it logs once, counts each failed attempt (`failures`) and tries again with backoff;
+    when the API answers again it lists afresh.
     """
 
     def __init__(
@@ -343,21 +344,23 @@ class NodePodWatch:
                     log.warning("pod watch for node %s is connected again", self.node)
                     outage_logged = False
                 self._watch(listing.resource_version)
-            except KubeError as exc:
+            except Exception as exc:  # noqa: BLE001 - the watch must outlive any surprise in the data
                 self.connected = False
                 if self._stop.is_set():
                     break
-                if exc.status == 410:  # our resourceVersion is too old: list again
+                expected = isinstance(exc, KubeError)
+                if isinstance(exc, KubeError) and exc.status == 410:  # our resourceVersion is too old
                     continue
                 self.failures += 1
                 if self.on_error is not None:
-                    self.on_error(exc)
+                    self.on_error(exc if isinstance(exc, KubeError) else KubeError(f"unexpected {exc!r}"))
                 if not outage_logged:
                     log.warning(
                         "pod watch for node %s failed (%s); pod series keep their pod_uid with empty "
                         "names until the API answers again; retrying with backoff",
                         self.node,
-                        exc,
+                        exc if expected else f"unexpected {exc!r}",
+                        exc_info=not expected,  # a bug's traceback, once
                     )
                     outage_logged = True
                 self._stop.wait(self.backoff.next_delay())

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,6 +148,38 @@ def test_the_server_ends_each_watch_and_the_resync_repairs_a_lost_event(
     assert not [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
     watches = [r for r in cluster.requests_for("pods") if r.params.get("watch") == "true"]
     assert len(watches) >= 2 and {r.params["timeoutSeconds"] for r in watches} == {"1"}
+
+
+class FailingOnce(PodMetadataCache):
+    """A sink whose first full list fails, as a bug or a surprise in the data would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def replace(self, pods: list[dict[str, Any]]) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            raise TypeError("unexpected pod JSON")
+        super().replace(pods)
+
+
+def test_an_unexpected_error_does_not_end_the_watch(
+    cluster: EmulatedCluster, client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    uid = cluster.add_pod("shop", "cart", NODE)
+    cache = FailingOnce()
+    errors: list[KubeError] = []
+    watch = NodePodWatch(client, NODE, cache, backoff=Backoff(0.05, 0.1), on_error=errors.append)
+    with caplog.at_level(logging.WARNING, logger="agent.kube"):
+        watch.start()
+        try:
+            wait_until(lambda: cache.get(uid) is not None)
+        finally:
+            watch.stop()
+    assert watch.failures == 1 and len(errors) == 1 and "TypeError" in str(errors[0])
+    [failed] = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert failed.exc_info is not None  # the traceback of what went wrong, once
 
 
 def test_an_api_that_is_never_there_costs_retries_not_a_crash(tmp_path: Path) -> None:
