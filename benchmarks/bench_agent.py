@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -198,8 +199,13 @@ def as_subprocess(sysfs: Path, seconds: float = 8.0, interval: float = 0.25) -> 
                 break
         if port is None:
             raise RuntimeError("the agent did not start")
+        # keep reading its log, so a chatty agent never blocks on a full stderr pipe
+        threading.Thread(target=agent.stderr.read, daemon=True).start()
         url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
         while True:  # ready after the first complete sample
+            if agent.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the agent did not become ready (exit code {agent.poll()})")
             try:
                 with urllib.request.urlopen(url + "/readyz", timeout=5) as response:
                     if response.status == 200:
@@ -223,7 +229,11 @@ def as_subprocess(sysfs: Path, seconds: float = 8.0, interval: float = 0.25) -> 
         rss = peak_rss_mb(agent.pid)
     finally:
         agent.send_signal(signal.SIGTERM)
-        agent.communicate(timeout=30)
+        try:
+            agent.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+            agent.wait()
     return {"cpu_ms": 1000 * cpu / max(samples, 1), "samples": samples, "scrapes": scrapes, "rss_mb": rss,
             "metrics_bytes": size}
 
