@@ -262,8 +262,12 @@ def test_two_replicas_bind_every_pod_exactly_once_across_takeovers() -> None:
     assert {by_pod[n][0].agent for n in first} == {"replica-a"}
     assert {by_pod[n][0].agent for n in second} == {"replica-b"}
     assert {by_pod[n][0].agent for n in third} == {"replica-a"}
-    # Taking over needs at most a lease duration after the leader's last renewal (+ a retry).
-    assert (
-        takeover_seconds <= FAST["lease_duration_seconds"] + 2 * FAST["retry_period_seconds"] + 0.5
-    )
-    assert handover_seconds <= 2 * FAST["retry_period_seconds"] + 0.5
+    # Taking over needs a lease duration after the leader's last renewal, plus a retry and the
+    # API's latency (generous here: the suite runs on two loaded cores). The exact timing —
+    # the old leader stops at its renew deadline, the new one starts at the lease duration —
+    # is held on a fake clock by test_a_cut_off_leader_stops_before_the_standby_takes_over.
+    assert takeover_seconds <= FAST["lease_duration_seconds"] + 2.0
+    # After a release, a takes over at its next try. Without one it would have to wait a lease
+    # duration from when it first saw b's renewal (at most one retry before the release): at
+    # least 2.0 − 0.2 = 1.8 s. Below that, the release is what let it in.
+    assert handover_seconds < FAST["lease_duration_seconds"] - FAST["retry_period_seconds"]
