@@ -7,9 +7,8 @@ import io
 import json
 import os
 import shutil
-import threading
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -163,21 +162,28 @@ def test_mmio_duplicate_is_listed_as_ignored(host_copy: Any) -> None:
     assert [z["zone_id"] for z in result["zones"]] == ["intel-rapl:0"]
 
 
+@dataclass
+class UnpluggingFS(HostFS):
+    """Removes a zone just after the check first reads its counter, as a CPU hot-unplug or a
+    driver reload mid-check would."""
+
+    unplug: Path | None = None  # the zone's link under class/powercap
+
+    def read_bytes(self, path: Path | str) -> bytes:
+        data = super().read_bytes(path)
+        if self.unplug is not None and Path(path) == self.unplug / "energy_uj":
+            target, self.unplug = self.unplug.resolve(), None
+            (self.sysfs / "class/powercap" / target.name).unlink()
+            shutil.rmtree(target)
+        return data
+
+
 def test_zone_that_disappears_during_the_check_fails(host_copy: Any) -> None:
     sys_root = host_copy("disappearing")
-    link = sys_root / "class/powercap/intel-rapl:0:0"
-    target = link.resolve()
-
-    def unplug() -> None:
-        time.sleep(0.15)
-        link.unlink()
-        shutil.rmtree(target)
-
+    fs = UnpluggingFS(Path("/proc"), sys_root, unplug=sys_root / "class/powercap/intel-rapl:0:0")
     with VirtualMeter(sys_root, CURVE.watts, {"intel-rapl:0": 0.85, "intel-rapl:0:0": 0.15}):
-        remover = threading.Thread(target=unplug)
-        remover.start()
-        result = run_check(HostFS(Path("/proc"), sys_root), poll_seconds=0.5)
-        remover.join()
+        result = run_check(fs, poll_seconds=0.3)
+    assert fs.unplug is None  # it was read once, then removed
     assert not result.usable
     dram = next(z for z in result.zones if z.zone_id == "intel-rapl:0:0")
     assert dram.verdict == "fail" and dram.read_error is not None and "disappeared" in dram.read_error
