@@ -17,6 +17,7 @@ def format_snapshot(snap: Snapshot) -> str:
         f"active power {fmt_watts(snap.active_watts)}",
         "cpu utilization "
         + ("unknown" if snap.cpu_utilization is None else f"{100 * snap.cpu_utilization:.1f} %"),
+        f"host power   {fmt_watts(snap.host_watts)} (active power of everything not in a pod)",
     ]
     if snap.zones:
         lines.append("")
@@ -30,7 +31,6 @@ def format_snapshot(snap: Snapshot) -> str:
         for pod in sorted(snap.pods, key=lambda p: -(p.watts or 0.0)):
             label = f"{pod.namespace}/{pod.name}" if pod.name else pod.uid
             lines.append(f"{label:<48}{pod.qos or '-':<12}{pod.cpu_seconds:>9.3f}{fmt_watts(pod.watts):>12}")
-        lines.append(f"{'host (not in a pod)':<69}{fmt_watts(snap.host_watts):>12}")
     if snap.vms:
         lines.append("")
         lines.append(f"{'vm':<32}{'pid':>8}{'cpu s':>9}{'watts':>12}")

@@ -266,3 +266,22 @@ def test_snapshot_of_a_node_with_pods_replays_identically_and_redacts_qemu_comma
     original = replay(case)
     replayed = replay_record(tmp_path / "before", tmp_path / "after", 2.0, "--node", "n1")
     assert replayed == original
+
+
+def test_the_table_shows_the_records_numbers() -> None:
+    case = "v1-hybrid-systemd-crio"
+    record = replay(case)
+    proc = run_agent("replay", str(WORKLOADS / case / "before"), str(WORKLOADS / case / "after"), "--interval", "2",
+                     "--node", "n1")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"node power   {record['node_watts']:.2f} W" in lines
+    assert f"host power   {record['host_watts']:.2f} W (active power of everything not in a pod)" in lines
+    assert any(line.startswith(f"idle power   {record['idle_watts']:.2f} W (utilization)") for line in lines)
+    for pod in record["pods"]:
+        row = next(line for line in lines if line.startswith(pod["uid"]))
+        assert row.split()[1:] == [pod["qos"], f"{pod['cpu_seconds']:.3f}", f"{pod['watts']:.2f}", "W"]
+    for vm in record["vms"]:
+        row = next(line for line in lines if line.startswith(vm["name"] + " "))
+        assert row.split()[1:] == [str(vm["pid"]), f"{vm['cpu_seconds']:.3f}", f"{vm['watts']:.2f}", "W"]
+    assert "gaps" not in proc.stdout
