@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler import features as features_module
 from scheduler.features import (
     FEATURE_SCHEMA,
     NODE_FEATURES,
@@ -102,3 +106,31 @@ def test_schema_round_trip_and_mismatch() -> None:
         FEATURE_SCHEMA.check(dict(saved, version="kubejoule.features/v0"))
     with pytest.raises(SchemaMismatch):
         FEATURE_SCHEMA.check({"version": "kubejoule.features/v1"})
+
+
+def _documented(text: str, heading: str) -> list[str]:
+    """Feature names of the Markdown table whose header row contains `heading`, in order."""
+    names: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("|") and heading in line:
+            inside = True
+            continue
+        if inside and not line.startswith("|"):
+            break
+        if inside:
+            match = re.match(r"^\|(?:[^|`]*\|)? `(\w+)` \|", line)  # "| 3 | `x` |" or "| `x` |"
+            if match:
+                names.append(match.group(1))
+    return names
+
+
+def test_the_schema_is_documented_in_order() -> None:
+    """DESIGN.md's tables and this module's docstring list the features the code encodes, in
+    the code's order (a model trained from the docs' order would read the wrong columns)."""
+    design = (Path(__file__).resolve().parents[2] / "docs" / "DESIGN.md").read_text()
+    assert _documented(design, "node feature") == list(NODE_FEATURES)
+    assert _documented(design, "pod feature") == list(POD_FEATURES)
+    assert features_module.__doc__ is not None
+    assert _documented(features_module.__doc__, "| name |") == list(NODE_FEATURES)
+    assert "kubejoule.features/v1" in design and FEATURE_SCHEMA.version == "kubejoule.features/v1"

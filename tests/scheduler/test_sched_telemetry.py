@@ -8,6 +8,7 @@ import pytest
 
 from agent.curves import PowerCurve
 from scheduler import kube
+from scheduler.config import build_store, config_from_dict
 from scheduler.model import NodeTelemetry
 from scheduler.telemetry import (
     AgentScrapeSource,
@@ -79,7 +80,9 @@ def test_static_targets() -> None:
         parse_static_targets(["nonode"])
 
 
-def endpoint_slice(name: str, endpoints: list[dict], port_name: str = "metrics", ipv6: bool = False) -> dict:
+def endpoint_slice(
+    name: str, endpoints: list[dict], port_name: str = "metrics", ipv6: bool = False, port: int = 9102
+) -> dict:
     return {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -89,7 +92,7 @@ def endpoint_slice(name: str, endpoints: list[dict], port_name: str = "metrics",
             "labels": {"kubernetes.io/service-name": "kubejoule-agent"},
         },
         "addressType": "IPv6" if ipv6 else "IPv4",
-        "ports": [{"name": "other", "port": 1}, {"name": port_name, "port": 9102, "protocol": "TCP"}],
+        "ports": [{"name": "other", "port": 1}, {"name": port_name, "port": port, "protocol": "TCP"}],
         "endpoints": endpoints,
     }
 
@@ -124,6 +127,41 @@ def test_endpoint_slice_targets_through_the_kubernetes_api() -> None:
         api = kube.make_api_client(host=k8s.url)
         targets = EndpointSliceTargets(api, "kubejoule-system", "kubejoule-agent", "metrics")
         assert targets() == {"worker-7": "http://10.1.0.7:9102/metrics"}
+
+
+def test_store_scrapes_the_agents_its_endpoint_slices_list() -> None:
+    """The in-cluster default: the store built from the configuration (`endpoint_slices`, as
+    the DaemonSet's config sets it) finds the agents through the API and scrapes them; when
+    the Service's endpoints change, the next refresh follows."""
+    page = agent_exposition("worker-1", time.time(), curve=CURVE)
+    with text_server({"/metrics": page}) as old, text_server({"/metrics": page}) as new, \
+            kube_emulator() as k8s:
+        def publish(port: int, endpoints: list[dict]) -> None:
+            k8s.put("discovery.k8s.io/v1/endpointslices", "kubejoule-system", "agent-a",
+                    endpoint_slice("agent-a", endpoints, port=port))
+
+        publish(old.port, [
+            {"addresses": ["127.0.0.1"], "nodeName": "worker-1", "conditions": {"ready": True}},
+            {"addresses": ["127.0.0.1"], "nodeName": "worker-2", "conditions": {"ready": False}},
+        ])
+        config = config_from_dict({
+            "kubernetes": {"host": k8s.url},
+            "telemetry": {"agents": {"endpoint_slices": {}}},  # defaults: kubejoule-agent, metrics
+        })
+        store = build_store(config)
+        assert [s.name for s in store.sources] == ["agents-k8s"]
+        store.refresh_once()
+        assert set(store.snapshot()) == {"worker-1"}  # worker-2's endpoint is not ready
+        sample = store.get("worker-1")
+        assert sample is not None and sample.source_name == "agents-k8s"
+        assert sample.telemetry.curve_points == pytest.approx(CURVE)
+        assert old.hits == {"/metrics": 1}
+        # The agent moves (a new pod, a new port): the next refresh scrapes the new one only.
+        publish(new.port, [{"addresses": ["127.0.0.1"], "nodeName": "worker-1"}])
+        store.refresh_once()
+        store.stop()
+        assert (old.hits, new.hits) == ({"/metrics": 1}, {"/metrics": 1})
+    assert store.errors.get(("agents-k8s", "scrape"), 0) == 0
 
 
 def test_metrics_server_source_through_the_kubernetes_api() -> None:

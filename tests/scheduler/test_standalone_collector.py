@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scheduler.collector import (
     CandidateRecord,
     CollectorConfig,
@@ -32,18 +34,28 @@ def _all_records(path: Path) -> tuple[list[dict], int]:
     return records, bad
 
 
-def test_records_are_buffered_then_written_and_fsynced_per_batch(tmp_path: Path) -> None:
+def test_records_are_buffered_then_written_and_fsynced_per_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "d.jsonl"
+    synced: list[list[int]] = []  # the records on disk at each fsync
+
+    def fsync(fd: int) -> None:
+        synced.append([r["n"] for r in read_records(path)[0]])
+
     collector = DecisionCollector(CollectorConfig(str(path), batch_records=3))
+    monkeypatch.setattr(os, "fsync", fsync)
     collector.write({"n": 1})
     collector.write({"n": 2})
-    assert path.read_bytes() == b""  # still in the batch
+    assert path.read_bytes() == b"" and synced == []  # still in the batch
     collector.write({"n": 3})
     assert [r["n"] for r in read_records(path)[0]] == [1, 2, 3]
     collector.write({"n": 4})
     collector.close()
     assert [r["n"] for r in read_records(path)[0]] == [1, 2, 3, 4]
     assert collector.batches_written == 2
+    # One fsync per batch, after the whole batch is written (and none for nothing on close).
+    assert synced == [[1, 2, 3], [1, 2, 3, 4]]
 
 
 def test_flush_interval(tmp_path: Path) -> None:
