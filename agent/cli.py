@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,6 @@ def attribution_options(process_top_default: int = DEFAULT_PROCESS_TOP) -> argpa
         "--process-top", type=non_negative_int, default=process_top_default, metavar="N",
         help=f"list the N processes using the most power (default {process_top_default}; 0: none)",
     )
-    for register in EXTRA_SAMPLING_OPTIONS:
-        register(options)
     return options
 
 
@@ -158,8 +156,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         "version": __version__,
     }})
     attach_cluster_data(args, service)
-    for hook in RUN_HOOKS:
-        hook(args, service)
     return serve(service)
 
 
@@ -349,8 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     top.add_argument("--rows", type=positive_int, default=None, help="rows per section (default: fit the terminal)")
     top.set_defaults(func=cmd_top, validate=_validate_sampling)
 
-    for register in EXTRA_COMMANDS:
-        register(sub, common)
+    for command in sub.choices.values():
+        # a value refused after parsing is reported with the usage of its own subcommand
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -362,24 +359,12 @@ def _validate_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     _validate_sampling(parser, args)
 
 
-# Later parts add options to every sampling command here: (options parser) -> None; read them
-# back in make_sampler.
-EXTRA_SAMPLING_OPTIONS: list[Callable[[argparse.ArgumentParser], None]] = []
-
-# Later parts start their own work in `run` here (a Kubernetes watch, a Metrics Server poller):
-# (parsed options, the service: its .registry takes more collectors) -> None.
-RUN_HOOKS: list[Callable[[argparse.Namespace, Any], None]] = []
-
-# Later parts register subcommands here: (subparsers, common options parser) -> None.
-EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser], argparse.ArgumentParser], None]] = []
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     validate = getattr(args, "validate", None)
     if validate is not None:
-        validate(parser, args)
+        validate(getattr(args, "command_parser", parser), args)
     try:
         result: int = args.func(args)
     except BrokenPipeError:  # `kubejoule-agent once | head`: the reader left; not an error

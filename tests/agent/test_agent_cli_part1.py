@@ -70,10 +70,16 @@ def test_snapshot_copies_what_the_agent_reads_and_replays_identically(tmp_path: 
         ["replay", "only-one-tree"],
         ["replay", "/nonexistent/a", "/nonexistent/b", "--interval", "1"],
         ["replay", str(POWERCAP / "wrap/before"), str(POWERCAP / "wrap/after")],  # no --interval
+        ["snapshot"],
+        ["once", "--calibration", "/nonexistent/profile.yaml"],  # refused after parsing
+        ["once", "--process-top", "many"],
     ],
 )
 def test_misuse_exits_2_with_usage(argv: list[str]) -> None:
     proc = run_agent(*argv)
     assert proc.returncode == 2
-    assert "usage:" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    command = argv[0] if argv and argv[0] in ("once", "snapshot", "replay") else ""
+    # the usage of the subcommand that was misused, and the reason
+    assert proc.stderr.startswith(f"usage: kubejoule-agent {command}".rstrip())
+    assert proc.stderr.rstrip().splitlines()[-1].startswith(f"kubejoule-agent {command}".rstrip() + ": error: ")
