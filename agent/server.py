@@ -151,8 +151,12 @@ class AgentService:
         interval_seconds: float,
         listen: tuple[str, int] = ("", 9102),
         on_snapshot: Callable[[Snapshot], None] | None = None,
+        stale_after_seconds: float | None = None,
     ) -> None:
         self.sampler = sampler
+        # /healthz fails once the loop has not begun a read for this long: a hung read (a stuck
+        # NFS-like mount, a frozen procfs) makes the liveness probe restart the agent
+        self.stale_after_seconds = stale_after_seconds or max(30.0, 3 * interval_seconds)
         self.collector = collector
         self.interval = interval_seconds
         self.listen = listen
@@ -200,11 +204,10 @@ class AgentService:
             stop()
 
     def health(self) -> tuple[bool, dict[str, Any]]:
-        stale_after = max(30.0, 3 * self.interval)
         last_sample = self._last_sample
         now = time.monotonic()
         age = now - self._last_loop
-        healthy = self._thread.is_alive() and age <= stale_after
+        healthy = self._thread.is_alive() and age <= self.stale_after_seconds
         body: dict[str, Any] = {"status": "ok" if healthy else "stuck", "samples": self.samples,
                                 "seconds_since_last_read": round(age, 3)}
         if last_sample is not None:

@@ -8,9 +8,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -71,6 +73,54 @@ def test_ready_only_after_a_complete_sample_and_failures_are_counted_not_fatal()
     finally:
         service.stop()
     assert not service._thread.is_alive()
+
+
+class HangingSampler(Sampler):
+    """Its reads block while `hang` is set, like a read of a frozen filesystem."""
+
+    def __init__(self) -> None:
+        super().__init__(HostFS(TREE / "proc", TREE / "sys"), "n1")
+        self.hang = threading.Event()
+        self.release = threading.Event()
+        self.hanging = threading.Event()
+
+    def read(self) -> RawSample:
+        if self.hang.is_set():
+            self.hanging.set()
+            self.release.wait(30)
+        return super().read()
+
+
+def wait_for_status(url: str, status: int, timeout: float = 15.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        code, body = get(url)
+        if code == status or time.monotonic() > deadline:
+            assert code == status, body
+            data: dict[str, Any] = json.loads(body)
+            return data
+        time.sleep(0.02)
+
+
+def test_healthz_fails_while_a_read_hangs_and_recovers_after() -> None:
+    sampler = HangingSampler()
+    service = AgentService(sampler, SnapshotCollector(), 0.1, ("127.0.0.1", 0), stale_after_seconds=0.5)
+    service.start()
+    try:
+        base = f"http://127.0.0.1:{service.port}"
+        wait_for_status(base + "/readyz", 200)
+        assert get(base + "/healthz")[0] == 200
+        sampler.hang.set()
+        assert sampler.hanging.wait(10)
+        stuck = wait_for_status(base + "/healthz", 503)
+        assert stuck["status"] == "stuck" and stuck["seconds_since_last_read"] > 0.5
+        assert get(base + "/metrics")[0] == 200  # still serving the last sample
+        sampler.hang.clear()
+        sampler.release.set()
+        assert wait_for_status(base + "/healthz", 200)["status"] == "ok"
+    finally:
+        sampler.release.set()
+        service.stop()
 
 
 def test_json_log_lines_carry_fields() -> None:
