@@ -26,6 +26,7 @@ What it does:
 * `tree`, `procfs`, `sysfs`: the working copy. `url`, `port`: the agent's HTTP address.
 * `logs`: the agent's stderr, one parsed JSON object per line (`{"raw": line}` if not JSON).
 * `get(path) -> (status, body)`, `scrape() -> str`, `families() -> dict[name, Metric]`,
+  `scrape_until(condition)`: scrape after each sample until `condition(text)` holds,
   `value(sample_name, **labels) -> float | None` (first sample whose labels include `labels`),
   `samples(sample_name) -> list[(labels, value)]`, `sample_count() -> int` (from /readyz).
 * `wait_samples(n=1)`: wait until n more samples have been published.
@@ -65,7 +66,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -222,6 +223,19 @@ class AgentProcess:
         if status != 200:
             raise AgentProcessError(f"/metrics answered {status}")
         return body
+
+    def scrape_until(self, condition: Callable[[str], bool], timeout: float | None = None) -> str:
+        """Scrape after each new sample until `condition(text)` holds; returns that scrape. For
+        checks on one interval's gauges while drive() runs: on a loaded machine the driver can
+        miss an interval or straddle a read, and the next sample is whole again."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 40 * self.interval + 10)
+        while True:
+            text = self.scrape()
+            if condition(text):
+                return text
+            if time.monotonic() > deadline:
+                raise AgentProcessError(f"no scrape met the condition in time; the last:\n{text}")
+            self.wait_samples(1)
 
     def families(self) -> dict[str, Any]:
         return {f.name: f for f in text_string_to_metric_families(self.scrape())}
