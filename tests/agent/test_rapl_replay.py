@@ -144,7 +144,7 @@ def test_permission_denied_names_the_cause_and_the_fix(root_only_tree: Path) -> 
     assert record["node_watts"] is None and record["source"] == "none"
     reasons = " ".join(g["reason"] for g in record["gaps"])
     assert "permission denied" in reasons
-    assert "CVE-2020-8694" in reasons and "root" in reasons
+    assert "CVE-2020-8694" in reasons and "root" in reasons and "DaemonSet" in reasons  # the cause and the fix
     # and root, who may read, gets the number
     assert replay_record(root_only_tree / "before", root_only_tree / "after")["node_watts"] == pytest.approx(27.5)
 
