@@ -14,15 +14,17 @@ line: processes are labelled with `pid` and `comm` only.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agent.snapshot import SOURCE_ESTIMATED, Gap, Snapshot
+from agent.snapshot import SOURCE_ESTIMATED, Gap, Snapshot, VMPower, ZonePower
 
 PREFIX = "kubejoule_"
+_Item = TypeVar("_Item")
 
 # errors_total kinds that always exist (at 0 until they happen), so rate() works from the start.
 ERROR_KINDS = ("rapl", "procstat", "cgroup", "process", "invariant", "read_skew", "sample")
@@ -69,6 +71,24 @@ def _label(value: object) -> str:
     return "" if value is None else str(value)
 
 
+def _zone_key(zone: ZonePower) -> tuple[str, str]:
+    return zone.zone, _label(zone.socket)
+
+
+def _vm_key(vm: VMPower) -> tuple[str, str]:
+    return vm.name, _label(vm.uuid)
+
+
+def _series(items: Iterable[_Item], key: Callable[[_Item], tuple[str, str]]) -> dict[tuple[str, str], _Item]:
+    """One item per series (label values): the first, where two share them (two zones with one
+    name on one socket, two qemu processes with one name and uuid). Totals and gauges use the
+    same choice, so a counter always belongs to the series it is exposed with."""
+    series: dict[tuple[str, str], _Item] = {}
+    for item in items:
+        series.setdefault(key(item), item)
+    return series
+
+
 class SnapshotCollector(Collector):
     """Exposes the latest Snapshot and the energy totals over all snapshots seen."""
 
@@ -101,12 +121,7 @@ class SnapshotCollector(Collector):
                 totals.node[snapshot.source] = totals.node.get(snapshot.source, 0.0) + max(
                     snapshot.node_watts * interval, 0.0
                 )
-            seen_zones: set[tuple[str, str]] = set()
-            for zone in snapshot.zones:
-                key = (zone.zone, _label(zone.socket))
-                if key in seen_zones:
-                    continue  # two zones with one name on one socket: keep the first, as collect() does
-                seen_zones.add(key)
+            for key, zone in _series(snapshot.zones, _zone_key).items():
                 if zone.energy_joules is not None:
                     totals.zones[key] = totals.zones.get(key, 0.0) + max(zone.energy_joules, 0.0)
             totals.pods = {
@@ -114,14 +129,11 @@ class SnapshotCollector(Collector):
                 for pod in snapshot.pods
                 if pod.watts is not None or pod.uid in totals.pods
             }
-            vms: dict[tuple[str, str], float] = {}
-            for vm in snapshot.vms:
-                key = (vm.name, _label(vm.uuid))
-                if key in vms:
-                    continue  # one series per VM, as collect() exposes it
-                if vm.watts is not None or key in totals.vms:
-                    vms[key] = totals.vms.get(key, 0.0) + max((vm.watts or 0.0) * interval, 0.0)
-            totals.vms = vms
+            totals.vms = {
+                key: totals.vms.get(key, 0.0) + max((vm.watts or 0.0) * interval, 0.0)
+                for key, vm in _series(snapshot.vms, _vm_key).items()
+                if vm.watts is not None or key in totals.vms
+            }
             for gap in snapshot.gaps:
                 kind = error_kind(gap)
                 if kind is not None:
@@ -194,12 +206,7 @@ class SnapshotCollector(Collector):
         zone_power = GaugeMetricFamily(
             PREFIX + "zone_power_watts", "RAPL zone power.", labels=["node", "zone", "socket"]
         )
-        seen: set[tuple[str, str]] = set()
-        for zone in snap.zones:
-            key = (zone.zone, _label(zone.socket))
-            if key in seen:
-                continue
-            seen.add(key)
+        for key, zone in _series(snap.zones, _zone_key).items():
             if zone.watts is not None:
                 zone_power.add_metric([node, *key], zone.watts)
         yield zone_power
@@ -278,12 +285,7 @@ class SnapshotCollector(Collector):
         energy = CounterMetricFamily(
             PREFIX + "vm_energy_joules", "Virtual machine energy since the agent started.", labels=labels
         )
-        seen: set[tuple[str, str]] = set()
-        for vm in snap.vms:
-            key = (vm.name, _label(vm.uuid))
-            if key in seen:
-                continue
-            seen.add(key)
+        for key, vm in _series(snap.vms, _vm_key).items():
             if vm.watts is not None:
                 power.add_metric([snap.node, *key], vm.watts)
             if key in totals.vms:

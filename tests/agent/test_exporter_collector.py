@@ -173,3 +173,22 @@ def test_every_documented_metric_is_exposed_with_exactly_its_labels() -> None:
     seen = exposed_labels(generate_latest(registry).decode())
     expected = {name: set(labels) | {"node"} for name, labels in documented_metrics().items()}
     assert seen == expected
+
+
+def test_items_sharing_label_values_make_one_series_the_first_for_gauge_and_counter() -> None:
+    """Two qemu processes with one name and uuid (a VM restarting within an interval), two zones
+    with one name on one socket: one series each, gauge and counter from the same (first) item."""
+    twin_vms = (VMPower("win10", "u-1", 3001, None, 0.5, 3.0), VMPower("win10", "u-1", 3002, None, 0.1, 1.0))
+    twin_zones = (ZonePower("dram", "intel-rapl:0:2", 0, "class/powercap/intel-rapl:0:2", 2.0, 4.0),
+                  ZonePower("dram", "intel-rapl-mmio:0:0", 0, "class/powercap/intel-rapl-mmio:0:0", 9.0, 18.0))
+    collector = SnapshotCollector()
+    registry = registry_with(collector)
+    for _ in range(2):
+        collector.update(snapshot(vms=twin_vms, zones=twin_zones))
+    get = registry.get_sample_value
+    vm = {"node": "n1", "vm": "win10", "vm_uuid": "u-1"}
+    dram = {"node": "n1", "zone": "dram", "socket": "0"}
+    assert get("kubejoule_vm_power_watts", vm) == 3.0 and get("kubejoule_vm_energy_joules_total", vm) == 12.0
+    assert get("kubejoule_zone_power_watts", dram) == 2.0 and get("kubejoule_zone_energy_joules_total", dram) == 8.0
+    text = generate_latest(registry).decode()
+    assert text.count("kubejoule_vm_power_watts{") == 1 and text.count('kubejoule_zone_power_watts{') == 1
