@@ -314,6 +314,11 @@ def bind_pod(
     _send(api, "POST", _pod_path(namespace, name) + "/binding", body, timeout_seconds)
 
 
+def _patch(api: client.ApiClient, path: str, patch: dict[str, Any], timeout_seconds: float) -> dict[str, Any]:
+    return _request_json(api, "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH,
+                         timeout=timeout_seconds)
+
+
 def patch_pod(
     api: client.ApiClient,
     namespace: str,
@@ -321,9 +326,8 @@ def patch_pod(
     patch: dict[str, Any],
     timeout_seconds: float = 10.0,
 ) -> dict[str, Any]:
-    """Strategic-merge-patch a pod (metadata such as annotations)."""
-    return _request_json(api, "PATCH", _pod_path(namespace, name), body=patch,
-                         content_type=STRATEGIC_MERGE_PATCH, timeout=timeout_seconds)
+    """Strategic-merge-patch a pod (metadata such as annotations): RBAC `pods` patch."""
+    return _patch(api, _pod_path(namespace, name), patch, timeout_seconds)
 
 
 def patch_pod_status(
@@ -333,9 +337,9 @@ def patch_pod_status(
     patch: dict[str, Any],
     timeout_seconds: float = 10.0,
 ) -> dict[str, Any]:
-    """Strategic-merge-patch a pod's status (conditions merge by their `type`)."""
-    return _request_json(api, "PATCH", _pod_path(namespace, name) + "/status", body=patch,
-                         content_type=STRATEGIC_MERGE_PATCH, timeout=timeout_seconds)
+    """Strategic-merge-patch a pod's status (conditions merge by their `type`): RBAC
+    `pods/status` patch."""
+    return _patch(api, _pod_path(namespace, name) + "/status", patch, timeout_seconds)
 
 
 def create_event(

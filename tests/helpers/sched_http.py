@@ -1,9 +1,12 @@
 """Small real HTTP servers on 127.0.0.1 for the scheduler's tests: a fake agent exposition
-(Prometheus text format, with the metric names of DESIGN.md) whose content the test changes."""
+(Prometheus text format, with the metric names of DESIGN.md) whose content the test changes;
+and a plain client for the servers under test."""
 
 from __future__ import annotations
 
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -107,3 +110,14 @@ def text_server(pages: Mapping[str, str] | None = None) -> Iterator[TextServer]:
         yield server
     finally:
         server.stop()
+
+
+def http_get(url: str, timeout_seconds: float = 5.0) -> tuple[int, str]:
+    """(status, body) of a GET; status 0 when nothing answers (a server still starting)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_seconds) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except OSError:
+        return 0, ""

@@ -74,20 +74,9 @@ def running(scheduler: StandaloneScheduler) -> Iterator[StandaloneScheduler]:
 
 
 @contextlib.contextmanager
-def running_scheduler(
-    url: str,
-    scorer: Scorer,
-    config: StandaloneConfig,
-    telemetry: Any = None,
-    collector: DecisionCollector | None = None,
-    is_leader: Callable[[], bool] | None = None,
-    user_agent: str = "kubejoule-test",
-    **kwargs: Any,
-) -> Iterator[StandaloneScheduler]:
-    scheduler = make_scheduler(
-        url, scorer, config, telemetry, collector, is_leader, user_agent, **kwargs
-    )
-    with running(scheduler):
+def running_scheduler(*args: Any, **kwargs: Any) -> Iterator[StandaloneScheduler]:
+    """`make_scheduler(*args, **kwargs)`, run until the block ends."""
+    with running(make_scheduler(*args, **kwargs)) as scheduler:
         yield scheduler
 
 

@@ -22,7 +22,7 @@ import itertools
 import json
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,13 @@ class BindingAttempt:
     node: str
     accepted: bool
     agent: str = ""  # the client's User-Agent: which replica asked
+
+
+def _check_precondition(stored: Any, body: Mapping[str, Any]) -> None:
+    """409 Conflict when `body` names a resourceVersion other than the stored object's."""
+    wanted = (body.get("metadata") or {}).get("resourceVersion")
+    if wanted is not None and wanted != stored.get("metadata", {}).get("resourceVersion"):
+        raise kmock.KubernetesError(409, "Conflict", "the object has been modified")
 
 
 def _now() -> str:
@@ -133,49 +140,48 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             await self._publish(request.resource, "ADDED", raw)
         return aiohttp.web.json_response(raw, status=201)
 
-    async def _patch(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+    async def _change(
+        self, request: rendering.Request, event: str, change: Callable[[Any], None]
+    ) -> aiohttp.web.StreamResponse:
+        """Apply `change` to the stored object, publish `event`, answer with the object (as it
+        was, for a deletion)."""
         assert request.resource is not None
-        patch = dict(request.data or {})
         async with self._lock:
             obj = self._stored(request)
-            wanted = (patch.get("metadata") or {}).get("resourceVersion")
-            if wanted is not None and wanted != obj.get("metadata", {}).get("resourceVersion"):
-                raise kmock.KubernetesError(409, "Conflict", "the object has been modified")
-            patch["metadata"] = {
-                **(patch.get("metadata") or {}),
-                "resourceVersion": self._next_version(),
-            }
-            obj.patch(patch)
-            raw = obj.raw
-            await self._publish(request.resource, "MODIFIED", raw)
+            before = obj.raw
+            change(obj)
+            raw = before if event == "DELETED" else obj.raw
+            await self._publish(request.resource, event, raw)
         return aiohttp.web.json_response(raw)
+
+    async def _patch(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        patch = dict(request.data or {})
+
+        def apply(obj: Any) -> None:
+            _check_precondition(obj, patch)
+            meta = {**(patch.get("metadata") or {}), "resourceVersion": self._next_version()}
+            obj.patch({**patch, "metadata": meta})
+
+        return await self._change(request, "MODIFIED", apply)
 
     async def _delete(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
-        assert request.resource is not None
-        async with self._lock:
-            obj = self._stored(request)
-            raw = obj.raw
-            obj.delete()
-            await self._publish(request.resource, "DELETED", raw)
-        return aiohttp.web.json_response(raw)
+        return await self._change(request, "DELETED", lambda obj: obj.delete())
 
     async def _replace(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
-        assert request.resource is not None
-        async with self._lock:
-            obj = self._stored(request)
-            body = dict(request.data or {})
-            meta = dict(body.get("metadata") or {})
+        body = dict(request.data or {})
+
+        def apply(obj: Any) -> None:
+            _check_precondition(obj, body)
             old_meta = obj.get("metadata", {})
-            if meta.get("resourceVersion") not in (None, old_meta.get("resourceVersion")):
-                raise kmock.KubernetesError(409, "Conflict", "the object has been modified")
-            meta["uid"] = old_meta.get("uid")
-            meta["creationTimestamp"] = old_meta.get("creationTimestamp")
-            meta["resourceVersion"] = self._next_version()
-            body["metadata"] = meta
-            obj.create(body)
-            raw = obj.raw
-            await self._publish(request.resource, "MODIFIED", raw)
-        return aiohttp.web.json_response(raw)
+            meta = {
+                **(body.get("metadata") or {}),
+                "uid": old_meta.get("uid"),
+                "creationTimestamp": old_meta.get("creationTimestamp"),
+                "resourceVersion": self._next_version(),
+            }
+            obj.create({**body, "metadata": meta})
+
+        return await self._change(request, "MODIFIED", apply)
 
     async def _bind(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         assert request.resource is not None

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from scheduler.cli import build_parser, main
 from scheduler.collector import read_records
 from scheduler.config import Config, ConfigError, build_store, config_from_dict, load_config
 from tests.helpers.prometheus import free_port
-from tests.helpers.sched_http import agent_exposition, text_server
+from tests.helpers.sched_http import agent_exposition, http_get, text_server
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "scheduler" / "examples"
@@ -125,14 +124,6 @@ def test_cli_has_subcommands() -> None:
         parser.parse_args(["extender", "--mode", "sideways"])
 
 
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
 def _post(url: str, payload: Any) -> Any:
     request = urllib.request.Request(
         url, json.dumps(payload).encode(), {"Content-Type": "application/json"}
@@ -170,12 +161,7 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
         )
         try:
             deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if _get(f"{base}/readyz")[0] == 200:
-                        break
-                except (urllib.error.URLError, ConnectionError):
-                    pass
+            while http_get(f"{base}/readyz")[0] != 200:
                 assert process.poll() is None, process.stdout.read() if process.stdout else ""
                 assert time.monotonic() < deadline, "extender never became ready"
                 time.sleep(0.1)
@@ -185,14 +171,14 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
             assert scores == [
                 {"Host": "frugal", "Score": 6}, {"Host": "hungry", "Score": 2}, {"Host": "gone", "Score": 5}
             ]
-            status, metrics = _get(f"{base}/metrics")
-            assert status == 200 and b'kubejoule_scheduler_telemetry_age_seconds{node="frugal"}' in metrics
+            status, metrics = http_get(f"{base}/metrics")
+            assert status == 200 and 'kubejoule_scheduler_telemetry_age_seconds{node="frugal"}' in metrics
             assert agents.hits["/frugal/metrics"] >= 1
         finally:
             process.send_signal(signal.SIGTERM)
             try:
                 # uvicorn shuts down cleanly, then re-raises the signal it caught.
-                assert process.wait(10) in (0, -signal.SIGTERM)
+                assert process.wait(20) in (0, -signal.SIGTERM)
             finally:
                 if process.poll() is None:
                     process.kill()

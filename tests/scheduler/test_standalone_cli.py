@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 from scheduler.collector import read_records
 from scheduler.standalone import ANNOTATION_RECOMMENDED
+from tests.helpers.prometheus import free_port
+from tests.helpers.sched_http import http_get
 from tests.helpers.standalone_harness import wait_for
 from tests.helpers.standalone_kmock import EmulatedCluster
 from tests.helpers.standalone_objects import node, pod
@@ -19,24 +19,8 @@ from tests.helpers.standalone_objects import node, pod
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, ""
-    except OSError:
-        return 0, ""
-
-
 def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     decisions = tmp_path / "decisions.jsonl"
     with EmulatedCluster() as cluster:
         for i in range(3):
@@ -86,14 +70,14 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
             wait_for(
                 lambda: (
                     'kubejoule_scheduler_schedule_attempts_total{result="scheduled"} 5.0'
-                    in _get(metrics)[1]
+                    in http_get(metrics)[1]
                 ),
                 what="attempt metrics",
             )
-            body = _get(metrics)[1]
+            body = http_get(metrics)[1]
             assert "kubejoule_scheduler_leader 1.0" in body
-            assert _get(f"http://127.0.0.1:{port}/healthz")[0] == 200
-            assert _get(f"http://127.0.0.1:{port}/readyz")[0] == 200
+            assert http_get(f"http://127.0.0.1:{port}/healthz")[0] == 200
+            assert http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200
             pods = [cluster.get_pod("default", n) for n in names]
             lease = cluster.call(
                 "GET",
