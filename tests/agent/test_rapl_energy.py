@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.energy import CounterError, energy_delta_uj, uj_to_joules, wrap_period_seconds
+from agent.rapl import RaplReading, Zone, compute_power
 
 
 @pytest.mark.parametrize(
@@ -40,6 +43,7 @@ def test_counter_above_its_range_was_reset_not_wrapped() -> None:
     start=st.integers(min_value=0, max_value=2**62),
     data=st.data(),
 )
+@settings(max_examples=300, deadline=None)  # no per-example deadline: CI shares 2 cores with ~800 tests
 def test_delta_recovers_true_energy_modulo_one_wrap(max_range: int, start: int, data: st.DataObject) -> None:
     """The kernel reports true energy modulo the range; with less than one range of energy
     between reads, the delta is exactly the true energy, wrapped or not."""
@@ -55,3 +59,32 @@ def test_units_and_wrap_period() -> None:
     assert wrap_period_seconds(262_143_328_850, 150_000_000) == pytest.approx(1747.6, abs=0.1)
     assert wrap_period_seconds(None, 150_000_000) is None
     assert wrap_period_seconds(1000, None) is None
+
+
+PACKAGE = Zone("intel-rapl:0", "intel-rapl", (0,), "package-0", 0, None, None)
+DRAM = Zone("intel-rapl:0:0", "intel-rapl", (0, 0), "dram", 0, None, None)
+
+
+@given(
+    ranges=st.tuples(st.integers(min_value=1_000, max_value=2**38), st.integers(min_value=1_000, max_value=2**36)),
+    starts=st.tuples(st.integers(min_value=0, max_value=2**40), st.integers(min_value=0, max_value=2**40)),
+    fractions=st.tuples(st.floats(min_value=0, max_value=0.999), st.floats(min_value=0, max_value=0.999)),
+    interval=st.floats(min_value=0.01, max_value=1000.0),
+)
+@settings(max_examples=300, deadline=None)
+def test_node_power_is_the_true_energy_over_the_interval_wrapped_or_not(
+    ranges: tuple[int, int], starts: tuple[int, int], fractions: tuple[float, float], interval: float
+) -> None:
+    """Through compute_power: package + dram, each counter possibly wrapping once, gives node
+    watts = true energy / interval (to 1e-9), and each zone its own share, never a gap."""
+    zones = {z.zone_id: replace(z, max_energy_range_uj=r) for z, r in zip((PACKAGE, DRAM), ranges, strict=True)}
+    energy = [int(f * r) for f, r in zip(fractions, ranges, strict=True)]
+    before = RaplReading(True, zones, {z: s % r for z, s, r in zip(zones, starts, ranges, strict=True)})
+    after = RaplReading(
+        True, zones, {z: (s + e) % r for z, s, e, r in zip(zones, starts, energy, ranges, strict=True)}
+    )
+    power = compute_power(before, after, interval)
+    assert power.gaps == ()
+    assert power.watts == pytest.approx(sum(energy) / 1e6 / interval, rel=1e-9, abs=1e-15)
+    watts = {z.zone_id: z.watts for z in power.zones}
+    assert watts == pytest.approx({z: e / 1e6 / interval for z, e in zip(zones, energy, strict=True)}, rel=1e-9, abs=1e-15)
