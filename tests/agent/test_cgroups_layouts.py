@@ -155,3 +155,31 @@ def test_this_host_has_a_cpu_accounting_hierarchy() -> None:
     if not os.path.exists("/sys/fs/cgroup/cgroup.controllers") and os.path.exists("/sys/fs/cgroup/cpuacct/cpuacct.usage"):
         assert layout.version == 1  # hybrid/v1 host: CPU is accounted in v1
     assert read_cgroups(HostFS()).errors == ()
+
+
+def _v1_cgroup(directory: Path, usage_ns: int, pids: Sequence[int] = ()) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "cpuacct.usage").write_text(f"{usage_ns}\n")
+    (directory / "cgroup.procs").write_text("".join(f"{p}\n" for p in pids))
+
+
+@pytest.mark.parametrize(
+    ("child", "runtime"),
+    [(CID, None), (f"crio-{CID}", "crio"), (f"docker-{CID}", "docker"), (f"cri-containerd-{CID}", "cri-containerd")],
+)
+@pytest.mark.parametrize("qos", ["guaranteed", "burstable", "besteffort"])
+def test_cgroupfs_driver_on_v1_with_each_runtime_naming_and_qos(tmp_path: Path, child: str, runtime: str | None,
+                                                                 qos: str) -> None:
+    root = tmp_path / "sys/fs/cgroup/cpuacct"
+    _v1_cgroup(root, 10**12)
+    top = root / "kubepods"
+    pod = top / f"pod{UID}" if qos == "guaranteed" else top / qos / f"pod{UID}"
+    _v1_cgroup(pod, 3 * 10**9, [7])  # v1 allows processes in the pod's own cgroup
+    _v1_cgroup(pod / child, 2 * 10**9, [8, 9])
+    _v1_cgroup(pod / f"crio-conmon-{'4' * 64}", 10**9, [10])  # CRI-O's monitor: in the pod, no container
+    reading = read_cgroups(HostFS(tmp_path / "proc", tmp_path / "sys"))
+    assert reading.errors == () and reading.layout is not None and reading.layout.version == 1
+    found = reading.pods[UID]
+    assert found.qos == {"guaranteed": QOS_GUARANTEED, "burstable": QOS_BURSTABLE, "besteffort": QOS_BESTEFFORT}[qos]
+    assert found.usage_seconds == 3.0 and found.pids == frozenset({7, 8, 9, 10})
+    assert [(c.id, c.runtime, c.usage_seconds) for c in found.containers] == [(CID, runtime, 2.0)]
