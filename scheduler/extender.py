@@ -567,19 +567,22 @@ class Extender:
         return HostPriorityList(names, extender_scores.tolist())
 
     def predicted_watts(self, pod: PodInfo, node: NodeState, now: float) -> float | None:
-        """The node's power with the pod on it: measured watts + ΔP when measured, else the
-        curve at the new utilization; None when unknown (which never filters a node)."""
+        """The node's power with the pod on it: the measured watts, plus what the pods placed
+        since the sample add on the curve, plus ΔP; without measured watts, the curve at the new
+        utilization. None when unknown (which never filters a node)."""
+        telemetry = node.telemetry
         delta, reason = self.scorer.delta_watts(pod, node, now, with_idle=False)
-        if delta is None or reason != REASON_OK or node.telemetry is None:
+        if delta is None or reason != REASON_OK or telemetry is None:
             return None
-        if node.telemetry.watts is not None:
-            return node.telemetry.watts + delta
-        found = self.scorer.curve_for(node.info.name, node.telemetry)
-        if found is None:
-            return None
-        before = self.scorer.utilization_with_assumed(node)
-        assert before is not None  # delta_watts() was OK, so u and the cores are known
-        return extended_watts(found[0], before) + delta
+        found = self.scorer.curve_for(node.info.name, telemetry)
+        now_u = self.scorer.utilization_with_assumed(node)
+        # delta_watts() was OK: a curve, the sample's utilization and the cores are known.
+        assert found is not None and now_u is not None and telemetry.utilization is not None
+        curve = found[0]
+        if telemetry.watts is None:
+            return extended_watts(curve, now_u) + delta
+        since = extended_watts(curve, now_u) - extended_watts(curve, max(0.0, telemetry.utilization))
+        return telemetry.watts + max(0.0, since) + delta
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         now = self.clock()

@@ -1,8 +1,9 @@
 """Leader election on a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it.
 
 * A candidate reads the Lease. If it is held by someone else whose record changed less than
-  `leaseDurationSeconds` ago *by our own clock* (the time we first saw that record, so clock
-  skew between replicas does not matter), we wait. Otherwise — free, expired, or ours — we write
+  `leaseDurationSeconds` ago *by our own clock* (the time we first saw that record, taken after
+  the read returned, so clock skew between replicas does not matter and a slow read never
+  makes the record look older than it is), we wait. Otherwise — free, expired, or ours — we write
   it with our identity and a new `renewTime`, carrying the `resourceVersion` we read: if another
   replica wrote in between, the API answers 409 Conflict and we are not the leader.
 * The leader renews every `retry_period_seconds` and considers itself leader only until
@@ -155,6 +156,7 @@ class LeaderElector:
             started = self._clock()
             try:
                 current = self.store.get()
+                seen_at = self._clock()  # after the read: the record is at least this fresh
                 if current is None:
                     self.store.create(self._new_lease(None, self._wall()))
                 else:
@@ -167,12 +169,12 @@ class LeaderElector:
                     )
                     if record != self._observed:
                         self._observed = record
-                        self._observed_at = started
+                        self._observed_at = seen_at
                     duration = float(
                         spec.get("leaseDurationSeconds") or self.config.lease_duration_seconds
                     )
                     held_by_other = holder not in ("", self.identity)
-                    if held_by_other and started < self._observed_at + duration:
+                    if held_by_other and seen_at < self._observed_at + duration:
                         self._valid_until = -math.inf
                         self._set_leading(False)
                         return False

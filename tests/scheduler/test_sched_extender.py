@@ -181,14 +181,17 @@ def test_prioritize_node_names_form_uses_known_cores(active: tuple[Extender, Tes
     assert response.json() == [{"Host": n, "Score": EXPECTED[n]} for n in NAMES]
 
 
-def test_shadow_answers_neutral_and_records_the_recommendation() -> None:
+@pytest.mark.parametrize("form", ["Nodes.items", "NodeNames"])
+def test_shadow_answers_neutral_and_records_the_recommendation(form: str) -> None:
     recorder = Recorder()
     extender = make_extender("shadow", recorder=recorder)
     with TestClient(create_app(extender, manage_store=False)) as client:
-        items = [node_object(n) for n in NAMES]
-        response = client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": items}})
+        items = {"Pod": POD, "Nodes": {"items": [node_object(n) for n in NAMES]}}
+        response = client.post("/prioritize", json=items)  # (teaches the NodeNames form the cores)
+        if form == "NodeNames":
+            response = client.post("/prioritize", json={"Pod": POD, "NodeNames": NAMES})
     assert response.json() == [{"Host": n, "Score": 5} for n in NAMES]
-    [decision] = recorder.decisions
+    decision = recorder.decisions[-1]
     assert decision.mode == "shadow" and decision.verb == "prioritize"
     assert decision.recommended == "frugal"
     assert decision.pod.key == "shop/checkout-6c9f7b5d4-x2x7q"
@@ -443,6 +446,36 @@ def test_cluster_view_supplies_pods_placed_since_the_sample() -> None:
     cluster.since = 2.0  # 2 cores bound since the sample: u 0.65 → 0.9, ΔP = 500 W → 50 → 5
     extender._states_built -= 1.0  # let the cache expire instead of sleeping
     assert extender.prioritize(args) == [{"Host": "n", "Score": 5}]
+
+
+def test_power_caps_count_the_pods_placed_since_the_sample() -> None:
+    """150 W measured at u = 0.5 on a 100 → 260 W line (8 cores). A 2-core pod adds 40 W: 190 W,
+    under a 200 W cap. With 2 cores bound since the sample the node already draws about 190 W,
+    so the pod would take it to 230 W: over the cap."""
+    store = TelemetryStore(
+        [FixedSource({"n": NodeSample(NodeTelemetry("n", NOW - 1, 150.0, "rapl", 0.5, 8.0, LINE_100_260))})],
+        clock=lambda: NOW,
+    )
+    store.refresh_once()
+
+    class Cluster:
+        since = 0.0
+
+        def node_states(self, telemetry: Any = None) -> list[NodeState]:
+            info = NodeInfo("n", Resources(cpu_millicores=8000))
+            return [NodeState(info, telemetry=telemetry("n"), cpu_since_sample_cores=self.since, pod_count=3)]
+
+    cluster = Cluster()
+    extender = Extender(HeuristicScorer(delta_p_ref_watts=50.0), store, mode="active",
+                        power_caps_watts={"n": 200.0}, clock=lambda: NOW, cluster=cluster)
+    from scheduler.extender import parse_args
+
+    args = parse_args(json.dumps({"Pod": POD, "NodeNames": ["n"]}).encode())
+    assert extender.filter(args)["NodeNames"] == ["n"]
+    cluster.since = 2.0
+    extender._states_built -= 1.0  # let the cluster states expire instead of sleeping
+    result = extender.filter(args)
+    assert result["NodeNames"] == [] and "230 W" in result["FailedNodes"]["n"]
 
 
 def test_score_mapping() -> None:

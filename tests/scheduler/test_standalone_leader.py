@@ -40,6 +40,7 @@ class MemoryLeaseStore:
         self.version = 0
         self.broken: set[str] = set()  # identities cut off from the API
         self.before_replace: Any = None  # hook: runs between a replica's read and its write
+        self.during_get: dict[str, Any] = {}  # identity → hook run while its read is in flight
 
     def view(self, identity: str) -> MemoryLeaseStore:
         store = self
@@ -47,6 +48,9 @@ class MemoryLeaseStore:
         class View:
             def get(self) -> dict[str, Any] | None:
                 store._check(identity)
+                hook = store.during_get.pop(identity, None)
+                if hook is not None:
+                    hook()
                 return copy.deepcopy(store.lease)
 
             def create(self, lease: dict[str, Any]) -> dict[str, Any]:
@@ -125,6 +129,30 @@ def test_a_cut_off_leader_stops_before_the_standby_takes_over() -> None:
     assert b_won_at == last_renewal + 15.0  # the lease duration, by b's own observation
     assert store.holder == "b"
     assert store.lease is not None and store.lease["spec"]["leaseTransitions"] == 1
+
+
+def test_a_slow_read_does_not_make_the_lease_look_older() -> None:
+    """b's read is sent, a renews while it is in flight, the read returns a's fresh record 6 s
+    after it was sent. b must count the lease duration from when it *saw* the record: counted
+    from when it asked, b would take over at 1015 while a leads until 1015.5."""
+    store, clock = MemoryLeaseStore(), FakeClock()
+    a, b = _pair(store, clock)
+    a.try_acquire_or_renew()
+
+    def slow_read() -> None:
+        clock.now += 5.5
+        assert a.try_acquire_or_renew()  # renewed at 1005.5: a leads until 1015.5
+        clock.now += 0.5
+        store.broken.add("a")  # and is cut off: that renewal is its last
+
+    store.during_get["b"] = slow_read
+    assert not b.try_acquire_or_renew()
+    while not b.is_leader():
+        clock.now += 0.5
+        a.try_acquire_or_renew()
+        b.try_acquire_or_renew()
+        assert not (a.is_leader() and b.is_leader()), clock.now
+    assert clock.now == 1006.0 + 15.0
 
 
 def test_release_hands_over_at_the_next_try() -> None:
