@@ -93,10 +93,10 @@ def test_a_pod_bound_after_the_sample_lowers_that_nodes_next_score() -> None:
                 "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
             })
             wait_for(lambda: watch.cache.placement("default/new") == ("n1", False), 10, "the binding")
-            # Node states are reused for CLUSTER_STATES_TTL_SECONDS; the next call after it
-            # sees u = 0.4 + 2/8 on n1: 0.65 → 0.9, ΔP 500 W → 5. n2 is unchanged.
-            time.sleep(0.25)
-            assert prioritize(client, "2", ["n1", "n2"]) == {"n1": 5, "n2": 9}
+            # Node states are reused for CLUSTER_STATES_TTL_SECONDS; a call after that sees
+            # u = 0.4 + 2/8 on n1: 0.65 → 0.9, ΔP 500 W → 5. n2 is unchanged.
+            wait_for(lambda: prioritize(client, "2", ["n1", "n2"]) == {"n1": 5, "n2": 9}, 10,
+                     "the pod bound since the sample counted on n1")
             (state,) = [s for s in watch.node_states(extender.store.telemetry) if s.info.name == "n1"]
             assert (state.pod_count, state.cpu_since_sample_cores) == (2, 2.0)
 

@@ -21,6 +21,7 @@ from scheduler.collector import read_records
 from scheduler.config import Config, ConfigError, build_store, config_from_dict, load_config
 from tests.helpers.prometheus import free_port
 from tests.helpers.sched_http import agent_exposition, http_get, text_server
+from tests.helpers.standalone_harness import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "scheduler" / "examples"
@@ -160,11 +161,17 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 30
-            while http_get(f"{base}/readyz")[0] != 200:
+            def scraped_both() -> bool:
+                # Ready (one refresh done) and holding both agents' samples: on loaded cores a
+                # first scrape may time out, and the next refresh is 0.2 s later.
                 assert process.poll() is None, process.stdout.read() if process.stdout else ""
-                assert time.monotonic() < deadline, "extender never became ready"
-                time.sleep(0.1)
+                status, text = http_get(f"{base}/metrics")
+                return status == 200 and all(
+                    f'kubejoule_scheduler_telemetry_age_seconds{{node="{n}"}}' in text
+                    for n in ("frugal", "hungry")
+                ) and http_get(f"{base}/readyz")[0] == 200
+
+            wait_for(scraped_both, 30, "the extender ready with both agents' telemetry")
             pod = {"metadata": {"name": "p", "namespace": "default"},
                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}
             scores = _post(f"{base}/prioritize", {"Pod": pod, "NodeNames": ["frugal", "hungry", "gone"]})
