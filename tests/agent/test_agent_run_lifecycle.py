@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +198,39 @@ def test_top_frame_ranks_by_watts_and_fits_the_width() -> None:
     best = max(snap.pods, key=lambda p: p.watts or 0.0)
     assert pods[0].startswith(best.uid[:20])
     assert "27.50 W" in frame and "VMS" in frame and "default_fedora" in frame
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_top_on_a_terminal_redraws_each_frame_in_place_and_quits_on_ctrl_c(tmp_path: Path) -> None:
+    from agent.sampler import Sampler as RealSampler
+    from agent.top import CLEAR, run_top
+
+    case = WORKLOADS / "v2-systemd-containerd"
+    host = tmp_path / "host"
+    shutil.copytree(case / "before", host, symlinks=True)
+    sampler = RealSampler(HostFS(host / "proc", host / "sys"), "n1")
+    slept: list[float] = []
+
+    def one_interval(seconds: float) -> None:  # the host moves on, then the user presses Ctrl-C
+        slept.append(seconds)
+        if len(slept) > 2:
+            raise KeyboardInterrupt
+        for directory, _subdirs, files in os.walk(case / "after"):
+            for name in files:
+                source = Path(directory) / name
+                if not source.is_symlink():
+                    target = host / source.relative_to(case / "after")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(source, target)
+
+    screen = Terminal()
+    assert run_top(sampler, 2.0, rows=5, out=screen, sleep=one_interval) == 0
+    frames = screen.getvalue().split(CLEAR)
+    assert frames[0] == "" and len(frames) == 3 and slept == [2.0, 2.0, 2.0]
+    assert all(f.startswith("kubejoule top — node n1") and "source rapl" in f for f in frames[1:])
+    assert "\nPODS\n" in frames[1] and "default_fedora" in frames[1] and "nginx" in frames[1]
+    assert frames[2].endswith("\n\n")  # Ctrl-C: a clean line, exit 0
