@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.agent_cli import POWERCAP, replay_record, run_agent
+from tests.helpers.agent_cli import POWERCAP, check_record, replay_record, run_agent
 
 
 def test_once_json_on_this_host_is_a_valid_record() -> None:
     proc = run_agent("once", "--interval", "0.2", "--json")
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
+    check_record(record)  # DESIGN.md's shape, types and rules
     assert record["schema"] == "kubejoule.sample/v1"
     assert 0.0 <= record["cpu_utilization"] <= 1.0
     # the measured time between the two reads: at least the sleep (reading 1000 processes on a

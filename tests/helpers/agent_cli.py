@@ -33,10 +33,81 @@ def run_agent(*args: str, user: str | None = None, timeout: float = 60) -> subpr
 
 
 def replay_record(before: Path, after: Path, interval: float = 2.0, *extra: str) -> dict[str, Any]:
+    """`kubejoule-agent replay ... --json`: exit 0 and a valid record (check_record), returned."""
     proc = run_agent("replay", str(before), str(after), "--interval", str(interval), "--json", *extra)
     assert proc.returncode == 0, proc.stderr
     record: dict[str, Any] = json.loads(proc.stdout)
+    check_record(record)
     return record
+
+
+_WATTS = {"type": ["number", "null"], "minimum": 0}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+_SECONDS = {"type": "number", "minimum": 0}
+
+
+def _objects(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "object", "properties": properties,
+                                       "required": sorted(properties), "additionalProperties": False}}
+
+
+# The sample record as DESIGN.md writes it (kubejoule.sample/v1); the later parts' sections
+# (wall_watts, network, metrics_server) are optional. cpu_utilization is null when no CPU time
+# passed or /proc/stat could not be read.
+SAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "schema": {"const": "kubejoule.sample/v1"},
+        "node": {"type": "string", "minLength": 1},
+        "interval_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "source": {"enum": ["rapl", "estimated", "none"]},
+        "node_watts": _WATTS,
+        "idle_watts": _WATTS,
+        "active_watts": _WATTS,
+        "idle_source": {"enum": ["calibration", "utilization"]},
+        "cpu_utilization": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "zones": _objects({"zone": {"type": "string"}, "socket": {"type": ["integer", "null"]},
+                           "path": {"type": "string"}, "watts": _WATTS}),
+        "pods": _objects({
+            "uid": {"type": "string"}, "namespace": _TEXT_OR_NULL, "name": _TEXT_OR_NULL, "qos": _TEXT_OR_NULL,
+            "cpu_seconds": _SECONDS, "watts": _WATTS,
+            "containers": _objects({"id": {"type": "string"}, "cpu_seconds": _SECONDS, "watts": _WATTS}),
+        }),
+        "host_watts": _WATTS,
+        "vms": _objects({"name": {"type": "string"}, "uuid": _TEXT_OR_NULL, "pid": {"type": "integer"},
+                         "pod_uid": _TEXT_OR_NULL, "cpu_seconds": _SECONDS, "watts": _WATTS}),
+        "processes": _objects({"pid": {"type": "integer"}, "comm": {"type": "string"}, "cpu_seconds": _SECONDS,
+                               "watts": _WATTS}),
+        "gaps": _objects({"what": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1}}),
+        "wall_watts": {"type": "number"},
+        "network": {"type": "object"},
+        "metrics_server": {"type": "object"},
+    },
+    "required": ["schema", "node", "interval_seconds", "source", "node_watts", "idle_watts", "active_watts",
+                 "idle_source", "cpu_utilization", "zones", "pods", "host_watts", "vms", "processes", "gaps"],
+    "additionalProperties": False,
+}
+
+
+def check_record(record: dict[str, Any]) -> None:
+    """A sample record is valid: DESIGN.md's shape and types, and its rules — no source, no
+    watts; unknown node power leaves every share unknown (null, never 0); known shares add up
+    to node power (Σ pods + host + idle = node, 1e-6 relative)."""
+    import jsonschema
+
+    jsonschema.validate(record, SAMPLE_SCHEMA)
+    if record["source"] == "none":
+        assert record["node_watts"] is None
+    if record["node_watts"] is None:
+        shares = [record["idle_watts"], record["active_watts"], record["host_watts"]]
+        shares += [p["watts"] for p in record["pods"]] + [v["watts"] for v in record["vms"]]
+        shares += [p["watts"] for p in record["processes"]]
+        assert all(w is None for w in shares), "a share of unknown node power is not null"
+        assert any(g["what"] == "node" or g["what"].startswith("zone") for g in record["gaps"]), "no reason given"
+    parts = [record["idle_watts"], record["host_watts"], *(p["watts"] for p in record["pods"])]
+    if record["node_watts"] is not None and all(w is not None for w in parts):
+        total = sum(parts)
+        assert abs(total - record["node_watts"]) <= 1e-6 * max(record["node_watts"], 1e-9), (total, record["node_watts"])
 
 
 def main_as_user(user: str, main: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
