@@ -73,8 +73,10 @@ class VirtualMeter:
         wall_csv: Path | None = None,
         wall: Callable[[float], float] | None = None,
         wall_every_seconds: float = 0.25,
+        monitor: CpuMonitor | None = None,
     ) -> None:
         self.sys_root = sys_root
+        self.monitor = monitor  # sampled from the meter's own thread, every monitor.every_seconds
         self.curve = curve
         self.shares = dict(shares)
         self.noise_watts = noise_watts
@@ -177,6 +179,7 @@ class VirtualMeter:
         with contextlib.suppress(OSError, AttributeError):  # not root: run late now and then
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # this thread only
         logged_at, logged_joules = time.monotonic(), 0.0
+        sampled_at = logged_at
         while not self._stop.wait(self.tick_seconds):
             watts = max(0.0, self.power(*self.utilization()) + self.random.gauss(0.0, self.noise_watts))
             now = time.monotonic()
@@ -191,6 +194,9 @@ class VirtualMeter:
                 with open(self.wall_csv, "a", encoding="utf-8") as log:
                     log.write(f"{time.time():.3f},{self.wall(mean_watts):.3f}\n")
                 logged_at, logged_joules = now, self.total_joules
+            if self.monitor is not None and now - sampled_at >= self.monitor.every_seconds:
+                self.monitor.sample()
+                sampled_at = now
 
     def start(self) -> None:
         self.utilization()
@@ -272,14 +278,17 @@ class CpuUse:
 
 @dataclass
 class CpuMonitor:
-    """Samples, every `every_seconds`, /proc/stat's busy and total CPU time and the CPU time of this
-    process and of `pid` (the calibration), to tell afterwards who used the CPUs in a time span."""
+    """Records /proc/stat's busy and total CPU time and the CPU time of this process and of `pid`
+    (the calibration), to tell afterwards who used the CPUs in a time span.
+
+    A VirtualMeter given the monitor calls `sample()` every `every_seconds` from its own thread: a
+    thread of its own would compete for the GIL with the real-time meter thread, and a normally
+    scheduled thread holding the GIL on a loaded host makes the meter late.
+    """
 
     every_seconds: float = 0.1
     pid: int | None = None
     samples: list[tuple[float, float, float, float, float]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
     _calibration_seconds: float = 0.0
 
     def sample(self) -> None:
@@ -292,21 +301,6 @@ class CpuMonitor:
         self.samples.append(
             (time.monotonic(), times.busy, times.busy + times.not_busy, self._calibration_seconds, own)
         )
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every_seconds):
-            self.sample()
-
-    def start(self) -> None:
-        self.sample()
-        self._thread = threading.Thread(target=self._run, name="cpu-monitor", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        self.sample()
 
     def use(self, start: float, end: float) -> CpuUse:
         """CPU use between the monotonic times START and END (the samples just inside them)."""
@@ -322,6 +316,14 @@ class CpuMonitor:
             calibration=(last[3] - first[3]) / total,
             tests=(last[4] - first[4]) / total,
         )
+
+    def peak_others(self, start: float, end: float, window_seconds: float = 0.5) -> float:
+        """The most the other processes used in any WINDOW_SECONDS between START and END."""
+        peak, at = 0.0, start
+        while at + window_seconds <= end + 1e-9:
+            peak = max(peak, self.use(at, at + window_seconds).others)
+            at += window_seconds
+        return peak
 
 
 @dataclass
@@ -339,11 +341,11 @@ class WatchedRun:
         return "\n".join(line for _, line in self.stderr_lines)
 
 
-def calibrate_watched(*args: str, timeout: float = 240) -> WatchedRun:
+def calibrate_watched(*args: str, monitor: CpuMonitor, timeout: float = 240) -> WatchedRun:
     """Run `kubejoule-calibrate ARGS` in a subprocess, as `calibrate_cli`, noting when each stderr
-    line (warnings, the progress lines of finished phases) arrives while a CpuMonitor runs."""
-    monitor = CpuMonitor()
-    monitor.start()
+    line (warnings, the progress lines of finished phases) arrives; MONITOR (sampled by a running
+    VirtualMeter) learns the calibration's pid."""
+    monitor.sample()
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent.calibrate_cli", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
@@ -364,16 +366,24 @@ def calibrate_watched(*args: str, timeout: float = 240) -> WatchedRun:
     readers = [threading.Thread(target=read, daemon=True) for read in (read_stderr, read_stdout)]
     for reader in readers:
         reader.start()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
+    # A blocking wait, not a polling one: this thread then never holds the GIL the meter needs.
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
         proc.kill()
+
+    watchdog = threading.Timer(timeout, kill)
+    watchdog.start()
+    try:
         proc.wait()
-        raise
     finally:
+        watchdog.cancel()
         for reader in readers:
             reader.join(5)
-        monitor.stop()
+    monitor.sample()
+    if timed_out.is_set():
+        raise subprocess.TimeoutExpired(proc.args, timeout)
     return WatchedRun(proc.returncode, "".join(out), lines, monitor)
 
 
