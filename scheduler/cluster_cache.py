@@ -14,6 +14,7 @@ already bound, its PodScheduled condition's time (second resolution), else its c
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -23,9 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ShapeError
+
+log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    """"namespace/name" (or the name of a cluster-scoped object), for messages."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return "?"
+    namespace, name = meta.get("namespace"), str(meta.get("name"))
+    return f"{namespace}/{name}" if namespace else name
 
 
 def parse_time(value: Any) -> float | None:
@@ -221,20 +233,35 @@ class ClusterCache:
     # -- nodes --
 
     def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> None:
-        """A full listing: nodes absent from it are gone."""
+        """A full listing: nodes absent from it are gone (and so is one that cannot be read)."""
         with self._lock:
             fresh = {}
             for obj in nodes:
-                info = NodeInfo.from_k8s(obj)
-                fresh[info.name] = info
+                info = self._node_info(obj)
+                if info is not None:
+                    fresh[info.name] = info
             if fresh != self._nodes:
                 self._generation += 1
                 self._layout += 1
             self._nodes = fresh
 
+    @staticmethod
+    def _node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
+        try:
+            return NodeInfo.from_k8s(obj)
+        except ShapeError as exc:  # one unreadable object must not stop the whole cache
+            log.warning("ignoring node %s: %s", _name(obj), exc)
+            return None
+
     def upsert_node(self, obj: Mapping[str, Any]) -> bool:
-        """Returns True when the node changed in a way the filters can see."""
-        info = NodeInfo.from_k8s(obj)
+        """Returns True when the node changed in a way the filters can see. A node that cannot
+        be read is dropped (nothing can be placed on it)."""
+        info = self._node_info(obj)
+        if info is None:
+            with self._lock:
+                known = _name(obj) in self._nodes
+                self.delete_node(_name(obj))
+            return known
         with self._lock:
             if self._nodes.get(info.name) == info:
                 return False
@@ -275,7 +302,11 @@ class ClusterCache:
             return key if key is not None and key in self._pending else None
 
     def _upsert_pod_locked(self, obj: Mapping[str, Any]) -> str | None:
-        info = PodInfo.from_k8s(obj)
+        try:
+            info = PodInfo.from_k8s(obj)
+        except ShapeError as exc:  # one unreadable pod must not stop the whole cache
+            log.warning("ignoring pod %s: %s", _name(obj), exc)
+            return None
         key = info.key
         deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
         if info.phase in TERMINAL_PHASES:

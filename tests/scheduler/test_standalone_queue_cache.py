@@ -188,3 +188,24 @@ def test_replacing_the_pod_list_keeps_assumptions_and_drops_vanished_pods() -> N
     assert cache.placement("default/bound") is None  # gone from the listing
     assert cache.placement("default/mine") == ("n", True)
     assert cache.node_states()[0].requested.cpu_millicores == 1000
+
+
+def test_an_unreadable_object_is_skipped_not_fatal() -> None:
+    """The API server validates what it stores, but one object the cache cannot read (a field
+    of the wrong type) must not fail a whole listing: the scheduler would never sync."""
+    cache = ClusterCache("kubejoule-scheduler")
+    bad_node = node("broken")
+    bad_node["status"]["allocatable"]["cpu"] = "lots"
+    cache.replace_nodes([node("n"), bad_node])
+    assert cache.node_names() == ["n"]
+    bad_pod = pod("bad")
+    bad_pod["spec"]["containers"] = "app"
+    pending = cache.replace_pods([pod("good", requests={"cpu": "1"}), bad_pod])
+    assert pending == ["default/good"]
+    assert cache.upsert_pod(bad_pod) is None
+    # A node that turns unreadable is dropped: nothing can be placed on what cannot be read.
+    cache.upsert_node(node("m"))
+    broken_m = node("m")
+    broken_m["spec"]["taints"] = "NoSchedule"
+    assert cache.upsert_node(broken_m) is True
+    assert cache.node_names() == ["n"]
