@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler.collector import CollectorConfig, DecisionCollector, read_records
+from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker, read_records
 from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.scorer import HeuristicScorer
 from scheduler.standalone import (
@@ -322,3 +322,36 @@ def test_a_pod_recreated_meanwhile_is_scheduled_under_its_new_uid() -> None:
     # Two attempts, one refused: the old pod's binding (its uid no longer exists) — sent before
     # or after the new pod's, which the watch may already have queued and bound.
     assert sorted((b.node, b.accepted) for b in bindings) == [("n0", False), ("n0", True)]
+
+
+def test_a_placement_gets_its_measured_outcome_line(tmp_path: Path) -> None:
+    """Decision line when the pod is bound; once the node has a sample a window later, the
+    outcome line with the power before and after — measured, both from RAPL."""
+    path = tmp_path / "decisions.jsonl"
+    collector = DecisionCollector(CollectorConfig(str(path), batch_records=1))
+    window = 0.3
+    outcomes = OutcomeTracker(collector, window_seconds=window)
+    decided_at = time.time()
+    telemetry = StaticTelemetry({"n0": NodeTelemetry("n0", decided_at, 80.0, "rapl", 0.1, 4.0)})
+    config = StandaloneConfig(mode=MODE_ACTIVE, seed=1)
+    with EmulatedCluster() as cluster:
+        cluster.create_node(node("n0"))
+        cluster.create_pod(pod("p", requests={"cpu": "1"}))
+        with running_scheduler(
+            cluster.url, _scorer(), config, telemetry, collector, outcomes=outcomes
+        ) as sched:
+            wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound")
+            sched.drain()
+            assert len(outcomes) == 1
+            # The agent's next sample, after the window: 95 W.
+            telemetry.samples = {
+                "n0": NodeTelemetry("n0", decided_at + window + 5.0, 95.0, "rapl", 0.35, 4.0)
+            }
+            wait_for(lambda: len(outcomes) == 0, what="the outcome written")
+    records = read_records(path)[0]
+    [decision] = [r for r in records if r["type"] == "decision"]
+    [outcome] = [r for r in records if r["type"] == "outcome"]
+    assert outcome["id"] == decision["id"] and outcome["node"] == decision["chosen"] == "n0"
+    assert (outcome["watts_before"], outcome["watts_after"]) == (80.0, 95.0)
+    assert outcome["sample_time_after"] == decided_at + window + 5.0
+    assert outcome["measured"] is True and outcome["window_seconds"] == window
