@@ -55,35 +55,27 @@ def _network_rows() -> list[str]:
 
 
 def _metrics_server_rows() -> list[str]:
-    from agent.kube import KubeClient
     from agent.metrics_server import MetricsServerReader
     from agent.podmeta import PodMeta
     from tests.helpers.agent_kube_emulator import EmulatedCluster
 
     rows = []
-    cluster = EmulatedCluster()
-    cluster.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            client = KubeClient.connect(cluster.write_kubeconfig(Path(tmp) / "kubeconfig"))
-            cluster.set_node_metrics("n1", "1", "1Gi", "2025-01-01T00:00:00Z")
-            for count in (10, 110):
-                pods = [PodMeta(str(uuid.uuid4()), "bench", f"p{i}") for i in range(count)]
-                for pod in pods:
-                    cluster.set_pod_metrics("bench", pod.name, {"c": ("10m", "10Mi")}, "2025-01-01T00:00:00Z")
-                reader = MetricsServerReader(client, "n1", lambda pods=pods: pods)
-                # The agent's own CPU: this thread's (the emulator serves from another thread).
-                started = time.thread_time()
-                ms = _best_ms(reader.read_once, repeat=3)
-                cpu_ms = (time.thread_time() - started) * 1000.0 / 3
-                rows.append(
-                    f"| Metrics Server read, {count} pods | {cpu_ms:.0f} ms agent CPU | {count + 1} GETs; "
-                    f"{ms:.0f} ms wall against kmock's emulator, in a background thread | "
-                    f"{cpu_ms / (15.0 * 10):.2f} % at the 15 s default period |"
-                )
-            client.close()
-    finally:
-        cluster.close()
+    with EmulatedCluster() as cluster, tempfile.TemporaryDirectory() as tmp, cluster.client(Path(tmp)) as client:
+        cluster.set_node_metrics("n1", "1", "1Gi", "2025-01-01T00:00:00Z")
+        for count in (10, 110):
+            pods = [PodMeta(str(uuid.uuid4()), "bench", f"p{i}") for i in range(count)]
+            for pod in pods:
+                cluster.set_pod_metrics("bench", pod.name, {"c": ("10m", "10Mi")}, "2025-01-01T00:00:00Z")
+            reader = MetricsServerReader(client, "n1", lambda pods=pods: pods)
+            # The agent's own CPU: this thread's (the emulator serves from another thread).
+            started = time.thread_time()
+            ms = _best_ms(reader.read_once, repeat=3)
+            cpu_ms = (time.thread_time() - started) * 1000.0 / 3
+            rows.append(
+                f"| Metrics Server read, {count} pods | {cpu_ms:.0f} ms agent CPU | {count + 1} GETs; "
+                f"{ms:.0f} ms wall against kmock's emulator, in a background thread | "
+                f"{cpu_ms / (15.0 * 10):.2f} % at the 15 s default period |"
+            )
     return rows
 
 

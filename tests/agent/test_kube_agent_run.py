@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.agent_cli import run_agent
-from tests.helpers.agent_kube_emulator import EmulatedCluster
+from tests.helpers.agent_kube_emulator import EmulatedCluster, unreachable_kubeconfig
 from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
 
@@ -70,12 +70,8 @@ def container_procs(sysfs: Path, uid: str) -> Path:
 
 @pytest.fixture
 def cluster() -> Iterator[EmulatedCluster]:
-    cluster = EmulatedCluster()
-    cluster.start()
-    try:
+    with EmulatedCluster() as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def start_agent(cluster: EmulatedCluster, tmp_path: Path, *extra: str) -> AgentProcess:
@@ -213,11 +209,7 @@ def test_without_an_api_pods_keep_their_uid_and_everything_else_is_exported(
     if mode == "--no-kube":
         args = ["--no-kube"]
     elif mode == "an API that is down":
-        cluster = EmulatedCluster()
-        cluster.start()
-        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-        cluster.close()
-        args = ["--kubeconfig", str(kubeconfig), "--metrics-server-interval", "0.2"]
+        args = ["--kubeconfig", str(unreachable_kubeconfig(tmp_path / "kubeconfig")), "--metrics-server-interval", "0.2"]
     with AgentProcess(TREE, interval=0.25, node=NODE, args=args) as agent:
         agent.drive(node_watts=40.0, cgroup_share=SHARES)
         agent.wait_samples(3)

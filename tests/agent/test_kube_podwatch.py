@@ -18,7 +18,7 @@ import pytest
 
 from agent.kube import Backoff, KubeClient, KubeConfigError, KubeError, NodePodWatch
 from agent.podmeta import PodMetadataCache
-from tests.helpers.agent_kube_emulator import PODS, EmulatedCluster
+from tests.helpers.agent_kube_emulator import PODS, EmulatedCluster, unreachable_kubeconfig
 
 NODE = "node-a"
 
@@ -33,21 +33,14 @@ def wait_until(predicate: Callable[[], bool], timeout_seconds: float = 10.0) -> 
 
 @pytest.fixture
 def cluster() -> Iterator[EmulatedCluster]:
-    cluster = EmulatedCluster()
-    cluster.start()
-    try:
+    with EmulatedCluster() as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture
 def client(cluster: EmulatedCluster, tmp_path: Path) -> Iterator[KubeClient]:
-    client = KubeClient.connect(cluster.write_kubeconfig(tmp_path / "kubeconfig"), request_timeout_seconds=3)
-    try:
+    with cluster.client(tmp_path) as client:
         yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture
@@ -183,11 +176,7 @@ def test_an_unexpected_error_does_not_end_the_watch(
 
 
 def test_an_api_that_is_never_there_costs_retries_not_a_crash(tmp_path: Path) -> None:
-    cluster = EmulatedCluster()
-    cluster.start()
-    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    cluster.close()  # the port is now closed
-    client = KubeClient.connect(kubeconfig, request_timeout_seconds=1)
+    client = KubeClient.connect(unreachable_kubeconfig(tmp_path / "kubeconfig"), request_timeout_seconds=1)
     cache = PodMetadataCache()
     errors: list[KubeError] = []
     watch = NodePodWatch(client, NODE, cache, backoff=Backoff(0.05, 0.1), on_error=errors.append)
@@ -270,12 +259,7 @@ def test_in_a_pod_the_service_account_is_used(
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(port))
     # A kubeconfig lying around does not win over the pod's own service account.
-    elsewhere = EmulatedCluster()
-    try:
-        elsewhere.start()
-        monkeypatch.setenv("KUBECONFIG", str(elsewhere.write_kubeconfig(tmp_path / "kubeconfig")))
-    finally:
-        elsewhere.close()
+    monkeypatch.setenv("KUBECONFIG", str(unreachable_kubeconfig(tmp_path / "kubeconfig")))
     client = KubeClient.connect(request_timeout_seconds=3)
     try:
         listing = client.list_node_pods(NODE)

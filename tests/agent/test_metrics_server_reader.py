@@ -70,21 +70,14 @@ class Clock:
 
 @pytest.fixture
 def cluster() -> Iterator[EmulatedCluster]:
-    cluster = EmulatedCluster()
-    cluster.start()
-    try:
+    with EmulatedCluster() as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture
 def client(cluster: EmulatedCluster, tmp_path: Path) -> Iterator[KubeClient]:
-    client = KubeClient.connect(cluster.write_kubeconfig(tmp_path / "kubeconfig"), request_timeout_seconds=3)
-    try:
+    with cluster.client(tmp_path) as client:
         yield client
-    finally:
-        client.close()
 
 
 PODS = [

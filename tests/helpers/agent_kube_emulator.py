@@ -14,17 +14,20 @@ itself are added here, because the agent relies on them from a real API server:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import itertools
 import threading
 import uuid
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import kmock
 import yaml
 from kmock._internal import rendering
+
+from agent.kube import KubeClient
 
 T = TypeVar("T")
 
@@ -63,7 +66,7 @@ class SelectingEmulator(kmock.KubernetesEmulator):
         selector = request.params.get("fieldSelector")
         timeout = request.params.get("timeoutSeconds")
         deadline = asyncio.get_running_loop().time() + float(timeout) if timeout else None
-        events = super()._serve_watch(request)
+        events = cast(AsyncGenerator[rendering.Payload, None], super()._serve_watch(request))
         try:
             while True:
                 remaining = None if deadline is None else deadline - asyncio.get_running_loop().time()
@@ -81,7 +84,9 @@ class SelectingEmulator(kmock.KubernetesEmulator):
 
 
 class EmulatedCluster:
-    """The emulator in a background thread: start, stop and start it again on the same port."""
+    """The emulator in a background thread: start, stop and start it again on the same port.
+
+    As a context manager it serves on entry and is closed on exit."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -94,6 +99,13 @@ class EmulatedCluster:
         self.port: int | None = None
         self._versions = itertools.count(1)
         self._call(self.handler.__aenter__())
+
+    def __enter__(self) -> EmulatedCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _call(self, coro: Coroutine[Any, Any, T], timeout: float = 10) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -144,6 +156,15 @@ class EmulatedCluster:
         }
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
         return path
+
+    @contextlib.contextmanager
+    def client(self, directory: Path, request_timeout_seconds: float = 3.0) -> Iterator[KubeClient]:
+        """The agent's client for this API, through a kubeconfig written in DIRECTORY."""
+        client = KubeClient.connect(self.write_kubeconfig(directory / "kubeconfig"), request_timeout_seconds=request_timeout_seconds)
+        try:
+            yield client
+        finally:
+            client.close()
 
     def close(self) -> None:
         self.stop()
@@ -235,3 +256,10 @@ class EmulatedCluster:
 
     def snapshot_objects(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(obj.raw) for obj in self.handler.objects.values() if not obj.deleted]
+
+
+def unreachable_kubeconfig(path: Path) -> Path:
+    """A kubeconfig for an API server that has gone away (its port is closed)."""
+    with EmulatedCluster() as cluster:
+        cluster.write_kubeconfig(path)
+    return path
