@@ -167,5 +167,6 @@ def test_the_background_thread_reads_and_stops(cluster: EmulatedCluster, client:
             time.sleep(0.01)
     finally:
         reader.stop()
+    assert reader._thread is not None and not reader._thread.is_alive()
     data = reader.latest()
     assert data is not None and data.node is not None and data.node.cpu_cores == 2.0
