@@ -15,7 +15,10 @@ Sources, in the order they are given (the first fresh one wins per node):
   configured curves on nodes without an agent.
 
 Times are wall-clock seconds. A node's age is `now − kubejoule_sample_timestamp_seconds`, the
-agent's own time of the sample, so a stuck agent or a Prometheus serving old points ages out.
+agent's own time of the sample, so a stuck agent or a Prometheus serving old points ages out. A
+sample time in the future (the agent's clock runs ahead) is taken as the time the store first
+fetched that sample, so such a sample ages by the scheduler's clock instead of staying "fresh"
+for as long as the skew.
 """
 
 from __future__ import annotations
@@ -471,6 +474,9 @@ def merge_samples(
 
 
 FORGET_AFTER_SECONDS = 600.0
+# Sample times further ahead of the scheduler's clock than this are counted as errors
+# ("clock_ahead"); any future time is clamped, this only keeps NTP-sized skew out of the counts.
+CLOCK_AHEAD_REPORT_SECONDS = 1.0
 
 Listener = Callable[[Mapping[str, NodeSample]], None]
 
@@ -493,6 +499,8 @@ class TelemetryStore:
         self._clock = clock
         self._samples: Mapping[str, NodeSample] = {}
         self._per_source: dict[str, dict[str, NodeSample]] = {}
+        # (source, node) → (reported future sample time, local time it was first fetched)
+        self._ahead: dict[tuple[str, str], tuple[float, float]] = {}
         self._listeners: list[Listener] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -540,9 +548,10 @@ class TelemetryStore:
                     log.warning("telemetry source %s failed: %s", source.name, exc)
                     errors.append((source.name, "fetch", str(exc)))
                     continue
+                samples = self._clamp_future(source.name, result.samples, self._clock(), errors)
                 # Keep the last known samples of nodes this round missed: they age out by time.
                 previous = self._per_source.get(source.name, {})
-                self._per_source[source.name] = {**previous, **result.samples}
+                self._per_source[source.name] = {**previous, **samples}
                 errors.extend((source.name, kind, detail) for kind, detail in result.errors)
             now = self._clock()
             self._forget_old(now)
@@ -566,6 +575,32 @@ class TelemetryStore:
             except Exception:
                 log.exception("telemetry listener failed")
 
+    def _clamp_future(
+        self,
+        source_name: str,
+        samples: Mapping[str, NodeSample],
+        fetched_at: float,
+        errors: list[tuple[str, str, str]],
+    ) -> dict[str, NodeSample]:
+        """Samples with a time in the future get the time the store first fetched them (kept
+        while the source repeats the same sample, so a stuck agent ahead still ages)."""
+        out = dict(samples)
+        for node, sample in samples.items():
+            key = (source_name, node)
+            reported = sample.telemetry.sample_time
+            if reported <= fetched_at:
+                self._ahead.pop(key, None)
+                continue
+            seen = self._ahead.get(key)
+            if seen is None or seen[0] != reported:
+                seen = self._ahead[key] = (reported, fetched_at)
+            out[node] = replace(sample, telemetry=replace(sample.telemetry, sample_time=seen[1]))
+            if reported - fetched_at > CLOCK_AHEAD_REPORT_SECONDS:
+                errors.append(
+                    (source_name, "clock_ahead", f"{node}: sample {reported - fetched_at:.1f} s ahead")
+                )
+        return out
+
     def _forget_old(self, now: float) -> None:
         """Drop nodes not heard of for a long time (deleted nodes, retired agents)."""
         horizon = max(FORGET_AFTER_SECONDS, 10 * self.max_staleness_seconds)
@@ -573,6 +608,9 @@ class TelemetryStore:
             self._per_source[name] = {
                 node: s for node, s in samples.items() if s.telemetry.age_seconds(now) <= horizon
             }
+        self._ahead = {
+            key: seen for key, seen in self._ahead.items() if key[1] in self._per_source.get(key[0], {})
+        }
 
     def _run(self) -> None:
         while not self._stop.is_set():

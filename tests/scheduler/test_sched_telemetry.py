@@ -9,7 +9,8 @@ import pytest
 from agent.curves import PowerCurve
 from scheduler import kube
 from scheduler.config import build_store, config_from_dict
-from scheduler.model import NodeTelemetry
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.scorer import HeuristicScorer
 from scheduler.telemetry import (
     AgentScrapeSource,
     EndpointSliceTargets,
@@ -29,6 +30,9 @@ from tests.helpers.sched_kube import kube_emulator
 from tests.helpers.sched_sources import FixedSource
 
 CURVE = PowerCurve.fan(90.0, 310.0, 1.4).as_points()
+CURVE_LINE = PowerCurve.linear(100.0, 200.0)
+POD_1CPU = PodInfo.from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
+    {"resources": {"requests": {"cpu": "1"}}}]}})
 
 
 def test_parse_agent_metrics_reads_every_field() -> None:
@@ -257,6 +261,33 @@ def test_a_broken_source_does_not_stop_the_others() -> None:
     store.refresh_once()
     assert store.telemetry("n1") is not None
     assert store.errors[("broken", "fetch")] == 1
+
+
+def test_an_agent_whose_clock_runs_ahead_still_ages() -> None:
+    """Its sample times are in the future: taken as the time the store first fetched each
+    sample, so a stuck agent 100 s ahead goes stale 30 s later, not 130 s later."""
+    clock = [1000.0]
+    source = FixedSource({"n1": sample("n1", 1100.0)})
+    store = TelemetryStore([source], max_staleness_seconds=30, clock=lambda: clock[0])
+    store.refresh_once()
+    assert store.ages() == {"n1": 0.0}
+    clock[0] = 1040.0
+    store.refresh_once()  # the same sample again: the agent is stuck
+    assert store.ages() == {"n1": 40.0}
+    [result] = HeuristicScorer(curves={"n1": CURVE_LINE}).score(
+        POD_1CPU, [NodeState(NodeInfo("n1", Resources(4000)), telemetry=store.telemetry("n1"))], clock[0]
+    )
+    assert (result.reason, result.score) == ("stale", 50.0)
+    assert store.errors[("fixed", "clock_ahead")] == 2
+    # A new sample (still ahead) is fresh again, from when it was fetched.
+    source.samples = {"n1": sample("n1", 1141.0)}
+    clock[0] = 1041.0
+    store.refresh_once()
+    assert store.ages(now=1046.0) == {"n1": 5.0}
+    # Times in the past are the agent's own: untouched.
+    source.samples = {"n1": sample("n1", 1030.0)}
+    store.refresh_once()
+    assert store.ages() == {"n1": 11.0}
 
 
 def test_merge_prefers_the_first_fresh_source_and_fills_static_facts() -> None:
