@@ -70,11 +70,13 @@ def split_pods(
     if busy_seconds <= 0.0:
         return PodSplit(dict.fromkeys(pod_cpu_seconds, 0.0), active_watts, 0.0, skewed)
     # With skew the pods share all of B in proportion to c_i: Σ pods = P_active, host = 0.
+    # Shares are taken before multiplying: a share is at most 1, so a tiny B (subnormal floats)
+    # cannot round a part above the whole.
     denominator = total_pods if skewed else busy_seconds
     pods: dict[str, float | None] = {
-        uid: active_watts * cpu / denominator for uid, cpu in pod_cpu_seconds.items()
+        uid: active_watts * (cpu / denominator) for uid, cpu in pod_cpu_seconds.items()
     }
-    host = 0.0 if skewed else max(active_watts * host_cpu / busy_seconds, 0.0)
+    host = 0.0 if skewed else max(active_watts * (host_cpu / busy_seconds), 0.0)
     return PodSplit(pods, host, host_cpu, skewed)
 
 
@@ -87,7 +89,7 @@ def share_within(
     denominator = max(part_cpu_seconds, sum(member_cpu_seconds.values()))
     if denominator <= 0.0:
         return dict.fromkeys(member_cpu_seconds, 0.0)
-    return {key: part_watts * cpu / denominator for key, cpu in member_cpu_seconds.items()}
+    return {key: part_watts * (cpu / denominator) for key, cpu in member_cpu_seconds.items()}
 
 
 def invariant_error(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent.attribution import invariant_holds, share_within, split_idle, split_pods
@@ -29,6 +29,7 @@ unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
     calibrated=st.one_of(st.none(), watts),
 )
 @settings(max_examples=200, deadline=None)
+@example(node=1.5, utilization=0.0, busy=5e-324, pod_cpu=[], calibrated=0.0)  # was host 2 W of 1.5 W active
 def test_pods_host_and_idle_add_up_to_node_power(
     node: float, utilization: float, busy: float, pod_cpu: list[float], calibrated: float | None
 ) -> None:
@@ -49,7 +50,7 @@ def test_pods_host_and_idle_add_up_to_node_power(
     # proportional to CPU time within the pods
     if busy > 0 and idle.active_watts > 0:
         for cpu, w in zip(pod_cpu, known, strict=True):
-            expected = idle.active_watts * cpu / (total if total > busy else busy)
+            expected = idle.active_watts * (cpu / (total if total > busy else busy))
             assert math.isclose(w, expected, rel_tol=1e-9, abs_tol=1e-9)
 
 
@@ -126,8 +127,10 @@ def test_sampler_snapshots_satisfy_the_invariant(
     assert snap.idle_watts is not None and snap.host_watts is not None
     total = sum(p.watts or 0.0 for p in snap.pods) + snap.host_watts + snap.idle_watts
     assert total == pytest.approx(snap.node_watts, rel=1e-6, abs=1e-9)
-    assert snap.skew_scaled == (sum(pod_cpu) > busy / 100)
     pods = {p.uid: p for p in snap.pods}
+    # each pod's CPU is its counter's growth (counters hold whole µs: below that, floats round)
+    assert [pods[uid].cpu_seconds for uid in uids] == pytest.approx(pod_cpu, abs=1e-9)
+    assert snap.skew_scaled == (sum(p.cpu_seconds for p in snap.pods) > busy / 100)
     for proc in snap.processes:
         uid = str(proc.pid) if str(proc.pid) in pods else None
         part = pods[uid].watts if uid else snap.host_watts
