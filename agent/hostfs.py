@@ -90,11 +90,6 @@ class HostFS:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def readlink(self, path: Path) -> str:
-        if self.record:
-            self.recorded.add(Path(path))
-        return os.readlink(path)
-
 
 def copy_preserving_links(src_root: Path, rel: Path, dst_root: Path) -> bool:
     """Copy src_root/rel to dst_root/rel, recreating any symlinks met on the way.

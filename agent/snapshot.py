@@ -169,13 +169,6 @@ class Snapshot:
         return record
 
 
-def with_gaps(gaps: list[Gap], what: str, reason: str) -> None:
-    """Append a gap unless the same one is already listed."""
-    gap = Gap(what, reason)
-    if gap not in gaps:
-        gaps.append(gap)
-
-
 __all__ = [
     "SCHEMA",
     "ContainerPower",
