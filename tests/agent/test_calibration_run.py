@@ -32,6 +32,7 @@ from tests.helpers.calibrate_meter import (
     calibrate_watched,
     copy_tree,
     finished_calibration,
+    memory_dir,
 )
 
 TRUE_CURVE = PowerCurve.fan(42.0, 118.0, 1.7)
@@ -120,7 +121,11 @@ def blame_others(attempts: list[IdleAttempt]) -> str:
 
 @pytest.mark.slow
 def test_calibration_recovers_the_curve_behind_a_virtual_meter(tmp_path: Path) -> None:
-    sys_root = copy_tree(POWERCAP / "intel-1s/before", tmp_path / "host")
+    with memory_dir(tmp_path) as host:
+        calibrate_behind_a_virtual_meter(copy_tree(POWERCAP / "intel-1s/before", host / "host"), tmp_path)
+
+
+def calibrate_behind_a_virtual_meter(sys_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "node.yaml"
     wall_log = tmp_path / "pdu.csv"
     wait_for_some_quiet()
