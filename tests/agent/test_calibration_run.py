@@ -61,7 +61,7 @@ def host_utilization(seconds: float = 0.5) -> float:
     return cpu_delta(before, read_cpu_times(fs)).utilization or 0.0
 
 
-def wait_for_some_quiet(limit: float = 0.3, timeout_seconds: float = 20.0) -> None:
+def wait_for_some_quiet(limit: float = 0.3, timeout_seconds: float = 10.0) -> None:
     """Other test runs share these CPUs: give the calibration a fair start (best effort)."""
     deadline = time.monotonic() + timeout_seconds
     while host_utilization() > limit and time.monotonic() < deadline:
