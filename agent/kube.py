@@ -338,11 +338,11 @@ class NodePodWatch:
                 listing = self.client.list_node_pods(self.node)
                 self.sink.replace(listing.items)
                 self.lists += 1
-                self.connected = True
                 self.backoff.reset()
                 if outage_logged:
                     log.warning("pod watch for node %s is connected again", self.node)
                     outage_logged = False
+                self.connected = True  # last: whoever sees it connected also sees it said so
                 self._watch(listing.resource_version)
             except Exception as exc:  # noqa: BLE001 - the watch must outlive any surprise in the data
                 self.connected = False
