@@ -32,18 +32,6 @@ def wait_until(predicate: Callable[[], bool], timeout_seconds: float = 10.0) -> 
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    with EmulatedCluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def client(cluster: EmulatedCluster, tmp_path: Path) -> Iterator[KubeClient]:
-    with cluster.client(tmp_path) as client:
-        yield client
-
-
-@pytest.fixture
 def watched(client: KubeClient) -> Iterator[tuple[NodePodWatch, PodMetadataCache]]:
     cache = PodMetadataCache()
     watch = NodePodWatch(client, NODE, cache, resync_seconds=30, backoff=Backoff(initial_seconds=0.1, max_seconds=0.5))

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -66,18 +64,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    with EmulatedCluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def client(cluster: EmulatedCluster, tmp_path: Path) -> Iterator[KubeClient]:
-    with cluster.client(tmp_path) as client:
-        yield client
 
 
 PODS = [
