@@ -114,7 +114,6 @@ class NodeHistory:
         self._min_samples = min_samples
         self._min_spread = min_spread
         self._fit: LinearFit | None = None
-        self._dirty = False
         self.version = 0  # bumped by every sample added
 
     def add(self, sample_time: float, utilization: float, watts: float) -> bool:
@@ -123,7 +122,9 @@ class NodeHistory:
             return False
         self._last_sample_time = sample_time
         self._points.append((utilization, watts))
-        self._dirty = True
+        # Fitted here, by whoever feeds samples (the telemetry refresh thread in the extender),
+        # so the scoring path only reads the result.
+        self._fit = self._compute()
         self.version += 1
         return True
 
@@ -131,14 +132,10 @@ class NodeHistory:
         return len(self._points)
 
     def fit(self) -> LinearFit | None:
-        if self._dirty:
-            self._fit = self._compute()
-            self._dirty = False
         return self._fit
 
     def _compute(self) -> LinearFit | None:
-        # A copy (taken at C speed, under the GIL): the telemetry thread may add a sample while
-        # a request or the decision recorder fits, and a deque must not change while iterated.
+        # A copy (taken at C speed, under the GIL): a deque must not change while iterated.
         points = tuple(self._points)
         n = len(points)
         if n < self._min_samples:
