@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from agent.podmeta import PodMeta
+from agent.quantity import parse_quantity
 from agent.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -28,27 +29,6 @@ log = logging.getLogger(__name__)
 EXTRA_KEY = "metrics_server"
 ERROR_KIND = "metrics_server"
 DEFAULT_MAX_AGE_SECONDS = 300.0
-
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
-
-
-def parse_quantity(text: str) -> float:
-    """A Kubernetes resource quantity ("250m", "123456789n", "1.5Gi", "1e3") as a float.
-
-    CPU quantities come out in cores, memory quantities in bytes. Raises ValueError on garbage.
-    """
-    match = _QUANTITY.match(str(text).strip())
-    if match is None:
-        raise ValueError(f"not a Kubernetes quantity: {text!r}")
-    number, exponent, suffix = match.groups()
-    if exponent:
-        return float(number + exponent)
-    suffix = suffix or ""
-    scale = _BINARY.get(suffix) or _DECIMAL[suffix]
-    return float(number) * scale
-
 
 def parse_duration_seconds(text: str | None) -> float | None:
     """A Go duration as Metrics Server writes `window` ("15s", "1m0.5s", "20.123ms")."""

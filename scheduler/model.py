@@ -7,48 +7,11 @@ standalone scheduler share one implementation of filtering and scoring.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1.0,
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-    "Ei": 2.0**60,
-}
-
-
-def parse_quantity(value: str | int | float) -> float:
-    """A Kubernetes resource quantity ("500m", "2Gi", "1.5", 3) as a float in base units."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a Kubernetes quantity: {value!r}")
-    if isinstance(value, int | float):
-        number = float(value)
-    else:
-        match = _QUANTITY.match(str(value).strip())
-        if not match or match.group(2) not in _SUFFIX:
-            raise ValueError(f"not a Kubernetes quantity: {value!r}")
-        number = float(match.group(1)) * _SUFFIX[match.group(2)]
-    if not math.isfinite(number):
-        raise ValueError(f"not a finite Kubernetes quantity: {value!r}")
-    return number
-
+from agent.quantity import parse_quantity
 
 # -- reading Kubernetes JSON -----------------------------------------------------------------------
 #
