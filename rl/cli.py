@@ -4,7 +4,7 @@ kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
                        [--power-off-after S] [--boot-seconds S] [--boot-joules J]
                        --out results.json [--plot results.png]
 kubejoule-rl benchmark --scenario heterogeneous-poweroff --out results.json
-kubejoule-rl trace --out trace.csv [--hours H] [--arrivals-per-hour R] [--seed S] ...
+kubejoule-rl trace --out trace.csv [--family diurnal|batch-services|bursts] [--hours H] [--seed S] ...
 kubejoule-rl scenarios
 """
 
@@ -29,7 +29,7 @@ from rl.scenario import (
     scenario_path,
 )
 from rl.simulator import PowerOffModel
-from rl.tracegen import TraceConfig, generate_trace
+from rl.tracegen import FAMILIES, TraceConfig, generate_family
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -67,6 +67,12 @@ def _build_parser() -> argparse.ArgumentParser:
     trace = sub.add_parser("trace", help="generate a synthetic workload trace (CSV)")
     trace.add_argument("--out", required=True, help="CSV path, or - for stdout")
     trace.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    trace.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default="diurnal",
+        help="trace family (default diurnal; see rl/tracegen.py)",
+    )
     for f in _trace_options():
         trace.add_argument(
             "--" + f.name.replace("_", "-"),
@@ -147,7 +153,7 @@ def _trace(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kubejoule-rl: {exc}", file=sys.stderr)
         return 2
-    text = format_trace(generate_trace(config, args.seed))
+    text = format_trace(generate_family(args.family, config, args.seed))
     if args.out == "-":
         sys.stdout.write(text)
     else:

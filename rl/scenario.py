@@ -11,8 +11,9 @@ Node groups, as DESIGN.md specifies — a YAML list of
       max_pods: 110        # optional, kubelet's default
       source: "..."        # optional free text: where the curve comes from
 
-Trace: CSV with the header `submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage`; one row
-per pod. `duration_s` is the run time with the CPU it wants (`cpu_usage` cores, the mean while
+Trace: CSV with the header `submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage`, optionally
+followed by `owner_kind` (Job, ReplicaSet, StatefulSet, …; empty for a bare pod) and/or `priority`
+(an integer, 0 when absent), in any order; one row per pod. `duration_s` is the run time with the CPU it wants (`cpu_usage` cores, the mean while
 running, which may exceed `cpu_request`); contention stretches it (see rl/simulator.py).
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from agent.curves import PowerCurve
 from scheduler.model import NodeInfo, PodInfo, Resources
 
 TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
+TRACE_OPTIONAL = ("owner_kind", "priority")
 GIB_BYTES = 2**30
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
 
@@ -69,6 +71,8 @@ class PodSpec:
     cpu_request: float
     mem_request_gib: float
     cpu_usage: float
+    owner_kind: str | None = None  # the controlling owner's kind (feature schema v2)
+    priority: int = 0
 
     @property
     def work_core_seconds(self) -> float:
@@ -84,6 +88,8 @@ class PodSpec:
                 memory_bytes=round(self.mem_request_gib * GIB_BYTES),
                 pods=1,
             ),
+            owner_kind=self.owner_kind,
+            priority=self.priority,
         )
 
 
@@ -147,6 +153,28 @@ def load_node_groups(path: str | Path) -> list[NodeSpec]:
     return parse_node_groups(data)
 
 
+def _optional_columns(header: tuple[str, ...]) -> tuple[str, ...]:
+    required = len(TRACE_HEADER)
+    extra = header[required:]
+    if (
+        header[:required] != TRACE_HEADER
+        or len(set(extra)) != len(extra)
+        or any(name not in TRACE_OPTIONAL for name in extra)
+    ):
+        raise ScenarioError(
+            f"trace: header must be {','.join(TRACE_HEADER)} optionally followed by "
+            f"{' and/or '.join(TRACE_OPTIONAL)}, got {','.join(header)}"
+        )
+    return extra
+
+
+def _integer(value: str, what: str) -> int:
+    try:
+        return int(value.strip() or "0")
+    except ValueError as exc:
+        raise ScenarioError(f"{what}: not an integer: {value!r}") from exc
+
+
 def parse_trace(text: str) -> list[PodSpec]:
     """Pods from trace CSV text, sorted by submit time (stable, so file order breaks ties)."""
     reader = csv.reader(io.StringIO(text))
@@ -154,15 +182,13 @@ def parse_trace(text: str) -> list[PodSpec]:
     if not rows:
         raise ScenarioError("trace: empty")
     header = tuple(cell.strip() for cell in rows[0])
-    if header != TRACE_HEADER:
-        raise ScenarioError(
-            f"trace: header must be {','.join(TRACE_HEADER)}, got {','.join(header)}"
-        )
+    extra = _optional_columns(header)
     pods: list[PodSpec] = []
     for line, row in enumerate(rows[1:], start=2):
-        if len(row) != len(TRACE_HEADER):
-            raise ScenarioError(f"trace line {line}: expected {len(TRACE_HEADER)} fields")
-        submit, duration, request, memory, usage = row
+        if len(row) != len(header):
+            raise ScenarioError(f"trace line {line}: expected {len(header)} fields")
+        submit, duration, request, memory, usage = row[: len(TRACE_HEADER)]
+        optional = dict(zip(extra, row[len(TRACE_HEADER) :], strict=True))
         pods.append(
             PodSpec(
                 index=len(pods),
@@ -171,13 +197,12 @@ def parse_trace(text: str) -> list[PodSpec]:
                 cpu_request=_number(request, f"trace line {line}: cpu_request"),
                 mem_request_gib=_number(memory, f"trace line {line}: mem_request_gib"),
                 cpu_usage=_number(usage, f"trace line {line}: cpu_usage"),
+                owner_kind=optional.get("owner_kind", "").strip() or None,
+                priority=_integer(optional.get("priority", "0"), f"trace line {line}: priority"),
             )
         )
     ordered = sorted(pods, key=lambda p: p.submit_s)
-    return [
-        PodSpec(i, p.submit_s, p.duration_s, p.cpu_request, p.mem_request_gib, p.cpu_usage)
-        for i, p in enumerate(ordered)
-    ]
+    return [replace(p, index=i) for i, p in enumerate(ordered)]
 
 
 def load_trace(path: str | Path) -> list[PodSpec]:
@@ -185,20 +210,24 @@ def load_trace(path: str | Path) -> list[PodSpec]:
 
 
 def format_trace(pods: Iterable[PodSpec]) -> str:
-    """Trace CSV text (the inverse of parse_trace, to 6 significant decimals)."""
+    """Trace CSV text (the inverse of parse_trace, to 6 significant decimals). The optional
+    columns are written when some pod has an owner kind or a priority."""
+    pods = list(pods)
+    extended = any(p.owner_kind is not None or p.priority != 0 for p in pods)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(TRACE_HEADER)
+    writer.writerow(TRACE_HEADER + (TRACE_OPTIONAL if extended else ()))
     for p in pods:
-        writer.writerow(
-            [
-                f"{p.submit_s:.3f}",
-                f"{p.duration_s:.3f}",
-                f"{p.cpu_request:.3f}",
-                f"{p.mem_request_gib:.3f}",
-                f"{p.cpu_usage:.4f}",
-            ]
-        )
+        row = [
+            f"{p.submit_s:.3f}",
+            f"{p.duration_s:.3f}",
+            f"{p.cpu_request:.3f}",
+            f"{p.mem_request_gib:.3f}",
+            f"{p.cpu_usage:.4f}",
+        ]
+        if extended:
+            row += [p.owner_kind or "", str(p.priority)]
+        writer.writerow(row)
     return out.getvalue()
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rl.scenario import NodeSpec, PodSpec
+from scheduler.features_v2 import NodeWorkload
 from scheduler.filters import filter_nodes
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 
@@ -100,6 +101,7 @@ class _Node:
     last_progress_s: float = 0.0
     version: int = 0  # bumps on every change; stale completion/power-off events are skipped
     boots: int = 0
+    ready_since_s: float = 0.0  # when it last became ready (feature schema v2)
 
     @property
     def cores(self) -> float:
@@ -196,6 +198,7 @@ class Simulation:
         self._waiting: list[int] = []
         self._waited: set[int] = set()
         self._start: dict[int, float] = {}
+        self._placed_at: dict[int, float] = {}
         self._outcomes: list[PodOutcome] = []
         self._done = 0
         self._pending_decision: Decision | None = None
@@ -312,6 +315,7 @@ class Simulation:
 
     def _on_boot_done(self, node: _Node) -> None:
         node.state = ON
+        node.ready_since_s = self.now
         node.last_progress_s = self.now
         for index in node.pending:
             self._start_pod(node, index)
@@ -354,6 +358,27 @@ class Simulation:
 
     def node_states(self) -> list[NodeState]:
         return [self.node_state(n) for n in self._nodes]
+
+    def workloads(self) -> dict[str, NodeWorkload]:
+        """Per powered-on node, its pods' placement times and owners, its ready time and whether
+        it sits empty in the power-off window (feature schema v2)."""
+        out = {}
+        for node in self._nodes:
+            if node.state != ON:
+                continue
+            indices = list(node.running) + node.pending
+            out[node.spec.name] = NodeWorkload(
+                pod_start_times=tuple(self._placed_at[i] for i in indices),
+                job_pods=sum(1 for i in indices if self.pods[i].owner_kind == "Job"),
+                ready_since=node.ready_since_s,
+                in_scale_down_window=self.power_off is not None and node.empty,
+            )
+        return out
+
+    @property
+    def waiting_count(self) -> int:
+        """Pods that arrived and found no feasible node yet (Pending)."""
+        return len(self._waiting) + len(self._to_schedule)
 
     def power_state(self, name: str) -> str:
         return self._by_name[name].state
@@ -402,6 +427,7 @@ class Simulation:
         self._pending_decision = None
         node = self._by_name[node_name]
         index = decision.pod.index
+        self._placed_at[index] = self.now
         node.requested = node.requested + decision.info.requests
         if node.state == ON:
             self._progress(node)

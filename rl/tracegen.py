@@ -11,7 +11,18 @@
   capped at `usage_max_ratio`; with the defaults about 15 % of pods use more than they request,
   which is what makes contention (and slowdown) possible.
 
-The same config and seed give the same trace, byte for byte.
+Families (`generate_family`, `kubejoule-rl trace --family`):
+
+* `diurnal` — the model above; pods carry no owner kind or priority (the original traces).
+* `batch-services` — two populations where pod age and owner kind matter: long-running services
+  (owner `ReplicaSet`, priority 1000, `services_share` of the arrivals, durations bounded Pareto
+  on [2 h, 24 h], usage about half the request) beside short batch Jobs (owner `Job`, priority
+  0, arriving in bursts of 1–`burst_max` pods, durations on [1 min, 30 min], usage near the
+  request). The arrival rate follows the same diurnal curve.
+* `bursts` — only Jobs, in bursts (CI pipelines, cron fan-outs): burst starts are Poisson, each
+  burst 1–`burst_max` pods at the same second, durations on [2 min, 20 min].
+
+The same config, family and seed give the same trace, byte for byte.
 """
 
 from __future__ import annotations
@@ -46,6 +57,8 @@ class TraceConfig:
     usage_median_ratio: float = _option(0.6, "median of CPU usage / request")
     usage_sigma: float = _option(0.5, "σ of ln(usage / request)")
     usage_max_ratio: float = _option(3.0, "cap on usage / request")
+    services_share: float = _option(0.3, "batch-services: share of arrivals that are services")
+    burst_max: float = _option(8.0, "batch-services, bursts: most pods in one burst")
 
     def __post_init__(self) -> None:
         if self.hours <= 0 or self.arrivals_per_hour <= 0:
@@ -56,6 +69,8 @@ class TraceConfig:
             raise ValueError("need 0 < duration_min_s < duration_max_s and duration_alpha > 0")
         if len(self.cpu_sizes) != len(self.cpu_weights) or not self.cpu_sizes:
             raise ValueError("cpu_sizes and cpu_weights must have the same, non-zero length")
+        if not 0 <= self.services_share <= 1 or self.burst_max < 1:
+            raise ValueError("services_share must be in [0, 1] and burst_max >= 1")
 
 
 def arrival_rate_per_second(t: float, config: TraceConfig) -> float:
@@ -103,3 +118,99 @@ def generate_trace(config: TraceConfig, seed: int) -> list[PodSpec]:
             )
         )
     return pods
+
+
+FAMILIES = ("diurnal", "batch-services", "bursts")
+SERVICE_PRIORITY = 1000
+_SERVICE_DURATION_S = (2 * 3600.0, 24 * 3600.0, 1.1)  # (min, max, Pareto α)
+_JOB_DURATION_S = (60.0, 1800.0, 1.3)
+_BURST_JOB_DURATION_S = (120.0, 1200.0, 1.5)
+
+
+def _arrival_times(config: TraceConfig, rng: random.Random, rate_scale: float) -> list[float]:
+    """Diurnal Poisson arrival times (thinning), `rate_scale` × the configured mean rate."""
+    horizon = config.hours * 3600.0
+    peak_rate = rate_scale * config.arrivals_per_hour / 3600.0 * (1 + config.diurnal_amplitude)
+    times: list[float] = []
+    t = 0.0
+    while True:
+        t += rng.expovariate(peak_rate)
+        if t >= horizon:
+            return times
+        if rng.random() * peak_rate <= rate_scale * arrival_rate_per_second(t, config):
+            times.append(t)
+
+
+def _pod(
+    rng: random.Random,
+    config: TraceConfig,
+    submit_s: float,
+    durations: tuple[float, float, float],
+    usage_median_ratio: float,
+    owner_kind: str,
+    priority: int,
+) -> PodSpec:
+    duration = bounded_pareto(rng, *durations)
+    request = rng.choices(config.cpu_sizes, weights=config.cpu_weights)[0]
+    memory = max(0.125, request * rng.choice(config.gib_per_core))
+    ratio = min(
+        config.usage_max_ratio, usage_median_ratio * math.exp(rng.gauss(0.0, config.usage_sigma))
+    )
+    return PodSpec(
+        index=0,
+        submit_s=round(submit_s, 3),
+        duration_s=round(duration, 3),
+        cpu_request=request,
+        mem_request_gib=round(memory, 3),
+        cpu_usage=round(request * ratio, 4),
+        owner_kind=owner_kind,
+        priority=priority,
+    )
+
+
+def _bursts(
+    config: TraceConfig,
+    rng: random.Random,
+    rate_scale: float,
+    durations: tuple[float, float, float],
+) -> list[PodSpec]:
+    """Jobs in bursts whose mean size keeps the pod rate at `rate_scale` × the configured one."""
+    burst_max = int(config.burst_max)
+    mean_burst = (1 + burst_max) / 2
+    pods = []
+    for start in _arrival_times(config, rng, rate_scale / mean_burst):
+        for _ in range(rng.randint(1, burst_max)):
+            pods.append(_pod(rng, config, start, durations, 0.9, "Job", 0))
+    return pods
+
+
+def generate_family(family: str, config: TraceConfig, seed: int) -> list[PodSpec]:
+    """A trace of one family (see the module docstring), sorted by submit time."""
+    if family == "diurnal":
+        return generate_trace(config, seed)
+    rng = random.Random(seed)
+    if family == "batch-services":
+        share = config.services_share
+        pods = [
+            _pod(rng, config, t, _SERVICE_DURATION_S, 0.5, "ReplicaSet", SERVICE_PRIORITY)
+            for t in _arrival_times(config, rng, share)
+        ]
+        pods += _bursts(config, rng, 1 - share, _JOB_DURATION_S)
+    elif family == "bursts":
+        pods = _bursts(config, rng, 1.0, _BURST_JOB_DURATION_S)
+    else:
+        raise ValueError(f"unknown trace family {family!r}; known: {', '.join(FAMILIES)}")
+    pods.sort(key=lambda p: p.submit_s)
+    return [
+        PodSpec(
+            i,
+            p.submit_s,
+            p.duration_s,
+            p.cpu_request,
+            p.mem_request_gib,
+            p.cpu_usage,
+            p.owner_kind,
+            p.priority,
+        )
+        for i, p in enumerate(pods)
+    ]

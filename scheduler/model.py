@@ -269,6 +269,23 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
+def _owner_kind(meta: Mapping[str, Any]) -> str | None:
+    """The kind of the controlling owner reference (else the first one), None without owners."""
+    owners = [o for _, o in _objects(meta.get("ownerReferences"), "metadata.ownerReferences")]
+    if not owners:
+        return None
+    controlling = [o for o in owners if o.get("controller") is True] or owners
+    return _text(controlling[0].get("kind"), "metadata.ownerReferences[].kind") or None
+
+
+def _priority(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ShapeError(f"spec.priority: expected an integer, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class PodInfo:
     namespace: str
@@ -285,6 +302,10 @@ class PodInfo:
     phase: str | None = None
     # Requests with kube-scheduler's scoring defaults (see nonzero_requests()); None = `requests`.
     nonzero_requests: Resources | None = None
+    # Kind of the controlling owner reference (Job, ReplicaSet, StatefulSet, DaemonSet, …);
+    # None for a bare pod. `priority`: spec.priority as the admission controller resolved it.
+    owner_kind: str | None = None
+    priority: int = 0
 
     @property
     def key(self) -> str:
@@ -313,6 +334,8 @@ class PodInfo:
             labels=_string_map(meta.get("labels"), "metadata.labels"),
             phase=_text(status.get("phase"), "status.phase") or None,
             nonzero_requests=nonzero_requests(spec),
+            owner_kind=_owner_kind(meta),
+            priority=_priority(spec.get("priority")),
         )
 
 
