@@ -13,6 +13,12 @@ scorer:
 curves:                       # power curves for nodes whose agent exports none
   node-a: {model: linear, idle_watts: 80, max_watts: 250}
   node-b: {points: [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]}
+node_groups:                  # cluster-autoscaler node groups (autoscaler-expander): by group id,
+  ng-big: {model: fan, idle_watts: 58, max_watts: 222, r: 1.4}   # or by a node_group_labels value
+  m5.2xlarge: {points: [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]}
+  ng-calibrated: {profile: /etc/kubejoule/profiles/big.yaml}     # a calibration profile file
+node_group_labels: [node.kubernetes.io/instance-type, beta.kubernetes.io/instance-type,
+                    kubejoule.io/node-group]  # template-node labels whose value names a curve
 power_caps_watts:             # /filter drops a node only if the pod would push it past its cap
   node-a: 400
 default_power_cap_watts: null # a cap for every node not listed above
@@ -48,6 +54,8 @@ from typing import Any
 import yaml
 
 from agent.curves import PowerCurve
+from agent.profile import ProfileError, load_profile
+from scheduler.autoscaler.choice import DEFAULT_GROUP_LABELS
 from scheduler.scorer import DEFAULT_CONSOLIDATION_UTILIZATION, HeuristicScorer
 from scheduler.telemetry import (
     AgentScrapeSource,
@@ -127,6 +135,8 @@ class Config:
     refresh_seconds: float = 5.0
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     curves: dict[str, PowerCurve] = field(default_factory=dict)
+    node_groups: dict[str, PowerCurve] = field(default_factory=dict)
+    node_group_labels: tuple[str, ...] = DEFAULT_GROUP_LABELS
     power_caps_watts: dict[str, float] = field(default_factory=dict)
     default_power_cap_watts: float | None = None
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
@@ -248,16 +258,42 @@ def _telemetry(data: Any) -> TelemetryConfig:
     )
 
 
-def _curves(data: Any) -> dict[str, PowerCurve]:
+def _curves(data: Any, where: str = "curves", profiles: bool = False) -> dict[str, PowerCurve]:
+    """Curves by name; with `profiles`, a value may also be `{profile: FILE}` or a bare FILE
+    (a calibration profile with a curve)."""
     curves = {}
-    for node, spec in _section(data, "curves", set(map(str, data or {}))).items():
+    for name, spec in _section(data, where, set(map(str, data or {}))).items():
+        if profiles and isinstance(spec, str):
+            spec = {"profile": spec}
         if not isinstance(spec, Mapping):
-            raise ConfigError(f"curves.{node}: expected a mapping")
+            raise ConfigError(f"{where}.{name}: expected a mapping")
+        if profiles and "profile" in spec:
+            curves[str(name)] = _profile_curve(spec, f"{where}.{name}")
+            continue
         try:
-            curves[str(node)] = PowerCurve.from_mapping(spec)
+            curves[str(name)] = PowerCurve.from_mapping(spec)
         except (KeyError, ValueError, TypeError) as exc:
-            raise ConfigError(f"curves.{node}: {exc!r}") from exc
+            raise ConfigError(f"{where}.{name}: {exc!r}") from exc
     return curves
+
+
+def _profile_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
+    _section(spec, where, {"profile"})
+    try:
+        profile = load_profile(_str(spec["profile"], f"{where}.profile"))
+    except ProfileError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    if profile.curve is None:
+        raise ConfigError(f"{where}: the calibration profile {spec['profile']} has no power curve")
+    return profile.curve
+
+
+def _labels(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return DEFAULT_GROUP_LABELS
+    if not isinstance(value, list):
+        raise ConfigError(f"node_group_labels: expected a list of label keys, got {value!r}")
+    return tuple(_str(v, "node_group_labels[]") for v in value)
 
 
 def config_from_dict(data: Mapping[str, Any] | None) -> Config:
@@ -266,7 +302,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         "config",
         {
             "mode", "listen", "max_staleness_seconds", "refresh_seconds", "scorer", "curves",
-            "power_caps_watts", "default_power_cap_watts", "telemetry", "kubernetes", "extender",
+            "node_groups", "node_group_labels", "power_caps_watts", "default_power_cap_watts", "telemetry", "kubernetes", "extender",
         },
     )
     mode = top.get("mode", "shadow")
@@ -309,6 +345,8 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         refresh_seconds=_number(top.get("refresh_seconds", 5.0), "refresh_seconds"),
         scorer=scorer,
         curves=_curves(top.get("curves")),
+        node_groups=_curves(top.get("node_groups"), "node_groups", profiles=True),
+        node_group_labels=_labels(top.get("node_group_labels")),
         power_caps_watts=caps,
         default_power_cap_watts=(
             None if default_cap is None else _number(default_cap, "default_power_cap_watts")
