@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 POINT_COUNT = 11
 UTILIZATION_LEVELS: tuple[float, ...] = tuple(i / 10 for i in range(POINT_COUNT))
 
@@ -67,6 +69,7 @@ class PowerCurve:
         raise ValueError(f"unknown power curve model {model!r}")
 
     def watts(self, utilization: float) -> float:
+        """P(u), u clamped to [0, 1]. `points_watts()` is the same for many curves at once."""
         u = _clamp_unit(utilization)
         if self.model == "linear":
             return self.idle_watts + (self.max_watts - self.idle_watts) * u
@@ -77,6 +80,98 @@ class PowerCurve:
         frac = scaled - low
         return self.points[low] + (self.points[low + 1] - self.points[low]) * frac
 
+    def extended_watts(self, utilization: float) -> float:
+        """P(u), continued past u = 1 with the slope of the curve's last tenth (never negative).
+
+        Demand beyond a node's cores still has to be served and costs at least the marginal
+        power of a full node; without this a saturated node would look free."""
+        if utilization <= 1.0:
+            return self.watts(utilization)
+        top = self.watts(1.0)
+        return top + top_slope(top, self.watts(0.9)) * (utilization - 1.0)
+
     def as_points(self) -> tuple[float, ...]:
         """The curve sampled at 0%, 10% … 100%."""
         return tuple(self.watts(u) for u in UTILIZATION_LEVELS)
+
+
+def top_slope(full_watts: float, ninety_watts: float) -> float:
+    """Watts per unit of utilization past u = 1: the last tenth's slope, never negative."""
+    slope = (full_watts - ninety_watts) * (POINT_COUNT - 1)
+    return slope if slope > 0.0 else 0.0
+
+
+def points_watts(points: np.ndarray, utilization: np.ndarray) -> np.ndarray:
+    """PowerCurve.extended_watts() row by row for curves given as their 11 points
+    (`points`: rows × 11, `utilization`: one value per row, may exceed 1).
+
+    Up to u = 1 the points are interpolated linearly, as PowerCurve.watts() does for a points
+    curve (linear curves are exactly their points); past it, the last tenth's slope.
+    """
+    u = np.asarray(utilization, dtype=np.float64)
+    scaled = np.clip(u, 0.0, 1.0) * (POINT_COUNT - 1)
+    low = np.minimum(scaled.astype(np.intp), POINT_COUNT - 2)
+    rows = np.arange(len(u))
+    below = points[rows, low]
+    inside = below + (points[rows, low + 1] - below) * (scaled - low)
+    slope = np.maximum((points[:, -1] - points[:, -2]) * (POINT_COUNT - 1), 0.0)
+    beyond = points[:, -1] + slope * (u - 1.0)
+    return np.where(u > 1.0, beyond, inside)
+
+
+def fan_watts(
+    idle_watts: np.ndarray, max_watts: np.ndarray, r: np.ndarray, utilization: np.ndarray
+) -> np.ndarray:
+    """PowerCurve.extended_watts() row by row for Fan et al. curves."""
+    u = np.asarray(utilization, dtype=np.float64)
+    span = max_watts - idle_watts
+
+    def at(v: np.ndarray) -> np.ndarray:
+        return idle_watts + span * (2 * v - v**r)
+
+    inside = at(np.clip(u, 0.0, 1.0))
+    top = at(np.ones_like(u))
+    slope = np.maximum((top - at(np.full_like(u, 0.9))) * (POINT_COUNT - 1), 0.0)
+    return np.where(u > 1.0, top + slope * (u - 1.0), inside)
+
+
+CURVE_COLUMNS = ("curve_points", "curve_is_fan", "curve_fan_idle", "curve_fan_max", "curve_fan_r")
+
+
+def curve_columns(curves: Sequence[PowerCurve | None]) -> dict[str, np.ndarray]:
+    """Many nodes' power curves as arrays (CURVE_COLUMNS), one row per node, for
+    `columns_watts()`. Points and linear curves become their 11 points; Fan et al. curves keep
+    their exact formula. Rows without a curve (None) evaluate to 0 W: callers mask them."""
+    count = len(curves)
+    points = np.zeros((count, POINT_COUNT))
+    is_fan = np.zeros(count, dtype=bool)
+    fan = np.zeros((3, count))
+    fan[2] = 1.0
+    for i, curve in enumerate(curves):
+        if curve is None:
+            continue
+        if curve.model == "fan":
+            is_fan[i] = True
+            fan[:, i] = (curve.idle_watts, curve.max_watts, curve.r)
+        else:
+            points[i] = curve.points if curve.model == "points" else curve.as_points()
+    return {
+        "curve_points": points,
+        "curve_is_fan": is_fan,
+        "curve_fan_idle": fan[0],
+        "curve_fan_max": fan[1],
+        "curve_fan_r": fan[2],
+    }
+
+
+def columns_watts(columns: Mapping[str, np.ndarray], utilization: np.ndarray) -> np.ndarray:
+    """PowerCurve.extended_watts() of each row of `curve_columns()` (or any row subset of
+    them) at that row's utilization."""
+    watts = points_watts(columns["curve_points"], utilization)
+    is_fan = columns["curve_is_fan"]
+    if is_fan.any():
+        exact = fan_watts(
+            columns["curve_fan_idle"], columns["curve_fan_max"], columns["curve_fan_r"], utilization
+        )
+        watts = np.where(is_fan, exact, watts)
+    return watts

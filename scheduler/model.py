@@ -235,21 +235,41 @@ def _requirements(items: Any, where: str) -> tuple[SelectorRequirement, ...]:
     )
 
 
+def _node_affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    affinity = _object(spec.get("affinity"), "spec.affinity")
+    return _object(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+
+
+def _selector_term(term: Mapping[str, Any], path: str) -> SelectorTerm:
+    return SelectorTerm(
+        _requirements(term.get("matchExpressions"), f"{path}.matchExpressions"),
+        _requirements(term.get("matchFields"), f"{path}.matchFields"),
+    )
+
+
 def _selector_terms(spec: Mapping[str, Any]) -> tuple[SelectorTerm, ...]:
-    where = "spec.affinity"
-    affinity = _object(spec.get("affinity"), where)
-    node_affinity = _object(affinity.get("nodeAffinity"), f"{where}.nodeAffinity")
-    where += ".nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     required = _object(
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"), where
+        _node_affinity(spec).get("requiredDuringSchedulingIgnoredDuringExecution"), where
     )
     return tuple(
-        SelectorTerm(
-            _requirements(term.get("matchExpressions"), f"{path}.matchExpressions"),
-            _requirements(term.get("matchFields"), f"{path}.matchFields"),
-        )
+        _selector_term(term, path)
         for path, term in _objects(required.get("nodeSelectorTerms"), f"{where}.nodeSelectorTerms")
     )
+
+
+def _preferred_terms(spec: Mapping[str, Any]) -> tuple[tuple[int, SelectorTerm], ...]:
+    """preferredDuringSchedulingIgnoredDuringExecution as (weight, term) pairs."""
+    where = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred = _node_affinity(spec).get("preferredDuringSchedulingIgnoredDuringExecution")
+    terms = []
+    for path, item in _objects(preferred, where):
+        weight = item.get("weight", 0)
+        if isinstance(weight, bool) or not isinstance(weight, int):
+            raise ShapeError(f"{path}.weight: expected an integer, got {weight!r}")
+        preference = _object(item.get("preference"), f"{path}.preference")
+        terms.append((weight, _selector_term(preference, f"{path}.preference")))
+    return tuple(terms)
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
@@ -294,6 +314,8 @@ class PodInfo:
     requests: Resources  # effective requests, see effective_requests()
     node_selector: tuple[tuple[str, str], ...] = ()
     required_affinity: tuple[SelectorTerm, ...] = ()  # ORed terms; empty = no constraint
+    # preferredDuringScheduling node affinity: (weight, term) pairs, scored by NodeAffinity.
+    preferred_affinity: tuple[tuple[int, SelectorTerm], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     scheduler_name: str = "default-scheduler"
     node_name: str | None = None
@@ -325,6 +347,7 @@ class PodInfo:
             requests=effective_requests(spec),
             node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
             required_affinity=_selector_terms(spec),
+            preferred_affinity=_preferred_terms(spec),
             tolerations=_tolerations(spec),
             scheduler_name=(
                 _text(spec.get("schedulerName"), "spec.schedulerName") or "default-scheduler"

@@ -1,0 +1,29 @@
+"""A small scheduling framework shaped like kube-scheduler's: Filter and Score plugins over a
+batch of candidate nodes, and profiles that combine them with weights (docs/DESIGN.md,
+"Scheduling framework")."""
+
+from scheduler.framework.batch import CandidateBatch
+from scheduler.framework.interface import (
+    MAX_EXTENDER_PRIORITY,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    FilterPlugin,
+    NormalizingPlugin,
+    ScorePlugin,
+    normalized,
+)
+from scheduler.framework.profile import Profile, Scored, select_best
+
+__all__ = [
+    "MAX_EXTENDER_PRIORITY",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "CandidateBatch",
+    "FilterPlugin",
+    "NormalizingPlugin",
+    "Profile",
+    "ScorePlugin",
+    "Scored",
+    "normalized",
+    "select_best",
+]

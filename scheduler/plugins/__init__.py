@@ -1,0 +1,3 @@
+"""Filter and Score plugins for `scheduler.framework` profiles: kube-scheduler's default ones
+that matter for placement, kubejoule's energy scorer, the peers' plugins, and the extender
+adapter. `scheduler.plugins.registry` builds them by name."""

@@ -1,0 +1,317 @@
+"""kubejoule's energy Score plugin: the predicted extra watts of placing a pod on a node.
+
+    ΔP = P_n(u + Δu) − P_n(u)              score = 100 × clamp(1 − ΔP / ΔP_ref, 0, 1)
+
+* `u` is the node's measured CPU utilization plus the CPU requested by pods bound or assumed
+  since that sample (`NodeState.cpu_since_sample_cores`), over the node's cores;
+* `Δu` is the pod's CPU request over the node's cores (kube-scheduler's 100 m default for a
+  pod that requests nothing, so best-effort pods are not free);
+* `P_n` is, in order: the calibration curve the node's agent exports, a curve configured for
+  the node, a line fitted online to the node's own (u, P) history, else unknown;
+* with `consolidation` (the cluster powers off or scales down empty nodes), ΔP is a *price*
+  that shares each node's opening cost among the load it will carry — see below.
+
+A node's score depends only on that node's state and history, never on the other candidates.
+Missing, stale or curve-less telemetry gets the neutral 50, never the best score.
+
+Consolidation: the amortized price
+----------------------------------
+
+Where empty nodes power off, keeping a node on costs its idle power, and many real curves also
+climb steeply from idle to their first tenth of load (SPECpower's 2-socket Westmere servers:
+58 → 98 W). Charging that *opening cost* (idle power plus the steep first step) in full to the
+one pod that opens a node is the greedy mistake: a 1-CPU pod then opens whichever node has the
+smallest idle power, however inefficient it is once loaded, and the load that follows piles
+onto it (on the bundled heterogeneous scenario the small nodes were filled first and the
+heuristic lost to PEAKS). The opening cost is really shared by every pod the node will carry
+while it is on. So, with `u_ref` the utilization a consolidated node is expected to run at
+(`consolidation_utilization`, default 0.5) and the node's *amortized rate*
+
+    a_n = min over 0 < v ≤ max(u_ref, Δu) of P_n(v) / v        (watts per unit of utilization)
+
+— the least average power per unit of load the node reaches up to the reference load, which
+is where its opening cost is spread thinnest — the price of the pod on node n is
+
+    empty node:    ΔP = Δu × a_n
+    running node:  ΔP = min(P_n(u + Δu) − P_n(u),  Δu × a_n)
+
+An empty node thus costs the pod its share of the node's power at its best point up to the
+reference load (the price of serving the load there in the long run), so an efficient big node
+beats an inefficient small one even for a small pod; a running node costs its marginal watts
+(its idle power is paid already), but never more than that share: a marginal above it means the
+node is still in its steep start, the part of the opening cost that the amortized rate already
+spreads. Two properties follow: a running node is never priced above an identical empty one (the
+scorer fills open nodes before opening new ones of the same kind), and a running node of an
+inefficient kind whose marginal watts exceed an efficient empty node's share costs more than
+opening that node (the entry condition of a fleet: add a unit when the marginal cost of the
+running ones exceeds the least average cost of a new one). Both terms are the node's own, so
+scores stay absolute and candidate-independent. The reasoning and the measurements are
+in docs/scheduler.md and docs/rl.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agent.curves import POINT_COUNT, PowerCurve, columns_watts, curve_columns
+from scheduler.framework.batch import CandidateBatch, Columns
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.model import (
+    DEFAULT_MILLI_CPU_REQUEST,
+    NodeState,
+    NodeTelemetry,
+    PodInfo,
+    ScoreResult,
+)
+from scheduler.plugins.energy_history import LinearFit, NodeHistory
+
+NAME = "KubejouleEnergy"
+
+NEUTRAL_SCORE = 50.0
+
+# u_ref of the consolidation price: the utilization a consolidated node is expected to run at.
+# Pods are packed by their requests, and CPU use runs well below requests in most clusters
+# (the bundled traces use 0.6 × the request at the median), so a node full of requests runs
+# at about half load. Simulated energy moves by at most 3.7 % between 0.3 and 1.0 (docs/rl.md).
+DEFAULT_CONSOLIDATION_UTILIZATION = 0.5
+
+REASON_OK = "ok"
+REASON_STALE = "stale"
+REASON_MISSING = "missing"
+REASON_NO_CURVE = "no_curve"
+# Scores carry reasons as small integers: their index in this tuple.
+REASONS = (REASON_OK, REASON_STALE, REASON_MISSING, REASON_NO_CURVE)
+_OK, _STALE, _MISSING, _NO_CURVE = range(4)
+
+CURVE_FROM_TELEMETRY = "telemetry"
+CURVE_FROM_CONFIG = "config"
+CURVE_FROM_FIT = "fit"
+
+# The utilization grid of amortized rates: 10 %, 20 % … 100 % (the curves' own points).
+RATE_GRID = np.arange(1, POINT_COUNT) / (POINT_COUNT - 1)
+
+
+def request_cores(pod: PodInfo) -> float:
+    """The pod's CPU request in cores; kube-scheduler's 100 m for a pod that requests none
+    (so best-effort pods are not free)."""
+    return (pod.requests.cpu_millicores or DEFAULT_MILLI_CPU_REQUEST) / 1000.0
+
+
+@dataclass(frozen=True)
+class EnergyScores:
+    """One pod's energy scores over a batch."""
+
+    score: np.ndarray  # 0..100
+    delta_watts: np.ndarray  # NaN where unknown
+    reason: np.ndarray  # int8 index into REASONS
+
+    def reasons(self) -> list[str]:
+        return [REASONS[code] for code in self.reason.tolist()]
+
+    def results(self, names: Sequence[str]) -> list[ScoreResult]:
+        return [
+            ScoreResult(name, score, None if delta != delta else delta, REASONS[code])
+            for name, score, delta, code in zip(
+                names, self.score.tolist(), self.delta_watts.tolist(), self.reason.tolist(),
+                strict=True,
+            )
+        ]
+
+
+class _Prepared:
+    """A node's pod-independent inputs (one row of the plugin's derived columns)."""
+
+    __slots__ = ("state", "version", "row")
+
+    def __init__(self, state: NodeState, version: int, row: tuple[object, ...]) -> None:
+        self.state = state
+        self.version = version  # the fit's history version, -1 when the curve is not a fit
+        self.row = row
+
+
+class EnergyPlugin:
+    """Scores nodes by the extra watts a pod would cost on each (see the module docstring)."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        delta_p_ref_watts: float = 20.0,
+        consolidation: bool = False,
+        max_staleness_seconds: float = 30.0,
+        curves: Mapping[str, PowerCurve] | None = None,
+        history_size: int = 64,
+        consolidation_utilization: float = DEFAULT_CONSOLIDATION_UTILIZATION,
+    ) -> None:
+        if delta_p_ref_watts <= 0:
+            raise ValueError("delta_p_ref_watts must be positive")
+        if not 0.0 < consolidation_utilization <= 1.0:
+            raise ValueError("consolidation_utilization must be in (0, 1]")
+        self.delta_p_ref_watts = float(delta_p_ref_watts)
+        self.consolidation = consolidation
+        self.consolidation_utilization = float(consolidation_utilization)
+        self.max_staleness_seconds = float(max_staleness_seconds)
+        self._configured = dict(curves or {})
+        self._history_size = history_size
+        self._histories: dict[str, NodeHistory] = {}
+        self._point_curves: dict[tuple[float, ...], PowerCurve] = {}
+        self._fit_curves: dict[str, tuple[LinearFit, PowerCurve]] = {}
+        self._prepared: dict[str, _Prepared] = {}
+
+    # -- history and curves ---------------------------------------------------------------------
+
+    def observe(self, telemetry: NodeTelemetry) -> None:
+        """Feed one telemetry sample into the node's (u, P) history (duplicates are ignored)."""
+        if telemetry.watts is None or telemetry.utilization is None or telemetry.source == "none":
+            return
+        history = self._histories.get(telemetry.node)
+        if history is None:
+            history = self._histories[telemetry.node] = NodeHistory(self._history_size)
+        history.add(telemetry.sample_time, telemetry.utilization, telemetry.watts)
+
+    def fitted(self, node: str) -> LinearFit | None:
+        history = self._histories.get(node)
+        return history.fit() if history is not None else None
+
+    def curve_for(self, node: str, telemetry: NodeTelemetry | None) -> tuple[PowerCurve, str] | None:
+        """The node's power curve and where it came from, or None when unknown: the curve its
+        agent exports, else a configured one, else the line fitted to its history."""
+        if telemetry is not None and telemetry.curve_points is not None:
+            curve = self._point_curves.get(telemetry.curve_points)
+            if curve is None:
+                try:
+                    curve = PowerCurve.from_points(telemetry.curve_points)
+                except ValueError:
+                    curve = None
+                else:
+                    self._point_curves[telemetry.curve_points] = curve
+            if curve is not None:
+                return curve, CURVE_FROM_TELEMETRY
+        configured = self._configured.get(node)
+        if configured is not None:
+            return configured, CURVE_FROM_CONFIG
+        fit = self.fitted(node)
+        if fit is not None:
+            cached = self._fit_curves.get(node)
+            if cached is None or cached[0] is not fit:
+                cached = self._fit_curves[node] = (fit, fit.curve())
+            return cached[1], CURVE_FROM_FIT
+        return None
+
+    @staticmethod
+    def utilization_with_assumed(node: NodeState) -> float | None:
+        """u at the sample plus the CPU requested since, over the node's cores (may pass 1)."""
+        telemetry = node.telemetry
+        if telemetry is None or telemetry.utilization is None:
+            return None
+        cores = telemetry.cores or node.info.cpu_cores
+        if not cores or cores <= 0:
+            return None
+        return max(0.0, telemetry.utilization) + max(0.0, node.cpu_since_sample_cores) / cores
+
+    # -- the pod-independent columns ------------------------------------------------------------
+
+    def _row(self, node: NodeState) -> _Prepared:
+        """Reason, sample time, u, cores, empty, curve of one node (cached per state object)."""
+        name = node.info.name
+        entry = self._prepared.get(name)
+        if entry is not None and entry.state is node:
+            if entry.version < 0:
+                return entry
+            history = self._histories.get(name)
+            if (history.version if history is not None else 0) == entry.version:
+                return entry
+        telemetry = node.telemetry
+        version = -1
+        row: tuple[object, ...]
+        if telemetry is None or telemetry.utilization is None:
+            row = (_MISSING, 0.0, 0.0, 1.0, False, None)
+        else:
+            self.observe(telemetry)  # old samples still teach the curve; only u must be fresh
+            u = self.utilization_with_assumed(node)
+            found = self.curve_for(name, telemetry) if u is not None else None
+            if u is None:
+                row = (_MISSING, telemetry.sample_time, 0.0, 1.0, False, None)
+            elif found is None:
+                row = (_NO_CURVE, telemetry.sample_time, 0.0, 1.0, False, None)
+                history = self._histories.get(name)
+                version = history.version if history is not None else 0
+            else:
+                curve, origin = found
+                if origin == CURVE_FROM_FIT:
+                    history = self._histories.get(name)
+                    version = history.version if history is not None else 0
+                cores = telemetry.cores or node.info.cpu_cores
+                row = (_OK, telemetry.sample_time, u, cores, node.pod_count == 0, curve)
+        entry = self._prepared[name] = _Prepared(node, version, row)
+        return entry
+
+    def _columns(self, states: Sequence[NodeState]) -> Columns:
+        rows = [self._row(state).row for state in states]
+        count = len(rows)
+        curves: list[PowerCurve | None] = [r[5] for r in rows]  # type: ignore[misc]
+        columns = curve_columns(curves)
+        columns["reason"] = np.fromiter((r[0] for r in rows), dtype=np.int8, count=count)
+        columns["sample_time"] = np.fromiter((r[1] for r in rows), dtype=np.float64, count=count)
+        columns["utilization"] = np.fromiter((r[2] for r in rows), dtype=np.float64, count=count)
+        columns["cores"] = np.fromiter((r[3] for r in rows), dtype=np.float64, count=count)
+        columns["empty"] = np.fromiter((r[4] for r in rows), dtype=bool, count=count)
+        columns["watts_before"] = columns_watts(columns, columns["utilization"])
+        if self.consolidation:
+            # P(v) / v at v = 10 % … 100 %: watts per unit of utilization at each load.
+            grid = np.broadcast_to(RATE_GRID, (count, len(RATE_GRID)))
+            at = [columns_watts(columns, grid[:, k]) for k in range(len(RATE_GRID))]
+            columns["rates"] = np.stack(at, axis=1) / RATE_GRID if count else np.zeros((0, len(RATE_GRID)))
+        return columns
+
+    def columns(self, batch: CandidateBatch) -> Columns:
+        return batch.derived(self, self._columns)
+
+    # -- scoring ------------------------------------------------------------------------------
+
+    def evaluate(self, pod: PodInfo, batch: CandidateBatch, with_idle: bool = True) -> EnergyScores:
+        """ΔP, score and reason for every row. `with_idle=False` leaves out the consolidation
+        price: the node's own power change only (what a power cap compares)."""
+        cols = self.columns(batch)
+        reason = cols["reason"].copy()
+        stale = (batch.now - cols["sample_time"]) > self.max_staleness_seconds
+        reason[stale & (reason != _MISSING)] = _STALE
+        ok = reason == _OK
+        delta_u = request_cores(pod) / cols["cores"]
+        delta = columns_watts(cols, cols["utilization"] + delta_u) - cols["watts_before"]
+        if self.consolidation and with_idle:
+            delta = self._priced(cols, delta_u, delta)
+        delta = np.maximum(delta, 0.0)
+        score = MAX_NODE_SCORE * np.clip(1.0 - delta / self.delta_p_ref_watts, 0.0, 1.0)
+        score[~ok] = NEUTRAL_SCORE
+        delta[~ok] = np.nan
+        return EnergyScores(score=score, delta_watts=delta, reason=reason)
+
+    def _priced(self, cols: Columns, delta_u: np.ndarray, marginal: np.ndarray) -> np.ndarray:
+        """The consolidation price (module docstring): the pod's share Δu × a_n on an empty
+        node; on a running one its marginal watts, capped at that share. a_n, the least P(v)/v
+        for 0 < v ≤ max(u_ref, Δu), is exact for piecewise-linear curves: on a segment
+        P = a + b·v, P / v is monotone, so the minimum is at a grid point or at the bound."""
+        up_to = np.maximum(self.consolidation_utilization, delta_u)
+        within = RATE_GRID[None, :] <= up_to[:, None] + 1e-12
+        rate = np.where(within, cols["rates"], np.inf).min(axis=1)
+        rate = np.minimum(rate, columns_watts(cols, up_to) / up_to)
+        share = delta_u * rate
+        return np.where(cols["empty"], share, np.minimum(marginal, share))
+
+    def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+        return self.evaluate(pod, batch).score
+
+    def delta_watts(
+        self, pod: PodInfo, node: NodeState, now: float, with_idle: bool = True
+    ) -> tuple[float | None, str]:
+        """ΔP of placing `pod` on `node` (a batch of one), or None with the reason."""
+        scores = self.evaluate(pod, CandidateBatch.of([node], now), with_idle)
+        delta = float(scores.delta_watts[0])
+        return (None if delta != delta else delta), REASONS[int(scores.reason[0])]
+
+
+

@@ -1,0 +1,147 @@
+"""kube-scheduler's NodeResourcesFit and NodeResourcesBalancedAllocation (`pkg/scheduler/
+framework/plugins/noderesources`), vectorized over a CandidateBatch with Go's int64 arithmetic.
+
+NodeResourcesFit (Filter): pods, cpu, memory and ephemeral-storage requests against allocatable
+minus the requests of the pods on the node (`scheduler.filters.insufficient_resources` is the
+per-node wording of the same rule).
+
+NodeResourcesFit (Score), per resource r with weight w_r, over resources the node has:
+
+    LeastAllocated:  s_r = (alloc − req) × 100 // alloc     (0 when req > alloc)
+    MostAllocated:   s_r = min(req, alloc) × 100 // alloc
+    score = Σ s_r × w_r // Σ w_r                              (0 when no resource counts)
+
+`req` is the node's *non-zero* requested amount plus the pod's (a container without a cpu or
+memory request counts 100 m / 200 MiB there; `PodInfo.nonzero_requests`). `//` is Go's integer
+division; every operand is non-negative, so floor division is truncation.
+
+NodeResourcesBalancedAllocation (1.23–1.35, what clusters run): fractions
+`f_r = min(1, (requested_r + pod_r) / alloc_r)` of the node's actual requests plus the pod's,
+over cpu and memory the node has; with two, `std = |f_cpu − f_mem| / 2`; score
+`int64((1 − std) × 100)`. A pod requesting neither cpu nor memory scores 0 everywhere
+(the plugin skips it, kubernetes#129138 — the same ranking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from scheduler.filters import insufficient_resources, pods_on_node
+from scheduler.framework.batch import CandidateBatch
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.model import NodeState, PodInfo
+
+FIT = "NodeResourcesFit"
+BALANCED = "NodeResourcesBalancedAllocation"
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
+RESOURCES = ("cpu", "memory", "ephemeral-storage")
+DEFAULT_RESOURCE_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1}
+
+
+def least_requested(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+    """leastRequestedScore per element: (alloc − req) × 100 // alloc; 0 if req > alloc or
+    alloc == 0."""
+    safe = np.maximum(allocatable, 1)
+    score = (allocatable - requested) * MAX_NODE_SCORE // safe
+    return np.where((allocatable == 0) | (requested > allocatable), 0, score)
+
+
+def most_requested(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+    """mostRequestedScore per element: min(req, alloc) × 100 // alloc; 0 if alloc == 0.
+    (req can pass alloc: request-less pods count the non-zero defaults.)"""
+    safe = np.maximum(allocatable, 1)
+    score = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
+    return np.where(allocatable == 0, 0, score)
+
+
+def _pod_scoring(pod: PodInfo) -> tuple[int, int, int]:
+    nz = pod.nonzero_requests if pod.nonzero_requests is not None else pod.requests
+    return nz.cpu_millicores, nz.memory_bytes, pod.requests.ephemeral_storage_bytes
+
+
+class NodeResourcesFit:
+    """Filter and Score (LeastAllocated or MostAllocated with resource weights)."""
+
+    name = FIT
+
+    def __init__(
+        self,
+        strategy: str = LEAST_ALLOCATED,
+        resources: Mapping[str, int] = DEFAULT_RESOURCE_WEIGHTS,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown NodeResourcesFit strategy {strategy!r}; known: {STRATEGIES}")
+        unknown = sorted(set(resources) - set(RESOURCES))
+        if unknown:
+            raise ValueError(f"NodeResourcesFit scores {RESOURCES}, not {unknown}")
+        if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in resources.values()):
+            raise ValueError(f"resource weights must be integers >= 1, got {dict(resources)}")
+        if not resources:
+            raise ValueError("NodeResourcesFit needs at least one resource")
+        self.strategy = strategy
+        self.resources = dict(resources)
+        self._kernel = least_requested if strategy == LEAST_ALLOCATED else most_requested
+
+    # -- Filter --
+
+    def filter(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+        want = pod.requests
+        ok = batch.pod_count + 1 <= batch.alloc_pods
+        if want.cpu_millicores > 0:
+            ok &= want.cpu_millicores <= batch.alloc_cpu - batch.req_cpu
+        if want.memory_bytes > 0:
+            ok &= want.memory_bytes <= batch.alloc_mem - batch.req_mem
+        if want.ephemeral_storage_bytes > 0:
+            ok &= want.ephemeral_storage_bytes <= batch.alloc_eph - batch.req_eph
+        return ok
+
+    def reasons(self, pod: PodInfo, node: NodeState) -> tuple[str, ...]:
+        return tuple(
+            insufficient_resources(
+                pod.requests, node.info.allocatable, node.requested, pods_on_node(node)
+            )
+        )
+
+    # -- Score --
+
+    def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+        pod_cpu, pod_mem, pod_eph = _pod_scoring(pod)
+        columns = {
+            "cpu": (batch.nz_cpu + pod_cpu, batch.alloc_cpu),
+            "memory": (batch.nz_mem + pod_mem, batch.alloc_mem),
+            "ephemeral-storage": (batch.req_eph + pod_eph, batch.alloc_eph),
+        }
+        total = np.zeros(len(batch), dtype=np.int64)
+        weight_sum = np.zeros(len(batch), dtype=np.int64)
+        for resource, weight in self.resources.items():
+            requested, allocatable = columns[resource]
+            present = allocatable > 0
+            total += self._kernel(requested, allocatable) * weight * present
+            weight_sum += weight * present
+        return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
+
+
+def is_best_effort(pod: PodInfo) -> bool:
+    """No cpu and no memory request: BalancedAllocation skips such pods."""
+    return pod.requests.cpu_millicores == 0 and pod.requests.memory_bytes == 0
+
+
+class NodeResourcesBalancedAllocation:
+    """Score: how evenly cpu and memory would be requested (see the module docstring)."""
+
+    name = BALANCED
+
+    def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+        if is_best_effort(pod):
+            return np.zeros(len(batch), dtype=np.int64)
+        has_cpu = batch.alloc_cpu > 0
+        has_mem = batch.alloc_mem > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f_cpu = np.minimum(1.0, (batch.req_cpu + pod.requests.cpu_millicores) / batch.alloc_cpu)
+            f_mem = np.minimum(1.0, (batch.req_mem + pod.requests.memory_bytes) / batch.alloc_mem)
+        std = np.where(has_cpu & has_mem, np.abs((f_cpu - f_mem) / 2), 0.0)
+        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
