@@ -5,6 +5,11 @@ The kernel lays zones out as symlinks in `<sysfs>/class/powercap/` pointing into
 parent there, so walking the device tree sees each subzone twice. We list `class/powercap`
 once, and identify zones by their directory name (`intel-rapl:0:2`), never by walking.
 
+Zone ids are written by the kernel as `"%s:%x"` (drivers/powercap/powercap_sys.c): the
+parent's name, a colon and the zone's index in lowercase hex, at every level — the eleventh
+package is `intel-rapl:a`, a subzone of it `intel-rapl:a:0`. An entry that has a `name` file but
+an id we do not understand is reported (an error, so a gap and an error count), never dropped.
+
 Which zone is which comes from its `name` file, not its index: `intel-rapl:1` can be `psys` or
 `package-1`. `core` and `uncore` are inside `package` and never added to it; `mmio` zones
 repeat MSR zones of the same name and are dropped when the MSR zone exists.
@@ -21,7 +26,7 @@ from agent.hostfs import HostFS
 from agent.snapshot import Gap, ZonePower
 
 POWERCAP_CLASS = ("class", "powercap")
-_ZONE_ID = re.compile(r"^(?P<control>[a-z0-9-]+)(?P<indices>(?::\d+)+)$")
+_ZONE_ID = re.compile(r"^(?P<control>[a-z0-9_-]+)(?P<indices>(?::[0-9a-f]+)+)$")
 _PACKAGE_NAME = re.compile(r"^package-(?P<socket>\d+)(?:-die-\d+)?$")
 _CONSTRAINT_MAX_POWER = re.compile(r"^constraint_\d+_max_power_uw$")
 
@@ -61,7 +66,7 @@ class Zone:
     def parent_id(self) -> str | None:
         if self.is_top_level:
             return None
-        return self.control_type + "".join(f":{i}" for i in self.indices[:-1])
+        return zone_id_for(self.control_type, self.indices[:-1])
 
     @property
     def is_mmio(self) -> bool:
@@ -80,6 +85,12 @@ class RaplReading:
     zones: dict[str, Zone] = field(default_factory=dict)
     energy_uj: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # zone id -> why its counter is unknown
+    unplaced: dict[str, str] = field(default_factory=dict)  # entry with an id we cannot parse -> its name
+
+
+def zone_id_for(control_type: str, indices: tuple[int, ...]) -> str:
+    """The directory name the kernel gives a zone: `"%s:%x"` at every level."""
+    return control_type + "".join(f":{i:x}" for i in indices)
 
 
 def _read_int(fs: HostFS, path: Path) -> int:
@@ -123,19 +134,37 @@ def _describe_os_error(path: Path, exc: OSError) -> str:
 
 def discover_zones(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str]]:
     """Find the zones; returns (powercap present, zones by id, zone id -> error)."""
+    present, zones, errors, _ = _discover(fs)
+    return present, zones, errors
+
+
+def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[str, str]]:
+    """discover_zones, and the entries with a name but no zone id we understand (-> name)."""
     class_dir = fs.sys(*POWERCAP_CLASS)
     if not class_dir.is_dir():
-        return False, {}, {}
+        return False, {}, {}, {}
     found: list[tuple[str, str, tuple[int, ...]]] = []
+    errors: dict[str, str] = {}
+    unplaced: dict[str, str] = {}
     for entry in fs.listdir(class_dir):
         match = _ZONE_ID.match(entry)
         if match:
-            indices = tuple(int(i) for i in match.group("indices").split(":")[1:])
+            indices = tuple(int(i, 16) for i in match.group("indices").split(":")[1:])
             found.append((entry, match.group("control"), indices))
+        elif (class_dir / entry / "name").is_file():
+            # Control types (`intel-rapl`) have no `name`; anything else that has one is a zone
+            # we cannot place. Reported, so it is a gap and counted, not silently left out.
+            try:
+                unplaced[entry] = fs.read_text(class_dir / entry / "name").strip()
+            except OSError:
+                unplaced[entry] = ""
+            errors[entry] = (
+                f"powercap entry {entry} (name {unplaced[entry]!r}) is not a zone id as the kernel writes "
+                'them ("<control type>:<hex index>[:<hex index>…]"): its energy cannot be read or placed'
+            )
     # Parents before children, so a subzone can inherit its package's socket.
     found.sort(key=lambda item: (item[1], item[2]))
     zones: dict[str, Zone] = {}
-    errors: dict[str, str] = {}
     for zone_id, control, indices in found:
         directory = class_dir / zone_id
         try:
@@ -146,7 +175,7 @@ def discover_zones(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str]]:
         if not name:
             errors[zone_id] = f"{directory / 'name'} is empty"
             continue
-        parent_id = control + "".join(f":{i}" for i in indices[:-1]) if len(indices) > 1 else None
+        parent_id = zone_id_for(control, indices[:-1]) if len(indices) > 1 else None
         parent = zones.get(parent_id) if parent_id else None
         powers = [
             value
@@ -169,11 +198,11 @@ def discover_zones(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str]]:
     zones = {
         zid: z for zid, z in zones.items() if not (z.is_mmio and (z.name, len(z.indices)) in msr_names)
     }
-    return True, zones, errors
+    return True, zones, errors, unplaced
 
 
 def read_rapl(fs: HostFS) -> RaplReading:
-    present, zones, errors = discover_zones(fs)
+    present, zones, errors, unplaced = _discover(fs)
     energy: dict[str, int] = {}
     for zone_id in zones:
         path = fs.sys(*POWERCAP_CLASS, zone_id, "energy_uj")
@@ -183,7 +212,12 @@ def read_rapl(fs: HostFS) -> RaplReading:
             errors[zone_id] = _describe_os_error(path, exc)
         except ValueError as exc:
             errors[zone_id] = f"{path}: {exc}"
-    return RaplReading(present=present, zones=zones, energy_uj=energy, errors=errors)
+    return RaplReading(present=present, zones=zones, energy_uj=energy, errors=errors, unplaced=unplaced)
+
+
+def _counts_in_node_power(name: str) -> bool:
+    """Could a zone of this name be part of node power (psys, a package or its dram)?"""
+    return name in ("psys", "dram", "package") or bool(_PACKAGE_NAME.match(name))
 
 
 def node_zone_ids(zones: dict[str, Zone]) -> tuple[str, list[str]]:
@@ -262,9 +296,12 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
     watts: float | None = None
     if not ids:
         gaps.append(Gap("node", NO_POWERCAP_HINT.format(path="class/powercap") + " (no package or psys zone)"))
-    elif all(zid in known_joules for zid in ids):
-        watts = sum(known_joules[zid] for zid in ids) / interval_seconds
-    else:
+    elif not all(zid in known_joules for zid in ids):
         missing = ", ".join(zid for zid in ids if zid not in known_joules)
         gaps.append(Gap("node", f"node power ({kind}) is unknown because zone(s) {missing} have gaps"))
+    elif unplaced := sorted(e for e, name in {**before.unplaced, **after.unplaced}.items() if _counts_in_node_power(name)):
+        gaps.append(Gap("node", f"node power ({kind}) is unknown: powercap entry(s) {', '.join(unplaced)} "
+                                "look like part of it but their ids cannot be placed"))
+    else:
+        watts = sum(known_joules[zid] for zid in ids) / interval_seconds
     return NodePower(watts, tuple(zone_powers), tuple(gaps), True, tuple(ids))

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.exporter import error_kind
 from agent.hostfs import HostFS
-from agent.rapl import discover_zones, read_rapl
+from agent.rapl import discover_zones, read_rapl, zone_id_for
+from agent.snapshot import Gap
 from tests.helpers.agent_cli import POWERCAP, cli_as_user, replay_record, root_only_copy
 
 INTERVAL = 2.0
@@ -58,6 +60,69 @@ def test_two_sockets_sum_package_and_dram_over_sockets() -> None:
     assert record["node_watts"] == pytest.approx(expected, rel=1e-9)
     sockets = {z["path"].rsplit("/", 1)[-1]: z["socket"] for z in record["zones"]}
     assert sockets == {"intel-rapl:0": 0, "intel-rapl:0:0": 0, "intel-rapl:1": 1, "intel-rapl:1:0": 1}
+
+
+def test_twelve_packages_with_hex_zone_ids_all_count() -> None:
+    """The kernel writes zone ids as "%s:%x": package 10 is intel-rapl:a, and package 11's dram at
+    index 10 is intel-rapl:b:a. Every package and dram is in node power; nothing is a gap."""
+    record = replay("intel-12s-hex")
+    packages = [f"intel-rapl:{s:x}" for s in range(12)]
+    drams = [f"intel-rapl:{s:x}:1" for s in range(11)] + ["intel-rapl:b:a"]
+    expected = sum(delta_j("intel-12s-hex", z) for z in packages + drams) / INTERVAL
+    assert record["node_watts"] == pytest.approx(expected, rel=1e-9)
+    assert record["node_watts"] == pytest.approx(165.0, rel=1e-9)
+    assert record["gaps"] == []
+    by_id = {z["path"].rsplit("/", 1)[-1]: z for z in record["zones"]}
+    cores = [f"intel-rapl:{s:x}:0" for s in range(12)]
+    assert sorted(by_id) == sorted(packages + drams + cores)
+    assert by_id["intel-rapl:a"]["zone"] == "package-10" and by_id["intel-rapl:a"]["socket"] == 10
+    assert by_id["intel-rapl:b:a"]["zone"] == "dram" and by_id["intel-rapl:b:a"]["socket"] == 11
+    assert by_id["intel-rapl:a:0"]["socket"] == 10  # a subzone of a hex parent inherits its socket
+    assert by_id["intel-rapl:b"]["watts"] == pytest.approx(31 / INTERVAL, rel=1e-9)
+
+
+def test_zone_ids_parse_as_hex_at_every_level() -> None:
+    fs = HostFS(POWERCAP / "intel-12s-hex/before/proc", POWERCAP / "intel-12s-hex/before/sys")
+    _, zones, errors = discover_zones(fs)
+    assert errors == {}
+    assert zones["intel-rapl:a"].indices == (10,) and zones["intel-rapl:b:a"].indices == (11, 10)
+    assert zones["intel-rapl:b:a"].parent_id == "intel-rapl:b"
+    assert zone_id_for("intel-rapl", (11, 10)) == "intel-rapl:b:a"
+
+
+def unknown_entry_tree(tmp_path: Path, entry: str, name: str) -> tuple[Path, Path]:
+    """intel-1s with one more class/powercap entry that has a name file and an id we cannot parse."""
+    trees = []
+    for phase in ("before", "after"):
+        tree = tmp_path / phase
+        shutil.copytree(POWERCAP / "intel-1s" / phase, tree, symlinks=True)
+        directory = tree / "sys/devices/virtual/powercap/intel-rapl" / entry
+        directory.mkdir(parents=True)
+        (directory / "name").write_text(name + "\n")
+        (directory / "energy_uj").write_text("1000000\n")
+        (tree / "sys/class/powercap" / entry).symlink_to(f"../../devices/virtual/powercap/intel-rapl/{entry}")
+        trees.append(tree)
+    return trees[0], trees[1]
+
+
+def test_an_entry_with_a_name_we_cannot_place_is_a_gap_never_dropped(tmp_path: Path) -> None:
+    before, after = unknown_entry_tree(tmp_path, "intel-rapl:0:Z", "uncore")
+    record = replay_record(before, after, INTERVAL)
+    gaps = [g for g in record["gaps"] if "intel-rapl:0:Z" in g["what"]]
+    assert len(gaps) == 1 and "not a zone id as the kernel writes them" in gaps[0]["reason"]
+    assert error_kind(Gap(**gaps[0])) == "rapl"  # counted in kubejoule_agent_errors_total{kind="rapl"}
+    # an uncore zone is never part of node power: node power stands
+    assert record["node_watts"] == pytest.approx(27.5, rel=1e-9)
+    # the control type directory (no name file) is not an entry to report
+    assert not any(g["what"].endswith("intel-rapl") for g in record["gaps"])
+
+
+def test_an_unplaced_entry_named_like_a_package_makes_node_power_unknown(tmp_path: Path) -> None:
+    before, after = unknown_entry_tree(tmp_path, "intel-rapl:g", "package-16")
+    record = replay_record(before, after, INTERVAL)
+    assert record["node_watts"] is None
+    assert any(g["what"] == "node" and "intel-rapl:g" in g["reason"] for g in record["gaps"])
+    assert any("intel-rapl:g" in g["what"] for g in record["gaps"])
 
 
 def test_amd_packages_without_dram() -> None:
