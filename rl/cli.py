@@ -5,6 +5,8 @@ kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
                        --out results.json [--plot results.png]
 kubejoule-rl benchmark --scenario heterogeneous-poweroff --out results.json
 kubejoule-rl trace --out trace.csv [--family diurnal|batch-services|bursts] [--hours H] [--seed S] ...
+kubejoule-rl gate --candidate PATH|POLICY [--baseline heuristic] --heldout DIR --out gate.json
+                  [--report gate.md]
 kubejoule-rl scenarios
 """
 
@@ -18,6 +20,7 @@ from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
+from rl import gate_run
 from rl.benchmark import format_table, results_json, run_benchmark
 from rl.policies import BUILTIN_POLICIES
 from rl.scenario import (
@@ -82,6 +85,7 @@ def _build_parser() -> argparse.ArgumentParser:
         )
 
     sub.add_parser("scenarios", help="list the bundled scenarios")
+    gate_run.add_parser(sub)
     return parser
 
 
@@ -182,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _benchmark(args)
     if args.command == "trace":
         return _trace(args)
+    if args.command == "gate":
+        return gate_run.command(args)
     return _scenarios()
 
 

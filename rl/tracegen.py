@@ -20,7 +20,7 @@ Families (`generate_family`, `kubejoule-rl trace --family`):
   0, arriving in bursts of 1–`burst_max` pods, durations on [1 min, 30 min], usage near the
   request). The arrival rate follows the same diurnal curve.
 * `bursts` — only Jobs, in bursts (CI pipelines, cron fan-outs): burst starts are Poisson, each
-  burst 1–`burst_max` pods at the same second, durations on [2 min, 20 min].
+  burst 1–`burst_max` pods at the same second, durations on [5 min, 60 min].
 
 The same config, family and seed give the same trace, byte for byte.
 """
@@ -124,7 +124,7 @@ FAMILIES = ("diurnal", "batch-services", "bursts")
 SERVICE_PRIORITY = 1000
 _SERVICE_DURATION_S = (2 * 3600.0, 24 * 3600.0, 1.1)  # (min, max, Pareto α)
 _JOB_DURATION_S = (60.0, 1800.0, 1.3)
-_BURST_JOB_DURATION_S = (120.0, 1200.0, 1.5)
+_BURST_JOB_DURATION_S = (300.0, 3600.0, 1.5)
 
 
 def _arrival_times(config: TraceConfig, rng: random.Random, rate_scale: float) -> list[float]:

@@ -1,0 +1,75 @@
+"""Random clusters and traces for training and for the held-out set.
+
+* Node kinds: the node groups of the bundled scenarios (rl/scenarios/*.yaml) — four servers with
+  their published SPECpower_ssj2008 curves and the Fan et al. model node. A cluster mixes two or
+  three kinds, at least one of them with 8 cores or more (the trace menus request up to 4 cores,
+  so every pod fits somewhere).
+* Load: a trace family (`rl/tracegen.py`) whose arrival rate is scaled so that the mean CPU the
+  pods use is `load` × the cluster's cores over the arrival window (measured on a pilot trace of
+  the same family and seed, so the scale is exact for that family's menus).
+
+Training draws clusters of `TRAINING_SIZES` nodes from its own seeds; the held-out set
+(rl/heldout/, written by rl/heldout/make_heldout.py with seeds of its own) also has sizes
+outside that range. Neither reads the other's files.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+from rl.scenario import NodeSpec, PodSpec, load_node_groups, scenario_path
+from rl.tracegen import TraceConfig, generate_family
+
+TRAINING_SIZES = (4, 64)  # inclusive range of cluster sizes training draws from
+KIND_FILES = ("heterogeneous.yaml", "homogeneous.yaml")
+_PILOT_ARRIVALS_PER_HOUR = 100.0
+
+
+def node_kinds() -> list[NodeSpec]:
+    """One template node per bundled node group (first node of each group)."""
+    kinds: dict[str, NodeSpec] = {}
+    for filename in KIND_FILES:
+        for node in load_node_groups(scenario_path(filename)):
+            kinds.setdefault(node.group, node)
+    return list(kinds.values())
+
+
+def random_cluster(
+    rng: random.Random, size: int, kinds: list[NodeSpec] | None = None
+) -> list[NodeSpec]:
+    """`size` nodes of two or three kinds, at least one kind with >= 8 cores, grouped by kind."""
+    pool = kinds if kinds is not None else node_kinds()
+    big = [k for k in pool if k.cpu_cores >= 8]
+    chosen = [rng.choice(big)]
+    others = [k for k in pool if k is not chosen[0]]
+    chosen += rng.sample(others, min(len(others), rng.choice((1, 2))))
+    weights = [rng.random() + 0.2 for _ in chosen]
+    counts = [1] * len(chosen)  # every chosen kind is present
+    for _ in range(size - len(chosen)):
+        counts[rng.choices(range(len(chosen)), weights=weights)[0]] += 1
+    nodes = []
+    for kind, count in zip(chosen, counts, strict=True):
+        for i in range(count):
+            nodes.append(replace(kind, name=f"{kind.group}-{i}"))
+    return nodes
+
+
+@dataclass(frozen=True)
+class TraceDraw:
+    family: str
+    hours: float
+    load: float  # mean CPU used by pods / cluster cores over the arrival window
+    seed: int
+
+
+def scaled_trace(draw: TraceDraw, nodes: list[NodeSpec]) -> list[PodSpec]:
+    """A trace of `draw.family` whose mean used CPU is `draw.load` × the cluster's cores."""
+    pilot_config = TraceConfig(hours=draw.hours, arrivals_per_hour=_PILOT_ARRIVALS_PER_HOUR)
+    pilot = generate_family(draw.family, pilot_config, draw.seed)
+    window_s = draw.hours * 3600.0
+    pilot_cores = sum(p.cpu_usage * p.duration_s for p in pilot) / window_s
+    cores = sum(n.cpu_cores for n in nodes)
+    scale = draw.load * cores / pilot_cores if pilot_cores > 0 else 1.0
+    config = TraceConfig(hours=draw.hours, arrivals_per_hour=_PILOT_ARRIVALS_PER_HOUR * scale)
+    return generate_family(draw.family, config, draw.seed)

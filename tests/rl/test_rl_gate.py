@@ -1,0 +1,209 @@
+"""The promotion gate: its statistics on synthetic paired results with a known effect, and the
+command's contract (refusal still writes the file and exits 0; bad input exits 2)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from rl import gate_run
+from rl.cli import main
+from rl.gate import CaseResult, bootstrap_upper, evaluate, report_markdown, wilcoxon_less
+
+
+def _cases(effects, pods=20, candidate_slowdown=0.1, candidate_pending=10.0, unscheduled=0):
+    """Paired cases: baseline energy drawn per case, candidate = baseline × (1 + effect)."""
+    rng = random.Random(4)
+    cases = []
+    for i, effect in enumerate(effects):
+        base = rng.uniform(5.0, 50.0)
+        cases.append(
+            CaseResult(
+                name=f"case-{i}",
+                candidate_kwh=base * (1 + effect),
+                baseline_kwh=base,
+                candidate_unschedulable=unscheduled if i == 0 else 0,
+                baseline_unschedulable=0,
+                candidate_pending_s=(candidate_pending,) * pods,
+                baseline_pending_s=(10.0,) * pods,
+                candidate_slowdowns=(candidate_slowdown,) * pods,
+                baseline_slowdowns=(0.1,) * pods,
+            )
+        )
+    return cases
+
+
+def _noisy(mean, spread, n=30, seed=1):
+    rng = random.Random(seed)
+    return [rng.gauss(mean, spread) for _ in range(n)]
+
+
+def test_a_known_effect_is_promoted():
+    document = evaluate(_cases(_noisy(-0.05, 0.01)))
+    assert document["verdict"] == "promote", document["reasons"]
+    assert document["p_value"] < 1e-6
+    assert document["ci_upper"] < -0.04
+    assert document["mean_relative_difference"] == pytest.approx(-0.05, abs=0.01)
+
+
+def test_no_effect_is_refused():
+    document = evaluate(_cases(_noisy(0.0, 0.01)))
+    assert document["verdict"] == "refuse"
+    assert any("Wilcoxon" in r for r in document["reasons"])
+    assert any("upper bound" in r for r in document["reasons"])
+
+
+def test_one_case_far_worse_is_refused_despite_a_mean_gain():
+    effects = _noisy(-0.05, 0.01)
+    effects[7] = 0.10
+    document = evaluate(_cases(effects))
+    assert document["p_value"] < 0.05 and document["ci_upper"] < -0.01  # wins on average
+    assert document["verdict"] == "refuse"
+    assert document["reasons"] == ["1 case(s) more than 3 % worse (worst: case-7, +10.00 %)"]
+
+
+def test_a_small_gain_below_one_percent_is_refused():
+    # Significant (every case better) but the mean gain, 0.5 %, is under the 1 % bar.
+    document = evaluate(_cases(_noisy(-0.005, 0.001)))
+    assert document["p_value"] < 0.05
+    assert document["verdict"] == "refuse"
+    assert [r for r in document["reasons"] if "upper bound" in r]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"unscheduled": 1}, "unscheduled"),
+        ({"candidate_slowdown": 0.2}, "mean slowdown"),
+        ({"candidate_pending": 30.0}, "p95 pending"),
+    ],
+)
+def test_slo_regressions_are_refused(kwargs, reason):
+    document = evaluate(_cases(_noisy(-0.05, 0.01), **kwargs))
+    assert document["verdict"] == "refuse"
+    assert len(document["reasons"]) == 1 and reason in document["reasons"][0]
+
+
+def test_statistics_helpers():
+    assert wilcoxon_less([1, 2, 3], [1, 2, 3]) == 1.0
+    # 10 pairs, all better: the exact one-sided p is 1 / 2^10.
+    assert wilcoxon_less(list(range(10)), [x + 1 + 0.1 * x for x in range(10)]) == pytest.approx(
+        1 / 1024
+    )
+    assert bootstrap_upper([0.02] * 10) == pytest.approx(0.02)
+    assert bootstrap_upper([-0.1, 0.0, 0.1] * 10) > 0.0  # the mean's upper bound is above it
+    with pytest.raises(ValueError, match="at least"):
+        evaluate(_cases([-0.1] * 3))
+
+
+def test_report_lists_every_case_and_reason():
+    document = evaluate(_cases(_noisy(0.0, 0.01)))
+    text = report_markdown(document)
+    assert text.startswith("# Promotion gate: REFUSE")
+    assert text.count("| case-") == 30
+    for reason in document["reasons"]:
+        assert reason in text
+
+
+def _case_dir(root, cases=6):
+    from rl.scenario import format_trace
+    from rl.tracegen import TraceConfig, generate_family
+
+    nodes = """- name: small
+  count: 2
+  cpu_cores: 4
+  memory_gib: 8
+  power: {idle_watts: 40, max_watts: 120}
+- name: big
+  count: 2
+  cpu_cores: 16
+  memory_gib: 32
+  power: {idle_watts: 60, max_watts: 200}
+"""
+    for i in range(cases):
+        folder = root / f"case-{i}"
+        folder.mkdir(parents=True)
+        (folder / "nodes.yaml").write_text(nodes)
+        pods = generate_family("bursts", TraceConfig(hours=0.25, arrivals_per_hour=120), 10 + i)
+        (folder / "trace.csv").write_text(format_trace(pods))
+    return root
+
+
+def test_gate_command_writes_a_refusal_and_exits_0(tmp_path):
+    heldout = _case_dir(tmp_path / "heldout")
+    out, report = tmp_path / "gate.json", tmp_path / "gate.md"
+    # roundrobin spreads pods over every node: it never beats the energy heuristic.
+    code = main(
+        [
+            "gate",
+            "--candidate",
+            "roundrobin",
+            "--heldout",
+            str(heldout),
+            "--out",
+            str(out),
+            "--report",
+            str(report),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    document = json.loads(out.read_text())
+    assert document["verdict"] == "refuse" and document["reasons"]
+    assert {c["name"] for c in document["cases"]} == {f"case-{i}" for i in range(6)}
+    assert set(document["cases"][0]) >= {
+        "name",
+        "candidate_kwh",
+        "baseline_kwh",
+        "candidate_unschedulable",
+        "baseline_unschedulable",
+    }
+    assert document["baseline"] == "heuristic" and "power-off" in document["semantics"]
+    assert report.read_text().startswith("# Promotion gate: REFUSE")
+
+
+@pytest.mark.parametrize(
+    "problem", ["missing", "empty", "no-trace", "no-pods", "bad-policy", "too-few"]
+)
+def test_gate_command_bad_input_exits_2(tmp_path, problem, capsys):
+    heldout = tmp_path / "heldout"
+    candidate = "default"
+    if problem == "empty":
+        heldout.mkdir()
+    elif problem == "no-trace":
+        _case_dir(heldout)
+        (heldout / "case-3" / "trace.csv").unlink()
+    elif problem == "no-pods":
+        _case_dir(heldout)
+        (heldout / "case-2" / "trace.csv").write_text(
+            "submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage\n"
+        )
+    elif problem == "bad-policy":
+        _case_dir(heldout)
+        candidate = "nonsense"
+    elif problem == "too-few":
+        _case_dir(heldout, cases=2)
+    out = tmp_path / "gate.json"
+    code = main(
+        [
+            "gate",
+            "--candidate",
+            candidate,
+            "--heldout",
+            str(heldout),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 2 and not out.exists()
+    assert "kubejoule-rl gate:" in capsys.readouterr().err
+
+
+def test_candidate_path_becomes_the_learned_policy(tmp_path):
+    model = tmp_path / "m.npz"
+    model.write_bytes(b"")
+    assert gate_run.candidate_policy(str(model)) == f"learned:{model}"
+    assert gate_run.candidate_policy("default") == "default"

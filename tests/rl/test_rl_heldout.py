@@ -1,0 +1,74 @@
+"""The committed held-out set: its shape, that its script reproduces it, and that training code
+never refers to it (the training run itself is watched in test_rl_dqn.py)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+from rl.gate_run import load_cases
+from rl.pool import TRAINING_SIZES
+
+ROOT = Path(__file__).resolve().parents[2]
+HELDOUT = ROOT / "rl" / "heldout"
+# Modules that training runs; none may name the held-out set in code.
+TRAINING_MODULES = ("rl/pool.py", "rl/env.py", "rl/tracegen.py", "rl/dqn", "rl/mlp")
+
+
+def test_the_committed_set_has_the_promised_shape():
+    cases = load_cases(HELDOUT)
+    assert len(cases) >= 30
+    families = {c.name.split("-", 1)[1].rsplit("-", 1)[0] for c in cases}
+    assert families == {"diurnal", "batch-services", "bursts"}
+    low, high = TRAINING_SIZES
+    assert any(not low <= len(c.nodes) <= high for c in cases)
+    assert all(c.pods for c in cases)
+
+
+def test_the_script_reproduces_the_committed_set(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_heldout", HELDOUT / "make_heldout.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(str(tmp_path))
+    committed = sorted(
+        p.relative_to(HELDOUT)
+        for p in HELDOUT.rglob("*")
+        if p.is_file() and p.suffix in (".yaml", ".csv")
+    )
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == committed
+    for rel in written:
+        assert (tmp_path / rel).read_bytes() == (HELDOUT / rel).read_bytes(), rel
+
+
+def _code_strings(path: Path) -> list[str]:
+    """String constants of a module, docstrings excepted."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_training_modules_never_name_the_heldout_set():
+    files = []
+    for entry in TRAINING_MODULES:
+        path = ROOT / entry
+        files += sorted(path.glob("*.py")) if path.is_dir() else [path] if path.exists() else []
+    assert any(f.name == "pool.py" for f in files)
+    for path in files:
+        for text in _code_strings(path):
+            assert "heldout" not in text.lower().replace("-", "").replace("_", ""), (path, text)
