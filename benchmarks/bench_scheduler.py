@@ -33,10 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import uvicorn  # noqa: E402
 
 from agent.curves import PowerCurve  # noqa: E402
-from scheduler.extender import Extender, MemoryRecorder, create_app  # noqa: E402
+from scheduler.extender.app import create_app  # noqa: E402
+from scheduler.extender.core import Extender  # noqa: E402
+from scheduler.extender.decisions import MemoryRecorder  # noqa: E402
 from scheduler.model import NodeTelemetry  # noqa: E402
 from scheduler.scorer import HeuristicScorer  # noqa: E402
-from scheduler.telemetry import FetchResult, NodeSample, TelemetryStore  # noqa: E402
+from scheduler.telemetry.samples import FetchResult, NodeSample  # noqa: E402
+from scheduler.telemetry.store import TelemetryStore  # noqa: E402
 
 SIZES = (100, 1000, 5000)
 REQUESTS = {100: 400, 1000: 300, 5000: 150}
@@ -155,13 +158,13 @@ def _percentile(values: list[float], q: float) -> float:
 def _cpu_per_request_ms(extender: Extender, body: bytes, count: int = 50) -> float:
     """Thread CPU time of parse + score + encode, in process: the code's own cost, which the
     loopback wall-clock figures add HTTP and any CPU contention on the machine to."""
-    from scheduler.extender import _json_response, parse_args
+    from scheduler.extender.wire import json_response, parse_args
 
     for _ in range(5):
-        _json_response(extender.prioritize(parse_args(body)))
+        json_response(extender.prioritize(parse_args(body)))
     started = time.thread_time()
     for _ in range(count):
-        _json_response(extender.prioritize(parse_args(body)))
+        json_response(extender.prioritize(parse_args(body)))
     return (time.thread_time() - started) / count * 1000.0
 
 

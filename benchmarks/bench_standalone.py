@@ -34,13 +34,9 @@ from agent.curves import PowerCurve  # noqa: E402
 from scheduler import kube  # noqa: E402
 from scheduler.model import NodeTelemetry, PodInfo  # noqa: E402
 from scheduler.scorer import HeuristicScorer  # noqa: E402
-from scheduler.standalone import (  # noqa: E402
-    GIL_SWITCH_INTERVAL_SECONDS,
-    MODE_ACTIVE,
-    KubeClusterApi,
-    StandaloneConfig,
-    StandaloneScheduler,
-)
+from scheduler.standalone.binding import KubeClusterApi  # noqa: E402
+from scheduler.standalone.loop import StandaloneScheduler  # noqa: E402
+from scheduler.standalone.settings import GIL_SWITCH_INTERVAL_SECONDS, MODE_ACTIVE, StandaloneConfig  # noqa: E402
 from tests.helpers.standalone_kmock import EmulatedCluster  # noqa: E402
 from tests.helpers.standalone_objects import node, pod  # noqa: E402
 

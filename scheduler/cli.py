@@ -30,10 +30,10 @@ from scheduler.config import (
     load_config,
     parse_listen,
 )
-from scheduler.telemetry import parse_static_targets
+from scheduler.telemetry.discovery import parse_static_targets
 
 if TYPE_CHECKING:
-    from scheduler.extender import Extender
+    from scheduler.extender.core import Extender
 
 log = logging.getLogger("kubejoule.scheduler")
 
@@ -99,7 +99,7 @@ def add_extender_command(subparsers: Subparsers) -> None:
 def run_extender(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from scheduler.extender import create_app
+    from scheduler.extender.app import create_app
 
     config = _load(args)
     if getattr(args, "watch_cluster", None) is not None:
@@ -131,7 +131,8 @@ def run_extender(args: argparse.Namespace) -> int:
 def build_extender(config: Config, collector_path: str | None = None) -> Extender:
     """The extender as the configuration describes it (not started: `create_app` or
     `Extender.start()` start its telemetry refresh and cluster watch)."""
-    from scheduler.extender import Extender, MemoryRecorder
+    from scheduler.extender.core import Extender
+    from scheduler.extender.decisions import MemoryRecorder
 
     scorer = build_scorer(config)
     watch_on = config.extender.watch_cluster
@@ -234,7 +235,8 @@ def run_standalone(args: argparse.Namespace) -> int:
     import threading
 
     from scheduler.leader import LeaderElectionConfig, default_identity
-    from scheduler.standalone import RunOptions, StandaloneConfig, run_process
+    from scheduler.standalone.process import RunOptions, run_process
+    from scheduler.standalone.settings import StandaloneConfig
 
     config = _load(argparse.Namespace(**{**vars(args), "listen": None}))
     parse_listen(args.listen)

@@ -7,7 +7,7 @@ it backs off (0.5 s doubling to 30 s) and resumes the watch. A listing is applie
 thread that watches the same kind, so a listing older than events already applied can never
 roll them back.
 
-Both schedulers use it: the standalone scheduler (`standalone.py`) with its own handlers, which
+Both schedulers use it: the standalone scheduler (`standalone/`) with its own handlers, which
 also feed its scheduling queue, and the extender (`cli.py`), with the plain handlers below, so
 that `/prioritize` counts pods bound since each node's telemetry sample.
 """

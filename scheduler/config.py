@@ -57,17 +57,15 @@ from agent.curves import PowerCurve
 from agent.profile import ProfileError, load_profile
 from scheduler.autoscaler.choice import DEFAULT_GROUP_LABELS
 from scheduler.scorer import DEFAULT_CONSOLIDATION_UTILIZATION, HeuristicScorer
-from scheduler.telemetry import (
-    AgentScrapeSource,
+from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
-    MetricsServerSource,
     NodeCoresFromKubernetes,
-    PrometheusSource,
     StaticTargets,
-    TelemetrySource,
-    TelemetryStore,
     parse_static_targets,
 )
+from scheduler.telemetry.samples import TelemetrySource
+from scheduler.telemetry.sources import AgentScrapeSource, MetricsServerSource, PrometheusSource
+from scheduler.telemetry.store import TelemetryStore
 
 MODES = ("shadow", "active")
 

@@ -309,7 +309,7 @@ def test_kube_scheduler_configuration_calls_the_extender_service(
 
 
 def test_extender_verbs_are_routes_of_the_extender_app() -> None:
-    from scheduler import extender as extender_module
+    from scheduler.extender import app as extender_module
 
     source = inspect.getsource(extender_module.create_app)
     routes = set(re.findall(r'@app\.post\("/(\w+)"\)', source))

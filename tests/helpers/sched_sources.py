@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scheduler.telemetry import FetchResult, NodeSample
+from scheduler.telemetry.samples import FetchResult, NodeSample
 
 
 class FixedSource:

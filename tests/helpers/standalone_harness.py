@@ -12,7 +12,9 @@ from typing import Any
 from scheduler import kube
 from scheduler.collector import DecisionCollector
 from scheduler.model import NodeTelemetry, Scorer
-from scheduler.standalone import KubeClusterApi, StandaloneConfig, StandaloneScheduler
+from scheduler.standalone.binding import KubeClusterApi
+from scheduler.standalone.loop import StandaloneScheduler
+from scheduler.standalone.settings import StandaloneConfig
 
 
 @dataclass

@@ -22,7 +22,7 @@ from scheduler.config import (
     config_from_dict,
     kubernetes_configured,
 )
-from scheduler.extender import create_app
+from scheduler.extender.app import create_app
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.standalone_harness import wait_for
 from tests.helpers.standalone_kmock import EmulatedCluster

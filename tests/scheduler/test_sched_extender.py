@@ -14,18 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.curves import PowerCurve
-from scheduler.extender import (
-    Decision,
-    Extender,
-    ExtenderArgs,
-    MemoryRecorder,
-    create_app,
-    parse_args,
-    to_extender_score,
-)
+from scheduler.extender.app import create_app
+from scheduler.extender.core import Extender
+from scheduler.extender.decisions import Decision, MemoryRecorder
+from scheduler.extender.wire import ExtenderArgs, json_response, parse_args, to_extender_score
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.scorer import HeuristicScorer
-from scheduler.telemetry import NodeSample, TelemetryStore
+from scheduler.telemetry.samples import NodeSample
+from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.sched_sources import FixedSource
 
 NOW = 1_700_000_000.0
@@ -80,6 +76,12 @@ POD: dict[str, Any] = {
     },
     "status": {"phase": "Pending", "qosClass": "Burstable"},
 }
+
+
+
+def answer(extender: Extender, args: ExtenderArgs) -> Any:
+    """/prioritize's answer as kube-scheduler reads it (the JSON the app sends)."""
+    return json.loads(bytes(json_response(extender.prioritize(args)).body))
 
 
 def node_object(name: str, cpu: str = "8") -> dict[str, Any]:
@@ -432,7 +434,7 @@ class OneNodeCluster:
 
     def place_since_sample(self, extender: Extender, cores: float) -> None:
         self.since = cores
-        extender._states_built -= 1.0  # let the cluster states expire instead of sleeping
+        extender.states._states_built -= 1.0  # let the cluster states expire instead of sleeping
 
 
 def one_node_extender(
@@ -455,9 +457,9 @@ def test_cluster_view_supplies_pods_placed_since_the_sample() -> None:
         100.0, 0.4, steep, scorer=HeuristicScorer(delta_p_ref_watts=1000.0)
     )
     # u 0.4 → 0.65 with the 2-core pod: 0.05 into the steep part → ΔP = 100 W → score 90 → 9.
-    assert extender.prioritize(args) == [{"Host": "n", "Score": 9}]
+    assert answer(extender, args) == [{"Host": "n", "Score": 9}]
     cluster.place_since_sample(extender, 2.0)  # u 0.65 → 0.9, ΔP = 500 W → 50 → 5
-    assert extender.prioritize(args) == [{"Host": "n", "Score": 5}]
+    assert answer(extender, args) == [{"Host": "n", "Score": 5}]
 
 
 def test_power_caps_count_the_pods_placed_since_the_sample() -> None:

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler.telemetry import PrometheusSource, TelemetryStore
+from scheduler.telemetry.sources import PrometheusSource
+from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.prometheus import prometheus_server
 from tests.helpers.sched_http import agent_exposition, text_server
 

@@ -11,13 +11,10 @@ import pytest
 from agent.curves import PowerCurve
 from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
 from scheduler.scorer import HeuristicScorer
-from scheduler.telemetry import (
-    AgentScrapeSource,
-    NodeSample,
-    PrometheusSource,
-    StaticTargets,
-    TelemetryStore,
-)
+from scheduler.telemetry.discovery import StaticTargets
+from scheduler.telemetry.samples import NodeSample
+from scheduler.telemetry.sources import AgentScrapeSource, PrometheusSource
+from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
 from tests.helpers.prometheus import prometheus_server
 from tests.helpers.standalone_harness import wait_for

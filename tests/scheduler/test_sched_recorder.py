@@ -10,10 +10,13 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderRecorder, read_records
-from scheduler.extender import Decision, Extender, MemoryRecorder, create_app
+from scheduler.extender.app import create_app
+from scheduler.extender.core import Extender
+from scheduler.extender.decisions import Decision, MemoryRecorder
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
 from scheduler.scorer import HeuristicScorer
-from scheduler.telemetry import NodeSample, TelemetryStore
+from scheduler.telemetry.samples import NodeSample
+from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.sched_sources import FixedSource
 
 NOW = 1_700_000_000.0

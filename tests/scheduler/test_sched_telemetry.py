@@ -11,20 +11,17 @@ from scheduler import kube
 from scheduler.config import build_store, config_from_dict
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.scorer import HeuristicScorer
-from scheduler.telemetry import (
-    AgentScrapeSource,
+from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
-    FetchResult,
-    MetricsServerSource,
-    NodeSample,
     StaticTargets,
-    TelemetryStore,
-    merge_samples,
     metrics_url,
-    parse_agent_metrics,
     parse_static_targets,
     targets_from_endpoint_slices,
 )
+from scheduler.telemetry.exposition import parse_agent_metrics
+from scheduler.telemetry.samples import FetchResult, NodeSample
+from scheduler.telemetry.sources import AgentScrapeSource, MetricsServerSource
+from scheduler.telemetry.store import TelemetryStore, merge_samples
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.sched_kube import kube_emulator
 from tests.helpers.sched_sources import FixedSource

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from scheduler.collector import read_records
-from scheduler.standalone import ANNOTATION_RECOMMENDED
+from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
 from tests.helpers.prometheus import free_port
 from tests.helpers.sched_http import http_get
 from tests.helpers.standalone_harness import wait_for

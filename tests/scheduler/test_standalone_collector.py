@@ -219,7 +219,7 @@ def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
 
 def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
     from scheduler.collector import ExtenderRecorder
-    from scheduler.extender import Decision, MemoryRecorder
+    from scheduler.extender.decisions import Decision, MemoryRecorder
     from scheduler.model import NodeInfo, NodeState, Resources, ScoreResult
 
     path = tmp_path / "d.jsonl"

@@ -12,7 +12,7 @@ import pytest
 from scheduler import kube
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.scorer import HeuristicScorer
-from scheduler.standalone import MODE_ACTIVE, StandaloneConfig
+from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
 from tests.helpers.standalone_harness import api_client, make_scheduler, running, wait_for
 from tests.helpers.standalone_kmock import EmulatedCluster
 from tests.helpers.standalone_objects import node, pod

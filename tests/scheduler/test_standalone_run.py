@@ -14,14 +14,14 @@ from agent.curves import PowerCurve
 from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker, read_records
 from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.scorer import HeuristicScorer
-from scheduler.standalone import (
+from scheduler.standalone.binding import KubeClusterApi
+from scheduler.standalone.loop import StandaloneScheduler
+from scheduler.standalone.settings import (
     ANNOTATION_RECOMMENDED,
     ANNOTATION_SCORES,
     MODE_ACTIVE,
     MODE_SHADOW,
-    KubeClusterApi,
     StandaloneConfig,
-    StandaloneScheduler,
 )
 from tests.helpers.standalone_harness import (
     StaticTelemetry,

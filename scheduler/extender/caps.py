@@ -1,0 +1,52 @@
+"""Power caps: a node whose predicted power with the pod exceeds its cap fails `/filter`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from scheduler.model import NodeState, PodInfo
+from scheduler.scorer import REASON_OK, HeuristicScorer, extended_watts
+
+
+def predicted_watts(
+    scorer: HeuristicScorer, pod: PodInfo, node: NodeState, now: float
+) -> float | None:
+    """The node's power with the pod on it: the measured watts, plus what the pods placed
+    since the sample add on the curve, plus ΔP; without measured watts, the curve at the new
+    utilization. None when unknown (which never filters a node)."""
+    telemetry = node.telemetry
+    delta, reason = scorer.delta_watts(pod, node, now, with_idle=False)
+    if delta is None or reason != REASON_OK or telemetry is None:
+        return None
+    found = scorer.curve_for(node.info.name, telemetry)
+    now_u = scorer.utilization_with_assumed(node)
+    # delta_watts() was OK: a curve, the sample's utilization and the cores are known.
+    assert found is not None and now_u is not None and telemetry.utilization is not None
+    curve = found[0]
+    if telemetry.watts is None:
+        return extended_watts(curve, now_u) + delta
+    since = extended_watts(curve, now_u) - extended_watts(curve, max(0.0, telemetry.utilization))
+    return telemetry.watts + max(0.0, since) + delta
+
+
+def over_caps(
+    scorer: HeuristicScorer,
+    pod: PodInfo,
+    nodes: Sequence[NodeState],
+    now: float,
+    caps_watts: Mapping[str, float],
+    default_cap_watts: float | None,
+) -> dict[str, str]:
+    """node → why the pod would take it over its cap, for the nodes it would."""
+    failed: dict[str, str] = {}
+    for node in nodes:
+        cap = caps_watts.get(node.info.name, default_cap_watts)
+        if cap is None:
+            continue
+        predicted = predicted_watts(scorer, pod, node, now)
+        if predicted is not None and predicted > cap:
+            failed[node.info.name] = (
+                f"kubejoule: the pod would take the node to {predicted:.0f} W, "
+                f"over its {cap:.0f} W power cap"
+            )
+    return failed

@@ -1,0 +1,204 @@
+"""The extender: answers the verbs from the node states and the scorer, records decisions.
+
+Modes: `shadow` (default) answers every node the same neutral score and filters nothing, and
+records what it would have chosen; `active` answers the energy scores and applies power caps.
+Missing or stale telemetry never filters a node and never earns more than the neutral score.
+Scoring reads the TelemetryStore's cached view: no I/O on the request path.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter as Tally
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from scheduler.extender.caps import over_caps
+from scheduler.extender.decisions import (
+    Decision,
+    DecisionRecorder,
+    MemoryRecorder,
+    recommend,
+    recommend_batch,
+)
+from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
+from scheduler.extender.state import ClusterView, NodeStates
+from scheduler.extender.wire import (
+    DEFAULT_MAX_BODY_BYTES,
+    MAX_EXTENDER_SCORE,
+    ExtenderArgs,
+    HostPriorityList,
+    to_extender_score,
+)
+from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.scorer import NEUTRAL_SCORE, REASON_OK, REASONS, HeuristicScorer, NodeBatch
+from scheduler.telemetry.samples import NodeSample
+from scheduler.telemetry.store import TelemetryStore
+
+log = logging.getLogger(__name__)
+
+MODE_SHADOW = "shadow"
+MODE_ACTIVE = "active"
+
+
+class Extender:
+    """Builds node states from the TelemetryStore and answers the extender verbs."""
+
+    def __init__(
+        self,
+        scorer: HeuristicScorer,
+        store: TelemetryStore,
+        mode: str = MODE_SHADOW,
+        power_caps_watts: Mapping[str, float] | None = None,
+        default_power_cap_watts: float | None = None,
+        recorder: DecisionRecorder | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        clock: Callable[[], float] = time.time,
+        cluster: ClusterView | None = None,
+    ) -> None:
+        if mode not in (MODE_SHADOW, MODE_ACTIVE):
+            raise ValueError(f"mode must be shadow or active, got {mode!r}")
+        self.scorer = scorer
+        self.store = store
+        self.mode = mode
+        self.power_caps_watts = dict(power_caps_watts or {})
+        self.default_power_cap_watts = default_power_cap_watts
+        self.recorder: DecisionRecorder = recorder if recorder is not None else MemoryRecorder()
+        self.max_body_bytes = max_body_bytes
+        self.clock = clock
+        self.metrics = ExtenderMetrics(store, clock)
+        stats = getattr(self.recorder, "stats", None)
+        if callable(stats):
+            self.metrics.registry.register(_RecorderCollector(stats))
+        self.cluster = cluster
+        self.states = NodeStates(scorer, store, cluster)
+        self.on_start: list[Callable[[], None]] = []  # e.g. start the cluster watch
+        self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision collector
+        synced = getattr(cluster, "synced", None)
+        if cluster is not None and synced is not None:
+            self.metrics.registry.register(
+                _ClusterCollector(lambda: bool(getattr(cluster, "synced", False)))
+            )
+        store.add_listener(self._observe)
+
+    def _observe(self, view: Mapping[str, NodeSample]) -> None:
+        for sample in view.values():
+            self.scorer.observe(sample.telemetry)
+
+    def batch(self) -> NodeBatch:
+        """Every node with telemetry (or known to the cluster view), prepared for scoring."""
+        return self.states.batch()
+
+    def node_states(self, args: ExtenderArgs) -> list[NodeState]:
+        if args.node_items is not None:
+            return self.states.for_items(args.node_infos)
+        return self.states.for_names(args.names)
+
+    # -- verbs --
+
+    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]] | HostPriorityList:
+        if args.node_names is not None:
+            return self._prioritize_names(args.pod, args.node_names)
+        now = self.clock()
+        nodes = self.node_states(args)
+        results = self.scorer.score(args.pod, nodes, now)
+        fallbacks = Tally(r.reason for r in results if r.reason != REASON_OK)
+        for reason, count in fallbacks.items():
+            self.metrics.fallbacks.labels(reason).inc(count)
+        recommended = recommend(results)
+        self.metrics.recommendations.labels(self.mode).inc()
+        self._record(Decision("prioritize", self.mode, now, args.pod, nodes, results, recommended))
+        if self.mode == MODE_SHADOW:
+            neutral = to_extender_score(NEUTRAL_SCORE)
+            return [{"Host": r.node, "Score": neutral} for r in results]
+        return [{"Host": r.node, "Score": to_extender_score(r.score)} for r in results]
+
+    def _prioritize_names(self, pod: PodInfo, names: list[str]) -> HostPriorityList:
+        """The NodeNames form, scored with numpy over the prepared batch (same scores)."""
+        now = self.clock()
+        batch = self.batch()
+        rows = batch.rows(names)
+        scores = self.scorer.score_batch(pod, batch, now, rows)
+        for code, count in enumerate(np.bincount(scores.reason, minlength=len(REASONS)).tolist()):
+            if count and REASONS[code] != REASON_OK:
+                self.metrics.fallbacks.labels(REASONS[code]).inc(count)
+        recommended = recommend_batch(names, scores)
+        self.metrics.recommendations.labels(self.mode).inc()
+
+        def nodes() -> list[NodeState]:
+            known = len(batch.names)
+            return [
+                batch.preps[row].state if row < known else NodeState(NodeInfo(name, Resources()))
+                for name, row in zip(names, rows.tolist(), strict=True)
+            ]
+
+        self._record(
+            Decision("prioritize", self.mode, now, pod, nodes, lambda: scores.results(names), recommended)
+        )
+        if self.mode == MODE_SHADOW:
+            return HostPriorityList(names, [to_extender_score(NEUTRAL_SCORE)] * len(names))
+        # to_extender_score() over the array: halves up, clamped to 0..10.
+        extender_scores = np.clip(
+            np.floor(scores.score * (MAX_EXTENDER_SCORE / 100.0) + 0.5), 0, MAX_EXTENDER_SCORE
+        ).astype(np.int64)
+        return HostPriorityList(names, extender_scores.tolist())
+
+    def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+        now = self.clock()
+        nodes = self.node_states(args)
+        failed = over_caps(
+            self.scorer, args.pod, nodes, now, self.power_caps_watts, self.default_power_cap_watts
+        )
+        if failed:
+            self.metrics.filtered.labels(self.mode).inc(len(failed))
+        self._record(Decision("filter", self.mode, now, args.pod, tuple(nodes), (), None, failed))
+        if self.mode == MODE_SHADOW:
+            failed = {}
+        result: dict[str, Any] = {
+            "Nodes": None,
+            "NodeNames": None,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": {},
+            "Error": "",
+        }
+        if args.node_names is not None:
+            result["NodeNames"] = [n for n in args.node_names if n not in failed]
+        else:
+            assert args.node_items is not None
+            result["Nodes"] = {
+                "apiVersion": "v1",
+                "kind": "NodeList",
+                "metadata": {},
+                "items": [
+                    item
+                    for item, info in zip(args.node_items, args.node_infos, strict=True)
+                    if info.name not in failed
+                ],
+            }
+        return result
+
+    def _record(self, decision: Decision) -> None:
+        try:
+            self.recorder.record(decision)
+        except Exception:  # recording must never fail a scheduling request
+            log.exception("decision recorder failed")
+
+    @property
+    def ready(self) -> bool:
+        return self.store.ready
+
+    def start(self) -> None:
+        self.store.start()
+        for start in self.on_start:
+            start()
+
+    def stop(self) -> None:
+        self.store.stop()
+        for close in self.on_stop:
+            try:
+                close()
+            except Exception:
+                log.exception("shutdown hook failed")

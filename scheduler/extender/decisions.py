@@ -1,0 +1,113 @@
+"""What the extender would have chosen: one `Decision` per call, and where decisions go."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+from typing import Protocol
+
+import numpy as np
+
+from scheduler.model import NodeState, PodInfo, ScoreResult
+from scheduler.scorer import REASON_OK, REASONS, BatchScores
+
+log = logging.getLogger(__name__)
+
+
+class Decision:
+    """One extender call as the decision collector needs it.
+
+    `nodes` and `results` may be built lazily (large batches): the first access pays for them,
+    so a recorder that only counts or samples decisions stays cheap on the request path.
+    """
+
+    def __init__(
+        self,
+        verb: str,
+        mode: str,
+        wall_time: float,
+        pod: PodInfo,
+        nodes: Sequence[NodeState] | Callable[[], Sequence[NodeState]],
+        results: Sequence[ScoreResult] | Callable[[], Sequence[ScoreResult]],
+        recommended: str | None,
+        failed: Mapping[str, str] | None = None,
+    ) -> None:
+        self.verb = verb  # "prioritize" | "filter"
+        self.mode = mode
+        self.wall_time = wall_time
+        self.pod = pod
+        self.recommended = recommended  # the energy-best node (prioritize)
+        self.failed: Mapping[str, str] = failed or {}  # filter: node → why it would fail
+        self._nodes = nodes
+        self._results = results
+
+    @cached_property
+    def nodes(self) -> tuple[NodeState, ...]:
+        return tuple(self._nodes() if callable(self._nodes) else self._nodes)
+
+    @cached_property
+    def results(self) -> tuple[ScoreResult, ...]:
+        """Energy scores (prioritize); empty for filter."""
+        return tuple(self._results() if callable(self._results) else self._results)
+
+
+class DecisionRecorder(Protocol):
+    """Where decisions go. Called on the request path: must be cheap and must not raise (the
+    decision collector's ExtenderRecorder only enqueues; a thread of its own does the work).
+    A recorder with a `stats()` method (counts by name) gets them exported in /metrics."""
+
+    def record(self, decision: Decision) -> None: ...
+
+
+class MemoryRecorder:
+    """Keeps the last `size` decisions in memory and logs each recommendation."""
+
+    def __init__(self, size: int = 1000) -> None:
+        self.decisions: deque[Decision] = deque(maxlen=size)
+
+    def record(self, decision: Decision) -> None:
+        self.decisions.append(decision)
+        if decision.verb == "prioritize":
+            log.info(
+                "%s %s: energy recommends %s",
+                decision.mode, decision.pod.key, decision.recommended,
+            )
+        elif decision.failed:
+            log.info(
+                "%s %s: power caps would exclude %s", decision.mode, decision.pod.key,
+                sorted(decision.failed),
+            )
+
+
+def recommend(results: Sequence[ScoreResult]) -> str | None:
+    """The best-scored node; ties go to the smaller ΔP, then the name (deterministic).
+    None when no node had usable telemetry: there is nothing to recommend on."""
+    if all(r.reason != REASON_OK for r in results):
+        return None
+    best: ScoreResult | None = None
+    for r in results:
+        if best is None:
+            best = r
+            continue
+        key = (-r.score, r.delta_watts if r.delta_watts is not None else float("inf"), r.node)
+        best_key = (
+            -best.score,
+            best.delta_watts if best.delta_watts is not None else float("inf"),
+            best.node,
+        )
+        if key < best_key:
+            best = r
+    return best.node if best is not None else None
+
+
+def recommend_batch(names: Sequence[str], scores: BatchScores) -> str | None:
+    """recommend() over batch scores: the same node, from arrays."""
+    ok = scores.reason == REASONS.index(REASON_OK)
+    if not ok.any():
+        return None
+    best = scores.score[ok].max()
+    tied = np.flatnonzero(ok & (scores.score == best))
+    deltas = scores.delta_watts
+    return min((float(deltas[i]), names[i]) for i in tied.tolist())[1]

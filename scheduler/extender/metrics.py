@@ -1,0 +1,127 @@
+"""The extender's Prometheus metrics: request counts and latency, fallbacks, recommendations,
+and collectors that read the store, the cluster view and the recorder at scrape time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from scheduler.telemetry.store import TelemetryStore
+
+LATENCY_BUCKETS_SECONDS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+)
+
+
+
+class _StoreCollector(Collector):
+    """Telemetry age per node and refresh errors, read from the store at scrape time."""
+
+    def __init__(self, store: TelemetryStore, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._clock = clock
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        ages = GaugeMetricFamily(
+            "kubejoule_scheduler_telemetry_age_seconds",
+            "Age of the newest telemetry sample the scheduler holds for each node.",
+            labels=["node"],
+        )
+        for node, age in sorted(self._store.ages(self._clock()).items()):
+            ages.add_metric([node], age)
+        yield ages
+        errors = GaugeMetricFamily(
+            "kubejoule_scheduler_telemetry_errors",
+            "Telemetry refresh errors since start, by source and kind.",
+            labels=["source", "kind"],
+        )
+        for (source, kind), count in sorted(self._store.errors.items()):
+            errors.add_metric([source, kind], count)
+        yield errors
+        ready = GaugeMetricFamily(
+            "kubejoule_scheduler_telemetry_ready", "1 once the first telemetry refresh is done."
+        )
+        ready.add_metric([], 1.0 if self._store.ready else 0.0)
+        yield ready
+
+
+class _ClusterCollector(Collector):
+    """Whether the cluster view (pods and nodes from watches) has synced, at scrape time."""
+
+    def __init__(self, synced: Callable[[], bool]) -> None:
+        self._synced = synced
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        synced = GaugeMetricFamily(
+            "kubejoule_extender_cluster_synced",
+            "1 once the pod and node watches have listed the cluster (pods bound since each "
+            "node's sample are counted from then on); absent without a cluster view.",
+        )
+        synced.add_metric([], 1.0 if self._synced() else 0.0)
+        yield synced
+
+
+class _RecorderCollector(Collector):
+    """A background recorder's counts (the decision collector's ExtenderRecorder), at scrape
+    time: decisions recorded, dropped because its queue was full, failed; its queue length."""
+
+    def __init__(self, stats: Callable[[], Mapping[str, int]]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self._stats()
+        decisions = CounterMetricFamily(
+            "kubejoule_extender_recorded_decisions",
+            "Decisions sent to the decision log, by result: recorded, dropped (the recorder's "
+            "queue was full: the request never waits for it) or failed.",
+            labels=["result"],
+        )
+        for result in ("recorded", "dropped", "failed"):
+            decisions.add_metric([result], float(stats.get(result, 0)))
+        yield decisions
+        queued = GaugeMetricFamily(
+            "kubejoule_extender_recorder_queue_length",
+            "Decisions waiting for the recorder thread.",
+        )
+        queued.add_metric([], float(stats.get("queued", 0)))
+        yield queued
+
+
+class ExtenderMetrics:
+    def __init__(self, store: TelemetryStore, clock: Callable[[], float]) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "kubejoule_extender_requests",
+            "Extender requests by verb and HTTP status code.",
+            ["verb", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "kubejoule_extender_request_duration_seconds",
+            "Time to answer an extender request (parsing, scoring, encoding).",
+            ["verb"],
+            buckets=LATENCY_BUCKETS_SECONDS,
+            registry=self.registry,
+        )
+        self.fallbacks = Counter(
+            "kubejoule_scheduler_fallbacks",
+            "Nodes scored neutral (50) for want of usable telemetry, by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.recommendations = Counter(
+            "kubejoule_scheduler_recommendations",
+            "Energy recommendations made, by mode.",
+            ["mode"],
+            registry=self.registry,
+        )
+        self.filtered = Counter(
+            "kubejoule_extender_filtered_nodes",
+            "Nodes a power cap excluded (active) or would have excluded (shadow), by mode.",
+            ["mode"],
+            registry=self.registry,
+        )
+        self.registry.register(_StoreCollector(store, clock))

@@ -1,0 +1,52 @@
+"""`kubejoule-scheduler run`: a standalone scheduler for pods that opt in with
+`spec.schedulerName: kubejoule-scheduler`.
+
+One pass per pod, as kube-scheduler does it:
+
+1. take the pod off the queue (`SchedulingQueue`);
+2. filter every node with kube-scheduler's default filters (`filters.py`), against the
+   requests of bound *and assumed* pods (`ClusterCache`);
+3. score the feasible nodes twice: with the energy scorer (the heuristic of `scorer.py`, or any
+   `Scorer`) and with kube-scheduler's default scoring (`kube_scoring.py`) — steps 2–4 are
+   `decide.py`, vectorized over the cache's node table;
+4. choose: `active` mode takes the energy-best node (ties broken by the default score, then at
+   random); `shadow` mode (the default) takes the node the default scoring picks and annotates
+   the pod with the energy recommendation (`kubejoule.io/recommended-node`, `kubejoule.io/scores`);
+5. assume the pod on that node and bind it through the Binding subresource (in a small pool of
+   binder threads, so the next pod is decided while the API answers); emit a `Scheduled` Event;
+   write the decision line (`collector.py`) and, later, its outcome line.
+
+When nothing fits, the pod gets a `FailedScheduling` Event with kube-scheduler's summary ("0/12
+nodes are available: 3 Insufficient cpu, …") and `PodScheduled=False`, reason `Unschedulable`,
+and waits for a cluster change or a timeout. API errors and conflicts back off and retry. A pod
+is never dropped. Only the leader (`leader.py`) takes pods off the queue; standbys keep their
+caches warm so a takeover is immediate.
+
+Modules: `settings` (StandaloneConfig), `binding` (the API calls, binder threads), `events`
+(Events and status patches in the background), `records` (decision lines), `loop` (the
+scheduler), `process` (`kubejoule-scheduler run`'s wiring).
+"""
+
+from scheduler.standalone.binding import ClusterApi, KubeClusterApi
+from scheduler.standalone.loop import StandaloneScheduler
+from scheduler.standalone.process import RunOptions, run_process
+from scheduler.standalone.settings import (
+    ANNOTATION_RECOMMENDED,
+    ANNOTATION_SCORES,
+    MODE_ACTIVE,
+    MODE_SHADOW,
+    StandaloneConfig,
+)
+
+__all__ = [
+    "ANNOTATION_RECOMMENDED",
+    "ANNOTATION_SCORES",
+    "MODE_ACTIVE",
+    "MODE_SHADOW",
+    "ClusterApi",
+    "KubeClusterApi",
+    "RunOptions",
+    "StandaloneConfig",
+    "StandaloneScheduler",
+    "run_process",
+]

@@ -1,0 +1,96 @@
+"""The API calls the scheduler makes, the binder threads, and the shadow-mode annotation."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, Protocol
+
+from scheduler import kube
+from scheduler.cluster_watch import KubeWatchApi, WatchApi
+from scheduler.decide import Decision
+from scheduler.model import PodInfo
+from scheduler.standalone.settings import (
+    ANNOTATED_SCORES,
+    ANNOTATION_RECOMMENDED,
+    ANNOTATION_SCORES,
+)
+
+
+class ClusterApi(WatchApi, Protocol):
+    """The API calls the scheduler makes; `KubeClusterApi` is the real one."""
+
+    def bind(self, pod: PodInfo, node: str) -> None: ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None: ...
+
+
+class KubeClusterApi(KubeWatchApi):
+    """ClusterApi over the Kubernetes API (scheduler/kube.py)."""
+
+    def bind(self, pod: PodInfo, node: str) -> None:
+        kube.bind_pod(self.api, pod.namespace, pod.name, pod.uid, node, self.timeout_seconds)
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return kube.get_pod(self.api, namespace, name, self.timeout_seconds)
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        kube.patch_pod(self.api, namespace, name, patch, self.timeout_seconds)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        kube.patch_pod_status(self.api, namespace, name, patch, self.timeout_seconds)
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        kube.create_event(self.api, namespace, event, self.timeout_seconds)
+
+
+def annotation_patch(decision: Decision) -> dict[str, Any]:
+    """Shadow mode's advice on the pod: the energy recommendation and the top scores."""
+    return {
+        "metadata": {
+            "annotations": {
+                ANNOTATION_RECOMMENDED: decision.recommended or "",
+                ANNOTATION_SCORES: json.dumps(
+                    decision.top_scores(ANNOTATED_SCORES), separators=(",", ":")
+                ),
+            }
+        }
+    }
+
+
+class BinderPool:
+    """Binding calls in a few threads, so the next pod is decided while the API answers; keeps
+    the bindings in flight so that `drain` can wait for every one of them."""
+
+    def __init__(self, workers: int) -> None:
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="scheduler-bind")
+        self._inflight: set[Future[str]] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, bind: Callable[..., str], *args: Any) -> None:
+        future = self._pool.submit(bind, *args)
+        with self._lock:
+            self._inflight.add(future)
+        future.add_done_callback(self._forget)
+
+    def _forget(self, future: Future[str]) -> None:
+        with self._lock:
+            self._inflight.discard(future)
+
+    def drain(self, timeout_seconds: float) -> None:
+        # Every binding in flight, not a no-op on one worker: with several binder threads a
+        # no-op can finish while another thread is still binding.
+        with self._lock:
+            pending = list(self._inflight)
+        wait(pending, timeout=timeout_seconds)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)

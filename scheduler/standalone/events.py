@@ -1,0 +1,124 @@
+"""Events (`Scheduled`, `FailedScheduling`) and `PodScheduled=False` status patches: side effects
+that must not slow placement down, sent by one background thread once started."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from scheduler import kube
+from scheduler.background import BackgroundQueue
+from scheduler.model import PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.standalone.binding import ClusterApi
+
+log = logging.getLogger(__name__)
+
+
+def _side_effect_failed(exc: Exception) -> None:
+    if isinstance(exc, kube.ApiError):
+        log.debug("event/status write failed: %s", exc)
+    else:
+        log.error("event/status write failed", exc_info=exc)
+
+
+def side_effects(size: int) -> BackgroundQueue[Callable[[], None]]:
+    """Events and status patches, sent by one background thread. Bounded: when the API is too
+    slow the oldest work is kept and new work is dropped (and counted), never the scheduler."""
+    return BackgroundQueue("scheduler-events", size, lambda work: work(), _side_effect_failed)
+
+
+def rfc3339(wall: float) -> str:
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class PodEvents:
+    """What the scheduler tells about a pod: Events, and the PodScheduled condition when the pod
+    cannot be placed (patched again only when the message changes). Inline until `start`."""
+
+    def __init__(
+        self,
+        api: ClusterApi,
+        component: str,
+        identity: str,
+        wall_clock: Callable[[], float],
+    ) -> None:
+        self.api = api
+        self.component = component
+        self.identity = identity
+        self._wall = wall_clock
+        self._seq = itertools.count()
+        self._queue: BackgroundQueue[Callable[[], None]] | None = None
+        self._unschedulable_messages: dict[str, str] = {}
+
+    def start(self, size: int) -> None:
+        self._queue = side_effects(size)
+
+    def drain(self, timeout_seconds: float) -> None:
+        if self._queue is not None:
+            self._queue.drain(timeout_seconds)
+
+    def stop(self) -> None:
+        if self._queue is not None:
+            self._queue.stop(2.0)
+            self._queue = None
+
+    def forget(self, key: str) -> None:
+        """The pod is placed or gone: a later failure is news again."""
+        self._unschedulable_messages.pop(key, None)
+
+    def unschedulable(self, pod: PodInfo, message: str) -> None:
+        self.event(pod, "Warning", "FailedScheduling", message)
+        if self._unschedulable_messages.get(pod.key) != message:
+            self._unschedulable_messages[pod.key] = message
+            condition = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(self._wall()),
+            }
+            patch = {"status": {"conditions": [condition]}}
+            self._submit(lambda: self.api.patch_pod_status(pod.namespace, pod.name, patch))
+
+    def event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
+        wall = self._wall()
+        name = f"{pod.name}.{time.time_ns():x}{next(self._seq):x}"
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": pod.namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "action": "Binding" if reason == "Scheduled" else "Scheduling",
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "reportingInstance": self.identity or self.component,
+            "firstTimestamp": rfc3339(wall),
+            "lastTimestamp": rfc3339(wall),
+            "count": 1,
+        }
+        self._submit(lambda: self.api.create_event(pod.namespace, event))
+
+    def _submit(self, work: Callable[[], None]) -> None:
+        if self._queue is not None:
+            self._queue.submit(work)
+        else:
+            try:
+                work()
+            except kube.ApiError as exc:
+                log.debug("event/status write failed: %s", exc)

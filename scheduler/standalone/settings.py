@@ -1,0 +1,44 @@
+"""The standalone scheduler's settings and constants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.decide import MODE_ACTIVE, MODE_SHADOW
+from scheduler.kube_scoring import LEAST_ALLOCATED
+
+__all__ = ["MODE_ACTIVE", "MODE_SHADOW", "MODES", "StandaloneConfig"]
+
+DEFAULT_SCHEDULER_NAME = "kubejoule-scheduler"
+MODES = (MODE_SHADOW, MODE_ACTIVE)
+ANNOTATION_RECOMMENDED = "kubejoule.io/recommended-node"
+ANNOTATION_SCORES = "kubejoule.io/scores"
+ANNOTATED_SCORES = 10  # top-N energy scores in the annotation (annotations are size-limited)
+
+GIL_SWITCH_INTERVAL_SECONDS = 0.0005
+
+RESULT_SCHEDULED = "scheduled"
+RESULT_UNSCHEDULABLE = "unschedulable"
+RESULT_ERROR = "error"
+RESULT_SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class StandaloneConfig:
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    mode: str = MODE_SHADOW  # shadow | active
+    fit_strategy: str = LEAST_ALLOCATED  # the default scoring's NodeResourcesFit strategy
+    annotate: bool = True  # shadow mode: write the recommendation on the pod
+    initial_backoff_seconds: float = 1.0  # kube-scheduler's podInitialBackoffSeconds
+    max_backoff_seconds: float = 10.0  # kube-scheduler's podMaxBackoffSeconds
+    unschedulable_retry_seconds: float = 60.0  # retry a parked pod at least this often
+    bind_workers: int = 4  # concurrent binding calls (0: bind inline)
+    api_timeout_seconds: float = 10.0
+    watch_timeout_seconds: int = 300
+    seed: int | None = None  # tie-breaking randomness (None: unpredictable)
+    event_queue_size: int = 10000  # Events and status patches waiting to be sent
+    reference_decisions: bool = False  # per-node Python decisions instead of vectorized ones
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")

@@ -1,0 +1,164 @@
+"""Telemetry sources: the agents scraped directly, a Prometheus HTTP API, metrics-server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from scheduler.model import NodeTelemetry, parse_quantity
+from scheduler.telemetry.discovery import cores_from_nodes
+from scheduler.telemetry.exposition import (
+    M_CURVE,
+    M_POD_POWER,
+    M_POWER,
+    M_TIMESTAMP,
+    M_UTILIZATION,
+    SeriesFolder,
+    parse_agent_metrics,
+)
+from scheduler.telemetry.samples import FetchResult, NodeSample
+
+
+class AgentScrapeSource:
+    """Scrapes every agent's /metrics in parallel."""
+
+    def __init__(
+        self,
+        targets: Callable[[], Mapping[str, str]],
+        timeout_seconds: float = 2.0,
+        max_workers: int = 16,
+        name: str = "agents",
+    ) -> None:
+        self.name = name
+        self._targets = targets
+        self._timeout = timeout_seconds
+        self._max_workers = max_workers
+        self._client = httpx.Client(timeout=timeout_seconds)
+
+    def _scrape(self, node: str, url: str) -> FetchResult:
+        try:
+            response = self._client.get(url)
+            response.raise_for_status()
+            result = parse_agent_metrics(response.text, self.name)
+        except (httpx.HTTPError, ValueError) as exc:
+            return FetchResult(errors=[("scrape", f"{node} {url}: {exc}")])
+        # An agent speaks for its own node; series for other nodes are not trusted from it.
+        if node in result.samples:
+            result.samples = {node: result.samples[node]}
+        elif result.samples:
+            result.errors.append(("node_mismatch", f"{url} reports {sorted(result.samples)}"))
+            result.samples = {}
+        return result
+
+    def fetch(self) -> FetchResult:
+        targets = dict(self._targets())
+        merged = FetchResult()
+        if not targets:
+            return merged
+        workers = max(1, min(self._max_workers, len(targets)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scrape") as pool:
+            for result in pool.map(lambda item: self._scrape(*item), targets.items()):
+                merged.samples.update(result.samples)
+                merged.errors.extend(result.errors)
+        return merged
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class PrometheusSource:
+    """Reads the agents' series from a Prometheus HTTP API (`/api/v1/query`)."""
+
+    name = "prometheus"
+
+    QUERIES: tuple[str, ...] = (M_POWER, M_UTILIZATION, M_CURVE, M_TIMESTAMP, M_POD_POWER)
+
+    def __init__(self, url: str, timeout_seconds: float = 5.0) -> None:
+        self._base = url.rstrip("/")
+        self._client = httpx.Client(timeout=timeout_seconds)
+
+    def _query(self, promql: str) -> list[dict[str, Any]]:
+        response = self._client.get(f"{self._base}/api/v1/query", params={"query": promql})
+        response.raise_for_status()
+        body = response.json()
+        if body.get("status") != "success":
+            raise ValueError(f"prometheus: {body.get('error') or body}")
+        data = body.get("data") or {}
+        if data.get("resultType") != "vector":
+            raise ValueError(f"prometheus: expected a vector, got {data.get('resultType')}")
+        return list(data.get("result") or [])
+
+    def fetch(self) -> FetchResult:
+        collector = SeriesFolder()
+        errors: list[tuple[str, str]] = []
+        for metric in self.QUERIES:
+            try:
+                series = self._query(metric)
+            except (httpx.HTTPError, ValueError) as exc:
+                errors.append(("prometheus", f"{metric}: {exc}"))
+                continue
+            # Newest timestamp last, so that the freshest duplicate (two jobs, a restart) wins.
+            for item in sorted(series, key=lambda s: float(s["value"][0])):
+                labels = item.get("metric") or {}
+                collector.add(metric, labels, float(item["value"][1]))
+        result = collector.samples(self.name)
+        result.errors[:0] = errors
+        return result
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def parse_rfc3339(value: str) -> float:
+    """`2024-05-01T12:00:00Z` → wall-clock seconds."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def samples_from_node_metrics(
+    items: Iterable[Mapping[str, Any]], cores: Mapping[str, float], source_name: str = "metrics-server"
+) -> FetchResult:
+    """Utilization from metrics.k8s.io NodeMetrics: usage.cpu over the node's cores."""
+    result = FetchResult()
+    for item in items:
+        node = (item.get("metadata") or {}).get("name")
+        usage = (item.get("usage") or {}).get("cpu")
+        stamp = item.get("timestamp")
+        node_cores = cores.get(node or "")
+        if not node or usage is None or not stamp:
+            continue
+        if not node_cores:
+            result.errors.append(("no_capacity", str(node)))
+            continue
+        try:
+            used_cores = parse_quantity(usage)
+            sample_time = parse_rfc3339(str(stamp))
+        except ValueError as exc:
+            result.errors.append(("metrics_server", f"{node}: {exc}"))
+            continue
+        telemetry = NodeTelemetry(
+            node=node,
+            sample_time=sample_time,
+            utilization=min(1.0, max(0.0, used_cores / node_cores)),
+            cores=node_cores,
+        )
+        result.samples[node] = NodeSample(telemetry, None, source_name)
+    return result
+
+
+class MetricsServerSource:
+    """Node utilization from metrics.k8s.io (no watts); cores from the Node objects."""
+
+    name = "metrics-server"
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def fetch(self) -> FetchResult:
+        from scheduler import kube
+
+        cores = cores_from_nodes(kube.list_nodes_json(self._api))
+        return samples_from_node_metrics(kube.list_node_metrics(self._api), cores, self.name)
