@@ -1,7 +1,10 @@
-"""The benchmark harness: every policy × seed on one cluster and trace, against the oracle bound.
+"""The benchmark harness: every policy × expander × seed on one cluster and trace, against the
+oracle bound.
 
-Seeds drive the policies' random tie-breaking only; the trace is the same for every run.
-Per policy the results are means over seeds:
+Seeds drive the policies' random tie-breaking (and the autoscaler's random expander and its
+tie-breaking); the trace is the same for every run. Results are keyed `POLICY` when one expander
+(or none: no autoscaler) is run and `POLICY@EXPANDER` otherwise. Per key the results are means
+over seeds:
 
 * `energy_kwh`: cluster energy from t = 0 until the run's last pod finishes;
 * `energy_vs_default_pct`: `100 × (E − E_default) / E_default` (negative = saves energy);
@@ -10,7 +13,13 @@ Per policy the results are means over seeds:
 * `unschedulable`: pods that found no feasible node at least once (they waited and were
   retried); `never_scheduled`: pods that never ran;
 * `gap_closed_pct`: `100 × (E_default − E) / (E_default − E_oracle)`, the share of the largest
-  possible saving the policy achieved (`rl/oracle.py`).
+  possible saving the policy achieved (`rl/oracle.py`);
+* `pending_seconds_mean`, `pending_seconds_p99`: per pod, arrival to (first) start;
+* `boots`, `scale_ups` (autoscaler scale-up decisions), `scale_downs` (nodes it powered off),
+  `restarted_pods` (drained by scale-down, restarted from scratch).
+
+"default" is the run keyed `default` or, with several expanders, `default@random` (else the
+first `default@…`): kube-scheduler as shipped with cluster-autoscaler as shipped.
 """
 
 from __future__ import annotations
@@ -18,13 +27,15 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rl.autoscaler import AutoscalerModel
 from rl.oracle import OracleBound, oracle_bound
 from rl.policies import make_policy
 from rl.progress import ProgressBar
-from rl.scenario import NodeSpec, PodSpec
+from rl.sampling import TelemetryModel
+from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulator import PowerOffModel, SimResult, Simulation
 
 SCHEMA = "kubejoule.rl-benchmark/v1"
@@ -51,10 +62,16 @@ class RunSummary:
     never_scheduled: int
     boots: int
     end_s: float
+    pending_mean_s: float | None = None
+    pending_p99_s: float | None = None
+    scale_ups: int = 0
+    scale_downs: int = 0
+    restarted_pods: int = 0
 
     @classmethod
     def of(cls, policy: str, seed: int, result: SimResult) -> RunSummary:
         slowdowns = [100.0 * s for s in result.slowdowns()]
+        pending = result.pending_seconds()
         return cls(
             policy=policy,
             seed=seed,
@@ -65,6 +82,11 @@ class RunSummary:
             never_scheduled=result.never_scheduled,
             boots=result.boots,
             end_s=result.end_s,
+            pending_mean_s=sum(pending) / len(pending) if pending else None,
+            pending_p99_s=percentile_nearest_rank(pending, 99.0),
+            scale_ups=result.scale_ups,
+            scale_downs=result.scale_downs,
+            restarted_pods=result.restarted_pods,
         )
 
 
@@ -82,6 +104,28 @@ class BenchmarkResult:
         return sum(r.energy_joules for r in runs) / len(runs)
 
 
+@dataclass(frozen=True)
+class ClusterModel:
+    """How the cluster behaves besides its nodes and trace (see rl/simulator.py)."""
+
+    power_off: PowerOffModel | None = None  # the visible-power-off ablation
+    autoscaler: AutoscalerModel | None = None
+    daemonsets: tuple[DaemonSetSpec, ...] = ()
+    telemetry: TelemetryModel | None = None  # None: perfect telemetry (ablation)
+
+    @property
+    def daemon_cores(self) -> float:
+        return sum(d.cpu_usage for d in self.daemonsets)
+
+    def policy_power_off(self) -> PowerOffModel | None:
+        """What policies are told about power-off: nodes are powered off when empty (the
+        energy scorer's consolidation switch) under the autoscaler and in the ablation."""
+        if self.autoscaler is not None:
+            a = self.autoscaler
+            return PowerOffModel(a.scale_down_unneeded_s, a.boot_seconds, a.boot_joules)
+        return self.power_off
+
+
 def run_once(
     nodes: Sequence[NodeSpec],
     pods: Sequence[PodSpec],
@@ -90,20 +134,58 @@ def run_once(
     power_off: PowerOffModel | None = None,
     progress: ProgressBar | None = None,
     record_timeline: bool = False,
+    cluster: ClusterModel | None = None,
+    label: str | None = None,
 ) -> SimResult:
     """One simulation of `policy_name` with tie-breaking seeded by `seed`."""
-    sim = Simulation(nodes, pods, power_off, record_timeline=record_timeline)
-    policy = make_policy(policy_name, nodes, power_off)
+    if cluster is None:
+        cluster = ClusterModel(power_off=power_off)
+    sim = Simulation(
+        nodes,
+        pods,
+        cluster.power_off,
+        record_timeline=record_timeline,
+        autoscaler=cluster.autoscaler,
+        daemonsets=cluster.daemonsets,
+        telemetry=cluster.telemetry,
+        rng=random.Random(f"autoscaler-{seed}"),
+    )
+    policy = make_policy(policy_name, nodes, cluster.policy_power_off())
     policy.reset(sim.specs, random.Random(seed))
+    label = label or policy_name
     decisions = 0
     while (decision := sim.next_decision()) is not None:
         sim.place(policy.choose(decision.info, decision.feasible, decision.now))
         decisions += 1
         if progress is not None and decisions % PROGRESS_EVERY_DECISIONS == 0:
-            progress.advance(PROGRESS_EVERY_DECISIONS, f"{policy_name} seed {seed}")
+            progress.advance(PROGRESS_EVERY_DECISIONS, f"{label} seed {seed}")
     if progress is not None:
-        progress.advance(decisions % PROGRESS_EVERY_DECISIONS, f"{policy_name} seed {seed}")
+        progress.advance(decisions % PROGRESS_EVERY_DECISIONS, f"{label} seed {seed}")
     return sim.result()
+
+
+def result_keys(policies: Sequence[str], expanders: Sequence[str]) -> list[tuple[str, str | None, str]]:
+    """(policy, expander, results key) for every run: `POLICY` with at most one expander,
+    `POLICY@EXPANDER` otherwise."""
+    if len(expanders) <= 1:
+        expander = expanders[0] if expanders else None
+        return [(p, expander, p) for p in policies]
+    return [(p, e, f"{p}@{e}") for p in policies for e in expanders]
+
+
+def oracle_for(nodes: Sequence[NodeSpec], pods: Sequence[PodSpec], cluster: ClusterModel) -> OracleBound:
+    boot_seconds, boot_joules = 120.0, None
+    model = cluster.autoscaler or cluster.power_off
+    if model is not None:
+        boot_seconds, boot_joules = model.boot_seconds, model.boot_joules
+    return oracle_bound(
+        nodes,
+        pods,
+        model is not None,
+        daemon_cores=cluster.daemon_cores,
+        boot_seconds=boot_seconds,
+        boot_joules=boot_joules,
+    )
 
 
 def run_benchmark(
@@ -113,31 +195,51 @@ def run_benchmark(
     seeds: int = 1,
     power_off: PowerOffModel | None = None,
     show_progress: bool = False,
+    cluster: ClusterModel | None = None,
+    expanders: Sequence[str] = (),
 ) -> BenchmarkResult:
+    """Every policy (× expander, under the autoscaler) × seed."""
     if seeds < 1:
         raise ValueError("seeds must be >= 1")
+    if cluster is None:
+        cluster = ClusterModel(power_off=power_off)
+    if expanders and cluster.autoscaler is None:
+        raise ValueError("expanders need the autoscaler")
+    if cluster.autoscaler is not None and not expanders:
+        expanders = (cluster.autoscaler.expander,)
+    runs = result_keys(policies, expanders)
     for name in policies:  # fail before hours of simulation, not after
-        make_policy(name, nodes, power_off)
-    bound = oracle_bound(nodes, pods, power_off is not None)
-    result = BenchmarkResult(list(policies), seeds, bound)
-    progress = (
-        ProgressBar(len(policies) * seeds * len(pods), "benchmark") if show_progress else None
-    )
-    for name in policies:
-        result.runs[name] = []
+        make_policy(name, nodes, cluster.policy_power_off())
+    models = {e: replace(cluster, autoscaler=replace(cluster.autoscaler, expander=e)) for e in expanders if cluster.autoscaler}
+    bound = oracle_for(nodes, pods, cluster)
+    result = BenchmarkResult([key for _, _, key in runs], seeds, bound)
+    progress = ProgressBar(len(runs) * seeds * len(pods), "benchmark") if show_progress else None
+    for name, expander, key in runs:
+        result.runs[key] = []
+        model = models[expander] if expander is not None else cluster
         for seed in range(seeds):
             sim_result = run_once(
-                nodes, pods, name, seed, power_off, progress, record_timeline=seed == 0
+                nodes, pods, name, seed, None, progress,
+                record_timeline=seed == 0, cluster=model, label=key,
             )
-            result.runs[name].append(RunSummary.of(name, seed, sim_result))
+            result.runs[key].append(RunSummary.of(key, seed, sim_result))
             if seed == 0:
-                result.timelines[name] = sim_result.timeline
+                result.timelines[key] = sim_result.timeline
             if progress is not None:
                 # Pods that never got a decision still count as done for the bar.
                 progress.advance(sim_result.never_scheduled)
     if progress is not None:
         progress.close()
     return result
+
+
+def baseline_key(keys: Sequence[str]) -> str | None:
+    """The run energy is compared with (module docstring)."""
+    if "default" in keys:
+        return "default"
+    if "default@random" in keys:
+        return "default@random"
+    return next((k for k in keys if k.startswith("default@")), None)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -152,7 +254,8 @@ def _round(value: float | None, digits: int = 4) -> float | None:
 def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results document (see the module docstring for every field)."""
     oracle_j = result.oracle.energy_joules
-    default_j = result.mean_energy_joules("default") if "default" in result.runs else None
+    baseline = baseline_key(result.policies)
+    default_j = result.mean_energy_joules(baseline) if baseline is not None else None
     policies: dict[str, Any] = {}
     for name in result.policies:
         runs = result.runs[name]
@@ -171,6 +274,11 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
             "gap_closed_pct": _round(gap, 2),
             "never_scheduled": _round(_mean([float(r.never_scheduled) for r in runs]), 2),
             "boots": _round(_mean([float(r.boots) for r in runs]), 2),
+            "pending_seconds_mean": _round(_mean([r.pending_mean_s for r in runs]), 3),
+            "pending_seconds_p99": _round(_mean([r.pending_p99_s for r in runs]), 3),
+            "scale_ups": _round(_mean([float(r.scale_ups) for r in runs]), 2),
+            "scale_downs": _round(_mean([float(r.scale_downs) for r in runs]), 2),
+            "restarted_pods": _round(_mean([float(r.restarted_pods) for r in runs]), 2),
             "below_oracle": any(r.energy_joules < oracle_j for r in runs),
             "runs": [
                 {
@@ -182,6 +290,11 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
                     "never_scheduled": r.never_scheduled,
                     "boots": r.boots,
                     "end_s": _round(r.end_s, 3),
+                    "pending_seconds_mean": _round(r.pending_mean_s, 3),
+                    "pending_seconds_p99": _round(r.pending_p99_s, 3),
+                    "scale_ups": r.scale_ups,
+                    "scale_downs": r.scale_downs,
+                    "restarted_pods": r.restarted_pods,
                 }
                 for r in runs
             ],
@@ -191,9 +304,11 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
         "schema": SCHEMA,
         "scenario": scenario or {},
         "seeds": result.seeds,
+        "baseline": baseline,
         "units": {
             "energy": "kWh",
             "slowdown": "percent: 100 × ((finish − submit) / duration − 1) per pod",
+            "pending": "seconds from arrival to (first) start, per pod",
         },
         "policies": policies,
         "oracle": {
@@ -211,18 +326,21 @@ def _cell(value: Any, fmt: str) -> str:
 
 
 def format_table(document: dict[str, Any]) -> str:
-    """A Markdown table of a results document (policies in run order, then the oracle)."""
+    """A Markdown table of a results document (runs in order, then the oracle)."""
     lines = [
-        "| policy | energy kWh | vs default | slowdown mean % | slowdown p99 % | unschedulable | gap closed |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| policy | energy kWh | vs default | slowdown mean % | slowdown p99 % | pending p99 s "
+        "| boots | never scheduled | gap closed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in document["policies"].items():
+        vs, gap = row["energy_vs_default_pct"], row["gap_closed_pct"]
         lines.append(
             f"| {name} | {_cell(row['energy_kwh'], '.2f')} | "
-            f"{_cell(row['energy_vs_default_pct'], '+.1f')}{'' if row['energy_vs_default_pct'] is None else ' %'} | "
+            f"{_cell(vs, '+.1f')}{'' if vs is None else ' %'} | "
             f"{_cell(row['slowdown_mean'], '.2f')} | {_cell(row['slowdown_p99'], '.2f')} | "
-            f"{_cell(row['unschedulable'], 'g')} | "
-            f"{_cell(row['gap_closed_pct'], '.1f')}{'' if row['gap_closed_pct'] is None else ' %'} |"
+            f"{_cell(row['pending_seconds_p99'], '.0f')} | {_cell(row['boots'], 'g')} | "
+            f"{_cell(row['never_scheduled'], 'g')} | "
+            f"{_cell(gap, '.1f')}{'' if gap is None else ' %'} |"
         )
-    lines.append(f"| oracle bound | {document['oracle']['energy_kwh']:.2f} | | | | | 100 % |")
+    lines.append(f"| oracle bound | {document['oracle']['energy_kwh']:.2f} | | | | | | | 100 % |")
     return "\n".join(lines)

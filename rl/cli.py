@@ -1,9 +1,13 @@
 """`kubejoule-rl`: the cluster energy simulator's command line.
 
 kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
-                       [--power-off-after S] [--boot-seconds S] [--boot-joules J]
+                       [--autoscaler [--expanders random,least-waste,...] [--scan-interval S]
+                        [--scale-down-unneeded S] [--scale-down-utilization-threshold F]]
+                       [--power-off-visible | --power-off-after S]
+                       [--boot-seconds S] [--boot-joules J] [--daemonsets FILE]
+                       [--sample-seconds S | --perfect-telemetry]
                        --out results.json [--plot results.png]
-kubejoule-rl benchmark --scenario heterogeneous-poweroff --out results.json
+kubejoule-rl benchmark --scenario heterogeneous-autoscaler --out results.json
 kubejoule-rl trace --out trace.csv [--family diurnal|batch-services|bursts] [--hours H] [--seed S] ...
 kubejoule-rl gate --candidate PATH|POLICY [--baseline heuristic] --heldout DIR --out gate.json
                   [--report gate.md]
@@ -21,12 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from rl import gate_run
-from rl.benchmark import format_table, results_json, run_benchmark
+from rl.autoscaler import EXPANDERS, AutoscalerModel
+from rl.benchmark import ClusterModel, format_table, results_json, run_benchmark
 from rl.policies import BUILTIN_POLICIES
+from rl.sampling import TelemetryModel
 from rl.scenario import (
+    DEFAULT_DAEMONSETS_FILE,
     SCENARIOS,
+    Scenario,
     ScenarioError,
     format_trace,
+    load_daemonsets,
     load_node_groups,
     load_trace,
     scenario_path,
@@ -52,16 +61,68 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--seeds", type=int, default=3, help="tie-breaking seeds per policy")
     bench.add_argument(
+        "--autoscaler",
+        action="store_true",
+        default=None,
+        help="cluster-autoscaler semantics: only powered-on nodes are candidates, Pending pods "
+        "make the autoscaler boot nodes, unneeded nodes power off",
+    )
+    bench.add_argument(
+        "--expanders",
+        help=f"comma-separated autoscaler expanders, one run each ({', '.join(EXPANDERS)}; "
+        "default random)",
+    )
+    bench.add_argument("--scan-interval", type=float, metavar="SECONDS", help="autoscaler scan period (10)")
+    bench.add_argument(
+        "--scale-down-unneeded",
+        type=float,
+        metavar="SECONDS",
+        help="a node without non-DaemonSet pods this long powers off (600)",
+    )
+    bench.add_argument(
+        "--scale-down-utilization-threshold",
+        type=float,
+        metavar="FRACTION",
+        help="also drain nodes whose requests stay below this share and whose pods fit elsewhere "
+        "(default: off)",
+    )
+    bench.add_argument(
+        "--power-off-visible",
+        action="store_true",
+        help="ABLATION, the old model: powered-off nodes stay candidates and placing a pod on "
+        "one boots it; a node empty for --scale-down-unneeded seconds powers off",
+    )
+    bench.add_argument(
         "--power-off-after",
         type=float,
         metavar="SECONDS",
-        help="power a node off after it has been empty this long (default: never)",
+        help="the --power-off-visible ablation with this empty time",
     )
     bench.add_argument("--boot-seconds", type=float, help="boot time of a powered-off node (120)")
     bench.add_argument(
         "--boot-joules",
         type=float,
         help="energy of one boot (default: boot seconds × the node's full-load watts)",
+    )
+    bench.add_argument(
+        "--daemonsets",
+        metavar="FILE",
+        help="DaemonSet pods on every powered-on node, YAML (default: the bundled "
+        f"{DEFAULT_DAEMONSETS_FILE}: our agent, kube-proxy, a CNI; a file with [] for none)",
+    )
+    bench.add_argument(
+        "--sample-seconds",
+        type=float,
+        help="policies see the agents' samples taken this often, as of the telemetry store's "
+        "last refresh (default 5)",
+    )
+    bench.add_argument(
+        "--refresh-seconds", type=float, help="the telemetry store's refresh period (default 5)"
+    )
+    bench.add_argument(
+        "--perfect-telemetry",
+        action="store_true",
+        help="ABLATION: policies see every node's instantaneous state",
     )
     bench.add_argument("--out", required=True, help="results JSON path")
     bench.add_argument("--plot", help="PNG path for the power-over-time and energy plots")
@@ -89,41 +150,94 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _usage(message: str) -> int:
+    print(f"kubejoule-rl: {message}", file=sys.stderr)
+    return 2
+
+
+def _cluster_model(args: argparse.Namespace, scenario: Scenario | None) -> ClusterModel:
+    """The power regime, DaemonSets and telemetry from the options, the scenario's defaults
+    filling what the options leave out. ValueError/ScenarioError/OSError on bad input."""
+
+    def pick(value: Any, field: str, default: Any) -> Any:
+        if value is not None:
+            return value
+        return getattr(scenario, field) if scenario is not None else default
+
+    boot_seconds = pick(args.boot_seconds, "boot_seconds", 120.0)
+    boot_joules = pick(args.boot_joules, "boot_joules", None)
+    unneeded = pick(args.scale_down_unneeded, "scale_down_unneeded_s", 600.0)
+    autoscaler_on = pick(args.autoscaler, "autoscaler", False)
+    visible_after = args.power_off_after
+    if args.power_off_visible:
+        visible_after = unneeded if visible_after is None else visible_after
+    if visible_after is None and not autoscaler_on and not args.power_off_visible:
+        visible_after = scenario.power_off_after_s if scenario is not None else None
+    if visible_after is not None and autoscaler_on and (args.power_off_visible or args.power_off_after is not None):
+        autoscaler_on = False  # the ablation asked for explicitly replaces the scenario's autoscaler
+    power_off = autoscaler = None
+    if autoscaler_on:
+        autoscaler = AutoscalerModel(
+            scan_interval_s=pick(args.scan_interval, "scan_interval_s", 10.0),
+            boot_seconds=boot_seconds,
+            boot_joules=boot_joules,
+            scale_down_unneeded_s=unneeded,
+            utilization_threshold=args.scale_down_utilization_threshold,
+        )
+    elif visible_after is not None:
+        power_off = PowerOffModel(visible_after, boot_seconds, boot_joules)
+    daemonsets_file = args.daemonsets or str(
+        scenario_path(scenario.daemonsets_file if scenario is not None else DEFAULT_DAEMONSETS_FILE)
+    )
+    telemetry = None
+    if not args.perfect_telemetry:
+        telemetry = TelemetryModel(
+            sample_seconds=args.sample_seconds or 5.0, refresh_seconds=args.refresh_seconds or 5.0
+        )
+    return ClusterModel(
+        power_off=power_off,
+        autoscaler=autoscaler,
+        daemonsets=tuple(load_daemonsets(daemonsets_file)),
+        telemetry=telemetry,
+    )
+
+
 def _benchmark(args: argparse.Namespace) -> int:
     scenario = SCENARIOS.get(args.scenario) if args.scenario else None
     nodes_file = args.nodes or (str(scenario_path(scenario.nodes_file)) if scenario else None)
     trace_file = args.trace or (str(scenario_path(scenario.trace_file)) if scenario else None)
     if not nodes_file or not trace_file:
-        print("kubejoule-rl: give --scenario, or both --nodes and --trace", file=sys.stderr)
-        return 2
-    power_off_after = args.power_off_after
-    boot_seconds = args.boot_seconds
-    boot_joules = args.boot_joules
-    if scenario is not None:
-        if power_off_after is None:
-            power_off_after = scenario.power_off_after_s
-        if boot_seconds is None:
-            boot_seconds = scenario.boot_seconds
-        if boot_joules is None:
-            boot_joules = scenario.boot_joules
-    power_off = None
-    if power_off_after is not None:
-        power_off = PowerOffModel(
-            power_off_after, 120.0 if boot_seconds is None else boot_seconds, boot_joules
-        )
+        return _usage("give --scenario, or both --nodes and --trace")
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not policies:
-        print("kubejoule-rl: --policies is empty", file=sys.stderr)
-        return 2
+        return _usage("--policies is empty")
+    expanders = [e.strip() for e in (args.expanders or "").split(",") if e.strip()]
+    if args.power_off_visible and args.autoscaler:
+        return _usage("--power-off-visible is an ablation of --autoscaler: give one of them")
     try:
+        cluster = _cluster_model(args, scenario)
+        if expanders and cluster.autoscaler is None:
+            return _usage("--expanders needs --autoscaler")
+        if cluster.autoscaler is not None and not expanders:
+            expanders = [cluster.autoscaler.expander]
+        for expander in expanders:
+            if expander not in EXPANDERS:
+                return _usage(f"unknown expander {expander!r}; known: {', '.join(EXPANDERS)}")
         nodes = load_node_groups(nodes_file)
         pods = load_trace(trace_file)
         result = run_benchmark(
-            nodes, pods, policies, args.seeds, power_off, show_progress=not args.no_progress
+            nodes,
+            pods,
+            policies,
+            args.seeds,
+            show_progress=not args.no_progress,
+            cluster=cluster,
+            expanders=expanders,
         )
     except (ScenarioError, ValueError, OSError) as exc:
-        print(f"kubejoule-rl: {exc}", file=sys.stderr)
-        return 2
+        return _usage(str(exc))
+    power_off, autoscaler = cluster.power_off, cluster.autoscaler
+    boot = autoscaler or power_off
     description = {
         "name": scenario.name if scenario else None,
         "nodes_file": nodes_file,
@@ -131,9 +245,28 @@ def _benchmark(args: argparse.Namespace) -> int:
         "nodes": len(nodes),
         "cpu_cores": sum(n.cpu_cores for n in nodes),
         "pods": len(pods),
-        "power_off_after_s": power_off.after_seconds if power_off else None,
-        "boot_seconds": power_off.boot_seconds if power_off else None,
-        "boot_joules": power_off.boot_joules if power_off else None,
+        "autoscaler": (
+            {
+                "scan_interval_s": autoscaler.scan_interval_s,
+                "scale_down_unneeded_s": autoscaler.scale_down_unneeded_s,
+                "scale_down_utilization_threshold": autoscaler.utilization_threshold,
+                "expanders": expanders,
+            }
+            if autoscaler
+            else None
+        ),
+        "power_off_visible_after_s": power_off.after_seconds if power_off else None,
+        "boot_seconds": boot.boot_seconds if boot else None,
+        "boot_joules": boot.boot_joules if boot else None,
+        "daemonsets": [d.name for d in cluster.daemonsets],
+        "telemetry": (
+            {
+                "sample_seconds": cluster.telemetry.sample_seconds,
+                "refresh_seconds": cluster.telemetry.refresh_seconds,
+            }
+            if cluster.telemetry
+            else "perfect"
+        ),
     }
     document = results_json(result, description)
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
@@ -170,11 +303,12 @@ def _scenarios() -> int:
     for s in SCENARIOS.values():
         nodes = load_node_groups(scenario_path(s.nodes_file))
         pods = load_trace(scenario_path(s.trace_file))
-        power = (
-            f"power-off after {s.power_off_after_s:g} s, boot {s.boot_seconds:g} s"
-            if s.power_off_after_s is not None
-            else "always on"
-        )
+        if s.autoscaler:
+            power = f"autoscaler, scale-down after {s.scale_down_unneeded_s:g} s, boot {s.boot_seconds:g} s"
+        elif s.power_off_after_s is not None:
+            power = f"visible power-off after {s.power_off_after_s:g} s, boot {s.boot_seconds:g} s"
+        else:
+            power = "always on"
         size = f"{len(nodes)} nodes, {sum(n.cpu_cores for n in nodes):g} CPUs, {len(pods)} pods"
         print(f"{s.name}: {s.description} [{size}; {s.nodes_file}, {s.trace_file}; {power}]")
     return 0

@@ -10,6 +10,14 @@ Node groups, as DESIGN.md specifies — a YAML list of
       # or   power: {points: [66, 107, 120, ...]}                    # 11 watts values, 0%..100%
       max_pods: 110        # optional, kubelet's default
       source: "..."        # optional free text: where the curve comes from
+      min_count: 1         # optional, under --autoscaler: nodes that are always on (default 0)
+      initial_count: 2     # optional: nodes on at t = 0 (default min_count)
+      standby_watts: 4     # optional: drawn while powered off (BMC, PSU standby; default 0)
+      priority: 10         # optional: the `priority` expander prefers higher (default: file
+                           # order, the first group highest)
+
+`count` is the group's maximum size. DaemonSets (`load_daemonsets`): a YAML list of
+`{name, cpu_request, cpu_usage, mem_request_gib}` run on every powered-on node.
 
 Trace: CSV with the header `submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage`, optionally
 followed by `owner_kind` (Job, ReplicaSet, StatefulSet, …; empty for a bare pod) and/or `priority`
@@ -48,6 +56,22 @@ class NodeSpec:
     memory_gib: float
     curve: PowerCurve
     max_pods: int = DEFAULT_MAX_PODS
+    ordinal: int = 0  # position within its group (nodes 0 … min_count − 1 never power off)
+    min_count: int = 0  # the group's min_count (cluster-autoscaler's minimum size)
+    initial_count: int | None = None  # the group's nodes on at t = 0 (None: min_count)
+    standby_watts: float = 0.0  # drawn while powered off
+    priority: int = 0  # the group's priority for the `priority` expander (higher wins)
+
+    @property
+    def always_on(self) -> bool:
+        """Below the group's min_count: never powered off."""
+        return self.ordinal < self.min_count
+
+    @property
+    def initially_on(self) -> bool:
+        """On at t = 0 under autoscaler semantics."""
+        initial = self.min_count if self.initial_count is None else self.initial_count
+        return self.ordinal < initial
 
     def node_info(self) -> NodeInfo:
         return NodeInfo(
@@ -137,11 +161,33 @@ def parse_node_groups(data: Any) -> list[NodeSpec]:
         if any(b < a for a, b in zip(points, points[1:], strict=False)) or points[0] < 0:
             raise ScenarioError(f"node group {name}: power must not fall as load rises")
         max_pods = int(group.get("max_pods", DEFAULT_MAX_PODS))
+        min_count = _count(group, "min_count", name, 0, count)
+        initial = _count(group, "initial_count", name, min_count, count)
+        if initial < min_count:
+            raise ScenarioError(f"node group {name}: initial_count must be >= min_count")
+        standby = _number(group.get("standby_watts", 0.0), f"node group {name}: standby_watts")
+        priority = group.get("priority", len(data) - position)
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise ScenarioError(f"node group {name}: priority must be an integer")
         for i in range(count):
-            nodes.append(NodeSpec(f"{name}-{i}", name, cores, memory, curve, max_pods))
+            nodes.append(
+                NodeSpec(
+                    f"{name}-{i}", name, cores, memory, curve, max_pods,
+                    ordinal=i, min_count=min_count,
+                    initial_count=initial if "initial_count" in group else None,
+                    standby_watts=standby, priority=priority,
+                )
+            )
     if not nodes:
         raise ScenarioError("node groups: no nodes (every count is 0)")
     return nodes
+
+
+def _count(group: Mapping[str, Any], key: str, name: str, default: int, maximum: int) -> int:
+    value = group.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
+        raise ScenarioError(f"node group {name}: {key} must be an integer in 0 … count ({maximum})")
+    return value
 
 
 def load_node_groups(path: str | Path) -> list[NodeSpec]:
@@ -231,6 +277,60 @@ def format_trace(pods: Iterable[PodSpec]) -> str:
     return out.getvalue()
 
 
+@dataclass(frozen=True)
+class DaemonSetSpec:
+    """A DaemonSet pod that runs on every powered-on node (CPU in cores, memory in GiB)."""
+
+    name: str
+    cpu_request: float
+    cpu_usage: float
+    mem_request_gib: float = 0.0
+
+    def requests(self) -> Resources:
+        return Resources(
+            cpu_millicores=round(self.cpu_request * 1000),
+            memory_bytes=round(self.mem_request_gib * GIB_BYTES),
+            pods=1,
+        )
+
+
+DEFAULT_DAEMONSETS_FILE = "daemonsets-default.yaml"
+
+
+def parse_daemonsets(data: Any) -> list[DaemonSetSpec]:
+    """DaemonSets from the parsed YAML: a list of {name, cpu_request, cpu_usage, mem_request_gib};
+    an empty list (or null) for none."""
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ScenarioError("daemonsets: expected a YAML list")
+    specs: list[DaemonSetSpec] = []
+    for position, item in enumerate(data):
+        if not isinstance(item, Mapping) or not item.get("name"):
+            raise ScenarioError(f"daemonset #{position}: expected a mapping with a name")
+        name = str(item["name"])
+        specs.append(
+            DaemonSetSpec(
+                name,
+                _number(item.get("cpu_request", 0.0), f"daemonset {name}: cpu_request"),
+                _number(item.get("cpu_usage", 0.0), f"daemonset {name}: cpu_usage"),
+                _number(item.get("mem_request_gib", 0.0), f"daemonset {name}: mem_request_gib"),
+            )
+        )
+    if len({d.name for d in specs}) != len(specs):
+        raise ScenarioError("daemonsets: duplicate name")
+    return specs
+
+
+def load_daemonsets(path: str | Path) -> list[DaemonSetSpec]:
+    text = Path(path).read_text()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not YAML: {exc}") from exc
+    return parse_daemonsets(data)
+
+
 # --- bundled scenarios ------------------------------------------------------------------------
 
 
@@ -242,9 +342,13 @@ class Scenario:
     nodes_file: str
     trace_file: str
     description: str
-    power_off_after_s: float | None = None
+    power_off_after_s: float | None = None  # the visible-power-off ablation
     boot_seconds: float = 120.0
     boot_joules: float | None = None
+    autoscaler: bool = False  # cluster-autoscaler semantics (rl/autoscaler.py)
+    scan_interval_s: float = 10.0
+    scale_down_unneeded_s: float = 600.0
+    daemonsets_file: str = DEFAULT_DAEMONSETS_FILE
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -266,8 +370,19 @@ SCENARIOS: dict[str, Scenario] = {
             "heterogeneous-poweroff",
             "heterogeneous.yaml",
             "trace-heterogeneous.csv",
-            "The heterogeneous cluster; a node empty for 10 min powers off, boots in 120 s.",
+            "ABLATION (the old headline): the heterogeneous cluster with powered-off nodes "
+            "visible to the scheduler; a node empty for 10 min powers off, boots in 120 s.",
             power_off_after_s=600.0,
+            boot_seconds=120.0,
+        ),
+        Scenario(
+            "heterogeneous-autoscaler",
+            "heterogeneous-autoscaler.yaml",
+            "trace-heterogeneous.csv",
+            "The headline: the four server generations as autoscaled node groups (one node of "
+            "each of the two big kinds always on), DaemonSets on every node, cluster-autoscaler's "
+            "defaults (10 s scans, scale-down after 10 min unneeded), boots of 120 s.",
+            autoscaler=True,
             boot_seconds=120.0,
         ),
     )

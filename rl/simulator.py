@@ -2,22 +2,33 @@
 
 Model (every number in joules, watts, seconds, cores):
 
-* A node's power is `P(u)` from its curve, `u = min(1, Σ cpu_usage of its running pods / cores)`.
-  `u` only changes at events, so energy between two events is exactly `P(u) × Δt`.
+* A node's power is `P(u)` from its curve, `u = min(1, Σ cpu_usage of its running pods and its
+  DaemonSet pods / cores)`. `u` only changes at events, so energy between two events is exactly
+  `P(u) × Δt`. A powered-off node draws its group's `standby_watts`; a booting one
+  `boot_joules / boot_seconds`.
 * Contention: when `Σ usage > cores`, every running pod on that node progresses at
   `cores / Σ usage` of its own speed; its remaining work stretches and its finish time moves.
   A pod's slowdown is `(finish − submit) / duration − 1`: CPU contention, waiting for room and
   waiting for a boot all count.
 * Placement: each pod is placed on arrival by a policy through the scheduler's own filter
   (`scheduler.filters.filter_nodes`: pods, cpu and memory requests vs allocatable). A pod that
-  fits nowhere waits and is retried, in arrival order, whenever a pod finishes; it is counted once
-  as unschedulable.
-* Power-off (optional): a node empty (no pods, none on the way) for `after_seconds` powers off
-  (0 W). Placing a pod on an off node boots it: `boot_seconds` at `boot_joules / boot_seconds`
-  watts, then the pods placed on it start. Nodes start powered on.
-* Telemetry: the policy sees every node as a fresh sample (utilization from usage, watts, the
-  node's 11-point curve); requests of pods placed but not yet running (booting node) are in
-  `cpu_since_sample_cores`, like pods bound since the last sample in a real cluster.
+  fits nowhere waits (Pending) and is retried, in arrival order, whenever a pod finishes or a
+  node becomes ready; it is counted once as unschedulable.
+* DaemonSet pods (`daemonsets`) run on every powered-on node: their requests, pod slots and CPU
+  usage count on the node, and they never make it non-empty.
+* Three power regimes:
+  - always on (neither `autoscaler` nor `power_off`): every node is on from 0 to the end;
+  - `autoscaler` (rl/autoscaler.py): cluster-autoscaler's semantics. Only powered-on, ready
+    nodes are candidates; the autoscaler scans every `scan_interval_s`, boots nodes of the group
+    its expander picks for the Pending pods and powers off unneeded nodes;
+  - `power_off` (the `--power-off-visible` ablation, the old model): powered-off nodes stay
+    feasible candidates, placing a pod on one boots it, and a node empty for `after_seconds`
+    powers off. No real scheduler sees a powered-off node; this is kept to measure what that
+    assumption was worth.
+* Telemetry (rl/sampling.py): policies see each node's utilization and watts as the scheduler's
+  telemetry store holds them — the agents' latest sample as of the store's last refresh — plus
+  the CPU requested by pods placed since that sample (`cpu_since_sample_cores`). `telemetry=None`
+  is the perfect, instantaneous ablation.
 
 The run ends when the last pod finishes; energy is integrated from 0 to that time.
 `Simulation.next_decision()` / `place()` expose the decisions one by one (the gymnasium env uses
@@ -31,23 +42,29 @@ import random
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rl.scenario import NodeSpec, PodSpec
+from rl.sampling import TelemetryModel, TelemetryRecorder
+from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from scheduler.features_v2 import NodeWorkload
 from scheduler.filters import filter_nodes
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
+
+if TYPE_CHECKING:
+    from rl.autoscaler import Autoscaler, AutoscalerModel
 
 ON = "on"
 OFF = "off"
 BOOTING = "booting"
 
-# Events at the same instant: finishing pods free room before anything else looks at it, and a
-# node due to power off at the instant a pod arrives stays on for it.
+# Events at the same instant: finishing pods free room before anything else looks at it, a node
+# due to power off at the instant a pod arrives stays on for it, and the autoscaler's scan sees
+# the pods that arrived at its instant as Pending once the scheduler has tried them.
 _COMPLETE = 0
 _BOOT_DONE = 1
 _ARRIVAL = 2
 _POWER_OFF = 3
+_SCAN = 4
 
 # A pod whose remaining run time is below this is finished (float round-off of rate × time).
 _DONE_EPSILON_SECONDS = 1e-9
@@ -55,7 +72,8 @@ _DONE_EPSILON_SECONDS = 1e-9
 
 @dataclass(frozen=True)
 class PowerOffModel:
-    """Nodes power off when empty for `after_seconds`; a boot costs time and energy."""
+    """The `--power-off-visible` ablation: nodes power off when empty for `after_seconds` and
+    stay visible; placing a pod on an off node boots it."""
 
     after_seconds: float
     boot_seconds: float = 120.0
@@ -69,9 +87,14 @@ class PowerOffModel:
             raise ValueError("boot_joules must be >= 0")
 
     def joules_for(self, node: NodeSpec) -> float:
-        if self.boot_joules is not None:
-            return self.boot_joules
-        return self.boot_seconds * node.curve.max_watts
+        return boot_joules_for(node, self.boot_seconds, self.boot_joules)
+
+
+def boot_joules_for(node: NodeSpec, boot_seconds: float, boot_joules: float | None) -> float:
+    """One boot's energy: `boot_joules`, else boot_seconds × the node's full-load watts."""
+    if boot_joules is not None:
+        return boot_joules
+    return boot_seconds * node.curve.max_watts
 
 
 class Policy(Protocol):
@@ -91,16 +114,19 @@ class _Node:
     points: tuple[float, ...]
     state: str = ON
     running: dict[int, float] = field(default_factory=dict)  # pod index → remaining seconds
-    pending: list[int] = field(default_factory=list)  # placed, waiting for the boot
+    placed_at: dict[int, float] = field(default_factory=dict)  # pod index → placement time
+    pending: list[int] = field(default_factory=list)  # placed, waiting for the boot (ablation)
     requested: Resources = field(default_factory=Resources)
     pending_cpu_cores: float = 0.0
-    usage_cores: float = 0.0
+    usage_cores: float = 0.0  # workload and DaemonSet pods
+    daemon_pods: int = 0
     power_watts: float = 0.0
     energy_joules: float = 0.0
     last_energy_s: float = 0.0
     last_progress_s: float = 0.0
     version: int = 0  # bumps on every change; stale completion/power-off events are skipped
     boots: int = 0
+    empty_since_s: float = 0.0  # when its last non-DaemonSet pod left (or it became ready)
     ready_since_s: float = 0.0  # when it last became ready (feature schema v2)
 
     @property
@@ -122,6 +148,7 @@ class _Node:
 
     @property
     def empty(self) -> bool:
+        """No pods other than DaemonSet pods, none on the way."""
         return not self.running and not self.pending
 
 
@@ -130,15 +157,22 @@ class PodOutcome:
     index: int
     node: str
     submit_s: float
-    start_s: float
+    start_s: float  # the last start (a drained pod restarts)
     finish_s: float
     duration_s: float
     waited: bool  # found no feasible node at least once
+    first_start_s: float | None = None  # None: start_s
 
     @property
     def slowdown(self) -> float:
         """(finish − submit) / duration − 1: 0 when the pod ran as fast as it wanted at once."""
         return (self.finish_s - self.submit_s) / self.duration_s - 1.0
+
+    @property
+    def pending_s(self) -> float:
+        """Arrival to (first) start."""
+        first = self.start_s if self.first_start_s is None else self.first_start_s
+        return first - self.submit_s
 
 
 @dataclass
@@ -151,9 +185,15 @@ class SimResult:
     never_scheduled: int  # pods still waiting when nothing else could happen
     boots: int
     timeline: list[tuple[float, float]]  # (time, cluster watts from then on)
+    scale_ups: int = 0  # autoscaler scale-up decisions (each boots one or more nodes)
+    scale_downs: int = 0  # nodes the autoscaler powered off
+    restarted_pods: int = 0  # pods drained by scale-down, restarted from scratch
 
     def slowdowns(self) -> list[float]:
         return [o.slowdown for o in self.outcomes]
+
+    def pending_seconds(self) -> list[float]:
+        return [o.pending_s for o in self.outcomes]
 
 
 @dataclass(frozen=True)
@@ -175,13 +215,24 @@ class Simulation:
         pods: Sequence[PodSpec],
         power_off: PowerOffModel | None = None,
         record_timeline: bool = True,
+        autoscaler: AutoscalerModel | None = None,
+        daemonsets: Sequence[DaemonSetSpec] = (),
+        telemetry: TelemetryModel | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if not nodes:
             raise ValueError("a simulation needs at least one node")
+        if power_off is not None and autoscaler is not None:
+            raise ValueError("power_off (visible off nodes) and autoscaler exclude each other")
         self.specs = list(nodes)
         self.pods = list(pods)
         self.power_off = power_off
+        self.autoscaler_model = autoscaler
+        self.daemonsets = tuple(daemonsets)
+        self._daemon_requests = sum((d.requests() for d in self.daemonsets), Resources())
+        self._daemon_usage = sum(d.cpu_usage for d in self.daemonsets)
         self.record_timeline = record_timeline
+        self.rng = rng or random.Random(0)
         self.now = 0.0
         self.energy_joules = 0.0
         self.cluster_watts = 0.0
@@ -198,16 +249,31 @@ class Simulation:
         self._waiting: list[int] = []
         self._waited: set[int] = set()
         self._start: dict[int, float] = {}
+        self._first_start: dict[int, float] = {}
         self._placed_at: dict[int, float] = {}
         self._outcomes: list[PodOutcome] = []
         self._done = 0
         self._pending_decision: Decision | None = None
         self._finished = False
         self._boots = 0
+        self.scale_ups = 0
+        self.scale_downs = 0
+        self.restarted_pods = 0
+        self.recorder = TelemetryRecorder(len(self._nodes), telemetry)
         for i, pod in enumerate(self.pods):
             self._push(pod.submit_s, _ARRIVAL, i, 0)
+        self._autoscaler: Autoscaler | None = None
+        if autoscaler is not None:
+            from rl.autoscaler import Autoscaler
+
+            self._autoscaler = Autoscaler(self, autoscaler)
+            self._push(0.0, _SCAN, 0, 0)
         for node in self._nodes:
-            self._set_power(node, node.spec.curve.watts(0.0))
+            if autoscaler is None or node.spec.initially_on:
+                self._make_ready(node)
+            else:
+                node.state = OFF
+                self._set_power(node, node.spec.standby_watts)
             self._arm_power_off(node)
 
     # -- events ----------------------------------------------------------------------------------
@@ -233,6 +299,7 @@ class Simulation:
         node.power_watts = watts
         # Summed afresh rather than updated by differences, so no round-off accumulates.
         self.cluster_watts = sum(n.power_watts for n in self._nodes)
+        self.recorder.record(self._index(node), self.now, node.state == ON, node.utilization, watts)
         if self.record_timeline:
             if self.timeline and self.timeline[-1][0] == self.now:
                 self.timeline[-1] = (self.now, self.cluster_watts)
@@ -264,7 +331,12 @@ class Simulation:
             self._set_power(node, node.spec.curve.watts(node.utilization))
 
     def _arm_power_off(self, node: _Node) -> None:
-        if self.power_off is not None and node.state == ON and node.empty:
+        if (
+            self.power_off is not None
+            and node.state == ON
+            and node.empty
+            and not node.spec.always_on
+        ):
             self._push(
                 self.now + self.power_off.after_seconds, _POWER_OFF, self._index(node), node.version
             )
@@ -274,6 +346,18 @@ class Simulation:
         node.running[index] = pod.duration_s
         node.usage_cores += pod.cpu_usage
         self._start[index] = self.now
+        self._first_start.setdefault(index, self.now)
+
+    def _make_ready(self, node: _Node) -> None:
+        """The node is on and ready: its DaemonSet pods start."""
+        node.state = ON
+        node.last_progress_s = self.now
+        node.daemon_pods = len(self.daemonsets)
+        node.requested = node.requested + self._daemon_requests
+        node.usage_cores += self._daemon_usage
+        node.empty_since_s = self.now
+        node.ready_since_s = self.now
+        self._update_power(node)
 
     # -- event handlers --------------------------------------------------------------------------
 
@@ -288,6 +372,7 @@ class Simulation:
         finished = [i for i, left in node.running.items() if left <= cutoff]
         for index in finished:
             del node.running[index]
+            del node.placed_at[index]
             pod = self.pods[index]
             node.usage_cores -= pod.cpu_usage
             node.requested = node.requested - self._infos[index].requests
@@ -300,23 +385,29 @@ class Simulation:
                     finish_s=self.now,
                     duration_s=pod.duration_s,
                     waited=index in self._waited,
+                    first_start_s=self._first_start[index],
                 )
             )
             self._done += 1
         if not node.running:
-            node.usage_cores = 0.0  # no float residue on an empty node
+            # No float residue on a node left with its DaemonSet pods only.
+            node.usage_cores = self._daemon_usage if node.daemon_pods else 0.0
+            node.empty_since_s = self.now
         self._reschedule_completion(node)
         self._update_power(node)
         self._arm_power_off(node)
-        if finished and self._waiting:
-            # Room was freed: every waiting pod gets another try, oldest first.
+        if finished:
+            self._retry_waiting()
+
+    def _retry_waiting(self) -> None:
+        """Room was freed or a node became ready: every waiting pod gets another try, oldest
+        first."""
+        if self._waiting:
             self._to_schedule.extend(self._waiting)
             self._waiting = []
 
     def _on_boot_done(self, node: _Node) -> None:
-        node.state = ON
-        node.ready_since_s = self.now
-        node.last_progress_s = self.now
+        self._make_ready(node)
         for index in node.pending:
             self._start_pod(node, index)
         node.pending = []
@@ -324,44 +415,102 @@ class Simulation:
         self._reschedule_completion(node)
         self._update_power(node)
         self._arm_power_off(node)
+        self._retry_waiting()
 
     def _on_power_off(self, node: _Node, version: int) -> None:
         if version != node.version or node.state != ON or not node.empty:
             return
+        self.power_down(node)
+
+    # -- what the autoscaler does (rl/autoscaler.py) ---------------------------------------------
+
+    @property
+    def nodes(self) -> Sequence[_Node]:
+        return self._nodes
+
+    @property
+    def waiting(self) -> Sequence[int]:
+        """Pending pods (found no feasible node), oldest first."""
+        return tuple(self._waiting)
+
+    def pod_info(self, index: int) -> PodInfo:
+        return self._infos[index]
+
+    @property
+    def daemon_requests(self) -> Resources:
+        return self._daemon_requests
+
+    def boot(self, node: _Node, boot_seconds: float, boot_joules: float | None) -> None:
+        """Power a node on: `boot_seconds` at boot_joules / boot_seconds watts, then ready."""
+        node.state = BOOTING
+        node.boots += 1
+        self._boots += 1
+        node.version += 1  # cancels a power-off armed for this node
+        joules = boot_joules_for(node.spec, boot_seconds, boot_joules)
+        if boot_seconds <= 0:
+            self._settle_energy(node)
+            node.energy_joules += joules
+            self.energy_joules += joules
+            self._on_boot_done(node)
+            return
+        self._set_power(node, joules / boot_seconds)
+        self._push(self.now + boot_seconds, _BOOT_DONE, self._index(node), node.version)
+
+    def power_down(self, node: _Node) -> None:
+        """Power a node off; its DaemonSet pods stop with it."""
         node.state = OFF
         node.version += 1
-        self._set_power(node, 0.0)
+        if node.daemon_pods:
+            node.requested = node.requested - self._daemon_requests
+        node.daemon_pods = 0
+        node.usage_cores = 0.0
+        self._set_power(node, node.spec.standby_watts)
+
+    def drain(self, node: _Node) -> list[int]:
+        """Evict the node's pods (they lose their progress and go back to the scheduling queue)
+        and power it off. Returns the evicted pods."""
+        self._progress(node)
+        evicted = sorted(node.running)
+        for index in evicted:
+            node.usage_cores -= self.pods[index].cpu_usage
+            node.requested = node.requested - self._infos[index].requests
+            del node.placed_at[index]
+        node.running.clear()
+        self.restarted_pods += len(evicted)
+        self._to_schedule.extend(evicted)
+        self.power_down(node)
+        return evicted
 
     # -- decisions ------------------------------------------------------------------------------
 
     def node_state(self, node: _Node) -> NodeState:
-        watts: float | None = node.power_watts
-        source = "estimated"
-        if node.state == OFF:
-            watts, source = None, "none"
-        telemetry = NodeTelemetry(
-            node=node.spec.name,
-            sample_time=self.now,
-            watts=watts,
-            source=source,
-            utilization=node.utilization,
-            cores=node.cores,
-            curve_points=node.points,
+        telemetry, since = self.recorder.view(
+            self._index(node), node.spec.name, node.cores, node.points, self.now,
+            node.placed_at, self._infos, node.pending_cpu_cores,
         )
         return NodeState(
             info=node.info,
             requested=node.requested,
             telemetry=telemetry,
-            cpu_since_sample_cores=node.pending_cpu_cores,
-            pod_count=len(node.running) + len(node.pending),
+            cpu_since_sample_cores=since,
+            pod_count=len(node.running) + len(node.pending) + node.daemon_pods,
+            daemon_pod_count=node.daemon_pods,
         )
 
     def node_states(self) -> list[NodeState]:
         return [self.node_state(n) for n in self._nodes]
 
+    def candidate_states(self) -> list[NodeState]:
+        """The nodes the scheduler sees: under autoscaler semantics only powered-on, ready
+        ones; in the visible-power-off ablation and when always on, every node."""
+        if self._autoscaler is None:
+            return self.node_states()
+        return [self.node_state(n) for n in self._nodes if n.state == ON]
+
     def workloads(self) -> dict[str, NodeWorkload]:
         """Per powered-on node, its pods' placement times and owners, its ready time and whether
         it sits empty in the power-off window (feature schema v2)."""
+        powers_off = self.power_off is not None or self._autoscaler is not None
         out = {}
         for node in self._nodes:
             if node.state != ON:
@@ -371,7 +520,7 @@ class Simulation:
                 pod_start_times=tuple(self._placed_at[i] for i in indices),
                 job_pods=sum(1 for i in indices if self.pods[i].owner_kind == "Job"),
                 ready_since=node.ready_since_s,
-                in_scale_down_window=self.power_off is not None and node.empty,
+                in_scale_down_window=powers_off and node.empty and not node.spec.always_on,
             )
         return out
 
@@ -391,7 +540,7 @@ class Simulation:
             while self._to_schedule:
                 index = self._to_schedule.popleft()
                 info = self._infos[index]
-                feasible = filter_nodes(info, self.node_states()).feasible
+                feasible = filter_nodes(info, self.candidate_states()).feasible
                 if feasible:
                     self._pending_decision = Decision(
                         self.pods[index], info, tuple(feasible), self.now
@@ -406,6 +555,11 @@ class Simulation:
             self._advance(t)
             if kind == _ARRIVAL:
                 self._to_schedule.append(target)
+                continue
+            if kind == _SCAN:
+                assert self._autoscaler is not None
+                if self._autoscaler.scan(idle=not self._events):
+                    self._push(self.now + self._autoscaler.model.scan_interval_s, _SCAN, 0, 0)
                 continue
             node = self._nodes[target]
             if kind == _COMPLETE:
@@ -427,8 +581,9 @@ class Simulation:
         self._pending_decision = None
         node = self._by_name[node_name]
         index = decision.pod.index
-        self._placed_at[index] = self.now
         node.requested = node.requested + decision.info.requests
+        node.placed_at[index] = self.now
+        self._placed_at[index] = self.now
         if node.state == ON:
             self._progress(node)
             self._start_pod(node, index)
@@ -439,22 +594,8 @@ class Simulation:
         node.pending_cpu_cores += decision.info.requests.cpu_millicores / 1000.0
         node.version += 1  # cancels a power-off armed for this node
         if node.state == OFF:
-            self._boot(node)
-
-    def _boot(self, node: _Node) -> None:
-        assert self.power_off is not None
-        node.state = BOOTING
-        node.boots += 1
-        self._boots += 1
-        joules = self.power_off.joules_for(node.spec)
-        seconds = self.power_off.boot_seconds
-        if seconds <= 0:
-            node.energy_joules += joules
-            self.energy_joules += joules
-            self._on_boot_done(node)
-            return
-        self._set_power(node, joules / seconds)
-        self._push(self.now + seconds, _BOOT_DONE, self._index(node), node.version)
+            assert self.power_off is not None
+            self.boot(node, self.power_off.boot_seconds, self.power_off.boot_joules)
 
     # -- running --------------------------------------------------------------------------------
 
@@ -489,4 +630,7 @@ class Simulation:
             never_scheduled=len(self.pods) - self._done,
             boots=self._boots,
             timeline=list(self.timeline),
+            scale_ups=self.scale_ups,
+            scale_downs=self.scale_downs,
+            restarted_pods=self.restarted_pods,
         )

@@ -446,6 +446,14 @@ class NodeState:
     pod_count: int = 0  # pods on the node (bound + assumed)
     # Σ of those pods' nonzero_requests (kube-scheduler's NonZeroRequested); None = `requested`.
     nonzero_requested: Resources | None = None
+    # Of pod_count, the DaemonSet and mirror (static) pods: they run on every node and never make
+    # it non-empty (is_node_daemon_pod()).
+    daemon_pod_count: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """No pods other than DaemonSet and mirror pods: the node a scale-down would remove."""
+        return self.pod_count - self.daemon_pod_count <= 0
 
 
 @dataclass(frozen=True)

@@ -339,7 +339,7 @@ class HeuristicScorer:
             utilization=u,
             watts_before=extended_watts(curve, u),
             idle_watts=curve.watts(0.0),
-            empty=node.pod_count == 0,
+            empty=node.empty,
             history_version=version if origin == CURVE_FROM_FIT else -1,
         )
         if self.consolidation:

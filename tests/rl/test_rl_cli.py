@@ -115,12 +115,60 @@ def test_benchmark_writes_results_table_and_plot(inputs, tmp_path, capsys):
             abs=pct_tolerance,
         )
     assert default["energy_vs_default_pct"] == 0 and default["gap_closed_pct"] == 0
-    assert doc["scenario"]["power_off_after_s"] == 300 and doc["scenario"]["boot_joules"] == 6000
+    assert doc["scenario"]["power_off_visible_after_s"] == 300 and doc["scenario"]["boot_joules"] == 6000
     assert "| heuristic |" in captured.out and "oracle bound" in captured.out
     # The progress bar on stderr (a log, not a terminal: a line every 10 %), up to 100 %.
     bar = [line for line in captured.err.splitlines() if line.startswith("benchmark [")]
     assert len(bar) >= 2 and " 100% " in bar[-1]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_autoscaler_runs_every_policy_with_every_expander(inputs, tmp_path, capsys):
+    nodes, trace = inputs
+    out = tmp_path / "results.json"
+    code = benchmark(
+        nodes,
+        trace,
+        *("--policies", "default,heuristic", "--seeds", "1", "--autoscaler"),
+        *("--expanders", "random,least-waste", "--out", str(out), "--no-progress"),
+    )
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads(out.read_text())
+    assert list(doc["policies"]) == [
+        "default@random", "default@least-waste", "heuristic@random", "heuristic@least-waste"
+    ]
+    assert doc["baseline"] == "default@random"
+    assert doc["policies"]["default@random"]["energy_vs_default_pct"] == 0
+    for row in doc["policies"].values():
+        assert set(row) >= {
+            "pending_seconds_mean", "pending_seconds_p99", "scale_ups", "scale_downs", "boots",
+            "restarted_pods",
+        }
+        assert row["never_scheduled"] == 0 and not row["below_oracle"]
+    assert doc["scenario"]["autoscaler"]["expanders"] == ["random", "least-waste"]
+    assert doc["scenario"]["daemonsets"] == ["kubejoule-agent", "kube-proxy", "cni"]
+    # One expander: plain policy keys.
+    assert benchmark(nodes, trace, "--policies", "default", "--seeds", "1", "--autoscaler",
+                     "--expanders", "most-pods", "--out", str(out), "--no-progress") == 0
+    assert list(json.loads(out.read_text())["policies"]) == ["default"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--expanders", "random"),  # without --autoscaler
+        ("--autoscaler", "--expanders", "cheapest"),
+        ("--autoscaler", "--power-off-visible"),
+        ("--autoscaler", "--scan-interval", "0"),
+        ("--autoscaler", "--scale-down-utilization-threshold", "1.5"),
+    ],
+)
+def test_bad_autoscaler_options_are_usage_errors(inputs, tmp_path, capsys, options):
+    nodes, trace = inputs
+    code = benchmark(nodes, trace, "--policies", "default", "--seeds", "1", *options,
+                     "--out", str(tmp_path / "r.json"), "--no-progress")
+    assert code == 2
+    assert capsys.readouterr().err.startswith("kubejoule-rl: ")
 
 
 def test_benchmark_errors_are_reported(inputs, tmp_path, capsys):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from agent.curves import PowerCurve
-from rl.benchmark import run_once
+from rl.autoscaler import AutoscalerModel
+from rl.benchmark import ClusterModel, oracle_for, run_once
 from rl.oracle import best_marginal_watts_per_core, best_watts_per_core, oracle_bound
 from rl.policies import BUILTIN_POLICIES
-from rl.scenario import NodeSpec, PodSpec
+from rl.sampling import TelemetryModel
+from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulator import PowerOffModel
 from rl.tracegen import TraceConfig, generate_trace
 
@@ -66,19 +70,61 @@ def _cluster() -> list[NodeSpec]:
     ]
 
 
-@pytest.mark.parametrize("power_off", [None, PowerOffModel(120, 30)])
-def test_no_policy_is_below_the_bound(power_off):
-    nodes = _cluster()
+DAEMONS = (DaemonSetSpec("agent", 0.1, 0.3, 0.1), DaemonSetSpec("proxy", 0.1, 0.2))
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        ClusterModel(),
+        ClusterModel(power_off=PowerOffModel(120, 30)),
+        ClusterModel(daemonsets=DAEMONS, telemetry=TelemetryModel()),
+        # The autoscaler rules: DaemonSet load, standby power, min_count nodes, cheap boots
+        # (a boot below the standby watts lowers the floor), draining.
+        ClusterModel(
+            autoscaler=AutoscalerModel(
+                boot_seconds=30, boot_joules=30.0, scale_down_unneeded_s=120,
+                utilization_threshold=0.5,
+            ),
+            daemonsets=DAEMONS,
+            telemetry=TelemetryModel(),
+        ),
+        ClusterModel(
+            autoscaler=AutoscalerModel(expander="least-waste", boot_seconds=60),
+            daemonsets=DAEMONS,
+        ),
+    ],
+)
+def test_no_policy_is_below_the_bound(cluster):
+    nodes = [
+        replace(n, min_count=1 if n.group == "big" else 0, standby_watts=6.0) for n in _cluster()
+    ]
     # Busy enough to make pods wait and nodes contend (usage up to 3× the request).
     pods = generate_trace(
         TraceConfig(hours=3, arrivals_per_hour=40, duration_min_s=120, duration_max_s=3600), seed=7
     )
-    bound = oracle_bound(nodes, pods, power_off is not None)
+    bound = oracle_for(nodes, pods, cluster)
     for name in BUILTIN_POLICIES:
         for seed in range(2):
-            result = run_once(nodes, pods, name, seed, power_off)
+            result = run_once(nodes, pods, name, seed, cluster=cluster)
             assert result.energy_joules >= bound.energy_joules, name
             assert result.end_s >= bound.horizon_s - 1e-6
+            assert result.never_scheduled == 0
+
+
+def test_bound_with_daemonsets_standby_and_min_count_by_hand():
+    # Always-on a (min_count 1) runs 1 of 4 cores of DaemonSets: floor P(0.25) = 125 W; b may
+    # be off: floor min(standby 5, boot 50, P(0.25)) = 5 W. Work 200 core-s at the cheapest
+    # rate above a floor, at full load counting all 4 cores as workload (x = 1: under
+    # contention the workload may get nearly all of them): a (200 − 125) / 4 = 18.75 W per
+    # core (25 with 3 cores), b (200 − 5) / 4 = 48.75.
+    nodes = [NodeSpec("a-0", "a", 4, 8, LINEAR, min_count=1),
+             NodeSpec("b-0", "b", 4, 8, LINEAR, standby_watts=5.0)]
+    pods = [PodSpec(0, 0.0, 100.0, 2.0, 1.0, 2.0)]
+    bound = oracle_bound(nodes, pods, True, daemon_cores=1.0, boot_seconds=120, boot_joules=6000)
+    assert bound.idle_joules == pytest.approx((125 + 5) * 100)
+    assert bound.watts_per_core == pytest.approx(18.75)
+    assert bound.energy_joules == pytest.approx(13_000 + 200 * 18.75)
 
 
 def test_same_seed_same_results():

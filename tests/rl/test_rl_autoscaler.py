@@ -1,0 +1,197 @@
+"""Autoscaler semantics on hand-computable cases: candidates, Pending pods, scans, boots,
+expanders, scale-down, standby power and DaemonSet load."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import pytest
+
+from agent.curves import PowerCurve
+from rl.autoscaler import AutoscalerModel, ScaleUpOption, least_waste_score
+from rl.benchmark import ClusterModel, run_once
+from rl.policies import BUILTIN_POLICIES
+from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
+from rl.simulator import Simulation
+from scheduler.model import NodeState, PodInfo
+
+LINEAR = PowerCurve.linear(100.0, 200.0)  # 100 W idle, 200 W at full load
+
+
+def node(name: str, group: str, cores: float, *, ordinal: int = 0, min_count: int = 0,
+         standby: float = 0.0, priority: int = 0) -> NodeSpec:
+    return NodeSpec(name, group, cores, 8, LINEAR, ordinal=ordinal, min_count=min_count,
+                    standby_watts=standby, priority=priority)
+
+
+def pod(index: int, submit: float, duration: float, usage: float, request: float) -> PodSpec:
+    return PodSpec(index, submit, duration, request, 0.5, usage)
+
+
+# 6,000 J over 120 s: a booting node draws 50 W.
+MODEL = AutoscalerModel(boot_seconds=120.0, boot_joules=6_000.0)
+
+
+def simulate(nodes, pods, policy="default", model=MODEL, daemonsets=(), seed=0):
+    cluster = ClusterModel(autoscaler=model, daemonsets=tuple(daemonsets))
+    return run_once(nodes, pods, policy, seed, cluster=cluster, record_timeline=True)
+
+
+@pytest.mark.parametrize("policy", BUILTIN_POLICIES)
+def test_a_pod_that_fits_the_powered_on_node_goes_there_for_every_policy(policy):
+    # Node b is off: no policy may see it, whatever it thinks of an empty node.
+    nodes = [node("a-0", "a", 4, min_count=1), node("b-0", "b", 16)]
+    result = simulate(nodes, [pod(0, 5, 100, usage=1, request=1)], policy)
+    assert [o.node for o in result.outcomes] == ["a-0"]
+    assert result.boots == 0 and result.scale_ups == 0
+    # a: 100 W for 5 s, 125 W for 100 s; b is off all along with no standby power.
+    assert result.energy_joules == pytest.approx(100 * 5 + 125 * 100)
+    assert result.outcomes[0].pending_s == 0
+
+
+def test_a_pod_that_fits_nowhere_waits_for_the_next_scan_and_the_boot():
+    # a (1 core, always on) cannot take a 2-core pod; it arrives at t = 3, the scan at t = 10
+    # boots b (4 cores, standby 5 W), ready at 130: the pod runs 130 … 230 at u = 0.5 (150 W).
+    nodes = [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4, standby=5.0)]
+    result = simulate(nodes, [pod(0, 3, 100, usage=2, request=2)])
+    (outcome,) = result.outcomes
+    assert (outcome.node, outcome.start_s, outcome.finish_s) == ("b-0", 130.0, 230.0)
+    assert outcome.pending_s == pytest.approx(127.0)
+    assert result.unschedulable == 1 and result.boots == 1 and result.scale_ups == 1
+    # a: 100 W × 230 s; b: standby 5 W × 10 s, boot 6,000 J, then 150 W × 100 s.
+    assert result.node_energy_joules["a-0"] == pytest.approx(23_000.0)
+    assert result.node_energy_joules["b-0"] == pytest.approx(50.0 + 6_000.0 + 15_000.0)
+    assert result.energy_joules == pytest.approx(44_050.0)
+    assert result.end_s == 230.0
+
+
+def _two_groups() -> list[NodeSpec]:
+    # b: 4 cores, c: 8 cores, both off; b has the higher priority.
+    return [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4, priority=1),
+            node("c-0", "c", 8, priority=2)]
+
+
+@pytest.mark.parametrize(
+    ("expander", "group", "watts"),
+    # least-waste: 2 of 4 cores idle (0.5) beats 6 of 8 (0.75), memory equal. priority: c (2).
+    [("least-waste", "b-0", 150.0), ("priority", "c-0", 125.0)],
+)
+def test_the_expander_decides_the_group(expander, group, watts):
+    model = AutoscalerModel(expander=expander, boot_seconds=120.0, boot_joules=6_000.0)
+    result = simulate(_two_groups(), [pod(0, 3, 100, usage=2, request=2)], model=model)
+    (outcome,) = result.outcomes
+    assert outcome.node == group and outcome.start_s == 130.0
+    assert result.energy_joules == pytest.approx(100 * 230 + 6_000 + watts * 100)
+
+
+def test_random_expander_and_ties_follow_the_seed():
+    model = AutoscalerModel(expander="random", boot_seconds=120.0, boot_joules=6_000.0)
+    groups = {
+        simulate(_two_groups(), [pod(0, 3, 100, 2, 2)], model=model, seed=s).outcomes[0].node
+        for s in range(12)
+    }
+    assert groups == {"b-0", "c-0"}
+
+
+def test_least_waste_score_counts_cpu_and_memory():
+    infos = {0: pod(0, 0, 1, 1, 3).pod_info(), 1: pod(1, 0, 1, 1, 1).pod_info()}
+    template = node("b-0", "b", 4).node_info()  # 4 cores, 8 GiB
+    option = ScaleUpOption("b", 2, (0, 1), template)
+    # CPU: (8 − 4) / 8 idle; memory: (16 − 1) / 16 GiB idle.
+    assert least_waste_score(option, infos.__getitem__) == pytest.approx(0.5 + 15 / 16)
+
+
+def test_several_pods_get_as_many_nodes_as_first_fit_needs():
+    # Three 3-core pods on 4-core template nodes: three nodes, one scale-up.
+    nodes = [node("a-0", "a", 1, min_count=1)] + [node(f"b-{i}", "b", 4, ordinal=i) for i in range(4)]
+    result = simulate(nodes, [pod(i, 1, 50, usage=1, request=3) for i in range(3)])
+    assert result.scale_ups == 1 and result.boots == 3
+    assert sorted(o.node for o in result.outcomes) == ["b-0", "b-1", "b-2"]
+    assert {o.start_s for o in result.outcomes} == {130.0}
+
+
+def test_scale_down_after_the_unneeded_time():
+    # pod 1 keeps a busy until 1,000 s; b boots for pod 0 (ready 130, empty from 230), and
+    # powers off at the first scan 600 s after: t = 830. Then it draws its 5 W standby.
+    nodes = [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4, standby=5.0)]
+    pods = [pod(0, 3, 100, usage=2, request=2), pod(1, 0, 1_000, usage=0.5, request=0.5)]
+    result = simulate(nodes, pods)
+    assert result.scale_downs == 1 and result.end_s == 1_000.0
+    b = 5 * 10 + 6_000 + 150 * 100 + 100 * (830 - 230) + 5 * (1_000 - 830)
+    assert result.node_energy_joules["b-0"] == pytest.approx(b)
+    assert result.node_energy_joules["a-0"] == pytest.approx(150.0 * 1_000)
+    assert (830.0, 150.0 + 5.0) in result.timeline
+
+
+def test_min_count_nodes_never_power_off():
+    nodes = [node("a-0", "a", 4, min_count=1)]
+    result = simulate(nodes, [pod(0, 0, 10, 1, 1), pod(1, 2_000, 10, 1, 1)])
+    assert result.scale_downs == 0
+    assert result.energy_joules == pytest.approx(125 * 10 + 100 * 1_990 + 125 * 10)
+
+
+def test_standby_watts_of_nodes_that_stay_off():
+    nodes = [node("a-0", "a", 4, min_count=1), node("b-0", "b", 4, standby=7.0),
+             node("b-1", "b", 4, ordinal=1, standby=7.0)]
+    result = simulate(nodes, [pod(0, 0, 100, usage=2, request=1)])
+    assert result.node_energy_joules == pytest.approx({"a-0": 15_000.0, "b-0": 700.0, "b-1": 700.0})
+
+
+AGENT = DaemonSetSpec("agent", cpu_request=0.5, cpu_usage=1.0, mem_request_gib=0.25)
+
+
+def test_daemonset_load_is_in_the_power_and_the_requests_but_not_in_emptiness():
+    nodes = [node("a-0", "a", 4, min_count=1), node("b-0", "b", 4)]
+    seen: list[NodeState] = []
+
+    class Spy:
+        name = "spy"
+
+        def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
+            pass
+
+        def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+            seen.extend(feasible)
+            return feasible[0].info.name
+
+    sim = Simulation(nodes, [pod(0, 10, 100, usage=1, request=3.5)], autoscaler=MODEL,
+                     daemonsets=[AGENT])
+    result = sim.run(Spy(), random.Random(0))
+    # Only a is on: DaemonSet usage 1 of 4 cores (125 W) for 10 s, then 2 of 4 (150 W).
+    assert result.energy_joules == pytest.approx(125 * 10 + 150 * 100)
+    (state,) = seen
+    assert state.empty and (state.pod_count, state.daemon_pod_count) == (1, 1)
+    assert state.requested.cpu_millicores == 500
+    # 3.5 cores fit next to the DaemonSet's 0.5; a 3.6-core pod would not (it waits forever:
+    # b's template node carries the DaemonSet too).
+    late = Simulation(nodes, [pod(0, 10, 100, 1, 3.6)], autoscaler=MODEL, daemonsets=[AGENT])
+    assert late.run(Spy(), random.Random(0)).never_scheduled == 1
+
+
+def test_utilization_threshold_drains_and_restarts_pods():
+    # Pod 0 fills a (always on); b boots at the t = 10 scan for pods 1 and 2. Once pod 1 is
+    # done (t ≈ 110), b holds only pod 2 (0.5 of 4 cores, below the 0.5 threshold), which fits
+    # on a again: b is unneeded, and 600 s later drained: pod 2 restarts on a from scratch.
+    nodes = [node("a-0", "a", 2, min_count=1), node("b-0", "b", 4)]
+    pods = [pod(0, 0, 100, usage=1, request=2), pod(1, 1, 100, 1, 2), pod(2, 5, 3_000, 0.1, 0.5)]
+    model = AutoscalerModel(boot_seconds=0.0, boot_joules=0.0, utilization_threshold=0.5)
+    result = simulate(nodes, pods, model=model)
+    restarted = {o.index: o for o in result.outcomes}[2]
+    assert result.restarted_pods == 1 and restarted.node == "a-0"
+    assert restarted.first_start_s is not None and restarted.start_s > restarted.first_start_s
+    assert restarted.finish_s == pytest.approx(restarted.start_s + 3_000)
+
+
+def test_node_group_fields_parse_with_defaults_and_bounds():
+    group = {"name": "g", "count": 3, "cpu_cores": 4, "memory_gib": 8,
+             "power": {"idle_watts": 50, "max_watts": 100, "curve": "linear"}}
+    nodes = parse_node_groups([{**group, "min_count": 1, "standby_watts": 4}])
+    assert [(n.always_on, n.initially_on, n.standby_watts) for n in nodes] == [
+        (True, True, 4.0), (False, False, 4.0), (False, False, 4.0)]
+    nodes = parse_node_groups([{**group, "initial_count": 2}])
+    assert [n.initially_on for n in nodes] == [True, True, False]
+    from rl.scenario import ScenarioError
+    for bad in ({"min_count": 4}, {"min_count": 2, "initial_count": 1}, {"standby_watts": -1}):
+        with pytest.raises(ScenarioError):
+            parse_node_groups([{**group, **bad}])
