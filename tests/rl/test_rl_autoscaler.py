@@ -12,9 +12,11 @@ from agent.curves import PowerCurve
 from rl.autoscaler import AutoscalerModel, ScaleUpOption, least_waste_score
 from rl.benchmark import ClusterModel, run_once
 from rl.policies import BUILTIN_POLICIES
+from rl.sampling import TelemetryModel
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
 from rl.simulator import Simulation
 from scheduler.model import NodeState, PodInfo
+from scheduler.scorer import HeuristicScorer
 
 LINEAR = PowerCurve.linear(100.0, 200.0)  # 100 W idle, 200 W at full load
 
@@ -195,3 +197,63 @@ def test_node_group_fields_parse_with_defaults_and_bounds():
     for bad in ({"min_count": 4}, {"min_count": 2, "initial_count": 1}, {"standby_watts": -1}):
         with pytest.raises(ScenarioError):
             parse_node_groups([{**group, **bad}])
+
+
+class Recorder:
+    """Places every pod on the first candidate and keeps what it was shown."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[float, tuple[NodeState, ...]]] = []
+
+    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
+        pass
+
+    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+        self.shown.append((now, tuple(feasible)))
+        return feasible[0].info.name
+
+
+@pytest.mark.parametrize(("telemetry", "u_seen", "since", "sample"), [
+    # The store refreshed at 5 and holds the agent's sample of t = 5: pod 0 (2 cores, placed
+    # at 6) is not in it; the cache counts its request as placed since the sample.
+    (TelemetryModel(), 0.0, 2.0, 5.0),
+    # The ablation: the instantaneous state at 8.
+    (None, 0.5, 0.0, 8.0),
+])
+def test_a_policy_decides_on_the_sample_not_the_instantaneous_state(telemetry, u_seen, since, sample):
+    nodes = [node("a-0", "a", 4, min_count=1)]
+    pods = [pod(0, 6, 100, usage=2, request=2), pod(1, 8, 100, usage=1, request=1)]
+    sim = Simulation(nodes, pods, autoscaler=MODEL, telemetry=telemetry)
+    policy = Recorder()
+    sim.run(policy, random.Random(0))
+    (now, (state,)) = policy.shown[1]
+    assert now == 8.0
+    assert state.telemetry is not None
+    assert (state.telemetry.utilization, state.cpu_since_sample_cores) == (u_seen, since)
+    assert state.telemetry.sample_time == sample
+    # The energy scorer prices pod 1 from what it is shown: u = 0 + 2/4 with the lag.
+    assert HeuristicScorer.utilization_with_assumed(state) == pytest.approx(0.5)
+
+
+def test_sample_grid_with_a_slower_store():
+    model = TelemetryModel(sample_seconds=5, refresh_seconds=15)
+    assert [model.visible_sample_time(t) for t in (0, 14.9, 15, 29, 30.0000000001)] == [
+        0, 0, 15, 15, 30]
+    slow_agent = TelemetryModel(sample_seconds=10, refresh_seconds=5)
+    assert slow_agent.visible_sample_time(17) == 10
+
+
+def test_a_node_not_running_at_the_sample_has_no_telemetry():
+    # b boots for pod 0 at the t = 10 scan and is ready at 133; pod 1 arrives at 134, when
+    # the store (refreshed at 130) holds the samples of 130: b was not running then.
+    nodes = [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4)]
+    model = AutoscalerModel(boot_seconds=123.0, boot_joules=0.0)  # ready at 133
+    pods = [pod(0, 3, 100, usage=2, request=2), pod(1, 134, 10, 0.5, 0.5)]
+    sim = Simulation(nodes, pods, autoscaler=model, telemetry=TelemetryModel())
+    policy = Recorder()
+    sim.run(policy, random.Random(0))
+    shown = {now: {s.info.name: s for s in states} for now, states in policy.shown}
+    assert shown[134.0]["b-0"].telemetry is None  # ready at 133, the store holds 130's sample
+    assert shown[134.0]["a-0"].telemetry is not None
