@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test demo bench lint typecheck system-deps clean
+.PHONY: venv test demo bench lint typecheck system-deps clean protos
 
 venv: $(STAMP)
 
@@ -51,6 +51,10 @@ demo: venv
 	@echo "== kubejoule-rl benchmark: heterogeneous cluster with power-off"
 	$(BIN)/kubejoule-rl benchmark --scenario heterogeneous-poweroff --out $(DEMO_OUT)/results.json --plot $(DEMO_OUT)/results.png
 	@echo "results: $(DEMO_OUT)/results.json, plots: $(DEMO_OUT)/results.png"
+
+# The gRPC expander's protobuf code (committed; a test checks it matches its .proto files).
+protos: venv
+	$(BIN)/python -m scheduler.autoscaler.protos.generate
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py

@@ -2,6 +2,7 @@
 
     kubejoule-scheduler extender [--listen HOST:PORT] [--config FILE] [--mode shadow|active]
     kubejoule-scheduler run [--config FILE] [--mode shadow|active] [--collector FILE] …
+    kubejoule-scheduler autoscaler-expander --listen HOST:PORT --tls-cert FILE --tls-key FILE …
 
 Each subcommand is one `add_<name>_command(subparsers)` function that declares its arguments
 and sets `func` to the function that runs it; `build_parser()` lists them. To add a subcommand,
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from scheduler.autoscaler.cli import add_autoscaler_expander_command
 from scheduler.config import (
     MODES,
     Config,
@@ -273,7 +275,11 @@ def run_standalone(args: argparse.Namespace) -> int:
 
 # -- the parser ----------------------------------------------------------------------------------
 
-SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_extender_command, add_run_command]
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
+    add_extender_command,
+    add_run_command,
+    add_autoscaler_expander_command,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The scheduler image: the scheduler and agent packages with the `scheduler` extra (fastapi,
-# uvicorn, httpx). Without torch: the heuristic scorer needs none; a model scorer needs an image
-# built with `.[scheduler,ml]` (and a CPU torch wheel pinned first, as the Makefile does).
+# uvicorn, httpx; grpcio and protobuf for `autoscaler-expander`). Without torch: the heuristic
+# scorer needs none; a model scorer needs an image built with `.[scheduler,ml]` (and a CPU torch wheel pinned first, as the Makefile does).
 # Build from the repository root:
 #   docker build -f daemonset/images/scheduler.Dockerfile -t ghcr.io/kubejoule/kubejoule-scheduler:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
@@ -20,6 +20,6 @@ RUN pip install --no-cache-dir --no-index --find-links /wheels "kubejoule[schedu
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 # Any non-root user: the scheduler only talks to the API server and serves HTTP.
 USER 65532:65532
-EXPOSE 10260 8888
+EXPOSE 10260 8888 8443 8890
 ENTRYPOINT ["kubejoule-scheduler"]
 CMD ["run", "--config", "/etc/kubejoule/scheduler.yaml"]

@@ -1,0 +1,121 @@
+"""`kubejoule-scheduler autoscaler-expander`: serve cluster-autoscaler's gRPC expander.
+
+    kubejoule-scheduler autoscaler-expander --listen HOST:PORT --tls-cert FILE --tls-key FILE
+        [--config FILE] [--metrics-listen HOST:PORT] [--max-request-bytes N]
+
+The node groups' power curves come from the config's `node_groups:` and `node_group_labels:`
+(docs/autoscaler-expander.md); `scorer.consolidation_utilization` is the reference load of the
+amortized price. A certificate or key that cannot be read or does not match is a usage error
+(exit 2), as is a bad address.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import ssl
+import threading
+from pathlib import Path
+from typing import Any
+
+from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
+from scheduler.config import Config, ConfigError, load_config, parse_listen
+
+log = logging.getLogger("kubejoule.expander")
+
+DEFAULT_LISTEN = "0.0.0.0:8443"
+DEFAULT_METRICS_LISTEN = "0.0.0.0:8890"
+
+
+def add_autoscaler_expander_command(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "autoscaler-expander",
+        help="serve cluster-autoscaler's gRPC expander (least-energy node group)",
+        description="Serve cluster-autoscaler's grpcplugin.Expander/BestOptions over TLS: the "
+        "node group whose power curve serves the pending pods with the least energy.",
+    )
+    parser.add_argument(
+        "--listen", metavar="HOST:PORT", default=DEFAULT_LISTEN,
+        help=f"gRPC address (default {DEFAULT_LISTEN})",
+    )
+    parser.add_argument(
+        "--tls-cert", metavar="FILE", required=True,
+        help="server certificate (PEM); give cluster-autoscaler the same file (or its CA) as "
+        "--grpc-expander-cert; it needs a SAN for the host in --grpc-expander-url",
+    )
+    parser.add_argument("--tls-key", metavar="FILE", required=True, help="its private key (PEM)")
+    parser.add_argument(
+        "--metrics-listen", metavar="HOST:PORT", default=DEFAULT_METRICS_LISTEN,
+        help=f"plain HTTP /metrics, /healthz, /readyz (default {DEFAULT_METRICS_LISTEN}; 'off' for none)",
+    )
+    parser.add_argument(
+        "--max-request-bytes", metavar="N", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
+        help=f"largest request accepted (default {DEFAULT_MAX_REQUEST_BYTES}; grpcio's own is 4 MiB)",
+    )
+    parser.add_argument("--config", metavar="FILE", help="YAML configuration (see docs/scheduler.md)")
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error"),
+        help="log verbosity (default: info)",
+    )
+    parser.set_defaults(func=run_autoscaler_expander)
+
+
+def read_tls(cert_path: str, key_path: str) -> tuple[bytes, bytes]:
+    """The certificate and key PEM bytes; ConfigError when unreadable or not a matching pair."""
+    try:
+        cert = Path(cert_path).read_bytes()
+        key = Path(key_path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the TLS certificate or key: {exc}") from exc
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert_path, key_path)
+    except (ssl.SSLError, ValueError) as exc:
+        raise ConfigError(f"--tls-cert {cert_path} / --tls-key {key_path}: not a usable pair: {exc}") from exc
+    return cert, key
+
+
+def build_expander(config: Config) -> Any:
+    from scheduler.autoscaler.server import Expander
+
+    return Expander(
+        node_groups=config.node_groups,
+        label_keys=config.node_group_labels,
+        reference_utilization=config.scorer.consolidation_utilization,
+    )
+
+
+def run_autoscaler_expander(args: argparse.Namespace) -> int:
+    from scheduler import scheduler_metrics
+    from scheduler.autoscaler.server import start_server
+
+    config = load_config(args.config)
+    host, port = parse_listen(args.listen)
+    if args.max_request_bytes < 1024 * 1024:
+        raise ConfigError(f"--max-request-bytes: at least 1 MiB, got {args.max_request_bytes}")
+    cert, key = read_tls(args.tls_cert, args.tls_key)
+    expander = build_expander(config)
+    try:
+        server, bound = start_server(expander, host, port, cert, key, args.max_request_bytes)
+    except (OSError, RuntimeError) as exc:
+        raise ConfigError(f"--listen {args.listen}: {exc}") from exc
+    http = None
+    if args.metrics_listen != "off":
+        metrics_host, metrics_port = parse_listen(args.metrics_listen)
+        http = scheduler_metrics.serve(expander.metrics.registry, lambda: True, metrics_host, metrics_port)
+    log.info(
+        "autoscaler expander on %s:%d (TLS), %d node-group curve(s) configured, labels %s",
+        host, bound, len(config.node_groups), ", ".join(config.node_group_labels),
+    )
+    if not config.node_groups:
+        log.warning("no node_groups configured: no group has a curve, every option will be answered")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    stop.wait()
+    log.info("stopping: finishing calls in flight (up to 5 s)")
+    server.stop(grace=5).wait()
+    if http is not None:
+        http.shutdown()
+    return 0

@@ -1,0 +1,28 @@
+"""Generate the Python code of the expander's .proto files: `make protos`, or
+`python -m scheduler.autoscaler.protos.generate [OUT_DIR]` from the repository root.
+
+The *_pb2.py/.pyi files are committed; a test regenerates them into a temporary directory with
+the pinned grpcio-tools (pyproject.toml's `dev` extra) and checks they are byte for byte the same.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+PROTO_DIR = Path(__file__).resolve().parent
+PROTOS = ("k8s_resource.proto", "k8s_meta_v1.proto", "k8s_core_v1.proto", "expander.proto")
+
+
+def generate(out_dir: Path = ROOT) -> None:
+    from grpc_tools import protoc  # the dev extra's grpcio-tools
+
+    relative = [str((PROTO_DIR / name).relative_to(ROOT)) for name in PROTOS]
+    args = ["protoc", f"-I{ROOT}", f"--python_out={out_dir}", f"--pyi_out={out_dir}", *relative]
+    if protoc.main(args) != 0:
+        raise SystemExit(f"protoc failed: {' '.join(args)}")
+
+
+if __name__ == "__main__":
+    generate(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT)
