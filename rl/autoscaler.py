@@ -12,8 +12,10 @@ Modelled on cluster-autoscaler's documented behaviour (its FAQ and flags):
   per scan.
 * Expanders: `random` (its default), `least-waste` (the least idle CPU plus idle memory, as
   fractions of what the new nodes add), `most-pods` (the most Pending pods served), `priority`
-  (the group's `priority`; file order by default) and `kubejoule` (the least energy, by
-  scheduler/autoscaler/choice.py — the same code the gRPC expander serves). Ties go to a random
+  (the group's `priority`; file order by default) and `kubejoule` (the least energy by the
+  groups' power curves, scheduler/autoscaler/choice.py — the same code the gRPC expander
+  serves; the simulator knows every group's curve, as the expander's `node_groups:` config
+  would). Ties go to a random
   pick among the tied options, as cluster-autoscaler falls back to `random`.
 * Scale-down: a ready node whose group keeps more than `min_count` powered nodes and that has run
   no pods other than DaemonSet pods for `scale_down_unneeded_s`
@@ -31,17 +33,19 @@ groups, node-group backoff after failed boots, max-nodes-total.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agent.curves import PowerCurve
+from scheduler.autoscaler.choice import GroupOption, best_options
 from scheduler.filters import filter_nodes
 from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.simulator import Simulation, _Node
 
-EXPANDERS = ("random", "least-waste", "most-pods", "priority")
+EXPANDERS = ("random", "least-waste", "most-pods", "priority", "kubejoule")
 DEFAULT_EXPANDER = "random"
 
 
@@ -142,7 +146,29 @@ def _pick_best(
     return tied[0] if len(tied) == 1 else rng.choice(tied)
 
 
-def make_expander(name: str, infos: Callable[[int], PodInfo]) -> ExpanderFunction:
+def kubejoule_expander(
+    curves: Mapping[str, PowerCurve], infos: Callable[[int], PodInfo]
+) -> ExpanderFunction:
+    """The least-energy option by scheduler/autoscaler/choice.py (the gRPC expander's code);
+    a random pick among the options it returns when no group's curve is known."""
+
+    def choose(options: Sequence[ScaleUpOption], rng: random.Random) -> ScaleUpOption:
+        by_group = {o.group: o for o in options}
+        offered = [
+            GroupOption(o.group, o.node_count, tuple(infos(i) for i in o.pods), o.template)
+            for o in options
+        ]
+        best = best_options(offered, {o.group: curves.get(o.group) for o in options})
+        return by_group[best[0].group_id if len(best) == 1 else rng.choice(best).group_id]
+
+    return choose
+
+
+def make_expander(
+    name: str, infos: Callable[[int], PodInfo], curves: Mapping[str, PowerCurve] | None = None
+) -> ExpanderFunction:
+    if name == "kubejoule":
+        return kubejoule_expander(curves or {}, infos)
     if name == "random":
         return lambda options, rng: options[0] if len(options) == 1 else rng.choice(list(options))
     if name == "least-waste":
@@ -164,7 +190,8 @@ class Autoscaler:
     _expander: ExpanderFunction | None = None
 
     def __post_init__(self) -> None:
-        self._expander = make_expander(self.model.expander, self.sim.pod_info)
+        curves = {n.spec.group: n.spec.curve for n in self.sim.nodes}
+        self._expander = make_expander(self.model.expander, self.sim.pod_info, curves)
 
     # -- one scan ---------------------------------------------------------------------------------
 

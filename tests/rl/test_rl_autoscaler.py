@@ -257,3 +257,16 @@ def test_a_node_not_running_at_the_sample_has_no_telemetry():
     shown = {now: {s.info.name: s for s in states} for now, states in policy.shown}
     assert shown[134.0]["b-0"].telemetry is None  # ready at 133, the store holds 130's sample
     assert shown[134.0]["a-0"].telemetry is not None
+
+
+def test_the_kubejoule_expander_picks_the_least_energy_group():
+    # Two off groups for a 2-core pod: "hot" (4 cores, 150 W idle) and "cool" (8 cores, linear
+    # 100–200 W): per core of load cool costs less at every load up to the reference 0.5.
+    hot = PowerCurve.linear(150.0, 250.0)
+    nodes = [node("a-0", "a", 1, min_count=1), NodeSpec("hot-0", "hot", 4, 8, hot, priority=9),
+             node("cool-0", "cool", 8)]
+    model = AutoscalerModel(expander="kubejoule", boot_seconds=120.0, boot_joules=6_000.0)
+    for seed in range(4):
+        result = simulate(nodes, [pod(0, 3, 100, usage=2, request=2)], model=model, seed=seed)
+        assert result.outcomes[0].node == "cool-0"
+        assert result.energy_joules == pytest.approx(100 * 230 + 6_000 + 125 * 100)
