@@ -38,7 +38,7 @@ from typing import Any
 import yaml
 
 from agent.curves import PowerCurve
-from scheduler.model import NodeInfo, PodInfo, Resources
+from scheduler.model import ContainerResources, NodeInfo, PodInfo, Resources
 
 TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
 TRACE_OPTIONAL = ("owner_kind", "priority")
@@ -103,14 +103,21 @@ class PodSpec:
         return self.cpu_usage * self.duration_s
 
     def pod_info(self) -> PodInfo:
+        """One container requesting the trace's CPU and memory, without limits (a trace gives
+        none); a zero request is an absent key."""
+        cpu = round(self.cpu_request * 1000)
+        memory = round(self.mem_request_gib * GIB_BYTES)
         return PodInfo(
             namespace="sim",
             name=f"pod-{self.index}",
             uid=f"sim-{self.index}",
-            requests=Resources(
-                cpu_millicores=round(self.cpu_request * 1000),
-                memory_bytes=round(self.mem_request_gib * GIB_BYTES),
-                pods=1,
+            requests=Resources(cpu_millicores=cpu, memory_bytes=memory, pods=1),
+            containers=(
+                ContainerResources(
+                    name="main",
+                    cpu_request_millicores=cpu or None,
+                    memory_request_bytes=memory or None,
+                ),
             ),
             owner_kind=self.owner_kind,
             priority=self.priority,

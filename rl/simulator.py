@@ -48,7 +48,7 @@ from rl.sampling import TelemetryModel, TelemetryRecorder
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from scheduler.features_v2 import NodeWorkload
 from scheduler.filters import filter_nodes
-from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.autoscaler import Autoscaler, AutoscalerModel
@@ -495,7 +495,20 @@ class Simulation:
             cpu_since_sample_cores=since,
             pod_count=len(node.running) + len(node.pending) + node.daemon_pods,
             daemon_pod_count=node.daemon_pods,
+            pods_since_sample=self._pods_since_sample(node, telemetry),
         )
+
+    def _pods_since_sample(
+        self, node: _Node, telemetry: NodeTelemetry | None
+    ) -> tuple[PodInfo, ...]:
+        """The pods behind `cpu_since_sample_cores` (TargetLoadPacking predicts each): those
+        placed after the sample, or with fresh samples (the ablation) those waiting for a boot."""
+        if telemetry is None:
+            return ()
+        if self.recorder.model is None:
+            return tuple(self._infos[i] for i in node.pending)
+        cutoff = telemetry.sample_time
+        return tuple(self._infos[i] for i, t in node.placed_at.items() if t > cutoff)
 
     def node_states(self) -> list[NodeState]:
         return [self.node_state(n) for n in self._nodes]

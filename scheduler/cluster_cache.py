@@ -211,21 +211,17 @@ class ClusterCache:
         name = info.name
         pods = self._by_node.get(name)
         since = 0.0
+        since_pods: tuple[PodInfo, ...] = ()
         if t is not None and pods:
-            since = (
-                sum(
-                    p.info.requests.cpu_millicores
-                    for p in pods.values()
-                    if p.placed_at > t.sample_time
-                )
-                / 1000.0
-            )
+            since_pods = tuple(p.info for p in pods.values() if p.placed_at > t.sample_time)
+            since = sum(p.requests.cpu_millicores for p in since_pods) / 1000.0
         empty = Resources()
         return NodeState(
             info=info,
             requested=self._requested.get(name, empty),
             telemetry=t,
             cpu_since_sample_cores=since,
+            pods_since_sample=since_pods,
             pod_count=len(pods) if pods else 0,
             nonzero_requested=self._nonzero.get(name, empty),
         )

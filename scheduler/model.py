@@ -306,6 +306,61 @@ def _priority(value: Any) -> int:
     return value
 
 
+# Container kinds, as the pod spec places them.
+APP_CONTAINER = "app"
+INIT_CONTAINER = "init"
+SIDECAR_CONTAINER = "sidecar"  # an init container with restartPolicy: Always
+
+
+@dataclass(frozen=True)
+class ContainerResources:
+    """One container's CPU and memory requests and limits as its spec writes them; None when
+    the key is absent (TargetLoadPacking and kube-scheduler tell an absent key from "0")."""
+
+    name: str = ""
+    kind: str = APP_CONTAINER  # APP_CONTAINER | INIT_CONTAINER | SIDECAR_CONTAINER
+    cpu_request_millicores: int | None = None
+    cpu_limit_millicores: int | None = None
+    memory_request_bytes: int | None = None
+    memory_limit_bytes: int | None = None
+
+
+def _optional_amount(values: Mapping[str, Any], key: str, scale: float, where: str) -> int | None:
+    value = values.get(key)
+    return None if value is None else _amount(value, scale, f"{where}.{key}")
+
+
+def _container_resources(
+    container: Mapping[str, Any], where: str, kind: str
+) -> ContainerResources:
+    resources = _object(container.get("resources"), f"{where}.resources")
+    requests = _object(resources.get("requests"), f"{where}.resources.requests")
+    limits = _object(resources.get("limits"), f"{where}.resources.limits")
+    return ContainerResources(
+        name=_text(container.get("name"), f"{where}.name"),
+        kind=kind,
+        cpu_request_millicores=_optional_amount(requests, "cpu", 1000, f"{where}.resources.requests"),
+        cpu_limit_millicores=_optional_amount(limits, "cpu", 1000, f"{where}.resources.limits"),
+        memory_request_bytes=_optional_amount(requests, "memory", 1, f"{where}.resources.requests"),
+        memory_limit_bytes=_optional_amount(limits, "memory", 1, f"{where}.resources.limits"),
+    )
+
+
+def pod_containers(spec: Mapping[str, Any]) -> tuple[ContainerResources, ...]:
+    """Every container of a pod spec with its requests and limits: app containers first, then
+    init containers (sidecars marked) in spec order."""
+    containers = [
+        _container_resources(c, where, APP_CONTAINER)
+        for where, c in _objects(spec.get("containers"), "spec.containers")
+    ]
+    for where, c in _objects(spec.get("initContainers"), "spec.initContainers"):
+        always = _text(c.get("restartPolicy"), f"{where}.restartPolicy") == "Always"
+        containers.append(
+            _container_resources(c, where, SIDECAR_CONTAINER if always else INIT_CONTAINER)
+        )
+    return tuple(containers)
+
+
 @dataclass(frozen=True)
 class PodInfo:
     namespace: str
@@ -328,10 +383,27 @@ class PodInfo:
     # None for a bare pod. `priority`: spec.priority as the admission controller resolved it.
     owner_kind: str | None = None
     priority: int = 0
+    # Per-container requests and limits (pod_containers()); None = not known (a PodInfo built by
+    # hand from totals): see container_resources().
+    containers: tuple[ContainerResources, ...] | None = None
+    overhead: Resources = Resources()  # spec.overhead (RuntimeClass), included in `requests`
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def container_resources(self) -> tuple[ContainerResources, ...]:
+        """`containers`, or for a PodInfo that only knows its totals one app container
+        requesting them (a zero total is an absent key, as a pod without requests has)."""
+        if self.containers is not None:
+            return self.containers
+        cpu = self.requests.cpu_millicores - self.overhead.cpu_millicores
+        memory = self.requests.memory_bytes - self.overhead.memory_bytes
+        return (
+            ContainerResources(
+                cpu_request_millicores=cpu or None, memory_request_bytes=memory or None
+            ),
+        )
 
     @classmethod
     def from_k8s(cls, pod: Mapping[str, Any]) -> PodInfo:
@@ -359,6 +431,8 @@ class PodInfo:
             nonzero_requests=nonzero_requests(spec),
             owner_kind=_owner_kind(meta),
             priority=_priority(spec.get("priority")),
+            containers=pod_containers(spec),
+            overhead=Resources.from_k8s(spec.get("overhead"), where="spec.overhead"),
         )
 
 
@@ -370,6 +444,12 @@ class NodeInfo:
     taints: tuple[Taint, ...] = ()
     ready: bool = True
     unschedulable: bool = False
+    # status.capacity (TargetLoadPacking and PEAKS divide by it); None = same as allocatable.
+    capacity: Resources | None = None
+
+    @property
+    def cpu_capacity_millicores(self) -> int:
+        return (self.capacity or self.allocatable).cpu_millicores
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -415,6 +495,11 @@ class NodeInfo:
             ),
             ready=ready,
             unschedulable=bool(unschedulable),
+            capacity=(
+                Resources.from_k8s(status.get("capacity"), where="status.capacity")
+                if status.get("capacity")
+                else None
+            ),
         )
 
 
@@ -449,6 +534,8 @@ class NodeState:
     # Of pod_count, the DaemonSet and mirror (static) pods: they run on every node and never make
     # it non-empty (is_node_daemon_pod()).
     daemon_pod_count: int = 0
+    # The pods bound since the sample, where the producer knows them (TargetLoadPacking reads them).
+    pods_since_sample: tuple[PodInfo, ...] = ()
 
     @property
     def empty(self) -> bool:

@@ -12,10 +12,13 @@ def container(
     name: str = "app",
     requests: Mapping[str, str] | None = None,
     restart_policy: str | None = None,
+    limits: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     c: dict[str, Any] = {"name": name, "image": "registry.example/app:1"}
     if requests is not None:
         c["resources"] = {"requests": dict(requests)}
+    if limits is not None:
+        c.setdefault("resources", {})["limits"] = dict(limits)
     if restart_policy is not None:
         c["restartPolicy"] = restart_policy
     return c
@@ -80,7 +83,9 @@ def node(
     taints: Sequence[Mapping[str, str]] = (),
     ready: bool = True,
     unschedulable: bool = False,
+    capacity_cpu: str | None = None,
 ) -> dict[str, Any]:
+    """A Node whose capacity equals its allocatable, except CPU capacity if `capacity_cpu`."""
     allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
     if ephemeral_storage is not None:
         allocatable["ephemeral-storage"] = ephemeral_storage
@@ -96,7 +101,7 @@ def node(
         "spec": spec,
         "status": {
             "allocatable": allocatable,
-            "capacity": dict(allocatable),
+            "capacity": {**allocatable, "cpu": capacity_cpu or cpu},
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }

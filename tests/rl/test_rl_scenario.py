@@ -111,3 +111,17 @@ def test_rate_and_pareto_helpers():
     assert bounded_pareto(Fixed(1.0), 10, 100, 1.5) == pytest.approx(100.0)  # type: ignore[arg-type]
     median = bounded_pareto(Fixed(0.5), 10, 1e9, 1.0)  # type: ignore[arg-type]
     assert median == pytest.approx(20.0, rel=1e-6) and not math.isnan(median)
+
+
+def test_trace_pods_carry_one_container_with_requests_and_no_limits():
+    """The peer plugins read containers: a trace pod is one container requesting the trace's
+    CPU and memory, without limits (TargetLoadPacking then predicts request × 1.5)."""
+    [pod, idle] = parse_trace(
+        "submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage\n0,10,0.5,1,0.4\n1,10,0,0,0\n"
+    )
+    [c] = pod.pod_info().container_resources()
+    assert (c.cpu_request_millicores, c.cpu_limit_millicores) == (500, None)
+    assert (c.memory_request_bytes, c.memory_limit_bytes) == (2**30, None)
+    assert pod.pod_info().requests.cpu_millicores == 500
+    [c] = idle.pod_info().container_resources()  # a zero request is an absent key
+    assert (c.cpu_request_millicores, c.memory_request_bytes) == (None, None)
