@@ -5,8 +5,8 @@
 | `default` | kube-scheduler: NodeResourcesFit LeastAllocated + BalancedAllocation, weight 1 each, best total, ties at random (`scheduler.kube_scoring.default_choice`) |
 | `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
 | `roundrobin` | the next feasible node after the last one used, in node order (the old DQN project's baseline) |
-| `peaks` | PEAKS' power-jump score, normalized as the plugin does (`rl/peaks.py`) |
-| `trimaran` | Trimaran's TargetLoadPacking, target 40 % (`rl/trimaran.py`) |
+| `peaks` | PEAKS' power-jump score, normalized as the plugin does (`scheduler.plugins.peaks`), each node's (k0, k1, k2) fitted to its curve |
+| `trimaran` | Trimaran's TargetLoadPacking, target 40 % (`scheduler.plugins.trimaran`) |
 | `heuristic` | kubejoule's energy scorer (`scheduler.scorer.HeuristicScorer`) |
 | `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
 
@@ -21,12 +21,12 @@ import random
 from collections.abc import Sequence
 from typing import Any, cast
 
-from rl.peaks import PeaksScorer, fit_power_model
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
-from rl.trimaran import TargetLoadPackingScorer
 from scheduler.kube_scoring import LEAST_ALLOCATED, MOST_ALLOCATED, default_choice, select_host
 from scheduler.model import NodeState, PodInfo, Scorer
+from scheduler.plugins.peaks import Peaks, fit_power_model
+from scheduler.plugins.trimaran import TargetLoadPacking
 from scheduler.scorer import HeuristicScorer
 
 BUILTIN_POLICIES = ("default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic")
@@ -127,9 +127,9 @@ def make_policy(
     if name == "peaks":
         fits = {curve: fit_power_model(curve) for curve in {n.curve for n in nodes}}
         models = {n.name: fits[n.curve] for n in nodes}
-        return ScorerPolicy(PeaksScorer(models), "peaks")
+        return ScorerPolicy(Peaks(models), "peaks")
     if name == "trimaran":
-        return ScorerPolicy(TargetLoadPackingScorer(), "trimaran")
+        return ScorerPolicy(TargetLoadPacking(), "trimaran")
     if name == "heuristic":
         return ScorerPolicy(heuristic_scorer(nodes, power_off), "heuristic")
     if name.startswith("py:"):

@@ -1,31 +1,16 @@
-"""Policy formulas against kube-scheduler's, PEAKS' and Trimaran's, on table cases."""
+"""The simulator's policies: kube-scheduler's choice, round robin, and that every scorer policy
+runs the scheduler's own plugins (their formulas are tested in tests/scheduler/test_plugin_*)."""
 
 from __future__ import annotations
 
-import math
 import random
 
+import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
-from rl.peaks import (
-    PeaksPowerModel,
-    PeaksScorer,
-    fit_power_model,
-    normalize,
-    pod_cpu_millicores,
-    power_jump,
-    raw_score,
-)
 from rl.policies import BUILTIN_POLICIES, RoundRobinPolicy, ScorerPolicy, make_policy
 from rl.scenario import NodeSpec
-from rl.trimaran import (
-    TargetLoadPackingArgs,
-    TargetLoadPackingScorer,
-    go_round,
-    node_score,
-    predicted_millicores,
-)
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
 
 GIB = 2**30
@@ -112,106 +97,6 @@ def test_roundrobin_cycles_over_feasible_nodes():
     assert policy.choose(pod, [states[0], states[2]], 0.0) == "n0"
 
 
-# --- Trimaran TargetLoadPacking ----------------------------------------------------------------
-
-TLP = TargetLoadPackingArgs()  # target 40 %
-
-
-@pytest.mark.parametrize(
-    ("utilization_pct", "pod_mc", "missing_mc", "expected"),
-    [
-        (0.0, 0, 0, 40),  # scheduler-plugins "new node": empty pod on an idle node → T
-        (50.0, 0, 0, 33),  # "hot node": T + 10 % → round(40 · 50 / 60) = 33
-        (30.0, 1000, 0, 0),  # "excess utilization": 130 % → min score
-        (None, 0, 0, 0),  # no metric → min score
-        (20.0, 0, 0, 70),  # (60 · 20 / 40) + 40
-        (40.0, 0, 0, 100),  # at the target: the best score
-        (70.0, 0, 0, 20),  # 40 · 30 / 60
-        (100.0, 0, 0, 0),
-        (10.0, 200, 100, 100),  # U = 10 + 20 (pod) + 10 (bound since the sample) = 40
-        (10.0, 400, 100, 27),  # U = 60 → round(40 · 40 / 60) = round(26.67)
-    ],
-)
-def test_target_load_packing_score_table(utilization_pct, pod_mc, missing_mc, expected):
-    assert node_score(utilization_pct, 1000.0, pod_mc, missing_mc, TLP) == expected
-
-
-def test_target_load_packing_prediction_and_rounding():
-    assert predicted_millicores(1000, 1000, TLP) == 1000  # a limit wins
-    assert predicted_millicores(1000, None, TLP) == 1500  # request × 1.5
-    assert predicted_millicores(0, None, TLP) == 1000  # best effort: the default
-    assert [go_round(x) for x in (37.5, 2.5, -2.5, 2.49)] == [38, 3, -3, 2]
-
-
-def test_target_load_packing_scorer_on_node_states():
-    # 4 cores, 25 % used (1000 m); pod requests 500 m → 750 m predicted:
-    # U = 100 · 1750 / 4000 = 43.75 > 40 → 40 · 56.25 / 60 = 37.5 → 38.
-    scorer = TargetLoadPackingScorer()
-    [result] = scorer.score(make_pod(500), [make_node("a", 4, 8, utilization=0.25)], 0.0)
-    assert result.score == 38
-    # 500 m requested since the sample is predicted at 750 m too: U = 62.5 → 25.
-    [result] = scorer.score(
-        make_pod(500), [make_node("a", 4, 8, utilization=0.25, since_sample_cores=0.5)], 0.0
-    )
-    assert result.score == 25
-
-
-# --- PEAKS -------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ([0, 100], [100, 0]),  # scheduler-plugins TestNormalizeScore {min, max}
-        ([0, 0], [0, 0]),  # {min, min}: untouched
-        ([100, 100], [100, 100]),  # {max, max}
-        ([10, 20, 40], [100, 67, 0]),  # 100 − int(33.3)
-    ],
-)
-def test_peaks_normalize_table(raw, expected):
-    assert normalize(raw) == expected
-
-
-def test_peaks_power_jump_and_raw_score():
-    model = PeaksPowerModel(50.0, 10.0, 0.02)
-    jump = power_jump(20.0, 45.0, model)
-    assert jump == pytest.approx(10 * (math.exp(0.9) - math.exp(0.4)))
-    # 4 cores at 20 %, pod 1000 m → 45 %.
-    assert raw_score(20.0, 4000.0, 1000, model) == int(jump * 1e15)
-    assert raw_score(90.0, 4000.0, 1000, model) == 0  # 115 % → MinNodeScore
-    assert raw_score(None, 4000.0, 1000, model) == 0  # no metric → MinNodeScore
-    assert pod_cpu_millicores(make_pod(0)) == 1000 and pod_cpu_millicores(make_pod(250)) == 250
-
-
-def test_peaks_scorer_prefers_small_jump_and_reproduces_overflow_quirk():
-    models = {
-        "cheap": PeaksPowerModel(50.0, 5.0, 0.01),
-        "dear": PeaksPowerModel(50.0, 20.0, 0.01),
-        "full": PeaksPowerModel(50.0, 5.0, 0.01),
-    }
-    scorer = PeaksScorer(models)
-    nodes = [
-        make_node("cheap", 4, 8, utilization=0.1),
-        make_node("dear", 4, 8, utilization=0.1),
-        make_node("full", 4, 8, utilization=0.9),  # + 25 % > 100 % → raw 0 → best after normalize
-    ]
-    scores = {r.node: r.score for r in scorer.score(make_pod(1000), nodes, 0.0)}
-    assert scores["dear"] == 0
-    assert scores["full"] == 100
-    assert 0 < scores["cheap"] < 100
-
-
-def test_peaks_fit_recovers_an_exponential_curve():
-    truth = PeaksPowerModel(80.0, 20.0, 0.015)
-    curve = PowerCurve.from_points([truth.watts(x) for x in range(0, 101, 10)])
-    fitted = fit_power_model(curve)
-    for x in range(0, 101, 10):
-        assert fitted.watts(x) == pytest.approx(truth.watts(x), rel=1e-4)
-    concave = fit_power_model(PowerCurve.fan(100.0, 250.0, 1.4))
-    assert concave.k1 < 0 and concave.k2 < 0  # a concave curve fits with both negative
-    assert concave.watts(100) == pytest.approx(250.0, rel=0.02)
-
-
 # --- scorer hook -------------------------------------------------------------------------------
 
 
@@ -292,3 +177,30 @@ def test_heuristic_policy_is_the_schedulers_heuristic_scorer(monkeypatch: pytest
     policy.reset(specs, random.Random(0))
     assert policy.choose(make_pod(500), states, 0.0) == "c"
     assert seen == [("a", "b", "c")]  # one batched call with every candidate
+
+
+def test_peaks_and_trimaran_policies_run_the_scheduler_plugins(monkeypatch: pytest.MonkeyPatch):
+    """`peaks` and `trimaran` call scheduler.plugins' kernels: tilting each kernel towards one
+    node moves the policy's choice there."""
+    import scheduler.plugins.peaks as peaks_plugin
+    import scheduler.plugins.trimaran as trimaran_plugin
+
+    specs = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b", "c")]
+    states = [make_node(n, 4, 8, utilization=0.1) for n in ("a", "b", "c")]
+
+    def choice(name: str) -> str:
+        policy = make_policy(name, specs)
+        policy.reset(specs, random.Random(0))
+        return policy.choose(make_pod(500), states, 0.0)
+
+    def tlp_prefers_c(util, capacity, added, target=40):
+        return np.array([0, 0, 90], dtype=np.int64)
+
+    monkeypatch.setattr(trimaran_plugin, "target_load_packing_scores", tlp_prefers_c)
+    assert choice("trimaran") == "c"
+
+    def peaks_raw_prefers_b(util, capacity, pod_mc, k1, k2):
+        return np.array([50, 1, 50], dtype=np.int64)  # b: the smallest jump
+
+    monkeypatch.setattr(peaks_plugin, "peaks_raw_scores", peaks_raw_prefers_b)
+    assert choice("peaks") == "b"
