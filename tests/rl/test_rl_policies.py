@@ -204,3 +204,32 @@ def test_peaks_and_trimaran_policies_run_the_scheduler_plugins(monkeypatch: pyte
 
     monkeypatch.setattr(peaks_plugin, "peaks_raw_scores", peaks_raw_prefers_b)
     assert choice("peaks") == "b"
+
+
+@pytest.mark.parametrize("lagging", [True, False])
+def test_simulated_nodes_list_the_pods_bound_since_their_sample(lagging: bool):
+    """TargetLoadPacking predicts each pod bound since the sample: the simulator lists exactly
+    the pods whose requests make up `cpu_since_sample_cores`, with lagging samples and with the
+    perfect-telemetry ablation (pods waiting for a boot)."""
+    from rl.sampling import TelemetryModel
+    from rl.scenario import PodSpec
+    from rl.simulator import PowerOffModel, Simulation
+
+    specs = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b")]
+    # A burst, a quiet spell (the nodes power off in the ablation), then a second burst.
+    times = [i * 0.7 if i < 12 else 100 + i * 0.5 for i in range(24)]
+    pods = [PodSpec(i, t, 30.0, 0.25 + 0.25 * (i % 3), 0.5, 0.3) for i, t in enumerate(times)]
+    sim = Simulation(
+        specs,
+        pods,
+        power_off=None if lagging else PowerOffModel(after_seconds=1.0, boot_seconds=20.0),
+        telemetry=TelemetryModel(sample_seconds=5.0, refresh_seconds=5.0) if lagging else None,
+    )
+    seen = 0
+    while (decision := sim.next_decision()) is not None:
+        for state in decision.feasible:
+            listed = sum(p.requests.cpu_millicores for p in state.pods_since_sample)
+            assert listed == round(state.cpu_since_sample_cores * 1000)
+            seen += len(state.pods_since_sample)
+        sim.place(decision.feasible[decision.pod.index % len(decision.feasible)].info.name)
+    assert seen > 0  # some decisions did see pods bound since the sample
