@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ShapeError
+from scheduler.model import (
+    NodeInfo,
+    NodeState,
+    NodeTelemetry,
+    PodInfo,
+    Resources,
+    ShapeError,
+    is_node_daemon_pod,
+)
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +232,9 @@ class ClusterCache:
             pods_since_sample=since_pods,
             pod_count=len(pods) if pods else 0,
             nonzero_requested=self._nonzero.get(name, empty),
+            daemon_pod_count=(
+                sum(1 for p in pods.values() if is_node_daemon_pod(p.info)) if pods else 0
+            ),
         )
 
     # -- nodes --

@@ -289,6 +289,21 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
+# Pods that belong to their node rather than to the workload: a DaemonSet's pod runs on every
+# node, and a static pod's mirror (annotated, and owned by its Node) exists wherever the kubelet
+# runs it. A node whose pods are all of these is empty: scaling it down moves no workload
+# (cluster-autoscaler ignores them the same way when it looks for unneeded nodes).
+NODE_BOUND_OWNER_KINDS = ("DaemonSet", "Node")
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def is_node_daemon_pod(pod: PodInfo) -> bool:
+    """A DaemonSet pod, or a static pod's mirror: it never makes its node non-empty."""
+    if pod.owner_kind in NODE_BOUND_OWNER_KINDS:
+        return True
+    return any(key == MIRROR_POD_ANNOTATION for key, _ in pod.annotations)
+
+
 def _owner_kind(meta: Mapping[str, Any]) -> str | None:
     """The kind of the controlling owner reference (else the first one), None without owners."""
     owners = [o for _, o in _objects(meta.get("ownerReferences"), "metadata.ownerReferences")]

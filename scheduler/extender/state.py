@@ -57,6 +57,7 @@ class NodeStates:
             info=info,
             telemetry=sample.telemetry if sample is not None else None,
             pod_count=pod_count,
+            daemon_pod_count=sample.daemon_pod_count if sample is not None else 0,
         )
 
     def _cluster_states(self) -> dict[str, NodeState]:

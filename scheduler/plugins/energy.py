@@ -245,7 +245,7 @@ class EnergyPlugin:
                     history = self._histories.get(name)
                     version = history.version if history is not None else 0
                 cores = telemetry.cores or node.info.cpu_cores
-                row = (_OK, telemetry.sample_time, u, cores, node.pod_count == 0, curve)
+                row = (_OK, telemetry.sample_time, u, cores, node.empty, curve)
         entry = self._prepared[name] = _Prepared(node, version, row)
         return entry
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.curves import POINT_COUNT
-from scheduler.model import NodeTelemetry
+from scheduler.model import NODE_BOUND_OWNER_KINDS, NodeTelemetry
 from scheduler.telemetry.samples import FetchResult, NodeSample
 
 M_POWER = "kubejoule_node_power_watts"
@@ -31,6 +31,7 @@ class _Partial:
     sample_time: float | None = None
     curve: dict[int, float] = field(default_factory=dict)
     pods: set[str] = field(default_factory=set)
+    daemon_pods: set[str] = field(default_factory=set)
 
 
 def _finite(value: float) -> float | None:
@@ -79,7 +80,10 @@ class SeriesFolder:
             if level is not None and watts is not None:
                 part.curve[level] = watts
         elif name in (M_POD_POWER, M_POD_ENERGY):
-            part.pods.add(labels.get("pod_uid") or f"{labels.get('namespace')}/{labels.get('pod')}")
+            pod = labels.get("pod_uid") or f"{labels.get('namespace')}/{labels.get('pod')}"
+            part.pods.add(pod)
+            if labels.get("owner_kind") in NODE_BOUND_OWNER_KINDS:
+                part.daemon_pods.add(pod)
 
     def samples(self, source_name: str) -> FetchResult:
         result = FetchResult()
@@ -103,7 +107,8 @@ class SeriesFolder:
             )
             # Pod series exist only where power is known; without power the count is unknown.
             pod_count = len(part.pods) if part.watts is not None else None
-            result.samples[node] = NodeSample(telemetry, pod_count, source_name)
+            daemons = len(part.daemon_pods) if pod_count is not None else 0
+            result.samples[node] = NodeSample(telemetry, pod_count, source_name, daemons)
         return result
 
 

@@ -16,6 +16,9 @@ class NodeSample:
     # Pods the node's agent saw at the sample (None when the source cannot tell).
     pod_count: int | None = None
     source_name: str = ""
+    # Of pod_count, the DaemonSet and mirror pods (by the pod series' `owner_kind` label, where
+    # the agent exports one): they never make the node non-empty.
+    daemon_pod_count: int = 0
 
 
 @dataclass
