@@ -78,8 +78,14 @@ class NodeResourcesFit:
         unknown = sorted(set(resources) - set(RESOURCES))
         if unknown:
             raise ValueError(f"NodeResourcesFit scores {RESOURCES}, not {unknown}")
-        if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in resources.values()):
-            raise ValueError(f"resource weights must be integers >= 1, got {dict(resources)}")
+        # kube-scheduler's ValidateNodeResourcesFitArgs: each weight in [1, MaxNodeScore].
+        if any(
+            isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_NODE_SCORE
+            for w in resources.values()
+        ):
+            raise ValueError(
+                f"resource weights must be integers from 1 to {MAX_NODE_SCORE}, got {dict(resources)}"
+            )
         if not resources:
             raise ValueError("NodeResourcesFit needs at least one resource")
         self.strategy = strategy
