@@ -34,7 +34,7 @@ from rl.autoscaler import AutoscalerModel
 from rl.oracle import OracleBound, oracle_bound
 from rl.policies import make_policy
 from rl.progress import ProgressBar
-from rl.sampling import TelemetryModel
+from rl.sampling import TelemetryModel, dropped_nodes
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulator import PowerOffModel, SimResult, Simulation
 
@@ -112,6 +112,11 @@ class ClusterModel:
     autoscaler: AutoscalerModel | None = None
     daemonsets: tuple[DaemonSetSpec, ...] = ()
     telemetry: TelemetryModel | None = None  # None: perfect telemetry (ablation)
+    telemetry_dropout: float = 0.0  # fault mode: each node's agent missing with this probability
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.telemetry_dropout <= 1.0:
+            raise ValueError("the telemetry dropout must be a probability in [0, 1]")
 
     @property
     def daemon_cores(self) -> float:
@@ -149,6 +154,7 @@ def run_once(
         daemonsets=cluster.daemonsets,
         telemetry=cluster.telemetry,
         rng=random.Random(f"autoscaler-{seed}"),
+        missing_telemetry=dropped_nodes([n.name for n in nodes], cluster.telemetry_dropout, seed),
     )
     policy = make_policy(policy_name, nodes, cluster.policy_power_off())
     policy.reset(sim.specs, random.Random(seed))

@@ -120,6 +120,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "--refresh-seconds", type=float, help="the telemetry store's refresh period (default 5)"
     )
     bench.add_argument(
+        "--telemetry-dropout",
+        type=float,
+        metavar="P",
+        default=0.0,
+        help="FAULT MODE: each node's agent is missing for the run with probability P (per "
+        "seed), to measure what missing telemetry costs (default 0)",
+    )
+    bench.add_argument(
         "--perfect-telemetry",
         action="store_true",
         help="ABLATION: policies see every node's instantaneous state",
@@ -199,6 +207,7 @@ def _cluster_model(args: argparse.Namespace, scenario: Scenario | None) -> Clust
         autoscaler=autoscaler,
         daemonsets=tuple(load_daemonsets(daemonsets_file)),
         telemetry=telemetry,
+        telemetry_dropout=args.telemetry_dropout,
     )
 
 
@@ -267,6 +276,7 @@ def _benchmark(args: argparse.Namespace) -> int:
             if cluster.telemetry
             else "perfect"
         ),
+        "telemetry_dropout": cluster.telemetry_dropout,
     }
     document = results_json(result, description)
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n")

@@ -9,6 +9,11 @@ scheduler's cluster cache adds their CPU requests as `cpu_since_sample_cores` (a
 it was placed after the sample, `placed_at > sample_time`, as scheduler/cluster_cache.py counts
 it). A node that was not running at `s` (off, booting) has no sample: its telemetry is missing.
 
+Fault mode (`--telemetry-dropout P`): each node's agent is missing for the whole run with
+probability P, drawn per node from the run's seed (`dropped_nodes`) — an agent that never
+deployed, or died: the store has no sample for the node, and the scorer has to price it without
+one (the rule of docs/scheduler.md, "Missing telemetry"). The nodes' power is still simulated.
+
 `TelemetryModel` None is the perfect-telemetry ablation: every node is a fresh sample of the
 instantaneous state, and only pods waiting for a booting node (the visible-power-off ablation)
 are "since the sample".
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -45,8 +51,11 @@ class TelemetryModel:
 class TelemetryRecorder:
     """Each node's (on, utilization, watts) from every change on, to read them as of a sample."""
 
-    def __init__(self, node_count: int, model: TelemetryModel | None) -> None:
+    def __init__(
+        self, node_count: int, model: TelemetryModel | None, missing: frozenset[int] = frozenset()
+    ) -> None:
         self.model = model
+        self.missing = missing  # nodes whose agent is missing (the dropout fault)
         self._times: list[list[float]] = [[] for _ in range(node_count)]
         self._values: list[list[tuple[bool, float, float]]] = [[] for _ in range(node_count)]
 
@@ -76,6 +85,8 @@ class TelemetryRecorder:
         """The node's telemetry as the scheduler holds it at `now`, and the CPU (cores)
         requested by pods placed since that sample."""
         times, values = self._times[node], self._values[node]
+        if node in self.missing:
+            return None, 0.0
         if self.model is None:
             on, utilization, watts = values[-1]
             booting = not on and bool(placed_at)  # the ablation's node booting for its pods
@@ -107,3 +118,14 @@ class TelemetryRecorder:
             curve_points=points,
         )
         return telemetry, since / 1000.0
+
+
+def dropped_nodes(names: Sequence[str], probability: float, seed: int) -> frozenset[str]:
+    """The nodes whose agent is missing in the dropout fault mode (module docstring): each with
+    `probability`, independently, the same for every policy run with this seed."""
+    if not 0.0 <= probability <= 1.0:
+        raise ValueError("the telemetry dropout must be a probability in [0, 1]")
+    if probability == 0.0:
+        return frozenset()
+    rng = random.Random(f"telemetry-dropout-{seed}")
+    return frozenset(name for name in names if rng.random() < probability)

@@ -219,6 +219,7 @@ class Simulation:
         daemonsets: Sequence[DaemonSetSpec] = (),
         telemetry: TelemetryModel | None = None,
         rng: random.Random | None = None,
+        missing_telemetry: frozenset[str] = frozenset(),
     ) -> None:
         if not nodes:
             raise ValueError("a simulation needs at least one node")
@@ -259,7 +260,11 @@ class Simulation:
         self.scale_ups = 0
         self.scale_downs = 0
         self.restarted_pods = 0
-        self.recorder = TelemetryRecorder(len(self._nodes), telemetry)
+        self.recorder = TelemetryRecorder(
+            len(self._nodes),
+            telemetry,
+            frozenset(self._position[name] for name in missing_telemetry if name in self._position),
+        )
         for i, pod in enumerate(self.pods):
             self._push(pod.submit_s, _ARRIVAL, i, 0)
         self._autoscaler: Autoscaler | None = None

@@ -12,7 +12,7 @@ from agent.curves import PowerCurve
 from rl.autoscaler import AutoscalerModel, ScaleUpOption, least_waste_score
 from rl.benchmark import ClusterModel, run_once
 from rl.policies import BUILTIN_POLICIES
-from rl.sampling import TelemetryModel
+from rl.sampling import TelemetryModel, dropped_nodes
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
 from rl.simulator import Simulation
 from scheduler.model import NodeState, PodInfo
@@ -270,3 +270,21 @@ def test_the_kubejoule_expander_picks_the_least_energy_group():
         result = simulate(nodes, [pod(0, 3, 100, usage=2, request=2)], model=model, seed=seed)
         assert result.outcomes[0].node == "cool-0"
         assert result.energy_joules == pytest.approx(100 * 230 + 6_000 + 125 * 100)
+
+
+def test_telemetry_dropout_hides_the_chosen_nodes_agents_for_the_whole_run():
+    names = [f"n{i}" for i in range(400)]
+    dropped = dropped_nodes(names, 0.25, seed=3)
+    assert dropped == dropped_nodes(names, 0.25, seed=3) != dropped_nodes(names, 0.25, seed=4)
+    assert 70 < len(dropped) < 130
+    assert dropped_nodes(names, 0.0, 3) == frozenset() and dropped_nodes(names, 1.0, 3) == set(names)
+    with pytest.raises(ValueError):
+        ClusterModel(telemetry_dropout=1.5)
+    nodes = [node("a-0", "a", 4, min_count=1), node("a-1", "a", 4, ordinal=1, min_count=2)]
+    sim = Simulation(nodes, [pod(0, 7, 10, 1, 1)], autoscaler=MODEL, telemetry=TelemetryModel(),
+                     missing_telemetry=frozenset({"a-1"}))
+    policy = Recorder()
+    sim.run(policy, random.Random(0))
+    (_, states) = policy.shown[0]
+    seen = {s.info.name: s.telemetry for s in states}
+    assert seen["a-1"] is None and seen["a-0"] is not None and seen["a-0"].sample_time == 5.0
