@@ -37,7 +37,7 @@ from tests.helpers.deploy_kustomize import (
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES_VERSION = "1.33"
 NAMESPACE = "kubejoule-system"
-COMPONENTS = ("servicemonitor", "extender", "pod-network", "calibration")
+COMPONENTS = ("servicemonitor", "extender", "pod-network", "calibration", "autoscaler-expander")
 CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 # Capabilities the agent may be granted, each for a reason written in the manifests and docs.
 ALLOWED_AGENT_CAPABILITIES = {"SYS_ADMIN", "SYS_PTRACE"}
@@ -428,7 +428,9 @@ def test_scheduler_runs_two_replicas_spread_and_protected(tmp_path: Path) -> Non
     assert Path(config_path).name in configmap["data"]
 
 
-@pytest.mark.parametrize("name", ["kubejoule-scheduler", "kubejoule-extender"])
+@pytest.mark.parametrize(
+    "name", ["kubejoule-scheduler", "kubejoule-extender", "kubejoule-autoscaler-expander"]
+)
 def test_scheduler_pods_meet_the_restricted_pod_security_level(name: str, tmp_path: Path) -> None:
     objects = built("intel+all-components", tmp_path)
     pod = by_kind(objects, "Deployment")[name]["spec"]["template"]["spec"]
