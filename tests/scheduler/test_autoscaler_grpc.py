@@ -243,3 +243,45 @@ def test_the_client_refuses_a_certificate_without_the_host_in_its_san(
 def test_wire_helper_encodes_a_length_delimited_field() -> None:
     # field 1, wire type 2, length 3: the bytes a protobuf encoder writes for a 3-byte string.
     assert length_delimited(1, b"abc") == b"\x0a\x03abc"
+
+
+def documented_openssl_command() -> str:
+    """The `openssl req` command of docs/autoscaler-expander.md's worked example."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "autoscaler-expander.md").read_text()
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("openssl req -x509"))
+    command = []
+    for line in lines[start:]:
+        command.append(line.strip().removesuffix("\\"))
+        if not line.rstrip().endswith("\\"):
+            break
+    return " ".join(command)
+
+
+def test_the_documented_certificate_is_accepted_for_the_service_name(
+    tmp_path: Path, expander: Expander
+) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("openssl is not installed")
+        pytest.skip("openssl is not installed")
+    subprocess.run(documented_openssl_command(), shell=True, cwd=tmp_path, check=True,
+                   capture_output=True, timeout=60)
+    cert, key = (tmp_path / "expander.crt").read_bytes(), (tmp_path / "expander.key").read_bytes()
+    server, port = start_server(expander, "127.0.0.1", 0, cert, key)
+    try:
+        # cluster-autoscaler dials the Service name; here that name is mapped to loopback by
+        # overriding the name TLS checks, so the SAN is verified as it would be in the cluster.
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert)
+        options = [("grpc.ssl_target_name_override", "kubejoule-autoscaler-expander.kubejoule-system.svc")]
+        with grpc.secure_channel(f"127.0.0.1:{port}", credentials, options=options) as channel:
+            answer = raw_client(channel)(
+                best_options_request(OPTIONS, TEMPLATES, "bytes").SerializeToString(), timeout=30
+            )
+        assert [o.nodeGroupId for o in answer.options] == ["ng-big"]
+    finally:
+        server.stop(grace=None)
