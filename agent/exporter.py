@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent.energy_totals import Totals, TotalsView, add_energy
+from agent.rapl import zone_kind
 from agent.snapshot import SOURCE_ESTIMATED, Gap, Snapshot, VMPower, ZonePower
 
 PREFIX = "kubejoule_"
@@ -56,15 +58,8 @@ class ExportLevels:
     process_top: int = 0
 
 
-@dataclass
-class _Totals:
-    """Energy summed over intervals, in joules, per series key; and error counts."""
-
-    node: dict[str, float] = field(default_factory=dict)  # by source
-    zones: dict[tuple[str, str], float] = field(default_factory=dict)  # by (zone, socket)
-    pods: dict[str, float] = field(default_factory=dict)  # by uid
-    vms: dict[tuple[str, str], float] = field(default_factory=dict)  # by (name, uuid)
-    errors: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ERROR_KINDS, 0.0))
+def _joules(watts: float | None, interval_seconds: float) -> float | None:
+    return None if watts is None else watts * interval_seconds
 
 
 def _label(value: object) -> str:
@@ -72,7 +67,24 @@ def _label(value: object) -> str:
 
 
 def _zone_key(zone: ZonePower) -> tuple[str, str]:
-    return zone.zone, _label(zone.socket)
+    return zone_kind(zone.zone), _label(zone.socket)
+
+
+def _zone_series(zones: Iterable[ZonePower]) -> dict[tuple[str, str], tuple[float | None, float | None]]:
+    """(watts, joules) per (zone kind, socket): zones of one kind on one socket (the dies of a
+    package) add up; one unknown member makes the series' value unknown."""
+    series: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+    for zone in zones:
+        key = _zone_key(zone)
+        if key not in series:
+            series[key] = (zone.watts, zone.energy_joules)
+            continue
+        watts, joules = series[key]
+        series[key] = (
+            None if watts is None or zone.watts is None else watts + zone.watts,
+            None if joules is None or zone.energy_joules is None else joules + zone.energy_joules,
+        )
+    return series
 
 
 def _vm_key(vm: VMPower) -> tuple[str, str]:
@@ -101,7 +113,7 @@ class SnapshotCollector(Collector):
         self.model_points = tuple(model_points)  # (utilization, watts) of a calibrated curve
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
-        self._totals = _Totals()
+        self._totals = Totals(errors=dict.fromkeys(ERROR_KINDS, 0.0))
 
     @property
     def latest(self) -> Snapshot | None:
@@ -117,23 +129,23 @@ class SnapshotCollector(Collector):
         interval = snapshot.interval_seconds
         with self._lock:
             totals = self._totals
-            if snapshot.node_watts is not None:
-                totals.node[snapshot.source] = totals.node.get(snapshot.source, 0.0) + max(
-                    snapshot.node_watts * interval, 0.0
+            self._add_node_energy(snapshot, totals)
+            if self.levels.pods:
+                totals.pods.advance((pod.uid, _joules(pod.watts, interval)) for pod in snapshot.pods)
+            if self.levels.containers:
+                totals.containers.advance(
+                    (c.id, _joules(c.watts, interval)) for pod in snapshot.pods for c in pod.containers
                 )
-            for key, zone in _series(snapshot.zones, _zone_key).items():
-                if zone.energy_joules is not None:
-                    totals.zones[key] = totals.zones.get(key, 0.0) + max(zone.energy_joules, 0.0)
-            totals.pods = {
-                pod.uid: totals.pods.get(pod.uid, 0.0) + max((pod.watts or 0.0) * interval, 0.0)
-                for pod in snapshot.pods
-                if pod.watts is not None or pod.uid in totals.pods
-            }
-            totals.vms = {
-                key: totals.vms.get(key, 0.0) + max((vm.watts or 0.0) * interval, 0.0)
-                for key, vm in _series(snapshot.vms, _vm_key).items()
-                if vm.watts is not None or key in totals.vms
-            }
+            if self.levels.vms:
+                totals.vms.advance(
+                    (key, _joules(vm.watts, interval)) for key, vm in _series(snapshot.vms, _vm_key).items()
+                )
+            if self.levels.process_top > 0:
+                live = snapshot.live_pids
+                totals.processes.advance(
+                    (((p.pid, p.comm), _joules(p.watts, interval)) for p in snapshot.busy_processes),
+                    gone=[key for key in totals.processes.live if key[0] not in live],
+                )
             for gap in snapshot.gaps:
                 kind = error_kind(gap)
                 if kind is not None:
@@ -144,16 +156,24 @@ class SnapshotCollector(Collector):
                 totals.errors["read_skew"] += 1
             self._latest = snapshot
 
+    @staticmethod
+    def _add_node_energy(snapshot: Snapshot, totals: Totals) -> None:
+        interval = snapshot.interval_seconds
+        add_energy(totals.node, snapshot.source, _joules(snapshot.node_watts, interval))
+        split = (snapshot.source, snapshot.idle_source)
+        add_energy(totals.idle, split, _joules(snapshot.idle_watts, interval))
+        add_energy(totals.active, split, _joules(snapshot.active_watts, interval))
+        add_energy(totals.host, "", _joules(snapshot.host_watts, interval))
+        for key, (_, joules) in _zone_series(snapshot.zones).items():
+            add_energy(totals.zones, key, joules)
+
     def describe(self) -> Iterable[Metric]:
         return []  # series depend on the snapshot; nothing to check at registration
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             snap = self._latest
-            totals = _Totals(
-                dict(self._totals.node), dict(self._totals.zones), dict(self._totals.pods),
-                dict(self._totals.vms), dict(self._totals.errors),
-            )
+            totals = TotalsView.of(self._totals)
         node = snap.node if snap is not None else ""
         errors = CounterMetricFamily(
             PREFIX + "agent_errors", "Errors by kind: gaps in samples, failed samples, invariant breaches, "
@@ -168,16 +188,16 @@ class SnapshotCollector(Collector):
         if self.levels.pods:
             yield from self._pods(snap, totals)
         if self.levels.containers:
-            yield from self._containers(snap)
+            yield from self._containers(snap, totals)
         if self.levels.vms:
             yield from self._vms(snap, totals)
         if self.levels.process_top > 0:
-            yield from self._processes(snap)
+            yield from self._processes(snap, totals)
         yield from self._metrics_server(snap)
         yield from self._network(snap)
         yield errors
 
-    def _node(self, snap: Snapshot, totals: _Totals) -> Iterator[Metric]:
+    def _node(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         node = snap.node
         power = GaugeMetricFamily(PREFIX + "node_power_watts", "Node power.", labels=["node", "source"])
         if snap.node_watts is not None:
@@ -203,15 +223,23 @@ class SnapshotCollector(Collector):
             active.add_metric([node, snap.source, snap.idle_source], snap.active_watts)
         yield idle
         yield active
+        for part, totals_of_part in (("idle", totals.idle), ("active", totals.active)):
+            part_energy = CounterMetricFamily(
+                PREFIX + f"node_{part}_energy_joules", f"{part.capitalize()} part of node energy since the agent "
+                "started.", labels=["node", "source", "idle_source"],
+            )
+            for key, joules in sorted(totals_of_part.items()):
+                part_energy.add_metric([node, *key], joules)
+            yield part_energy
         zone_power = GaugeMetricFamily(
-            PREFIX + "zone_power_watts", "RAPL zone power.", labels=["node", "zone", "socket"]
+            PREFIX + "zone_power_watts", "RAPL zone power, by zone kind and socket.", labels=["node", "zone", "socket"]
         )
-        for key, zone in _series(snap.zones, _zone_key).items():
-            if zone.watts is not None:
-                zone_power.add_metric([node, *key], zone.watts)
+        for key, (watts, _) in _zone_series(snap.zones).items():
+            if watts is not None:
+                zone_power.add_metric([node, *key], watts)
         yield zone_power
         zone_energy = CounterMetricFamily(
-            PREFIX + "zone_energy_joules", "RAPL zone energy since the agent started.",
+            PREFIX + "zone_energy_joules", "RAPL zone energy since the agent started, by zone kind and socket.",
             labels=["node", "zone", "socket"],
         )
         for key, joules in sorted(totals.zones.items()):
@@ -223,6 +251,13 @@ class SnapshotCollector(Collector):
         if snap.host_watts is not None:
             host.add_metric([node], snap.host_watts)
         yield host
+        host_energy = CounterMetricFamily(
+            PREFIX + "host_energy_joules", "Active energy of everything not in a pod since the agent started.",
+            labels=["node"],
+        )
+        if "" in totals.host:
+            host_energy.add_metric([node], totals.host[""])
+        yield host_energy
         utilization = GaugeMetricFamily(
             PREFIX + "node_cpu_utilization_ratio", "Busy share of CPU time in the interval.", labels=["node"]
         )
@@ -252,7 +287,7 @@ class SnapshotCollector(Collector):
         timestamp.add_metric([node], snap.timestamp)
         yield timestamp
 
-    def _pods(self, snap: Snapshot, totals: _Totals) -> Iterator[Metric]:
+    def _pods(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         labels = ["node", "namespace", "pod", "pod_uid"]
         power = GaugeMetricFamily(PREFIX + "pod_power_watts", "Pod power.", labels=labels)
         energy = CounterMetricFamily(PREFIX + "pod_energy_joules", "Pod energy since the agent started.", labels=labels)
@@ -265,21 +300,23 @@ class SnapshotCollector(Collector):
         yield power
         yield energy
 
-    def _containers(self, snap: Snapshot) -> Iterator[Metric]:
-        power = GaugeMetricFamily(
-            PREFIX + "container_power_watts", "Container power.",
-            labels=["node", "namespace", "pod", "container", "container_id"],
+    def _containers(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
+        labels = ["node", "namespace", "pod", "container", "container_id"]
+        power = GaugeMetricFamily(PREFIX + "container_power_watts", "Container power.", labels=labels)
+        energy = CounterMetricFamily(
+            PREFIX + "container_energy_joules", "Container energy since the agent started.", labels=labels
         )
         for pod in snap.pods:
             for container in pod.containers:
+                values = [snap.node, _label(pod.namespace), _label(pod.name), _label(container.name), container.id]
                 if container.watts is not None:
-                    power.add_metric(
-                        [snap.node, _label(pod.namespace), _label(pod.name), _label(container.name), container.id],
-                        container.watts,
-                    )
+                    power.add_metric(values, container.watts)
+                if container.id in totals.containers:
+                    energy.add_metric(values, totals.containers[container.id])
         yield power
+        yield energy
 
-    def _vms(self, snap: Snapshot, totals: _Totals) -> Iterator[Metric]:
+    def _vms(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         labels = ["node", "vm", "vm_uuid"]
         power = GaugeMetricFamily(PREFIX + "vm_power_watts", "Virtual machine (qemu/KVM) power.", labels=labels)
         energy = CounterMetricFamily(
@@ -293,14 +330,21 @@ class SnapshotCollector(Collector):
         yield power
         yield energy
 
-    def _processes(self, snap: Snapshot) -> Iterator[Metric]:
-        power = GaugeMetricFamily(
-            PREFIX + "process_power_watts", "Power of the processes using the most.", labels=["node", "pid", "comm"]
+    def _processes(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
+        labels = ["node", "pid", "comm"]
+        power = GaugeMetricFamily(PREFIX + "process_power_watts", "Power of the processes using the most.", labels=labels)
+        energy = CounterMetricFamily(
+            PREFIX + "process_energy_joules", "Energy of the processes using the most power, since the agent "
+            "started (or the process did).", labels=labels,
         )
         for proc in snap.processes[: self.levels.process_top]:
+            values = [snap.node, str(proc.pid), proc.comm]
             if proc.watts is not None:
-                power.add_metric([snap.node, str(proc.pid), proc.comm], proc.watts)
+                power.add_metric(values, proc.watts)
+            if (proc.pid, proc.comm) in totals.processes:
+                energy.add_metric(values, totals.processes[(proc.pid, proc.comm)])
         yield power
+        yield energy
 
     # Sections added by agent/metrics_server.py and agent/network.py (plain record data in
     # Snapshot.extra); absent sections give empty families, never zeros.

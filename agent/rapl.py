@@ -93,6 +93,12 @@ def zone_id_for(control_type: str, indices: tuple[int, ...]) -> str:
     return control_type + "".join(f":{i:x}" for i in indices)
 
 
+def zone_kind(name: str) -> str:
+    """The kind of a zone for the `zone` label: `package-0`, `package-1-die-0` and AMD's `package`
+    are all `package` (the socket is its own label); `core`, `uncore`, `dram`, `psys` as named."""
+    return "package" if _PACKAGE_NAME.match(name) else name
+
+
 def _read_int(fs: HostFS, path: Path) -> int:
     text = fs.read_text(path).strip()
     if not text:

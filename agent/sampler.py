@@ -161,7 +161,7 @@ class Sampler:
         pods, host_watts, skewed, part_watts, part_cpu, membership = self._pods(
             before, after, idle.active_watts, busy, gaps
         )
-        vms, processes = self._views(before, after, part_watts, part_cpu, membership, gaps)
+        vms, busy_processes = self._views(before, after, part_watts, part_cpu, membership, gaps)
 
         breached = False
         pod_watts = [p.watts for p in pods]
@@ -198,8 +198,10 @@ class Sampler:
             pods=pods,
             host_watts=host_watts,
             vms=vms,
-            processes=processes,
+            processes=busy_processes[: self.process_top],
             gaps=tuple(gaps),
+            busy_processes=busy_processes,
+            live_pids=frozenset(after.processes) if self.process_top > 0 else frozenset(),
             invariant_breached=breached,
             skew_scaled=skewed,
             extra=self._calibration_extra(node_watts),
@@ -297,11 +299,11 @@ class Sampler:
             )
         )
         processes: tuple[ProcessPower, ...] = ()
-        if self.process_top > 0:
+        if self.process_top > 0:  # all busy ones, busiest first: the top N and the energy counters
             busiest = sorted(
                 (pid for pid, seconds in cpu.items() if seconds > 0),
                 key=lambda pid: (-(watts[pid] or 0.0), -cpu[pid], pid),
-            )[: self.process_top]
+            )
             processes = tuple(
                 ProcessPower(pid, after.processes[pid].comm_text, cpu[pid], watts[pid]) for pid in busiest
             )

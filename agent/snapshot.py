@@ -127,6 +127,11 @@ class Snapshot:
     vms: tuple[VMPower, ...] = ()
     processes: tuple[ProcessPower, ...] = ()
     gaps: tuple[Gap, ...] = ()
+    # With a process level: every process that used CPU in the interval, busiest first
+    # (`processes` are the first N of them), and the pids alive at its end — so the process
+    # energy counters are complete and leave with their process. Not in the record.
+    busy_processes: tuple[ProcessPower, ...] = ()
+    live_pids: frozenset[int] = frozenset()
     # Attribution bookkeeping, counted by the exporter.
     invariant_breached: bool = False
     skew_scaled: bool = False

@@ -8,9 +8,11 @@ consistent; edit the panel lists below and run
 tests/deploy/test_grafana_dashboards.py checks that the JSON files match this script and that
 every query returns data from a real Prometheus scraping a real agent and scheduler.
 
-Conventions: every query filters on the dashboard's variables; watts are gauges, energy is
-`increase()` of the `_joules_total` counters (never an integral of watts); a missing value stays
-missing (no `or vector(0)` on power figures).
+Conventions: every query filters on the dashboard's variables; a panel that shows a range of
+time graphs watts as `rate()` of the `_joules_total` counters (the average over each step: no
+energy lost between scrapes, as a gauge's samples would lose it) and energy as their `increase()`
+(never an integral of watts); stat tiles show the latest gauge; a missing value stays missing (no
+`or vector(0)` on power figures).
 """
 
 from __future__ import annotations
@@ -228,6 +230,13 @@ def dashboard_json(dashboard: Dashboard) -> dict[str, Any]:
 
 # -- the dashboards ---------------------------------------------------------------------------
 
+
+def rate(counter: str, selector: str) -> str:
+    """Average watts over each step: rate() of an energy counter (`pod_energy` ->
+    kubejoule_pod_energy_joules_total)."""
+    return f"rate(kubejoule_{counter}_joules_total{{{selector}}}[$__rate_interval])"
+
+
 NODES = Variable("node", "Node", "kubejoule_node_power_watts", "node")
 ONE_NODE = Variable("node", "Node", "kubejoule_node_power_watts", "node", multi=False)
 NAMESPACES = Variable("namespace", "Namespace", "kubejoule_pod_power_watts", "namespace")
@@ -274,7 +283,7 @@ CLUSTER = Dashboard(
             "Node power: measured vs estimated",
             "Cluster power split by source: rapl is measured by the "
             "hardware's counters, estimated comes from a calibration curve.",
-            (Target(f"sum by (source) (kubejoule_node_power_watts{{{SEL}}})", "{{source}}"),),
+            (Target(f"sum by (source) ({rate('node_energy', SEL)})", "{{source}}"),),
             stack=True,
         ),
         Panel(
@@ -282,7 +291,7 @@ CLUSTER = Dashboard(
             "Each node's power and its source.",
             (
                 Target(
-                    f"sum by (node, source) (kubejoule_node_power_watts{{{SEL}}})",
+                    f"sum by (node, source) ({rate('node_energy', SEL)})",
                     "{{node}} ({{source}})",
                 ),
             ),
@@ -306,9 +315,9 @@ CLUSTER = Dashboard(
             "Idle (static) and active power of the selected nodes, and how "
             "the active part splits between pods and everything else (host).",
             (
-                Target(f"sum(kubejoule_node_idle_power_watts{{{SEL}}})", "idle"),
-                Target(f"sum(kubejoule_pod_power_watts{{{SEL}}})", "pods"),
-                Target(f"sum(kubejoule_host_power_watts{{{SEL}}})", "host"),
+                Target(f"sum({rate('node_idle_energy', SEL)})", "idle"),
+                Target(f"sum({rate('pod_energy', SEL)})", "pods"),
+                Target(f"sum({rate('host_energy', SEL)})", "host"),
             ),
             stack=True,
         ),
@@ -330,7 +339,7 @@ CLUSTER = Dashboard(
         Panel(
             "Power by namespace",
             "Pod power summed by namespace.",
-            (Target(f"sum by (namespace) (kubejoule_pod_power_watts{{{SEL}}})", "{{namespace}}"),),
+            (Target(f"sum by (namespace) ({rate('pod_energy', SEL)})", "{{namespace}}"),),
             stack=True,
         ),
         Panel(
@@ -385,9 +394,9 @@ NODE = Dashboard(
             "Idle vs active",
             "Idle (static) power, and the active part split into pods and host.",
             (
-                Target(f"kubejoule_node_idle_power_watts{{{ONE}}}", "idle ({{idle_source}})"),
-                Target(f"sum(kubejoule_pod_power_watts{{{ONE}}})", "pods"),
-                Target(f"kubejoule_host_power_watts{{{ONE}}}", "host"),
+                Target(rate("node_idle_energy", ONE), "idle ({{idle_source}})"),
+                Target(f"sum({rate('pod_energy', ONE)})", "pods"),
+                Target(rate("host_energy", ONE), "host"),
             ),
             stack=True,
         ),
@@ -395,22 +404,22 @@ NODE = Dashboard(
             "RAPL zones",
             "Power of each RAPL zone (package, core, uncore, dram, psys); core and "
             "uncore are inside package.",
-            (Target(f"kubejoule_zone_power_watts{{{ONE}}}", "{{zone}} (socket {{socket}})"),),
+            (Target(rate("zone_energy", ONE), "{{zone}} (socket {{socket}})"),),
         ),
         Panel(
             "Pods",
             "The ten pods on this node using the most power.",
-            (Target(f"topk(10, kubejoule_pod_power_watts{{{ONE}}})", "{{namespace}}/{{pod}}"),),
+            (Target(f"topk(10, {rate('pod_energy', ONE)})", "{{namespace}}/{{pod}}"),),
         ),
         Panel(
             "Virtual machines",
             "qemu/KVM virtual machines on this node.",
-            (Target(f"kubejoule_vm_power_watts{{{ONE}}}", "{{vm}}"),),
+            (Target(rate("vm_energy", ONE), "{{vm}}"),),
         ),
         Panel(
             "Processes",
             "The processes using the most power (opt-in: --process-top N).",
-            (Target(f"topk(10, kubejoule_process_power_watts{{{ONE}}})", "{{comm}} ({{pid}})"),),
+            (Target(f"topk(10, {rate('process_energy', ONE)})", "{{comm}} ({{pid}})"),),
         ),
         Panel(
             "Calibration curve",
@@ -485,7 +494,7 @@ WORKLOADS = Dashboard(
             "The ten pods using the most power.",
             (
                 Target(
-                    f"topk(10, sum by (namespace, pod) (kubejoule_pod_power_watts{{{SEL_NS}}}))",
+                    f"topk(10, sum by (namespace, pod) ({rate('pod_energy', SEL_NS)}))",
                     "{{namespace}}/{{pod}}",
                 ),
             ),
@@ -495,7 +504,7 @@ WORKLOADS = Dashboard(
             "Pod power summed by namespace.",
             (
                 Target(
-                    f"sum by (namespace) (kubejoule_pod_power_watts{{{SEL_NS}}})", "{{namespace}}"
+                    f"sum by (namespace) ({rate('pod_energy', SEL_NS)})", "{{namespace}}"
                 ),
             ),
             stack=True,
@@ -506,7 +515,7 @@ WORKLOADS = Dashboard(
             "of work costs in each namespace.",
             (
                 Target(
-                    f"sum by (namespace) (kubejoule_pod_power_watts{{{SEL_NS}}}) / "
+                    f"sum by (namespace) ({rate('pod_energy', SEL_NS)}) / "
                     f"sum by (namespace) (kubejoule_pod_cpu_usage_cores{{{SEL_NS}}})",
                     "{{namespace}}",
                 ),

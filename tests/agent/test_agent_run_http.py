@@ -26,15 +26,20 @@ DESIGN_METRICS: dict[str, set[str]] = {
     "kubejoule_node_energy_joules_total": {"source"},
     "kubejoule_node_idle_power_watts": {"source", "idle_source"},
     "kubejoule_node_active_power_watts": {"source", "idle_source"},
+    "kubejoule_node_idle_energy_joules_total": {"source", "idle_source"},
+    "kubejoule_node_active_energy_joules_total": {"source", "idle_source"},
     "kubejoule_zone_power_watts": {"zone", "socket"},
     "kubejoule_zone_energy_joules_total": {"zone", "socket"},
     "kubejoule_pod_power_watts": {"namespace", "pod", "pod_uid"},
     "kubejoule_pod_energy_joules_total": {"namespace", "pod", "pod_uid"},
     "kubejoule_container_power_watts": {"namespace", "pod", "container", "container_id"},
+    "kubejoule_container_energy_joules_total": {"namespace", "pod", "container", "container_id"},
     "kubejoule_host_power_watts": set(),
+    "kubejoule_host_energy_joules_total": set(),
     "kubejoule_vm_power_watts": {"vm", "vm_uuid"},
     "kubejoule_vm_energy_joules_total": {"vm", "vm_uuid"},
     "kubejoule_process_power_watts": {"pid", "comm"},
+    "kubejoule_process_energy_joules_total": {"pid", "comm"},
     "kubejoule_node_cpu_utilization_ratio": set(),
     "kubejoule_node_power_model_watts": {"utilization"},
     "kubejoule_sample_timestamp_seconds": set(),
@@ -63,7 +68,7 @@ def test_run_serves_design_metrics_with_exact_energy_and_a_clean_shutdown(tmp_pa
         text = agent.scrape()
         node_j = 22.0
         assert agent.value("kubejoule_node_energy_joules_total", text, source="rapl") == pytest.approx(node_j, rel=1e-9)
-        assert agent.value("kubejoule_zone_energy_joules_total", text, zone="package-0") == pytest.approx(20.0, rel=1e-9)
+        assert agent.value("kubejoule_zone_energy_joules_total", text, zone="package") == pytest.approx(20.0, rel=1e-9)
         assert agent.value("kubejoule_zone_energy_joules_total", text, zone="core") == 0.0
         # the calibrated idle is 4 W over an interval of about 0.25 s: its energy is not known
         # exactly here, so check the shares instead: pods and the host split active energy by CPU
@@ -129,16 +134,27 @@ def test_energy_counters_stay_monotonic_across_a_rapl_wrap() -> None:
     max_range = int((agent.sysfs / "class/powercap/intel-rapl:0/max_energy_range_uj").read_text())
     agent.set_energy_uj("intel-rapl:0", max_range - 5_000_000)  # 5 J below the wrap, before start
     with agent:
-        first = agent.value("kubejoule_zone_energy_joules_total", zone="package-0")
+        first = agent.value("kubejoule_zone_energy_joules_total", zone="package")
         agent.advance(energy_uj={"intel-rapl:0": 12_000_000}, cpu_ticks={"user": 100, "idle": 100})
         assert int((agent.sysfs / "class/powercap/intel-rapl:0/energy_uj").read_text()) == 7_000_000  # wrapped
-        second = agent.value("kubejoule_zone_energy_joules_total", zone="package-0")
+        second = agent.value("kubejoule_zone_energy_joules_total", zone="package")
         agent.advance(energy_uj={"intel-rapl:0": 3_000_000}, cpu_ticks={"user": 100, "idle": 100})
-        third = agent.value("kubejoule_zone_energy_joules_total", zone="package-0")
+        third = agent.value("kubejoule_zone_energy_joules_total", zone="package")
         assert first == 0.0
         assert second == pytest.approx(12.0, rel=1e-9)
         assert third == pytest.approx(15.0, rel=1e-9)
         assert agent.value("kubejoule_agent_errors_total", kind="rapl") == 0.0
+        # the counters beside the other gauges come from the same wrap-corrected energy: the
+        # intervals with a CPU split (/proc/stat moved) give idle + active their node energy, and
+        # the host's is part of the active energy
+        text = agent.scrape()
+        node = agent.value("kubejoule_node_energy_joules_total", text, source="rapl")
+        idle = agent.value("kubejoule_node_idle_energy_joules_total", text, idle_source="utilization")
+        active = agent.value("kubejoule_node_active_energy_joules_total", text, idle_source="utilization")
+        host = agent.value("kubejoule_host_energy_joules_total", text)
+        assert node is not None and idle is not None and active is not None and host is not None
+        assert node == pytest.approx(15.0, rel=1e-9)
+        assert 0.0 < idle + active <= node * (1 + 1e-9) and 0.0 <= host <= active * (1 + 1e-9)
 
 
 def test_default_levels_keep_cardinality_low_and_missing_power_is_absent() -> None:

@@ -174,7 +174,11 @@ class UnpluggingFS(HostFS):
         if self.unplug is not None and Path(path) == self.unplug / "energy_uj":
             target, self.unplug = self.unplug.resolve(), None
             (self.sysfs / "class/powercap" / target.name).unlink()
-            shutil.rmtree(target)
+            # Out of the tree in one rename, then removed: the meter thread may be writing its
+            # next counter into the directory at this moment (rmtree in place then races it).
+            gone = target.with_name(f".unplugged-{target.name}")
+            target.rename(gone)
+            shutil.rmtree(gone, ignore_errors=True)
         return data
 
 

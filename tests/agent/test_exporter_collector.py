@@ -13,11 +13,14 @@ from tests.helpers.agent_metrics import documented_metrics, exposed_labels
 
 POD_A = "aaaaaaaa-0000-0000-0000-000000000001"
 POD_B = "bbbbbbbb-0000-0000-0000-000000000002"
+PROCESSES = (ProcessPower(3001, "qemu-system-x86", 0.5, 3.0), ProcessPower(900, "kubelet", 0.2, 1.2),
+             ProcessPower(901, "containerd", 0.1, 0.6))
 
 
 def snapshot(
     node_watts: float | None = 50.0, interval: float = 2.0, package_joules: float | None = 90.0, **changes: object
 ) -> Snapshot:
+    processes = PROCESSES if node_watts is not None else tuple(replace(p, watts=None) for p in PROCESSES)
     base = Snapshot(
         node="n1", interval_seconds=interval, timestamp=1_700_000_000.0, source="rapl" if node_watts is not None else "none",
         node_watts=node_watts, idle_watts=None if node_watts is None else 20.0,
@@ -35,8 +38,7 @@ def snapshot(
         ),
         host_watts=None if node_watts is None else 12.0,
         vms=(VMPower("win10", None, 3001, None, 0.5, None if node_watts is None else 3.0),),
-        processes=(ProcessPower(3001, "qemu-system-x86", 0.5, 3.0), ProcessPower(900, "kubelet", 0.2, 1.2),
-                   ProcessPower(901, "containerd", 0.1, 0.6)),
+        processes=processes, busy_processes=processes, live_pids=frozenset(p.pid for p in PROCESSES),
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -77,7 +79,7 @@ def test_energy_counters_sum_intervals_skip_gaps_and_never_fall() -> None:
     registry = registry_with(collector)
     get = registry.get_sample_value
     node = {"node": "n1", "source": "rapl"}
-    package = {"node": "n1", "zone": "package-0", "socket": "0"}
+    package = {"node": "n1", "zone": "package", "socket": "0"}
     pod = {"node": "n1", "namespace": "shop", "pod": "web-1", "pod_uid": POD_A}
     collector.update(snapshot(50.0, 2.0, 90.0))
     assert get("kubejoule_node_energy_joules_total", node) == 100.0
@@ -93,6 +95,94 @@ def test_energy_counters_sum_intervals_skip_gaps_and_never_fall() -> None:
     assert get("kubejoule_pod_energy_joules_total", pod) == 24.0 * 2 + 60.0
     # a zone that never had a known energy has no counter, not a 0
     assert get("kubejoule_zone_energy_joules_total", {"node": "n1", "zone": "psys", "socket": ""}) is None
+
+
+NEW_COUNTERS = {
+    # counter: (its labels in the default snapshot, the gauge beside it)
+    "kubejoule_container_energy_joules_total": (
+        {"namespace": "shop", "pod": "web-1", "container": "", "container_id": "c" * 64}, "kubejoule_container_power_watts"),
+    "kubejoule_process_energy_joules_total": ({"pid": "900", "comm": "kubelet"}, "kubejoule_process_power_watts"),
+    "kubejoule_host_energy_joules_total": ({}, "kubejoule_host_power_watts"),
+    "kubejoule_node_idle_energy_joules_total": (
+        {"source": "rapl", "idle_source": "utilization"}, "kubejoule_node_idle_power_watts"),
+    "kubejoule_node_active_energy_joules_total": (
+        {"source": "rapl", "idle_source": "utilization"}, "kubejoule_node_active_power_watts"),
+}
+
+
+@pytest.mark.parametrize("counter", sorted(NEW_COUNTERS))
+def test_every_power_gauge_has_a_counter_that_sums_intervals_holds_through_gaps_and_never_falls(counter: str) -> None:
+    labels, gauge = NEW_COUNTERS[counter]
+    labels = {"node": "n1", **labels}
+    collector = SnapshotCollector(ExportLevels(containers=True, process_top=3))
+    registry = registry_with(collector)
+    get = registry.get_sample_value
+    seen: list[float] = []
+    # known (2 s), a gap (no node power: every share unknown), known again, known at another
+    # length (5 s); RAPL wraps are corrected before this (test_agent_run_http checks them end to end)
+    for snap in (snapshot(50.0, 2.0), snapshot(node_watts=None, package_joules=None), snapshot(50.0, 2.0), snapshot(40.0, 5.0)):
+        collector.update(snap)
+        watts = get(gauge, labels)
+        total = get(counter, labels)
+        assert total is not None, (counter, snap.node_watts)
+        if snap.node_watts is None:
+            assert watts is None and total == seen[-1]  # the gauge goes, the counter holds
+        else:
+            assert watts is not None and total == pytest.approx((seen[-1] if seen else 0.0) + watts * snap.interval_seconds)
+        seen.append(total)
+    assert seen == sorted(seen) and seen[-1] > seen[0]
+
+
+def test_a_process_counter_counts_intervals_outside_the_top_n_and_leaves_with_the_process() -> None:
+    collector = SnapshotCollector(ExportLevels(process_top=1))
+    registry = registry_with(collector)
+    kubelet = {"node": "n1", "pid": "900", "comm": "kubelet"}
+
+    def total() -> float | None:
+        return registry.get_sample_value("kubejoule_process_energy_joules_total", kubelet)
+
+    collector.update(snapshot())  # qemu is the top 1: kubelet's counter grows but is not exposed
+    assert total() is None
+    kubelet_first = ProcessPower(900, "kubelet", 0.9, 5.0)
+    collector.update(snapshot(processes=(kubelet_first,), busy_processes=(kubelet_first, *PROCESSES[::2])))
+    assert total() == pytest.approx(1.2 * 2 + 5.0 * 2)  # both intervals, though only now in the top 1
+    # alive but idle: not in the busy list, the counter holds (and is hidden while not in the top N)
+    collector.update(snapshot(busy_processes=PROCESSES[:1], processes=PROCESSES[:1]))
+    collector.update(snapshot(processes=(kubelet_first,), busy_processes=(kubelet_first,)))
+    assert total() == pytest.approx(1.2 * 2 + 5.0 * 4)
+    # the process exits: its series goes; the same pid and comm again resumes, never lower
+    collector.update(snapshot(processes=PROCESSES[:1], busy_processes=PROCESSES[:1], live_pids=frozenset({3001, 901})))
+    assert total() is None
+    collector.update(snapshot(processes=(kubelet_first,), busy_processes=(kubelet_first,)))
+    assert total() == pytest.approx(1.2 * 2 + 5.0 * 6)
+
+
+@pytest.mark.parametrize("kind", ["pod", "container", "vm", "process"])
+def test_an_entity_gone_for_a_while_comes_back_at_its_total_never_lower(kind: str) -> None:
+    """A pod missing from one cgroup read (or a process out of the busy list after it died) leaves
+    with its series; when the same key is back, its counter resumes where it stopped."""
+    collector = SnapshotCollector(ExportLevels(containers=True, process_top=3))
+    registry = registry_with(collector)
+    name, labels, without = {
+        "pod": ("kubejoule_pod_energy_joules_total", {"namespace": "shop", "pod": "web-1", "pod_uid": POD_A},
+                {"pods": snapshot().pods[1:]}),
+        "container": ("kubejoule_container_energy_joules_total",
+                      {"namespace": "shop", "pod": "web-1", "container": "", "container_id": "c" * 64},
+                      {"pods": (replace(snapshot().pods[0], containers=()), *snapshot().pods[1:])}),
+        "vm": ("kubejoule_vm_energy_joules_total", {"vm": "win10", "vm_uuid": ""}, {"vms": ()}),
+        "process": ("kubejoule_process_energy_joules_total", {"pid": "3001", "comm": "qemu-system-x86"},
+                    {"processes": PROCESSES[1:], "busy_processes": PROCESSES[1:], "live_pids": frozenset({900, 901})}),
+    }[kind]
+    labels = {"node": "n1", **labels}
+    collector.update(snapshot())
+    collector.update(snapshot())
+    before = registry.get_sample_value(name, labels)
+    assert before is not None and before > 0
+    collector.update(snapshot(**without))
+    assert registry.get_sample_value(name, labels) is None  # gone with its entity
+    collector.update(snapshot())
+    after = registry.get_sample_value(name, labels)
+    assert after is not None and after > before  # resumed, then grew: never lower
 
 
 def test_unknown_power_has_no_series_and_gone_pods_leave() -> None:
@@ -175,20 +265,56 @@ def test_every_documented_metric_is_exposed_with_exactly_its_labels() -> None:
     assert seen == expected
 
 
-def test_items_sharing_label_values_make_one_series_the_first_for_gauge_and_counter() -> None:
-    """Two qemu processes with one name and uuid (a VM restarting within an interval), two zones
-    with one name on one socket: one series each, gauge and counter from the same (first) item."""
+def test_vms_sharing_label_values_make_one_series_the_first_for_gauge_and_counter() -> None:
+    """Two qemu processes with one name and uuid (a VM restarting within an interval): one series,
+    gauge and counter from the same (first) item."""
     twin_vms = (VMPower("win10", "u-1", 3001, None, 0.5, 3.0), VMPower("win10", "u-1", 3002, None, 0.1, 1.0))
-    twin_zones = (ZonePower("dram", "intel-rapl:0:2", 0, "class/powercap/intel-rapl:0:2", 2.0, 4.0),
-                  ZonePower("dram", "intel-rapl-mmio:0:0", 0, "class/powercap/intel-rapl-mmio:0:0", 9.0, 18.0))
     collector = SnapshotCollector()
     registry = registry_with(collector)
     for _ in range(2):
-        collector.update(snapshot(vms=twin_vms, zones=twin_zones))
+        collector.update(snapshot(vms=twin_vms))
     get = registry.get_sample_value
     vm = {"node": "n1", "vm": "win10", "vm_uuid": "u-1"}
-    dram = {"node": "n1", "zone": "dram", "socket": "0"}
     assert get("kubejoule_vm_power_watts", vm) == 3.0 and get("kubejoule_vm_energy_joules_total", vm) == 12.0
-    assert get("kubejoule_zone_power_watts", dram) == 2.0 and get("kubejoule_zone_energy_joules_total", dram) == 8.0
     text = generate_latest(registry).decode()
-    assert text.count("kubejoule_vm_power_watts{") == 1 and text.count('kubejoule_zone_power_watts{') == 1
+    assert text.count("kubejoule_vm_power_watts{") == 1
+
+
+def zone(name: str, zone_id: str, socket: int | None, joules: float | None, interval: float = 2.0) -> ZonePower:
+    return ZonePower(name, zone_id, socket, f"class/powercap/{zone_id}", None if joules is None else joules / interval, joules)
+
+
+def test_the_zone_label_is_the_zone_kind_and_the_socket_its_own_label() -> None:
+    """`sum by (zone)` adds packages over sockets the way it adds cores: the socket is never in
+    the zone's value. Zones of one kind on one socket (the dies of a package) add up."""
+    zones = (
+        zone("package-0-die-0", "intel-rapl:0", 0, 40.0), zone("dram", "intel-rapl:0:0", 0, 4.0),
+        zone("package-0-die-1", "intel-rapl:1", 0, 30.0), zone("dram", "intel-rapl:1:0", 0, 6.0),
+        zone("package-1", "intel-rapl:2", 1, 50.0), zone("core", "intel-rapl:2:0", 1, 20.0),
+        zone("psys", "intel-rapl:3", None, 200.0),
+    )
+    collector = SnapshotCollector()
+    registry = registry_with(collector)
+    collector.update(snapshot(zones=zones))
+    get = registry.get_sample_value
+
+    def series(name: str, kind: str, socket: str) -> float | None:
+        return get(name, {"node": "n1", "zone": kind, "socket": socket})
+
+    assert series("kubejoule_zone_energy_joules_total", "package", "0") == 70.0
+    assert series("kubejoule_zone_power_watts", "package", "0") == 35.0
+    assert series("kubejoule_zone_energy_joules_total", "dram", "0") == 10.0
+    assert series("kubejoule_zone_energy_joules_total", "package", "1") == 50.0
+    assert series("kubejoule_zone_energy_joules_total", "core", "1") == 20.0
+    assert series("kubejoule_zone_energy_joules_total", "psys", "") == 200.0
+    kinds = {labels["zone"] for labels in exposed_series(registry, "kubejoule_zone_energy_joules_total")}
+    assert kinds == {"package", "dram", "core", "psys"}
+    # one die unknown: the socket's package gauge goes, its counter holds
+    collector.update(snapshot(zones=(zone("package-0-die-0", "intel-rapl:0", 0, None), *zones[1:])))
+    assert series("kubejoule_zone_power_watts", "package", "0") is None
+    assert series("kubejoule_zone_energy_joules_total", "package", "0") == 70.0
+    assert series("kubejoule_zone_energy_joules_total", "package", "1") == 100.0
+
+
+def exposed_series(registry: CollectorRegistry, name: str) -> list[dict[str, str]]:
+    return [s.labels for family in registry.collect() for s in family.samples if s.name == name]
