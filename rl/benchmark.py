@@ -2,8 +2,9 @@
 oracle bound.
 
 Seeds drive the policies' random tie-breaking (and the autoscaler's random expander and its
-tie-breaking); the trace is the same for every run. Results are keyed `POLICY` when one expander
-(or none: no autoscaler) is run and `POLICY@EXPANDER` otherwise. Per key the results are means
+tie-breaking); the trace is the same for every run. Every policy runs with every expander given;
+a policy entry `POLICY@EXPANDER` runs that pair only. Results are keyed `POLICY` when one
+expander (or none: no autoscaler) is run and no entry names one, `POLICY@EXPANDER` otherwise. Per key the results are means
 over seeds:
 
 * `energy_kwh`: cluster energy from t = 0 until the run's last pod finishes;
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rl.autoscaler import AutoscalerModel
+from rl.autoscaler import EXPANDERS, AutoscalerModel
 from rl.oracle import OracleBound, oracle_bound
 from rl.policies import make_policy
 from rl.progress import ProgressBar
@@ -170,13 +171,35 @@ def run_once(
     return sim.result()
 
 
+def split_pair(entry: str) -> tuple[str, str | None]:
+    """`POLICY@EXPANDER` → (POLICY, EXPANDER) when the suffix names an expander; else (entry,
+    None)."""
+    policy, at, expander = entry.rpartition("@")
+    if at and policy and expander in EXPANDERS:
+        return policy, expander
+    return entry, None
+
+
 def result_keys(policies: Sequence[str], expanders: Sequence[str]) -> list[tuple[str, str | None, str]]:
-    """(policy, expander, results key) for every run: `POLICY` with at most one expander,
-    `POLICY@EXPANDER` otherwise."""
-    if len(expanders) <= 1:
-        expander = expanders[0] if expanders else None
-        return [(p, expander, p) for p in policies]
-    return [(p, e, f"{p}@{e}") for p in policies for e in expanders]
+    """(policy, expander, results key) for every run. An entry `POLICY@EXPANDER` is that one
+    pair; every other policy runs with each of `expanders`. Keys are `POLICY` when no entry
+    names an expander and at most one expander is given, `POLICY@EXPANDER` otherwise."""
+    pairs: list[tuple[str, str | None]] = []
+    for entry in policies:
+        policy, expander = split_pair(entry)
+        if expander is not None:
+            pairs.append((policy, expander))
+        elif expanders:
+            pairs.extend((policy, e) for e in expanders)
+        else:
+            pairs.append((policy, None))
+    plain = len(expanders) <= 1 and all(split_pair(e)[1] is None for e in policies)
+    runs: list[tuple[str, str | None, str]] = []
+    for policy, expander in pairs:
+        key = policy if plain or expander is None else f"{policy}@{expander}"
+        if key not in [k for _, _, k in runs]:
+            runs.append((policy, expander, key))
+    return runs
 
 
 def oracle_for(nodes: Sequence[NodeSpec], pods: Sequence[PodSpec], cluster: ClusterModel) -> OracleBound:
@@ -209,14 +232,25 @@ def run_benchmark(
         raise ValueError("seeds must be >= 1")
     if cluster is None:
         cluster = ClusterModel(power_off=power_off)
-    if expanders and cluster.autoscaler is None:
-        raise ValueError("expanders need the autoscaler")
-    if cluster.autoscaler is not None and not expanders:
+    if (
+        cluster.autoscaler is not None
+        and not expanders
+        and all(split_pair(p)[1] is None for p in policies)
+    ):
         expanders = (cluster.autoscaler.expander,)
     runs = result_keys(policies, expanders)
-    for name in policies:  # fail before hours of simulation, not after
+    named = {e for _, e, _ in runs if e is not None}
+    if named and cluster.autoscaler is None:
+        raise ValueError("expanders need the autoscaler")
+    if cluster.autoscaler is not None and any(e is None for _, e, _ in runs):
+        expanders = (*expanders, cluster.autoscaler.expander)
+        runs = [(p, e or cluster.autoscaler.expander, k) for p, e, k in runs]
+    for name, _, _ in runs:  # fail before hours of simulation, not after
         make_policy(name, nodes, cluster.policy_power_off())
-    models = {e: replace(cluster, autoscaler=replace(cluster.autoscaler, expander=e)) for e in expanders if cluster.autoscaler}
+    models = {}
+    if cluster.autoscaler is not None:
+        for e in {e for _, e, _ in runs if e is not None}:
+            models[e] = replace(cluster, autoscaler=replace(cluster.autoscaler, expander=e))
     bound = oracle_for(nodes, pods, cluster)
     result = BenchmarkResult([key for _, _, key in runs], seeds, bound)
     progress = ProgressBar(len(runs) * seeds * len(pods), "benchmark") if show_progress else None

@@ -26,7 +26,7 @@ from typing import Any
 
 from rl import gate_run
 from rl.autoscaler import EXPANDERS, AutoscalerModel
-from rl.benchmark import ClusterModel, format_table, results_json, run_benchmark
+from rl.benchmark import ClusterModel, format_table, results_json, run_benchmark, split_pair
 from rl.policies import BUILTIN_POLICIES
 from rl.sampling import TelemetryModel
 from rl.scenario import (
@@ -225,13 +225,14 @@ def _benchmark(args: argparse.Namespace) -> int:
         return _usage("--power-off-visible is an ablation of --autoscaler: give one of them")
     try:
         cluster = _cluster_model(args, scenario)
-        if expanders and cluster.autoscaler is None:
-            return _usage("--expanders needs --autoscaler")
-        if cluster.autoscaler is not None and not expanders:
-            expanders = [cluster.autoscaler.expander]
-        for expander in expanders:
+        for expander in expanders:  # (an unknown POLICY@X is an unknown policy)
             if expander not in EXPANDERS:
                 return _usage(f"unknown expander {expander!r}; known: {', '.join(EXPANDERS)}")
+        paired = any(split_pair(p)[1] is not None for p in policies)
+        if (expanders or paired) and cluster.autoscaler is None:
+            return _usage("--expanders (and POLICY@EXPANDER) need --autoscaler")
+        if cluster.autoscaler is not None and not expanders and not paired:
+            expanders = [cluster.autoscaler.expander]
         nodes = load_node_groups(nodes_file)
         pods = load_trace(trace_file)
         result = run_benchmark(
@@ -259,7 +260,9 @@ def _benchmark(args: argparse.Namespace) -> int:
                 "scan_interval_s": autoscaler.scan_interval_s,
                 "scale_down_unneeded_s": autoscaler.scale_down_unneeded_s,
                 "scale_down_utilization_threshold": autoscaler.utilization_threshold,
-                "expanders": expanders,
+                "expanders": list(
+                    dict.fromkeys(e for e in [*expanders, *(split_pair(p)[1] for p in policies)] if e)
+                ),
             }
             if autoscaler
             else None

@@ -212,3 +212,23 @@ def test_bundled_traces_regenerate_byte_for_byte(seed, bundled, capsys):
     other option at its default."""
     assert main(["trace", "--out", "-", "--seed", str(seed)]) == 0
     assert capsys.readouterr().out == scenario_path(bundled).read_text()
+
+
+def test_policy_expander_pairs_run_only_themselves(inputs, tmp_path, capsys):
+    nodes, trace = inputs
+    out = tmp_path / "results.json"
+    code = benchmark(
+        nodes, trace, "--autoscaler", "--seeds", "1", "--no-progress", "--out", str(out),
+        "--policies", "default@random,heuristic@kubejoule,mostallocated@least-waste,heuristic",
+        "--expanders", "priority",
+    )
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads(out.read_text())
+    assert list(doc["policies"]) == [
+        "default@random", "heuristic@kubejoule", "mostallocated@least-waste", "heuristic@priority"
+    ]
+    assert doc["baseline"] == "default@random"
+    assert doc["scenario"]["autoscaler"]["expanders"] == [
+        "priority", "random", "kubejoule", "least-waste"]
+    assert benchmark(nodes, trace, "--policies", "default@random", "--seeds", "1",
+                     "--out", str(out), "--no-progress") == 2  # pairs need the autoscaler
