@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent.quantity import parse_quantity
+from agent.quantity import quantity_units
 
 # -- reading Kubernetes JSON -----------------------------------------------------------------------
 #
@@ -69,9 +69,11 @@ def _string_map(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, _text(v, f"{where}.{k}")) for k, v in _object(value, where).items()))
 
 
-def _amount(value: Any, scale: float, where: str) -> int:
+def _amount(value: Any, scale: int, where: str) -> int:
+    """A quantity in whole units (`scale` of them per base unit: 1000 for millicores), rounded up
+    as Kubernetes' MilliValue()/Value() round it (0.0005 CPU is 1m, never 0)."""
     try:
-        amount = round(parse_quantity(value) * scale)
+        amount = quantity_units(value, scale)
     except ValueError as exc:
         raise ShapeError(f"{where}: {exc}") from exc
     if abs(amount) > _MAX_AMOUNT:
@@ -340,7 +342,7 @@ class ContainerResources:
     memory_limit_bytes: int | None = None
 
 
-def _optional_amount(values: Mapping[str, Any], key: str, scale: float, where: str) -> int | None:
+def _optional_amount(values: Mapping[str, Any], key: str, scale: int, where: str) -> int | None:
     value = values.get(key)
     return None if value is None else _amount(value, scale, f"{where}.{key}")
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scheduler.model import parse_quantity
+from agent.quantity import parse_quantity
 
 
 class StaticTargets:

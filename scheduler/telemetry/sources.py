@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from scheduler.model import NodeTelemetry, parse_quantity
+from agent.quantity import parse_quantity
+from scheduler.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (
     M_CURVE,
