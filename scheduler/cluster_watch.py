@@ -110,6 +110,19 @@ class ClusterWatch:
         self.failures = 0  # watch or list failures since start (not 410s)
         self._streams: set[Watch] = set()
         self._streams_lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Called (from a watch thread) after each listing and each event applied; must be
+        cheap (the extender's only wakes its preparer thread)."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("cluster listener failed")
 
     # -- plain handlers --
 
@@ -170,6 +183,7 @@ class ClusterWatch:
                     relist()
                     need_list = False
                     synced.set()
+                    self._changed()
                 stream = watch(version)
                 with self._streams_lock:
                     self._streams.add(stream)
@@ -180,6 +194,7 @@ class ClusterWatch:
                         version = (obj.get("metadata") or {}).get("resourceVersion") or version
                         if event.get("type") != "BOOKMARK":
                             apply(str(event.get("type")), obj)
+                            self._changed()
                         if stop.is_set():
                             break
                 finally:

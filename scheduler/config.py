@@ -36,7 +36,7 @@ kubernetes:                   # how to reach the API (in-cluster credentials by 
   host: null                  # e.g. "http://127.0.0.1:8001" for `kubectl proxy`
   kubeconfig: null
 extender:
-  max_body_bytes: 16777216    # larger requests get 413
+  max_body_bytes: auto        # larger requests get 413; auto: 16 KiB per known node, ≥ 16 MiB
   shadow_log_size: 1000       # recommendations kept in memory in shadow mode
   watch_cluster: auto         # watch Nodes and Pods to count pods bound since each sample:
                               # auto (on when a Kubernetes configuration is found) | true | false
@@ -120,7 +120,7 @@ class ScorerConfig:
 
 @dataclass(frozen=True)
 class ExtenderConfig:
-    max_body_bytes: int = 16 * 1024 * 1024
+    max_body_bytes: int | None = None  # None: derived from the cluster's size (extender/wire.py)
     shadow_log_size: int = 1000
     watch_cluster: bool | None = None  # None: auto, on when kubernetes_configured()
 
@@ -355,7 +355,11 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
             kubeconfig=_opt_str(k.get("kubeconfig"), "kubernetes.kubeconfig"),
         ),
         extender=ExtenderConfig(
-            max_body_bytes=int(_number(e.get("max_body_bytes", 16 * 1024 * 1024), "extender.max_body_bytes")),
+            max_body_bytes=(
+                None
+                if e.get("max_body_bytes") in (None, "auto")
+                else int(_number(e["max_body_bytes"], "extender.max_body_bytes"))
+            ),
             shadow_log_size=int(_number(e.get("shadow_log_size", 1000), "extender.shadow_log_size")),
             watch_cluster=None if watch in ("auto", None) else _bool(watch, "extender.watch_cluster"),
         ),

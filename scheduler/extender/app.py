@@ -38,8 +38,8 @@ def create_app(extender: Extender, manage_store: bool = True) -> FastAPI:
     async def handle(verb: str, request: Request, answer: Callable[[ExtenderArgs], Any]) -> Response:
         started = time.perf_counter()
         try:
-            body = await read_body(request, extender.max_body_bytes)
-            response = json_response(answer(parse_args(body)))
+            body = await read_body(request, extender.body_limit())
+            response = json_response(answer(parse_args(body, extender.states.node_info)))
         except BadRequest as exc:
             response = json_response({"Error": str(exc)}, exc.status)
         except Exception as exc:  # report, never crash the scheduler's call with a bare 500 page

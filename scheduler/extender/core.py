@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter as Tally
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,20 +20,19 @@ from scheduler.extender.decisions import (
     Decision,
     DecisionRecorder,
     MemoryRecorder,
-    recommend,
     recommend_batch,
 )
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
-from scheduler.extender.state import ClusterView, NodeStates
+from scheduler.extender.state import ClusterView, NodeStates, Prepared
 from scheduler.extender.wire import (
-    DEFAULT_MAX_BODY_BYTES,
     MAX_EXTENDER_SCORE,
     ExtenderArgs,
     HostPriorityList,
+    body_limit_for,
     to_extender_score,
 )
-from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
-from scheduler.scorer import NEUTRAL_SCORE, REASON_OK, REASONS, HeuristicScorer, NodeBatch
+from scheduler.model import NodeInfo, NodeState, Resources
+from scheduler.scorer import NEUTRAL_SCORE, REASON_OK, REASONS, HeuristicScorer
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 
@@ -55,7 +53,7 @@ class Extender:
         power_caps_watts: Mapping[str, float] | None = None,
         default_power_cap_watts: float | None = None,
         recorder: DecisionRecorder | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_body_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
         cluster: ClusterView | None = None,
     ) -> None:
@@ -67,7 +65,7 @@ class Extender:
         self.power_caps_watts = dict(power_caps_watts or {})
         self.default_power_cap_watts = default_power_cap_watts
         self.recorder: DecisionRecorder = recorder if recorder is not None else MemoryRecorder()
-        self.max_body_bytes = max_body_bytes
+        self.max_body_bytes = max_body_bytes  # None: body_limit() follows the cluster's size
         self.clock = clock
         self.metrics = ExtenderMetrics(store, clock)
         stats = getattr(self.recorder, "stats", None)
@@ -83,45 +81,41 @@ class Extender:
                 _ClusterCollector(lambda: bool(getattr(cluster, "synced", False)))
             )
         store.add_listener(self._observe)
+        store.add_listener(self.states.on_refresh)  # after _observe: the fits are up to date
 
     def _observe(self, view: Mapping[str, NodeSample]) -> None:
         for sample in view.values():
             self.scorer.observe(sample.telemetry)
 
-    def batch(self) -> NodeBatch:
-        """Every node with telemetry (or known to the cluster view), prepared for scoring."""
-        return self.states.batch()
-
-    def node_states(self, args: ExtenderArgs) -> list[NodeState]:
+    def node_states(self, args: ExtenderArgs, prepared: Prepared | None = None) -> list[NodeState]:
+        prepared = prepared or self.states.current()
         if args.node_items is not None:
-            return self.states.for_items(args.node_infos)
-        return self.states.for_names(args.names)
+            return self.states.for_items(args.node_infos, prepared)[0]
+        return self.states.for_names(args.names, prepared)
 
     # -- verbs --
 
-    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]] | HostPriorityList:
-        if args.node_names is not None:
-            return self._prioritize_names(args.pod, args.node_names)
+    def prioritize(self, args: ExtenderArgs) -> HostPriorityList:
+        """Both forms are scored with numpy over the prepared batch; in the Nodes.items form a
+        node whose spec the batch was not built with is scored on its own (same scores)."""
         now = self.clock()
-        nodes = self.node_states(args)
-        results = self.scorer.score(args.pod, nodes, now)
-        fallbacks = Tally(r.reason for r in results if r.reason != REASON_OK)
-        for reason, count in fallbacks.items():
-            self.metrics.fallbacks.labels(reason).inc(count)
-        recommended = recommend(results)
-        self.metrics.recommendations.labels(self.mode).inc()
-        self._record(Decision("prioritize", self.mode, now, args.pod, nodes, results, recommended))
-        if self.mode == MODE_SHADOW:
-            neutral = to_extender_score(NEUTRAL_SCORE)
-            return [{"Host": r.node, "Score": neutral} for r in results]
-        return [{"Host": r.node, "Score": to_extender_score(r.score)} for r in results]
-
-    def _prioritize_names(self, pod: PodInfo, names: list[str]) -> HostPriorityList:
-        """The NodeNames form, scored with numpy over the prepared batch (same scores)."""
-        now = self.clock()
-        batch = self.batch()
+        pod = args.pod
+        prepared = self.states.current()
+        batch = prepared.batch
+        names = args.names
         rows = batch.rows(names)
         scores = self.scorer.score_batch(pod, batch, now, rows)
+        item_states: list[NodeState] | None = None
+        if args.node_items is not None:
+            item_states, odd = self.states.for_items(args.node_infos, prepared)
+            if odd:
+                singles = self.scorer.score(pod, [item_states[i] for i in odd], now)
+                for position, result in zip(odd, singles, strict=True):
+                    scores.score[position] = result.score
+                    scores.delta_watts[position] = (
+                        np.nan if result.delta_watts is None else result.delta_watts
+                    )
+                    scores.reason[position] = REASONS.index(result.reason)
         for code, count in enumerate(np.bincount(scores.reason, minlength=len(REASONS)).tolist()):
             if count and REASONS[code] != REASON_OK:
                 self.metrics.fallbacks.labels(REASONS[code]).inc(count)
@@ -129,6 +123,8 @@ class Extender:
         self.metrics.recommendations.labels(self.mode).inc()
 
         def nodes() -> list[NodeState]:
+            if item_states is not None:
+                return item_states
             known = len(batch.names)
             return [
                 batch.preps[row].state if row < known else NodeState(NodeInfo(name, Resources()))
@@ -186,16 +182,25 @@ class Extender:
         except Exception:  # recording must never fail a scheduling request
             log.exception("decision recorder failed")
 
+    def body_limit(self) -> int:
+        """The largest request body accepted: `max_body_bytes` if set, else enough for a
+        `Nodes.items` body of every node known (telemetry or cluster view)."""
+        if self.max_body_bytes is not None:
+            return self.max_body_bytes
+        return body_limit_for(self.states.known_nodes())
+
     @property
     def ready(self) -> bool:
         return self.store.ready
 
     def start(self) -> None:
         self.store.start()
+        self.states.start()
         for start in self.on_start:
             start()
 
     def stop(self) -> None:
+        self.states.stop()
         self.store.stop()
         for close in self.on_stop:
             try:

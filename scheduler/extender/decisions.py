@@ -81,29 +81,9 @@ class MemoryRecorder:
             )
 
 
-def recommend(results: Sequence[ScoreResult]) -> str | None:
+def recommend_batch(names: Sequence[str], scores: BatchScores) -> str | None:
     """The best-scored node; ties go to the smaller ΔP, then the name (deterministic).
     None when no node had usable telemetry: there is nothing to recommend on."""
-    if all(r.reason != REASON_OK for r in results):
-        return None
-    best: ScoreResult | None = None
-    for r in results:
-        if best is None:
-            best = r
-            continue
-        key = (-r.score, r.delta_watts if r.delta_watts is not None else float("inf"), r.node)
-        best_key = (
-            -best.score,
-            best.delta_watts if best.delta_watts is not None else float("inf"),
-            best.node,
-        )
-        if key < best_key:
-            best = r
-    return best.node if best is not None else None
-
-
-def recommend_batch(names: Sequence[str], scores: BatchScores) -> str | None:
-    """recommend() over batch scores: the same node, from arrays."""
     ok = scores.reason == REASONS.index(REASON_OK)
     if not ok.any():
         return None

@@ -1,37 +1,69 @@
-"""The node states the extender scores: built from the TelemetryStore's view (and the cluster
-view when there is one), cached until the view changes, and prepared as a scoring batch."""
+"""The node states the extender scores, prepared OFF the request path.
+
+A `Prepared` snapshot — every node's NodeState and the scorer's batch of them — is built when
+something the scores depend on changes, and published by swapping one reference:
+
+* on the telemetry refresh thread, as a store listener: when `refresh_once()` returns, the new
+  snapshot is published, so a request right after a refresh is scored on the new telemetry
+  and pays no rebuild (a request during the rebuild is scored on the previous snapshot, as if
+  it had come a moment earlier);
+* on the preparer thread, woken by the cluster watch's listener (pods bound, nodes changed) and
+  by Node objects seen in `Nodes.items` bodies, at most every PREPARE_INTERVAL_SECONDS.
+
+Requests only read the published snapshot. They build one themselves only before the first
+one exists, or when nothing runs in the background (the extender not started, as in tests)
+and something changed.
+"""
 
 from __future__ import annotations
 
-import time
+import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.scorer import HeuristicScorer, NodeBatch
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 
+log = logging.getLogger(__name__)
+
 
 class ClusterView(Protocol):
     """Nodes with the pods bound (or assumed) on them: a `ClusterWatch` (pod and node watches
     feeding a ClusterCache; `kubejoule-scheduler extender` runs one when it can reach the API)
     or a ClusterCache. With one, the extender counts pods placed since each node's telemetry
-    sample, and knows which nodes are empty. An empty list means "not known yet"."""
+    sample, and knows which nodes are empty. An empty list means "not known yet". A view with
+    an `add_listener(callback)` method (ClusterWatch) wakes the preparer on every change."""
 
     def node_states(
         self, telemetry: Callable[[str], NodeTelemetry | None] | None = None
     ) -> list[NodeState]: ...
 
 
-# How long node states built from a ClusterView are reused (they are rebuilt sooner when the
-# telemetry view changes). Short: pods bound since are then counted within this delay.
-CLUSTER_STATES_TTL_SECONDS = 0.2
+# Node specs remembered by name and resourceVersion (the cache is emptied beyond this).
+MAX_CACHED_NODE_SPECS = 100_000
+
+# The preparer's pace: changes (pods bound, Node specs) within this delay are folded into one
+# rebuild. With a cluster view and no listener, the view is also polled at this pace.
+PREPARE_INTERVAL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One consistent snapshot: the telemetry view, the states built from it, their batch."""
+
+    view: Mapping[str, NodeSample]
+    states: Mapping[str, NodeState]
+    batch: NodeBatch
+    from_cluster: frozenset[str] = field(default_factory=frozenset)  # names the cluster knows
+    cluster_synced: bool = True  # the cluster view had listed everything (or there is none)
 
 
 class NodeStates:
-    """NodeStates by name, rebuilt only when the store publishes a new view (or, with a cluster
-    view, after CLUSTER_STATES_TTL_SECONDS), and the prepared batch of all of them."""
+    """Builds and publishes `Prepared` snapshots (see the module docstring)."""
 
     def __init__(
         self, scorer: HeuristicScorer, store: TelemetryStore, cluster: ClusterView | None
@@ -42,10 +74,19 @@ class NodeStates:
         # Node objects seen in Nodes.items payloads: their allocatable CPU serves the NodeNames
         # form later, when telemetry carries no core count.
         self._node_infos: dict[str, NodeInfo] = {}
-        self._states: dict[str, NodeState] = {}
-        self._states_view: Mapping[str, NodeSample] | None = None
-        self._states_built = 0.0
-        self._batch: NodeBatch | None = None
+        self._specs: dict[str, tuple[str, NodeInfo]] = {}  # name → (resourceVersion, NodeInfo)
+        self._current: Prepared | None = None
+        self._build_lock = threading.Lock()  # one build at a time
+        self._dirty = threading.Event()  # something changed since the last build
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.builds = 0
+        add_listener = getattr(cluster, "add_listener", None)
+        self._cluster_listens = callable(add_listener)
+        if callable(add_listener):
+            add_listener(self._dirty.set)
+
+    # -- building (background threads; the request path only when nothing runs there) --
 
     def _state(self, name: str, view: Mapping[str, NodeSample], info: NodeInfo | None) -> NodeState:
         sample = view.get(name)
@@ -60,60 +101,159 @@ class NodeStates:
             daemon_pod_count=sample.daemon_pod_count if sample is not None else 0,
         )
 
-    def _cluster_states(self) -> dict[str, NodeState]:
-        assert self.cluster is not None
-        return {s.info.name: s for s in self.cluster.node_states(self.store.telemetry)}
+    def prepare(self, view: Mapping[str, NodeSample] | None = None) -> Prepared:
+        """Build the snapshot of `view` (default: the store's) and publish it."""
+        with self._build_lock:
+            self._dirty.clear()
+            if view is None:
+                view = self.store.snapshot()
+            previous = self._current
+            states: dict[str, NodeState] = {}
+            synced = self._cluster_synced()
+            if self.cluster is not None:
+                states = {s.info.name: s for s in self.cluster.node_states(self.store.telemetry)}
+            from_cluster = frozenset(states)
+            for name in view:
+                if name not in states:
+                    old = previous.states.get(name) if previous is not None else None
+                    info = self._node_infos.get(name)
+                    if (
+                        old is not None and previous is not None and previous.view.get(name) is view[name]
+                        and (info is None or old.info is info)
+                    ):
+                        states[name] = old  # same sample, same spec: the scorer's work is kept
+                    else:
+                        states[name] = self._state(name, view, None)
+            if (
+                previous is not None
+                and previous.view is view
+                and previous.cluster_synced == synced
+                and len(previous.states) == len(states)
+                and all(previous.states.get(name) is state for name, state in states.items())
+            ):
+                return previous  # nothing changed (a cluster event that moved no state)
+            ordered = [states[name] for name in sorted(states)]
+            prepared = Prepared(
+                view, states, self.scorer.prepare_batch(ordered), from_cluster, synced
+            )
+            self._current = prepared
+            self.builds += 1
+            return prepared
 
-    def _refresh(self) -> Mapping[str, NodeSample]:
-        view = self.store.snapshot()
-        monotonic = time.monotonic()
-        if view is not self._states_view or (
-            self.cluster is not None
-            and monotonic - self._states_built > CLUSTER_STATES_TTL_SECONDS
+    def _cluster_synced(self) -> bool:
+        return self.cluster is None or bool(getattr(self.cluster, "synced", True))
+
+    def on_refresh(self, view: Mapping[str, NodeSample]) -> None:
+        """The store's listener: runs on the telemetry refresh thread."""
+        self.prepare(view)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            # Without a listener a cluster view can only be polled.
+            woken = self._dirty.wait(None if self._cluster_listens or self.cluster is None
+                                     else PREPARE_INTERVAL_SECONDS)
+            if self._stop.is_set():
+                return
+            if woken or self.cluster is not None:
+                try:
+                    self.prepare()
+                except Exception:  # keep serving the last snapshot; try again on the next change
+                    log.exception("preparing node states failed")
+            self._stop.wait(PREPARE_INTERVAL_SECONDS)
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="extender-prepare", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._dirty.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+            self._thread = None
+
+    # -- reading (the request path) --
+
+    def node_info(self, item: Mapping[str, Any]) -> NodeInfo:
+        """NodeInfo.from_k8s(item), remembered by name and resourceVersion: kube-scheduler sends
+        the same Node objects with every pod, and the API server gives a changed object a new
+        resourceVersion. (A client that changes an object without changing its resourceVersion
+        gets the spec it sent first.) Objects without one are read every time."""
+        meta = item.get("metadata") or {}
+        name, version = meta.get("name"), meta.get("resourceVersion")
+        if not isinstance(version, str) or not version or not isinstance(name, str):
+            return NodeInfo.from_k8s(item)
+        known = self._specs.get(name)
+        if known is not None and known[0] == version:
+            return known[1]
+        info = NodeInfo.from_k8s(item)
+        if len(self._specs) >= MAX_CACHED_NODE_SPECS:
+            self._specs.clear()
+        self._specs[name] = (version, info)
+        return info
+
+    def current(self) -> Prepared:
+        """The published snapshot; built here only if there is none yet, or if something
+        changed and no preparer thread runs."""
+        prepared = self._current
+        if (
+            prepared is None
+            or (self._thread is None and self._stale(prepared))
+            # Once only: the cluster view has just listed everything (until then each node
+            # looked empty); the first request after that must not miss its pods.
+            or (not prepared.cluster_synced and self._cluster_synced())
         ):
-            self._states_view = view
-            self._states_built = monotonic
-            self._states = self._cluster_states() if self.cluster is not None else {}
-            self._batch = None
-        return view
+            prepared = self.prepare()
+        return prepared
+
+    def _stale(self, prepared: Prepared) -> bool:
+        return (
+            self._dirty.is_set()
+            or prepared.view is not self.store.snapshot()
+            or self.cluster is not None
+        )
+
+    def known_nodes(self) -> int:
+        """Nodes in the published snapshot (0 before the first)."""
+        prepared = self._current
+        return len(prepared.states) if prepared is not None else 0
 
     def batch(self) -> NodeBatch:
         """Every node with telemetry (or known to the cluster view), prepared for scoring."""
-        view = self._refresh()
-        if self._batch is None:
-            names = sorted(set(view) | set(self._states))
-            states = []
-            for name in names:
-                state = self._states.get(name)
-                if state is None:
-                    state = self._states[name] = self._state(name, view, None)
-                states.append(state)
-            self._batch = self.scorer.prepare_batch(states)
-        return self._batch
+        return self.current().batch
 
-    def for_names(self, names: Sequence[str]) -> list[NodeState]:
-        """The states of the NodeNames form (a node without telemetry gets an empty state)."""
-        view = self._refresh()
-        cache = self._states
-        out = []
-        for name in names:
-            state = cache.get(name)
-            if state is None:
-                state = cache[name] = self._state(name, view, None)
-            out.append(state)
-        return out
+    def for_names(self, names: Sequence[str], prepared: Prepared) -> list[NodeState]:
+        """The states of `names` (a node the snapshot does not know gets an empty state)."""
+        states = prepared.states
+        view = prepared.view
+        return [states.get(name) or self._state(name, view, None) for name in names]
 
-    def for_items(self, infos: Sequence[NodeInfo]) -> list[NodeState]:
-        """The states of the Nodes.items form: the Node objects' capacity, remembered for the
-        NodeNames form (a changed Node invalidates the prepared batch)."""
-        view = self._refresh()
-        states = []
-        for info in infos:
-            if self._node_infos.get(info.name) != info:
-                self._node_infos[info.name] = info
-                self._batch = None
-                if self.cluster is None:
-                    self._states.pop(info.name, None)
-            known = self._states.get(info.name) if self.cluster is not None else None
-            states.append(known if known is not None else self._state(info.name, view, info))
-        return states
+    def for_items(self, infos: Sequence[NodeInfo], prepared: Prepared) -> tuple[list[NodeState], list[int]]:
+        """The states of the Nodes.items form, and the positions whose state is not the
+        snapshot's (a Node spec the snapshot was not built with: those are scored one by one).
+        New specs are remembered for later snapshots (and the NodeNames form)."""
+        states: list[NodeState] = []
+        odd: list[int] = []
+        changed = False
+        for position, info in enumerate(infos):
+            name = info.name
+            known = prepared.states.get(name)
+            if name in prepared.from_cluster and known is not None:
+                states.append(known)
+                continue
+            remembered = self._node_infos.get(name)
+            if remembered is not info and remembered != info:
+                self._node_infos[name] = info
+                changed = True
+            if known is not None and (known.info is info or known.info == info):
+                states.append(known)
+                continue
+            states.append(self._state(name, prepared.view, info))
+            if known is not None:
+                odd.append(position)  # the batch row has another spec
+        if changed:
+            self._dirty.set()
+        return states, odd
