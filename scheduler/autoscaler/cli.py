@@ -1,11 +1,12 @@
 """`kubejoule-scheduler autoscaler-expander`: serve cluster-autoscaler's gRPC expander.
 
     kubejoule-scheduler autoscaler-expander --listen HOST:PORT --tls-cert FILE --tls-key FILE
-        [--config FILE] [--metrics-listen HOST:PORT] [--max-request-bytes N]
+        [--config FILE] [--metrics-listen HOST:PORT] [--max-request-bytes N] [--running-curves]
 
 The node groups' power curves come from the config's `node_groups:` and `node_group_labels:`
-(docs/autoscaler-expander.md); `scorer.consolidation_utilization` is the reference load of the
-amortized price. A certificate or key that cannot be read or does not match is a usage error
+(docs/autoscaler-expander.md), and with `--running-curves` from the curves the agents of running
+nodes export (the config's `telemetry:` sources, node labels from the Kubernetes API);
+`scorer.consolidation_utilization` is the reference load of the amortized price. A certificate or key that cannot be read or does not match is a usage error
 (exit 2), as is a bad address.
 """
 
@@ -53,6 +54,12 @@ def add_autoscaler_expander_command(subparsers: Any) -> None:
         "--max-request-bytes", metavar="N", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
         help=f"largest request accepted (default {DEFAULT_MAX_REQUEST_BYTES}; grpcio's own is 4 MiB)",
     )
+    parser.add_argument(
+        "--running-curves", action="store_true",
+        help="also price a group by the curves the agents of running nodes with the same "
+        "node_group_labels value export (needs the config's telemetry sources and read access "
+        "to Nodes)",
+    )
     parser.add_argument("--config", metavar="FILE", help="YAML configuration (see docs/scheduler.md)")
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"),
@@ -86,6 +93,29 @@ def build_expander(config: Config) -> Any:
     )
 
 
+def start_running_curves(config: Config, expander: Any) -> tuple[Any, Any]:
+    """The telemetry store (started) whose refreshes publish the running nodes' curves to the
+    expander, and the RunningCurves; ConfigError when the config has no telemetry source."""
+    from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves
+    from scheduler.config import build_api_client, build_store
+
+    try:
+        api = build_api_client(config)
+    except Exception as exc:  # no in-cluster credentials and no kubeconfig
+        raise ConfigError(f"--running-curves: cannot reach the Kubernetes API: {exc}") from exc
+    store = build_store(config, api)
+    if not store.sources:
+        raise ConfigError("--running-curves: the config has no telemetry source (telemetry:)")
+    running = RunningCurves(
+        NodeLabelsFromKubernetes(api, refresh_seconds=max(30.0, config.refresh_seconds)),
+        config.node_group_labels,
+    )
+    store.add_listener(running.update)
+    expander.running_curves = running.current
+    store.start()
+    return store, running
+
+
 def run_autoscaler_expander(args: argparse.Namespace) -> int:
     from scheduler import scheduler_metrics
     from scheduler.autoscaler.server import start_server
@@ -96,6 +126,7 @@ def run_autoscaler_expander(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-request-bytes: at least 1 MiB, got {args.max_request_bytes}")
     cert, key = read_tls(args.tls_cert, args.tls_key)
     expander = build_expander(config)
+    store, running = start_running_curves(config, expander) if args.running_curves else (None, None)
     try:
         server, bound = start_server(expander, host, port, cert, key, args.max_request_bytes)
     except (OSError, RuntimeError) as exc:
@@ -103,12 +134,15 @@ def run_autoscaler_expander(args: argparse.Namespace) -> int:
     http = None
     if args.metrics_listen != "off":
         metrics_host, metrics_port = parse_listen(args.metrics_listen)
-        http = scheduler_metrics.serve(expander.metrics.registry, lambda: True, metrics_host, metrics_port)
+        # Ready once the running nodes' curves have been published (when they are used).
+        ready = (lambda: running.updates > 0) if running is not None else (lambda: True)
+        http = scheduler_metrics.serve(expander.metrics.registry, ready, metrics_host, metrics_port)
     log.info(
-        "autoscaler expander on %s:%d (TLS), %d node-group curve(s) configured, labels %s",
+        "autoscaler expander on %s:%d (TLS), %d node-group curve(s) configured, labels %s%s",
         host, bound, len(config.node_groups), ", ".join(config.node_group_labels),
+        f", running nodes' curves from {len(store.sources)} telemetry source(s)" if store else "",
     )
-    if not config.node_groups:
+    if not config.node_groups and store is None:
         log.warning("no node_groups configured: no group has a curve, every option will be answered")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -118,4 +152,6 @@ def run_autoscaler_expander(args: argparse.Namespace) -> int:
     server.stop(grace=5).wait()
     if http is not None:
         http.shutdown()
+    if store is not None:
+        store.stop()
     return 0

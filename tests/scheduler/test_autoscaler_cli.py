@@ -95,17 +95,21 @@ def test_bad_usage_exits_2_with_a_message(tmp_path: Path, problem: str) -> None:
     tls = self_signed(tmp_path)
     (tmp_path / "other").mkdir()
     other = self_signed(tmp_path / "other")
-    args = ["--listen", "127.0.0.1:0", "--tls-cert", str(tls.cert_path), "--tls-key", str(tls.key_path),
-            "--metrics-listen", "off"]
+    args = ["--listen", f"127.0.0.1:{free_port()}", "--tls-cert", str(tls.cert_path),
+            "--tls-key", str(tls.key_path), "--metrics-listen", "off"]
     if problem == "missing-key":
         args[5] = str(tmp_path / "absent.key")
+        reason = b"cannot read the TLS certificate or key"
     elif problem == "mismatched-pair":
         args[5] = str(other.key_path)
+        reason = b"not a usable pair"
     elif problem == "bad-listen":
         args[1] = "nowhere"
+        reason = b"expected HOST:PORT"
     else:
         (tmp_path / "bad.yaml").write_text("node_groups: {g: {model: cubic, idle_watts: 1, max_watts: 2}}\n")
         args += ["--config", str(tmp_path / "bad.yaml")]
+        reason = b"node_groups.g"
     result = subprocess.run([*COMMAND, *args], cwd=ROOT, capture_output=True, timeout=60)
     assert result.returncode == 2
-    assert b"configuration error" in result.stderr
+    assert b"configuration error" in result.stderr and reason in result.stderr, result.stderr
