@@ -116,12 +116,13 @@ def _decode(message_type: Any, data: bytes, where: str) -> Any:
 class _PodReader:
     """Pods → PodInfo with their requests counted as kube-scheduler counts them (the model's
     effective_requests and nonzero_requests). cluster-autoscaler repeats the same pods in many
-    options and most pods share a few request shapes (one per workload), so each encoding is
-    decoded once and each shape of containers, init containers and overhead counted once."""
+    options and most pods share a few specs (one per workload), so each encoding is decoded once
+    and each spec — as far as the subset declares it: containers' names, requests and restart
+    policies, overhead, scheduler and node name — counted once."""
 
     def __init__(self) -> None:
         self._by_bytes: dict[bytes, PodInfo] = {}
-        self._by_shape: dict[tuple[Any, Any, Any], tuple[Resources, Resources]] = {}
+        self._by_spec: dict[bytes, tuple[Resources, Resources]] = {}
 
     def from_bytes(self, data: bytes, where: str) -> PodInfo:
         cached = self._by_bytes.get(data)
@@ -132,19 +133,24 @@ class _PodReader:
 
     def from_message(self, pod: k8s_core_v1_pb2.Pod, where: str) -> PodInfo:
         spec = pod.spec
-        key = (
-            _requests_key(spec.containers),
-            _requests_key(spec.initContainers),
-            tuple(sorted((name, q.string) for name, q in spec.overhead.items())),
-        )
-        requests = self._by_shape.get(key)
+        # The undeclared fields (volumes with generated names, env, probes …) differ from pod
+        # to pod of one workload and say nothing about requests: leave them out of the key.
+        spec.DiscardUnknownFields()
+        spec_key = spec.SerializeToString(deterministic=True)
+        requests = self._by_spec.get(spec_key)
         if requests is None:
-            spec_json = _spec_json(key)
+            spec_json = _spec_json(
+                (
+                    _requests_key(spec.containers),
+                    _requests_key(spec.initContainers),
+                    tuple(sorted((name, q.string) for name, q in spec.overhead.items())),
+                )
+            )
             try:
                 requests = (effective_requests(spec_json), nonzero_requests(spec_json))
             except ShapeError as exc:
                 raise RequestError(f"{where}: {exc}") from exc
-            self._by_shape[key] = requests
+            self._by_spec[spec_key] = requests
         meta = pod.metadata
         return PodInfo(
             namespace=meta.namespace or "default",

@@ -285,3 +285,26 @@ def test_the_documented_certificate_is_accepted_for_the_service_name(
         assert [o.nodeGroupId for o in answer.options] == ["ng-big"]
     finally:
         server.stop(grace=None)
+
+
+def test_pods_differing_only_in_undeclared_fields_count_the_same_requests() -> None:
+    # Two pods of one workload: the same containers, but each its own generated volume (PodSpec
+    # field 1, undeclared in the subset); a third with another CPU request.
+    def encoded(name: str, cpu: str, volume: bytes) -> bytes:
+        pod = pending_pod(name, cpu, "1Gi")
+        spec_extra = length_delimited(1, length_delimited(1, volume))  # volumes[0].name
+        return pod.SerializeToString() + length_delimited(2, spec_extra)
+
+    request = expander_pb2.BestOptionsRequest()
+    option = request.options.add(nodeGroupId="ng-big", nodeCount=1)
+    option.podBytes.extend([
+        encoded("web-a", "1", b"kube-api-access-x7k2q"),
+        encoded("web-b", "1", b"kube-api-access-p9m4z"),
+        encoded("web-c", "1500m", b"kube-api-access-a1b2c"),
+    ])
+    request.nodeBytesMap["ng-big"] = TEMPLATES["ng-big"].SerializeToString()
+    pods = parse_request(request).options[0].pods
+    assert [p.name for p in pods] == ["web-a", "web-b", "web-c"]
+    assert [p.requests.cpu_millicores for p in pods] == [1000, 1000, 1500]
+    assert pods[0].requests == pods[1].requests
+    assert pods[0].requests.memory_bytes == 1024**3
