@@ -5,13 +5,14 @@
 | `default` | kube-scheduler: NodeResourcesFit LeastAllocated + BalancedAllocation, weight 1 each, best total, ties at random (`scheduler.kube_scoring.default_choice`) |
 | `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
 | `roundrobin` | the next feasible node after the last one used, in node order (the old DQN project's baseline) |
-| `peaks` | PEAKS' power-jump score, normalized as the plugin does (`scheduler.plugins.peaks`), each node's (k0, k1, k2) fitted to its curve |
-| `trimaran` | Trimaran's TargetLoadPacking, target 40 % (`scheduler.plugins.trimaran`) |
+| `peaks` | a profile of the PEAKS Score plugin alone (`scheduler.plugins.peaks`, with its NormalizeScore), each node's (k0, k1, k2) fitted to its curve |
+| `trimaran` | a profile of the TargetLoadPacking Score plugin alone (`scheduler.plugins.trimaran`), target 40 % |
 | `heuristic` | kubejoule's energy scorer (`scheduler.scorer.HeuristicScorer`) |
 | `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
 
 Every scorer-based policy picks the highest score, ties at random with kube-scheduler's
-reservoir sampling (`scheduler.kube_scoring.select_host`), using the run's seeded RNG.
+reservoir sampling (`scheduler.kube_scoring.select_host`, `scheduler.framework.select_best` for
+profiles), using the run's seeded RNG.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from typing import Any, cast
 
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
+from scheduler.framework import CandidateBatch, Profile, select_best
 from scheduler.kube_scoring import LEAST_ALLOCATED, MOST_ALLOCATED, default_choice, select_host
 from scheduler.model import NodeState, PodInfo, Scorer
-from scheduler.plugins.peaks import Peaks, fit_power_model
+from scheduler.plugins.peaks import Peaks, models_from_config
 from scheduler.plugins.trimaran import TargetLoadPacking
 from scheduler.scorer import HeuristicScorer
 
@@ -47,6 +49,23 @@ class KubeDefaultPolicy:
         choice = default_choice(pod, feasible, self._rng, self.strategy)
         assert choice is not None  # feasible is never empty
         return choice
+
+
+class ProfilePolicy:
+    """A scheduling profile as a policy: the best weighted total wins, ties at random."""
+
+    def __init__(self, profile: Profile, name: str | None = None) -> None:
+        self.profile = profile
+        self.name = name or profile.name
+        self._rng = random.Random(0)
+
+    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
+        self._rng = rng
+
+    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+        # The simulator has already filtered: only the Score half of the profile runs here.
+        batch = CandidateBatch.of(feasible, now)
+        return batch.names[select_best(self.profile.score(pod, batch).total, self._rng)]
 
 
 class RoundRobinPolicy:
@@ -125,11 +144,10 @@ def make_policy(
     if name == "roundrobin":
         return RoundRobinPolicy()
     if name == "peaks":
-        fits = {curve: fit_power_model(curve) for curve in {n.curve for n in nodes}}
-        models = {n.name: fits[n.curve] for n in nodes}
-        return ScorerPolicy(Peaks(models), "peaks")
+        models = models_from_config({}, {n.name: n.curve for n in nodes})
+        return ProfilePolicy(Profile("peaks", (), [(Peaks(models), 1)]))
     if name == "trimaran":
-        return ScorerPolicy(TargetLoadPacking(), "trimaran")
+        return ProfilePolicy(Profile("trimaran", (), [(TargetLoadPacking(), 1)]))
     if name == "heuristic":
         return ScorerPolicy(heuristic_scorer(nodes, power_off), "heuristic")
     if name.startswith("py:"):

@@ -36,12 +36,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from agent.curves import UTILIZATION_LEVELS, PowerCurve
-from scheduler.model import NodeState, PodInfo, ScoreResult
+from scheduler.framework.batch import CandidateBatch, Columns
+from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.gomath import go_int64
 from scheduler.plugins.trimaran import capacity_millicores_column, utilization_pct_column
 
@@ -147,28 +149,72 @@ def fit_power_model(curve: PowerCurve) -> PeaksPowerModel:
     return PeaksPowerModel(k0, k1, k2)
 
 
+ARG_KEYS = ("nodePowerModel",)
+
+
+def models_from_config(
+    config: Mapping[str, Any], curves: Mapping[str, PowerCurve] | None = None
+) -> dict[str, PeaksPowerModel]:
+    """Each node's power model: the original's `nodePowerModel` ({node: {k0, k1, k2}}, as in
+    PeaksArgs or its NODE_POWER_MODEL file), else one fitted to the node's power curve
+    (`curves`, e.g. the scheduler config's or the simulator's). ValueError for bad args."""
+    unknown = sorted(set(config) - set(ARG_KEYS))
+    if unknown:
+        raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
+    given = config.get("nodePowerModel") or {}
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{NAME}: nodePowerModel must map a node name to {{k0, k1, k2}}")
+    models: dict[str, PeaksPowerModel] = {}
+    fits: dict[PowerCurve, PeaksPowerModel] = {}
+    for node, curve in (curves or {}).items():
+        if curve not in fits:
+            fits[curve] = fit_power_model(curve)
+        models[node] = fits[curve]
+    for node, model in given.items():
+        if not isinstance(model, Mapping) or set(model) != {"k0", "k1", "k2"}:
+            raise ValueError(f"{NAME}: nodePowerModel.{node} must be {{k0, k1, k2}}, got {model!r}")
+        try:
+            models[str(node)] = PeaksPowerModel(*(float(model[k]) for k in ("k0", "k1", "k2")))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{NAME}: nodePowerModel.{node}: {exc}") from exc
+    return models
+
+
 class Peaks:
-    """The plugin (Score + NormalizeScore) over a batch of candidate nodes for one pod."""
+    """The Score plugin with its NormalizeScore step (`normalize`) over a CandidateBatch: raw
+    costs per node (a batch of one gives the same raw cost), then the min–max inversion over
+    the candidates."""
 
     name = NAME
 
     def __init__(self, models: Mapping[str, PeaksPowerModel]) -> None:
         self.models = dict(models)
 
-    def raw_scores(self, pod: PodInfo, nodes: Sequence[NodeState]) -> npt.NDArray[np.int64]:
+    def _model_columns(self, nodes: Sequence[NodeState]) -> Columns:
         models = [self.models.get(n.info.name, NO_MODEL) for n in nodes]
+        return {
+            "k1": np.array([m.k1 for m in models], dtype=np.float64),
+            "k2": np.array([m.k2 for m in models], dtype=np.float64),
+        }
+
+    def _load_columns(self, nodes: Sequence[NodeState]) -> Columns:
+        return {
+            "util_pct": utilization_pct_column(nodes),
+            "capacity": capacity_millicores_column(nodes),
+        }
+
+    def score(self, pod: PodInfo, batch: CandidateBatch) -> npt.NDArray[np.int64]:
+        """Score: raw int64 costs (the smaller, the better) before NormalizeScore."""
+        models = batch.derived((self, "model"), self._model_columns, info_only=True)
+        load = batch.derived((self, "load"), self._load_columns)
         return peaks_raw_scores(
-            utilization_pct_column(nodes),
-            capacity_millicores_column(nodes),
+            load["util_pct"],
+            load["capacity"],
             pod_request_millicores(pod),
-            [m.k1 for m in models],
-            [m.k2 for m in models],
+            models["k1"],
+            models["k2"],
         )
 
-    def normalize(self, pod: PodInfo, raw: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        return peaks_normalize(raw)
-
-    def score(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
-        """Score then NormalizeScore over `nodes`, as the Scorer protocol's 0–100."""
-        normalized = self.normalize(pod, self.raw_scores(pod, nodes))
-        return [ScoreResult(n.info.name, float(s)) for n, s in zip(nodes, normalized, strict=True)]
+    def normalize(self, pod: PodInfo, scores: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """NormalizeScore over the batch's raw costs: 0–100, the smallest jump 100."""
+        return peaks_normalize(scores)

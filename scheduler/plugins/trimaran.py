@@ -27,13 +27,16 @@ bound after the sample count (no double counting in the simulator, whose samples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.model import APP_CONTAINER, NodeState, PodInfo, ScoreResult
+from agent.quantity import quantity_units
+from scheduler.framework.batch import CandidateBatch, Columns
+from scheduler.model import APP_CONTAINER, NodeState, PodInfo
 from scheduler.plugins.gomath import go_round
 
 NAME = "TargetLoadPacking"
@@ -58,6 +61,34 @@ class TargetLoadPackingArgs:
             )
         if self.default_requests_millicores < 0 or self.default_requests_multiplier < 0:
             raise ValueError("default requests and their multiplier must be >= 0")
+
+
+ARG_KEYS = ("targetUtilization", "defaultRequests", "defaultRequestsMultiplier")
+
+
+def args_from_config(config: Mapping[str, Any]) -> TargetLoadPackingArgs:
+    """TargetLoadPackingArgs from the keys of the original's KubeSchedulerConfiguration:
+    `targetUtilization` (percent), `defaultRequests` ({cpu: "1000m"}),
+    `defaultRequestsMultiplier` (a string, as there: "1.5"). ValueError for anything else."""
+    unknown = sorted(set(config) - set(ARG_KEYS))
+    if unknown:
+        raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
+    target = config.get("targetUtilization", DEFAULT_TARGET_UTILIZATION_PCT)
+    if isinstance(target, bool) or not isinstance(target, int):
+        raise ValueError(f"{NAME}: targetUtilization must be an integer percent, got {target!r}")
+    requests = config.get("defaultRequests") or {}
+    if not isinstance(requests, Mapping) or set(requests) - {"cpu"}:
+        raise ValueError(f"{NAME}: defaultRequests must be {{cpu: QUANTITY}}, got {requests!r}")
+    try:
+        default_millicores = (
+            quantity_units(requests["cpu"], 1000)  # MilliValue()
+            if "cpu" in requests
+            else DEFAULT_REQUESTS_MILLICORES
+        )
+        multiplier = float(str(config.get("defaultRequestsMultiplier", "1.5")))
+    except ValueError as exc:
+        raise ValueError(f"{NAME}: {exc}") from exc
+    return TargetLoadPackingArgs(target, default_millicores, multiplier)
 
 
 def predicted_pod_millicores(pod: PodInfo, args: TargetLoadPackingArgs) -> int:
@@ -126,32 +157,34 @@ def utilization_pct_column(nodes: Sequence[NodeState]) -> npt.NDArray[np.float64
 
 
 def capacity_millicores_column(nodes: Sequence[NodeState]) -> npt.NDArray[np.float64]:
+    """Each node's status.capacity CPU (allocatable where the capacity is not known)."""
     return np.array([n.info.cpu_capacity_millicores for n in nodes], dtype=np.float64)
 
 
 class TargetLoadPacking:
-    """The plugin over a batch of candidate nodes for one pod."""
+    """The Score plugin (no NormalizeScore) over a CandidateBatch; the single-node call is a
+    batch of one. Per-node inputs (utilization, capacity, the pods bound since the sample) are
+    derived columns of the batch, recomputed only for the nodes that change."""
 
     name = NAME
 
     def __init__(self, args: TargetLoadPackingArgs | None = None) -> None:
         self.args = args or TargetLoadPackingArgs()
 
-    def scores(self, pod: PodInfo, nodes: Sequence[NodeState]) -> npt.NDArray[np.int64]:
-        pod_millicores = predicted_pod_millicores(pod, self.args)
-        added = np.array(
-            [pod_millicores + missing_millicores(n, self.args) for n in nodes], dtype=np.float64
-        )
+    def _columns(self, nodes: Sequence[NodeState]) -> Columns:
+        return {
+            "util_pct": utilization_pct_column(nodes),
+            "capacity": capacity_millicores_column(nodes),
+            "missing": np.array(
+                [missing_millicores(n, self.args) for n in nodes], dtype=np.float64
+            ),
+        }
+
+    def score(self, pod: PodInfo, batch: CandidateBatch) -> npt.NDArray[np.int64]:
+        cols = batch.derived(self, self._columns)
         return target_load_packing_scores(
-            utilization_pct_column(nodes),
-            capacity_millicores_column(nodes),
-            added,
+            cols["util_pct"],
+            cols["capacity"],
+            predicted_pod_millicores(pod, self.args) + cols["missing"],
             self.args.target_utilization_pct,
         )
-
-    def score(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
-        """The Scorer protocol: absolute 0–100 scores."""
-        return [
-            ScoreResult(n.info.name, float(s))
-            for n, s in zip(nodes, self.scores(pod, nodes), strict=True)
-        ]

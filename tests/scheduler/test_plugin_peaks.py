@@ -17,6 +17,7 @@ import pytest
 
 from agent.curves import PowerCurve
 from scheduler.filters import filter_nodes
+from scheduler.framework import CandidateBatch, NormalizingPlugin, normalized
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.peaks import (
     Peaks,
@@ -100,7 +101,7 @@ SCORE_CASES = [
     ids=[f"{c[0].split()[0]}: {c[1]}" for c in SCORE_CASES],
 )
 def test_peaks_score_table(pod_obj: dict[str, Any], node_state: NodeState, expected: int) -> None:
-    [raw] = Peaks(GO_MODELS).raw_scores(PodInfo.from_k8s(pod_obj), [node_state])
+    [raw] = Peaks(GO_MODELS).score(PodInfo.from_k8s(pod_obj), CandidateBatch.of([node_state]))
     assert raw == expected
 
 
@@ -152,8 +153,9 @@ def test_integration_first_pod_to_the_smallest_jump_then_the_next_that_fits() ->
             for n in nodes
         ]
         feasible = filter_nodes(p, states).feasible
-        results = plugin.score(p, feasible, 0.0)
-        chosen = max(results, key=lambda r: r.score).node
+        batch = CandidateBatch.of(feasible)
+        scores = normalized(plugin, p, batch)
+        chosen = batch.names[int(np.argmax(scores))]
         requested[chosen] = requested[chosen] + p.requests
         placed.append(chosen)
     assert placed == ["node-1", "node-2"]
@@ -198,8 +200,10 @@ def test_edges_no_model_over_capacity_and_nan() -> None:
 
 def test_a_pod_without_cpu_request_has_no_preference() -> None:
     nodes = [state(node(f"node-{i}", cpu="2"), pct) for i, pct in ((1, 0), (2, 30), (3, 80))]
-    results = Peaks(GO_MODELS).score(PodInfo.from_k8s(pod(containers=[container()])), nodes, 0.0)
-    assert [r.score for r in results] == [0.0, 0.0, 0.0]
+    scores = normalized(
+        Peaks(GO_MODELS), PodInfo.from_k8s(pod(containers=[container()])), CandidateBatch.of(nodes)
+    )
+    assert scores.tolist() == [0, 0, 0]
 
 
 def test_batch_equals_single_node_calls_before_normalize() -> None:
@@ -220,8 +224,8 @@ def test_batch_equals_single_node_calls_before_normalize() -> None:
             )
     plugin = Peaks(models)
     p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "600m"})]))
-    batch = plugin.raw_scores(p, nodes)
-    assert batch.tolist() == [int(plugin.raw_scores(p, [n])[0]) for n in nodes]
+    batch = plugin.score(p, CandidateBatch.of(nodes))
+    assert batch.tolist() == [int(plugin.score(p, CandidateBatch.of([n]))[0]) for n in nodes]
     assert len(set(batch.tolist())) > 5
     normalized = plugin.normalize(p, batch)
     assert normalized.min() >= 0 and normalized.max() == 100
@@ -236,3 +240,39 @@ def test_fit_recovers_an_exponential_curve() -> None:
     concave = fit_power_model(PowerCurve.fan(100.0, 250.0, 1.4))
     assert concave.k1 < 0 and concave.k2 < 0  # a concave curve fits with both negative
     assert concave.watts(100) == pytest.approx(250.0, rel=0.02)
+
+
+def test_is_a_score_plugin_with_normalize() -> None:
+    assert isinstance(Peaks(GO_MODELS), NormalizingPlugin)
+
+
+def test_a_reused_batch_sees_new_telemetry() -> None:
+    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "300m"})]))
+    nodes = [state(node(name, cpu="2"), 0) for name in GO_MODELS]
+    plugin = Peaks(GO_MODELS)
+    batch = CandidateBatch.of(nodes)
+    before = plugin.score(p, batch).tolist()
+    changed = [state(node("node-1", cpu="2"), 50)]
+    batch.update([0], changed)
+    assert (
+        plugin.score(p, batch).tolist()
+        == plugin.score(p, CandidateBatch.of([changed[0], *nodes[1:]])).tolist()
+    )
+    assert plugin.score(p, batch).tolist() != before
+
+
+def test_power_models_from_the_originals_configuration_or_fitted_to_curves() -> None:
+    from scheduler.plugins.peaks import models_from_config
+
+    given = {"node-1": {"k0": K0, "k1": M1.k1, "k2": K2}}
+    curve = PowerCurve.fan(100.0, 250.0, 1.4)
+    models = models_from_config({"nodePowerModel": given}, {"node-1": curve, "node-2": curve})
+    assert models["node-1"] == M1  # an explicit model wins over the curve
+    assert models["node-2"] == fit_power_model(curve)
+    for bad in (
+        {"watcherAddress": "http://x"},
+        {"nodePowerModel": {"n": {"k0": 1}}},
+        {"nodePowerModel": {"n": {"k0": "a", "k1": 0, "k2": 0}}},
+    ):
+        with pytest.raises(ValueError):
+            models_from_config(bad)

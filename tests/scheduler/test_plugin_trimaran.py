@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from scheduler.filters import filter_nodes
+from scheduler.framework import CandidateBatch, ScorePlugin
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
 from scheduler.plugins.gomath import go_int64, go_round
 from scheduler.plugins.trimaran import (
@@ -123,7 +124,7 @@ def test_target_load_packing_score_table(
     pod_obj: dict[str, Any], node_state: NodeState, expected: int
 ) -> None:
     plugin = TargetLoadPacking()
-    [score] = plugin.scores(PodInfo.from_k8s(pod_obj), [node_state])
+    [score] = plugin.score(PodInfo.from_k8s(pod_obj), CandidateBatch.of([node_state]))
     assert score == expected
 
 
@@ -148,7 +149,7 @@ def test_integration_pods_pack_onto_the_node_nearest_the_target() -> None:
             state(n, pct[n["metadata"]["name"]], since=bound[n["metadata"]["name"]]) for n in nodes
         ]
         feasible = filter_nodes(p, states).feasible
-        scores = plugin.scores(p, feasible)
+        scores = plugin.score(p, CandidateBatch.of(feasible))
         chosen = feasible[int(np.argmax(scores))].info.name
         bound[chosen].append(p)
         placed.append((chosen, scores.tolist()))
@@ -211,8 +212,8 @@ def test_batch_equals_single_node_calls() -> None:
         pod(containers=[container(requests={"cpu": "700m"}, limits={"cpu": "1500m"})])
     )
     plugin = TargetLoadPacking()
-    batch = plugin.scores(p, nodes)
-    assert batch.tolist() == [int(plugin.scores(p, [n])[0]) for n in nodes]
+    batch = plugin.score(p, CandidateBatch.of(nodes))
+    assert batch.tolist() == [int(plugin.score(p, CandidateBatch.of([n]))[0]) for n in nodes]
     assert batch.min() >= 0 and batch.max() <= 100
     assert len(set(batch.tolist())) > 5  # the batch is not degenerate
 
@@ -251,3 +252,46 @@ def test_pods_and_nodes_carry_what_the_peer_plugins_read() -> None:
     no_capacity = node("m", cpu="2")
     del no_capacity["status"]["capacity"]
     assert NodeInfo.from_k8s(no_capacity).cpu_capacity_millicores == 2000  # falls back
+
+
+def test_is_a_score_plugin_without_normalize() -> None:
+    plugin = TargetLoadPacking()
+    assert isinstance(plugin, ScorePlugin) and not hasattr(plugin, "normalize")
+
+
+def test_a_reused_batch_sees_new_telemetry_and_new_pods() -> None:
+    """The framework reuses a batch and patches changed rows (`update`): the plugin's derived
+    columns follow, so scores equal those of a fresh batch."""
+    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "500m"})]))
+    nodes = [state(node(f"n{i}", cpu="4"), 10.0 * i) for i in range(3)]
+    plugin = TargetLoadPacking()
+    batch = CandidateBatch.of(nodes)
+    before = plugin.score(p, batch).tolist()
+    bound = PodInfo.from_k8s(pod("b", containers=[container(requests={"cpu": "1"})]))
+    changed = [state(node("n0", cpu="4"), 35.0), state(node("n2", cpu="4"), 20.0, since=[bound])]
+    batch.update([0, 2], changed)
+    fresh = [changed[0], nodes[1], changed[1]]
+    assert plugin.score(p, batch).tolist() == plugin.score(p, CandidateBatch.of(fresh)).tolist()
+    assert plugin.score(p, batch).tolist() != before
+
+
+def test_args_from_the_originals_configuration_keys() -> None:
+    from scheduler.plugins.trimaran import args_from_config
+
+    assert args_from_config({}) == TargetLoadPackingArgs(40, 1000, 1.5)
+    args = args_from_config(
+        {"targetUtilization": 70, "defaultRequests": {"cpu": "2"}, "defaultRequestsMultiplier": "2"}
+    )
+    assert args == TargetLoadPackingArgs(70, 2000, 2.0)
+    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "250m"}), container("b")]))
+    assert predicted_pod_millicores(p, args) == 500 + 2000
+    for bad in (
+        {"target": 40},
+        {"targetUtilization": "40"},
+        {"targetUtilization": 0},
+        {"defaultRequests": {"memory": "1Gi"}},
+        {"defaultRequests": {"cpu": "lots"}},
+        {"defaultRequestsMultiplier": "x"},
+    ):
+        with pytest.raises(ValueError):
+            args_from_config(bad)
