@@ -21,6 +21,12 @@ the kubepods root):
 Pods and containers come and go while we read: a directory that vanishes mid-read is skipped,
 never an error. A pod's usage is read from the pod's own cgroup, which the kernel accounts
 hierarchically (it includes every container and the runtime's monitor).
+
+A read that fails for another reason (permissions, EIO, garbage, a negative value) is not
+churn: the pod or container stays in the reading with `usage_seconds=None`, so the sampler
+knows it still exists — it is a gap for its interval, never a pod whose CPU moves into the host
+or whose whole lifetime CPU is charged to the next interval. A directory that cannot be listed
+makes the reading `incomplete` (pods may be missing from it, not gone).
 """
 
 from __future__ import annotations
@@ -56,6 +62,13 @@ _CONTAINER = re.compile(r"^(?:(cri-containerd|crio|docker|containerd)-)?([0-9a-f
 _MONITOR = re.compile(r"^crio-conmon-[0-9a-fA-F]{12,64}(?:\.scope)?$")
 
 
+class _Gone:
+    """A cgroup removed while it was read (churn, not an error)."""
+
+
+GONE = _Gone()
+
+
 @dataclass(frozen=True)
 class CgroupLayout:
     """Where CPU time is accounted on this host."""
@@ -73,7 +86,7 @@ class CgroupLayout:
 class ContainerCgroup:
     id: str  # the runtime's container id (hex), without the runtime prefix
     runtime: str | None  # "cri-containerd", "crio", "docker", or None when the name has none
-    usage_seconds: float
+    usage_seconds: float | None  # None: the read failed (see CgroupReading.errors)
 
 
 @dataclass(frozen=True)
@@ -81,7 +94,7 @@ class PodCgroup:
     uid: str  # with dashes, as the API server spells it
     qos: str
     path: str  # relative to the hierarchy root
-    usage_seconds: float
+    usage_seconds: float | None  # None: the read failed (see CgroupReading.errors)
     containers: tuple[ContainerCgroup, ...] = ()
     pids: frozenset[int] = frozenset()  # processes in the pod's cgroups (thread group ids)
 
@@ -91,6 +104,8 @@ class CgroupReading:
     layout: CgroupLayout | None
     pods: dict[str, PodCgroup] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # reasons something could not be read (not churn)
+    incomplete: bool = False  # a directory could not be listed: pods may be missing, not gone
+    membership_incomplete: bool = False  # a cgroup.procs could not be read: some pids' pod unknown
 
 
 def detect_layout(fs: HostFS) -> tuple[CgroupLayout | None, str | None]:
@@ -136,14 +151,22 @@ def _find_kubepods(root: Path) -> Path | None:
 
 
 def parse_usage_seconds(version: int, data: bytes) -> float:
-    """CPU seconds from a v2 `cpu.stat` (usage_usec) or a v1 `cpuacct.usage` (ns)."""
+    """CPU seconds from a v2 `cpu.stat` (usage_usec) or a v1 `cpuacct.usage` (ns): an unsigned
+    integer, as the kernel writes it, or ValueError."""
     if version == 1:
-        return int(data) / 1e9
+        return _unsigned(data, "cpuacct.usage") / 1e9
     start = data.find(b"usage_usec ")
     if start < 0:
         raise ValueError("cpu.stat has no usage_usec")
     end = data.find(b"\n", start)
-    return int(data[start + 11 : end if end >= 0 else None]) / 1e6
+    return _unsigned(data[start + 11 : end if end >= 0 else None], "usage_usec") / 1e6
+
+
+def _unsigned(text: bytes, what: str) -> int:
+    digits = text.strip()
+    if not digits.isdigit():  # no sign, no '.', no exponent, not empty
+        raise ValueError(f"{what} is not an unsigned integer: {digits[:40]!r}")
+    return int(digits)
 
 
 def parse_pids(data: bytes) -> list[int]:
@@ -160,13 +183,16 @@ class _Reader:
         self.usage_name = layout.usage_file
         self.root_text = str(layout.root)
         self.errors: list[str] = []
+        self.incomplete = False
+        self.membership_incomplete = False
 
-    def usage(self, directory: str) -> float | None:
+    def usage(self, directory: str) -> float | None | _Gone:
+        """CPU seconds; None when the read failed (recorded); GONE when the cgroup was removed."""
         path = f"{directory}/{self.usage_name}"
         try:
             data = self.fs.read_if_exists(path)
             if data is None:
-                return None  # removed while we read: churn
+                return GONE  # removed while we read: churn
             return parse_usage_seconds(self.layout.version, data)
         except OSError as exc:
             self.errors.append(f"cannot read {path}: {exc.strerror or exc}")
@@ -183,19 +209,35 @@ class _Reader:
             self.errors.append(f"cannot read {path}: {exc.strerror or exc}")
         except ValueError:
             self.errors.append(f"{path}: not a list of pids")
+        self.membership_incomplete = True
         return []
+
+    def subdirs(self, directory: str) -> list[str]:
+        try:
+            return self.fs.subdirs(directory)
+        except OSError as exc:
+            self.errors.append(f"cannot list {directory}: {exc.strerror or exc}")
+            self.incomplete = True
+            return []
 
     def pod(self, directory: str, uid: str, qos: str) -> PodCgroup | None:
         usage = self.usage(directory)
-        if usage is None:
+        if usage is GONE:
             return None
+        assert not isinstance(usage, _Gone)
         containers: list[ContainerCgroup] = []
         # v1 allows processes in the pod's own cgroup; v2 does not (its controllers are enabled
         # for the children), so that read is skipped there.
         pids = self.pids(directory) if self.layout.version == 1 else []
         # Children are told apart by name, not by stat: every cgroup interface file has a name
         # that matches neither pattern, and one listdir is much cheaper than a stat per entry.
-        for name in self.fs.listdir(directory):
+        try:
+            names = self.fs.listdir(directory)
+        except OSError as exc:
+            self.errors.append(f"cannot list {directory}: {exc.strerror or exc}")
+            self.membership_incomplete = True
+            names = []
+        for name in names:
             match = _CONTAINER.match(name)
             if match is None and _MONITOR.match(name) is None:
                 continue
@@ -203,7 +245,7 @@ class _Reader:
             pids.extend(self.pids(child))
             if match is not None and self.containers:
                 container_usage = self.usage(child)
-                if container_usage is not None:
+                if not isinstance(container_usage, _Gone):
                     containers.append(ContainerCgroup(match.group(2), match.group(1), container_usage))
         rel = directory[len(self.root_text) + 1 :]
         return PodCgroup(uid, qos, rel, usage, tuple(containers), frozenset(pids))
@@ -213,20 +255,20 @@ def read_cgroups(fs: HostFS, containers: bool = True) -> CgroupReading:
     """Every pod's CPU time, processes and (with `containers`) containers' CPU time, as the
     kubelet laid them out."""
     layout, reason = detect_layout(fs)
-    if layout is None:
-        return CgroupReading(None, errors=(reason,) if reason else ())
+    if layout is None:  # with a reason, cgroups are there but unreadable: pods may exist unseen
+        return CgroupReading(None, errors=(reason,) if reason else (), incomplete=reason is not None)
     pods: dict[str, PodCgroup] = {}
     if layout.kubepods is None:
         return CgroupReading(layout, pods)
     reader = _Reader(fs, layout, containers)
     top = str(layout.kubepods)
-    for name in fs.subdirs(top):
+    for name in reader.subdirs(top):
         directory = f"{top}/{name}"
         qos_match = _SYSTEMD_QOS.match(name)
         qos_name = qos_match.group(1) if qos_match else name if name in _QOS_BY_NAME else None
         if qos_name is not None:
             qos = _QOS_BY_NAME[qos_name]
-            for pod_name in fs.subdirs(directory):
+            for pod_name in reader.subdirs(directory):
                 uid = pod_uid(pod_name)
                 if uid is not None:
                     pod = reader.pod(f"{directory}/{pod_name}", uid, qos)
@@ -238,7 +280,7 @@ def read_cgroups(fs: HostFS, containers: bool = True) -> CgroupReading:
             pod = reader.pod(directory, uid, QOS_GUARANTEED)
             if pod is not None:
                 pods[uid] = pod
-    return CgroupReading(layout, pods, tuple(reader.errors))
+    return CgroupReading(layout, pods, tuple(reader.errors), reader.incomplete, reader.membership_incomplete)
 
 
 def pod_uid(name: str) -> str | None:

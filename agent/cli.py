@@ -77,7 +77,7 @@ def _validate_sampling(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 def emit(snapshot: Snapshot, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(snapshot.to_record(), indent=2))
+        print(json.dumps(snapshot.to_record(), indent=2, allow_nan=False))  # strict JSON: to_record has no NaN
         if snapshot.node_watts is None:
             # stdout stays valid JSON; the reason in words goes to stderr.
             for gap in snapshot.gaps:

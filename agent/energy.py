@@ -2,6 +2,10 @@
 
 RAPL counters are microjoules that wrap at `max_energy_range_uj`: the kernel reports the true
 energy modulo that range. Converting to joules happens once, here, at the reader.
+
+Plausibility is checked here too, before anything is published: a counter reading outside its
+range, or an interval's energy that no zone of its kind can draw, is `ImplausibleError` — a gap
+with kind `implausible`, never a number (DESIGN.md, "Plausibility").
 """
 
 from __future__ import annotations
@@ -9,8 +13,24 @@ from __future__ import annotations
 MICRO = 1e-6
 
 
+# energy_uj is a u64 in the kernel (and the range a u64): anything at or above 2^64 is not a counter.
+COUNTER_LIMIT_UJ = 2**64
+# A zone's power may exceed its constraint_*_max_power_uw for short bursts (Intel's PL2 is up to
+# about 2x the long-term limit on client parts): the bound is this many times that maximum.
+MAX_POWER_MARGIN = 3.0
+# Where a zone has no constraint_*_max_power_uw: a ceiling per kind of zone, in watts, well above
+# any part sold (the largest server sockets draw about 500 W; a fully populated DDR5 socket about
+# 400 W of DRAM; psys covers a whole platform). Beyond it the reading cannot be right.
+ZONE_CEILING_WATTS = {"package": 1_500.0, "core": 1_500.0, "uncore": 1_000.0, "dram": 1_000.0, "psys": 10_000.0}
+DEFAULT_ZONE_CEILING_WATTS = 10_000.0
+
+
 class CounterError(ValueError):
     """A delta that cannot be known; the message is the reason recorded in the gap."""
+
+
+class ImplausibleError(CounterError):
+    """A value that was read but cannot be right (out of range, beyond a physical bound)."""
 
 
 def energy_delta_uj(previous_uj: int, current_uj: int, max_energy_range_uj: int | None) -> int:
@@ -47,3 +67,32 @@ def wrap_period_seconds(max_energy_range_uj: int | None, max_power_uw: int | Non
     if not max_energy_range_uj or not max_power_uw or max_power_uw <= 0:
         return None
     return max_energy_range_uj / max_power_uw
+
+
+def power_ceiling_watts(kind: str, max_power_uw: int | None) -> float:
+    """The most a zone of this kind (`agent.rapl.zone_kind`: package, core, uncore, dram, psys)
+    can plausibly draw on average over an interval, in watts."""
+    if max_power_uw:
+        return MAX_POWER_MARGIN * uj_to_joules(max_power_uw)
+    return ZONE_CEILING_WATTS.get(kind, DEFAULT_ZONE_CEILING_WATTS)
+
+
+def check_counter_uj(value_uj: int, max_energy_range_uj: int | None) -> None:
+    """A counter reading the kernel could have given: below 2^64 and within its range."""
+    if value_uj >= COUNTER_LIMIT_UJ:
+        raise ImplausibleError(f"energy_uj {value_uj} is beyond a 64-bit counter")
+    if max_energy_range_uj and value_uj > max_energy_range_uj:
+        raise ImplausibleError(
+            f"energy_uj {value_uj} is above max_energy_range_uj {max_energy_range_uj} (a counter never exceeds its range)"
+        )
+
+
+def check_power(joules: float, interval_seconds: float, ceiling_watts: float) -> None:
+    """An interval's energy that a zone can draw: at most its ceiling on average. A half-written
+    counter read as a wrap (a value far below the previous one) lands far above it."""
+    watts = joules / interval_seconds
+    if not watts <= ceiling_watts:  # also refuses nan
+        raise ImplausibleError(
+            f"{watts:.6g} W over {interval_seconds:g} s is above the zone's plausible maximum "
+            f"{ceiling_watts:g} W (a half-written or corrupt counter, taken for a wrap?)"
+        )

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 
 from agent.energy_totals import Totals, TotalsView, add_energy
 from agent.rapl import zone_kind
-from agent.snapshot import SOURCE_ESTIMATED, Gap, Snapshot, VMPower, ZonePower
+from agent.snapshot import GAP_IMPLAUSIBLE, SOURCE_ESTIMATED, Gap, Snapshot, VMPower, ZonePower
 
 PREFIX = "kubejoule_"
 _Item = TypeVar("_Item")
@@ -43,6 +43,11 @@ def error_kind(gap: Gap) -> str | None:
         return "cgroup"
     if what == "processes":
         return "process"
+    if what.startswith(("pod ", "container ")):
+        # a corrupt value read is an error of its own; an unreadable file is already a cgroups gap
+        return "cgroup" if gap.kind == GAP_IMPLAUSIBLE else None
+    if what == "host":
+        return None  # follows from a pod's gap
     if what in ("idle split", "attribution"):
         return None  # a consequence of a cpu or rapl gap, already counted
     if what in ("network", "pod network"):

@@ -7,11 +7,14 @@ so one file per process is enough. Processes that exit between listing /proc and
 stat are normal, not errors.
 
 A process is identified across samples by (pid, start time): a pid reused between two samples
-is a new process, and all of its CPU time is new.
+is a new process, and all of its CPU time is new. A process whose stat could not be read or
+parsed (EACCES, EIO, garbage) has not exited: its pid is in `ProcessReader.failed`, so the
+sampler does not take it for a new process at its next good read.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 from typing import NamedTuple
@@ -19,6 +22,8 @@ from typing import NamedTuple
 from agent.hostfs import HostFS
 
 _STAT_SIZE = 4096  # a stat line is far shorter
+_UNREADABLE = b""  # what a fetch returns for a stat that is there but cannot be read (never a stat line)
+_GONE_ERRNOS = frozenset({errno.ENOENT, errno.ESRCH})
 
 
 class ProcStat(NamedTuple):
@@ -83,6 +88,7 @@ class ProcessReader:
         self._last: dict[str, tuple[bytes, ProcStat]] = {}
         self._directory: int | None = None
         self._budget = 0
+        self.failed: frozenset[int] = frozenset()  # pids whose stat was there but unreadable last read
         if self.keep_open:
             soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             self._budget = max(0, (soft if soft != resource.RLIM_INFINITY else 65536) - self.RESERVED_DESCRIPTORS)
@@ -99,6 +105,7 @@ class ProcessReader:
         fetch = self._fetch if not self.fs.record else self._fetch_recorded
         last = self._last
         parsed: dict[str, tuple[bytes, ProcStat]] = {}
+        failed: list[int] = []
         for name in names:
             if not name.isdigit():
                 continue
@@ -113,10 +120,12 @@ class ProcessReader:
                     stat = parse_stat(int(name), data)
                 except (ValueError, IndexError):
                     unparsable += 1
+                    failed.append(int(name))
                     continue
             parsed[name] = (data, stat)
             processes[stat.pid] = stat
         self._last = parsed
+        self.failed = frozenset(failed)
         if self._open and len(self._open) > len(processes):
             for name in [n for n in self._open if int(n) not in processes]:
                 os.close(self._open.pop(name))
@@ -125,8 +134,8 @@ class ProcessReader:
     def _fetch_recorded(self, name: str) -> bytes | None:
         try:
             return self.fs.read_if_exists(f"{self.base}/{name}/stat")
-        except OSError:
-            return None
+        except OSError as exc:
+            return None if exc.errno in _GONE_ERRNOS else _UNREADABLE
 
     def _fetch(self, name: str) -> bytes | None:
         fd = self._open.get(name)
@@ -139,13 +148,13 @@ class ProcessReader:
             self._directory = os.open(self.base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fd = os.open(f"{name}/stat", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self._directory)
-        except OSError:
-            return None
+        except OSError as exc:
+            return None if exc.errno in _GONE_ERRNOS else _UNREADABLE
         try:
             data = os.read(fd, _STAT_SIZE)
-        except OSError:
+        except OSError as exc:
             os.close(fd)
-            return None
+            return None if exc.errno in _GONE_ERRNOS else _UNREADABLE
         if self.keep_open and len(self._open) < self._budget:
             self._open[name] = fd
         else:

@@ -13,6 +13,11 @@ an id we do not understand is reported (an error, so a gap and an error count), 
 Which zone is which comes from its `name` file, not its index: `intel-rapl:1` can be `psys` or
 `package-1`. `core` and `uncore` are inside `package` and never added to it; `mmio` zones
 repeat MSR zones of the same name and are dropped when the MSR zone exists.
+
+Nothing read here is trusted blindly (DESIGN.md, "Plausibility"): a counter outside its range
+or an interval's energy above the zone's physical bound is an `implausible` gap; a zone whose
+name cannot be read is unidentified, and since it may be part of node power (a `dram`, a `psys`)
+node power is then unknown — never the sum of the zones that happened to be readable.
 """
 
 from __future__ import annotations
@@ -21,11 +26,30 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.energy import CounterError, energy_delta_uj, uj_to_joules, wrap_period_seconds
+from agent.energy import (
+    COUNTER_LIMIT_UJ,
+    CounterError,
+    ImplausibleError,
+    check_counter_uj,
+    check_power,
+    energy_delta_uj,
+    power_ceiling_watts,
+    uj_to_joules,
+    wrap_period_seconds,
+)
 from agent.hostfs import HostFS
-from agent.snapshot import Gap, ZonePower
+from agent.snapshot import (
+    GAP_IMPLAUSIBLE,
+    GAP_INCOMPLETE,
+    GAP_UNKNOWN,
+    GAP_UNREADABLE,
+    Gap,
+    ZonePower,
+)
 
 POWERCAP_CLASS = ("class", "powercap")
+# The key of RaplReading.errors when class/powercap itself cannot be listed (no zone is known).
+CLASS_LISTING = "class/powercap"
 _ZONE_ID = re.compile(r"^(?P<control>[a-z0-9_-]+)(?P<indices>(?::[0-9a-f]+)+)$")
 _PACKAGE_NAME = re.compile(r"^package-(?P<socket>\d+)(?:-die-\d+)?$")
 _CONSTRAINT_MAX_POWER = re.compile(r"^constraint_\d+_max_power_uw$")
@@ -86,6 +110,14 @@ class RaplReading:
     energy_uj: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # zone id -> why its counter is unknown
     unplaced: dict[str, str] = field(default_factory=dict)  # entry with an id we cannot parse -> its name
+    # zone id -> gap kind for errors that are not `unreadable` (e.g. `implausible`)
+    error_kinds: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unidentified(self) -> list[str]:
+        """Entries with an error, no Zone and no known name: what they are (a dram? a psys?) is
+        unknown. (Unplaced entries with a name are judged by that name: `_counts_in_node_power`.)"""
+        return sorted(zid for zid in self.errors if zid not in self.zones and not self.unplaced.get(zid))
 
 
 def zone_id_for(control_type: str, indices: tuple[int, ...]) -> str:
@@ -114,9 +146,10 @@ def _read_int(fs: HostFS, path: Path) -> int:
 
 def _read_optional_int(fs: HostFS, path: Path) -> int | None:
     try:
-        return _read_int(fs, path)
+        value = _read_int(fs, path)
     except (OSError, ValueError):
         return None
+    return value if value < COUNTER_LIMIT_UJ else None  # not a u64: as good as unreadable
 
 
 def _socket_for(name: str, indices: tuple[int, ...], parent: Zone | None) -> int | None:
@@ -149,10 +182,14 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
     class_dir = fs.sys(*POWERCAP_CLASS)
     if not class_dir.is_dir():
         return False, {}, {}, {}
+    try:
+        entries = fs.listdir(class_dir)
+    except OSError as exc:  # present but unreadable: a gap with the reason, never a traceback
+        return True, {}, {CLASS_LISTING: _describe_os_error(class_dir, exc)}, {}
     found: list[tuple[str, str, tuple[int, ...]]] = []
     errors: dict[str, str] = {}
     unplaced: dict[str, str] = {}
-    for entry in fs.listdir(class_dir):
+    for entry in entries:
         match = _ZONE_ID.match(entry)
         if match:
             indices = tuple(int(i, 16) for i in match.group("indices").split(":")[1:])
@@ -183,9 +220,14 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
             continue
         parent_id = zone_id_for(control, indices[:-1]) if len(indices) > 1 else None
         parent = zones.get(parent_id) if parent_id else None
+        try:
+            listing = fs.listdir(directory)
+        except OSError as exc:
+            errors[zone_id] = _describe_os_error(directory, exc)
+            continue
         powers = [
             value
-            for entry in fs.listdir(directory)
+            for entry in listing
             if _CONSTRAINT_MAX_POWER.match(entry)
             and (value := _read_optional_int(fs, directory / entry)) is not None
             and value > 0
@@ -210,15 +252,23 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
 def read_rapl(fs: HostFS) -> RaplReading:
     present, zones, errors, unplaced = _discover(fs)
     energy: dict[str, int] = {}
-    for zone_id in zones:
+    kinds: dict[str, str] = {}
+    for zone_id, zone in zones.items():
         path = fs.sys(*POWERCAP_CLASS, zone_id, "energy_uj")
         try:
-            energy[zone_id] = _read_int(fs, path)
+            value = _read_int(fs, path)
+            check_counter_uj(value, zone.max_energy_range_uj)
+            energy[zone_id] = value
         except OSError as exc:
             errors[zone_id] = _describe_os_error(path, exc)
+        except ImplausibleError as exc:
+            errors[zone_id] = f"{path}: {exc}"
+            kinds[zone_id] = GAP_IMPLAUSIBLE
         except ValueError as exc:
             errors[zone_id] = f"{path}: {exc}"
-    return RaplReading(present=present, zones=zones, energy_uj=energy, errors=errors, unplaced=unplaced)
+    return RaplReading(
+        present=present, zones=zones, energy_uj=energy, errors=errors, unplaced=unplaced, error_kinds=kinds
+    )
 
 
 def _counts_in_node_power(name: str) -> bool:
@@ -247,6 +297,47 @@ class NodePower:
     gaps: tuple[Gap, ...]
     present: bool
     zone_ids: tuple[str, ...]
+    # RAPL is there but could not be read or identified (class/powercap unlistable, a zone whose
+    # name is unreadable): node power must stay a gap, never be estimated in its place
+    failing: bool = False
+
+
+def _zone_delta(
+    before: RaplReading, after: RaplReading, zone_id: str, zone: Zone | None, interval_seconds: float
+) -> tuple[float | None, str | None, str]:
+    """One zone's energy in the interval in joules, or (None, reason, gap kind)."""
+    if zone_id in after.errors:
+        return None, after.errors[zone_id], after.error_kinds.get(zone_id, GAP_UNREADABLE)
+    if zone_id in before.errors:
+        return None, before.errors[zone_id], before.error_kinds.get(zone_id, GAP_UNREADABLE)
+    if zone_id not in after.zones:
+        return None, f"zone {zone_id} disappeared between samples", GAP_UNKNOWN
+    if zone_id not in before.zones or zone is None:
+        return None, f"zone {zone_id} appeared between samples; its first delta comes next interval", GAP_UNKNOWN
+    max_range = after.zones[zone_id].max_energy_range_uj or before.zones[zone_id].max_energy_range_uj
+    period = wrap_period_seconds(max_range, zone.max_power_uw)
+    if period is not None and interval_seconds > period:
+        return None, (
+            f"interval {interval_seconds:g} s is longer than the counter's wrap period "
+            f"{period:.1f} s at the zone's maximum power: more than one wrap may have happened"
+        ), GAP_UNKNOWN
+    try:
+        joules = uj_to_joules(energy_delta_uj(before.energy_uj[zone_id], after.energy_uj[zone_id], max_range))
+        check_power(joules, interval_seconds, power_ceiling_watts(zone_kind(zone.name), zone.max_power_uw))
+    except ImplausibleError as exc:
+        return None, str(exc), GAP_IMPLAUSIBLE
+    except CounterError as exc:
+        return None, str(exc), GAP_UNKNOWN
+    return joules, None, GAP_UNKNOWN
+
+
+def _unidentified_in_node(kind: str, unidentified: list[str]) -> list[str]:
+    """Unidentified entries that may be part of node power: any of them when node power is
+    packages + dram (each may be a dram, a package or a psys); only top-level ones under psys
+    (a subzone is inside a package, which psys already covers)."""
+    if kind == "psys":
+        return [zid for zid in unidentified if zid.count(":") == 1]
+    return unidentified
 
 
 def compute_power(before: RaplReading, after: RaplReading, interval_seconds: float) -> NodePower:
@@ -254,37 +345,19 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
     gaps: list[Gap] = []
     if not after.present:
         return NodePower(None, (), (), False, ())
+    for reading in (before, after):
+        if CLASS_LISTING in reading.errors:
+            unlisted = Gap("node", reading.errors[CLASS_LISTING], GAP_UNREADABLE)
+            return NodePower(None, (), (unlisted,), True, (), failing=True)
     zone_powers: list[ZonePower] = []
     known_joules: dict[str, float] = {}
     for zone_id in sorted(set(before.zones) | set(after.zones) | set(before.errors) | set(after.errors)):
         zone = after.zones.get(zone_id) or before.zones.get(zone_id)
-        reason: str | None = None
-        if zone_id in after.errors:
-            reason = after.errors[zone_id]
-        elif zone_id in before.errors:
-            reason = before.errors[zone_id]
-        elif zone_id not in after.zones:
-            reason = f"zone {zone_id} disappeared between samples"
-        elif zone_id not in before.zones:
-            reason = f"zone {zone_id} appeared between samples; its first delta comes next interval"
-        joules: float | None = None
-        if reason is None and zone is not None:
-            max_range = after.zones[zone_id].max_energy_range_uj or before.zones[zone_id].max_energy_range_uj
-            period = wrap_period_seconds(max_range, zone.max_power_uw)
-            if period is not None and interval_seconds > period:
-                reason = (
-                    f"interval {interval_seconds:g} s is longer than the counter's wrap period "
-                    f"{period:.1f} s at the zone's maximum power: more than one wrap may have happened"
-                )
-            else:
-                try:
-                    delta = energy_delta_uj(before.energy_uj[zone_id], after.energy_uj[zone_id], max_range)
-                    joules = uj_to_joules(delta)
-                    known_joules[zone_id] = joules
-                except CounterError as exc:
-                    reason = str(exc)
+        joules, reason, gap_kind = _zone_delta(before, after, zone_id, zone, interval_seconds)
+        if joules is not None:
+            known_joules[zone_id] = joules
         if reason is not None:
-            gaps.append(Gap(f"zone {zone_id}" + (f" ({zone.name})" if zone else ""), reason))
+            gaps.append(Gap(f"zone {zone_id}" + (f" ({zone.name})" if zone else ""), reason, gap_kind))
         if zone is not None:
             zone_powers.append(
                 ZonePower(
@@ -299,15 +372,22 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
     # Zones from both reads: a contributing zone that vanished makes node power unknown,
     # rather than silently smaller.
     kind, ids = node_zone_ids({**before.zones, **after.zones})
+    unidentified = sorted(set(before.unidentified) | set(after.unidentified))
+    doubtful = _unidentified_in_node(kind, unidentified)
     watts: float | None = None
-    if not ids:
+    if doubtful:
+        gaps.append(Gap("node", (
+            f"node power is unknown: zone(s) {', '.join(doubtful)} cannot be identified (see their gaps) and "
+            f"may be part of it; the sum of the other zones would be a partial sum, not the node"
+        ), GAP_INCOMPLETE))
+    elif not ids:
         gaps.append(Gap("node", NO_POWERCAP_HINT.format(path="class/powercap") + " (no package or psys zone)"))
     elif not all(zid in known_joules for zid in ids):
         missing = ", ".join(zid for zid in ids if zid not in known_joules)
-        gaps.append(Gap("node", f"node power ({kind}) is unknown because zone(s) {missing} have gaps"))
+        gaps.append(Gap("node", f"node power ({kind}) is unknown because zone(s) {missing} have gaps", GAP_INCOMPLETE))
     elif unplaced := sorted(e for e, name in {**before.unplaced, **after.unplaced}.items() if _counts_in_node_power(name)):
         gaps.append(Gap("node", f"node power ({kind}) is unknown: powercap entry(s) {', '.join(unplaced)} "
-                                "look like part of it but their ids cannot be placed"))
+                                "look like part of it but their ids cannot be placed", GAP_INCOMPLETE))
     else:
         watts = sum(known_joules[zid] for zid in ids) / interval_seconds
-    return NodePower(watts, tuple(zone_powers), tuple(gaps), True, tuple(ids))
+    return NodePower(watts, tuple(zone_powers), tuple(gaps), True, tuple(ids), failing=bool(doubtful))

@@ -9,6 +9,10 @@ def fmt_watts(value: float | None) -> str:
     return "unknown" if value is None else f"{value:.2f} W"
 
 
+def fmt_cpu(seconds: float | None, width: int) -> str:
+    return f"{'unknown':>{width}}" if seconds is None else f"{seconds:>{width}.3f}"
+
+
 def format_snapshot(snap: Snapshot) -> str:
     lines = [
         f"node {snap.node}   interval {snap.interval_seconds:.2f} s   source {snap.source}",
@@ -30,12 +34,12 @@ def format_snapshot(snap: Snapshot) -> str:
         lines.append(f"{'pod':<48}{'qos':<12}{'cpu s':>9}{'watts':>12}")
         for pod in sorted(snap.pods, key=lambda p: -(p.watts or 0.0)):
             label = f"{pod.namespace}/{pod.name}" if pod.name else pod.uid
-            lines.append(f"{label:<48}{pod.qos or '-':<12}{pod.cpu_seconds:>9.3f}{fmt_watts(pod.watts):>12}")
+            lines.append(f"{label:<48}{pod.qos or '-':<12}{fmt_cpu(pod.cpu_seconds, 9)}{fmt_watts(pod.watts):>12}")
     if snap.vms:
         lines.append("")
         lines.append(f"{'vm':<32}{'pid':>8}{'cpu s':>9}{'watts':>12}")
         for vm in snap.vms:
-            lines.append(f"{vm.name:<32}{vm.pid:>8}{vm.cpu_seconds:>9.3f}{fmt_watts(vm.watts):>12}")
+            lines.append(f"{vm.name:<32}{vm.pid:>8}{fmt_cpu(vm.cpu_seconds, 9)}{fmt_watts(vm.watts):>12}")
     if snap.processes:
         lines.append("")
         lines.append(f"{'process':<24}{'pid':>8}{'cpu s':>9}{'watts':>12}")

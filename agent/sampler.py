@@ -7,6 +7,12 @@ One read takes, in this order: the RAPL counters and /proc/stat (close together,
 power and busy time must cover the same interval; the sample's time is taken right after
 them), then the pod cgroups, every process's /proc/<pid>/stat, and the command line of the
 qemu processes only.
+
+Per-entity baselines (DESIGN.md, "Plausibility"): a pod, container or process whose read failed
+is still in the RawSample (usage None, or its pid in `failed_processes`), so the interval it
+failed in and the next one — whose delta would span more than one interval — are gaps for it
+alone, and it is never taken for a new entity whose whole lifetime CPU is this interval's. A
+CPU delta that went backwards or exceeds what the CPUs could run is `implausible`.
 """
 
 from __future__ import annotations
@@ -25,13 +31,18 @@ from agent.attribution import (
     split_idle,
     split_pods,
 )
+from agent.baselines import ABSENT, CPU_SKEW_MARGIN, CPU_SKEW_SLACK_SECONDS, interval_cpu
 from agent.cgroups import CgroupReading, read_cgroups
+from agent.energy import ImplausibleError
 from agent.hostfs import HostFS
 from agent.processes import ProcessReader, ProcStat, cpu_ticks_delta
-from agent.procstat import CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
+from agent.procstat import CpuDelta, CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
 from agent.profile import CalibrationProfile
 from agent.rapl import NO_POWERCAP_HINT, RaplReading, compute_power, read_rapl
 from agent.snapshot import (
+    GAP_IMPLAUSIBLE,
+    GAP_INCOMPLETE,
+    GAP_UNREADABLE,
     SOURCE_ESTIMATED,
     SOURCE_NONE,
     SOURCE_RAPL,
@@ -66,14 +77,7 @@ class RawSample:
     processes: Mapping[int, ProcStat] = field(default_factory=dict)
     vms: Mapping[int, VMIdentity] = field(default_factory=dict)
     unparsable_processes: int = 0
-
-
-def counter_delta(before: float | None, after: float) -> float:
-    """Growth of a cumulative CPU counter; a cgroup that is new (or was recreated and so
-    restarted from 0) counts from 0."""
-    if before is None or after < before:
-        return after
-    return after - before
+    failed_processes: frozenset[int] = frozenset()  # stat there but unreadable: not exited
 
 
 class Sampler:
@@ -113,7 +117,9 @@ class Sampler:
         for pid, stat in processes.items():
             if is_qemu_comm(stat.comm):
                 vms[pid] = read_vm_identity(self.fs, pid) or VMIdentity(f"pid-{pid}", None)
-        return RawSample(monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable)
+        return RawSample(
+            monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed
+        )
 
     def compute(
         self, before: RawSample, after: RawSample, interval_seconds: float | None = None
@@ -132,19 +138,25 @@ class Sampler:
             self.profile is not None
             and self.profile.curve is not None
             and (not power.present or not power.zone_ids)
+            and not power.failing
         )
         if not power.present:
             gaps.append(Gap("node", NO_POWERCAP_HINT.format(path=self.fs.sys("class", "powercap"))))
 
         utilization: float | None = None
         busy: float | None = None
+        delta: CpuDelta | None = None
         if before.cpu is not None and after.cpu is not None:
-            delta = cpu_delta(before.cpu, after.cpu)
-            busy = delta.busy_seconds
-            utilization = delta.utilization
+            try:
+                delta = cpu_delta(before.cpu, after.cpu)
+            except ImplausibleError as exc:
+                gaps.append(Gap("cpu", str(exc), GAP_IMPLAUSIBLE))
+            else:
+                busy = delta.busy_seconds
+                utilization = delta.utilization
         for error in (before.cpu_error, after.cpu_error):
             if error:
-                gaps.append(Gap("cpu", error))
+                gaps.append(Gap("cpu", error, GAP_UNREADABLE))
 
         node_watts = power.watts
         if can_estimate and self.profile is not None and utilization is not None:
@@ -158,8 +170,11 @@ class Sampler:
         if node_watts is not None and busy is None:
             gaps.append(Gap("attribution", "busy CPU time is unknown this interval: pods and host unknown"))
 
+        cpu_bound = (
+            CPU_SKEW_MARGIN * delta.elapsed_cpu_seconds + CPU_SKEW_SLACK_SECONDS if delta is not None else None
+        )
         pods, host_watts, skewed, part_watts, part_cpu, membership = self._pods(
-            before, after, idle.active_watts, busy, gaps
+            before, after, idle.active_watts, busy, cpu_bound, gaps
         )
         vms, busy_processes = self._views(before, after, part_watts, part_cpu, membership, gaps)
 
@@ -218,6 +233,7 @@ class Sampler:
         after: RawSample,
         active_watts: float | None,
         busy: float | None,
+        cpu_bound: float | None,
         gaps: list[Gap],
     ) -> tuple[
         tuple[PodPower, ...], float | None, bool, dict[str | None, float | None],
@@ -225,38 +241,65 @@ class Sampler:
     ]:
         """Pods and containers by cgroup CPU time; returns the pods, host watts, the skew flag,
         and per part (pod uid, or None for the host) its watts, its CPU seconds, and which
-        process is in which pod."""
+        process is in which pod. A pod whose CPU time is unknown this interval is listed with
+        null CPU and watts (so its energy counter holds), and the host is then unknown too."""
         now = after.cgroups.pods if after.cgroups is not None else {}
         then = before.cgroups.pods if before.cgroups is not None else {}
         for reading in (before.cgroups, after.cgroups):
             if reading is not None:
                 for reason in reading.errors:
-                    if Gap("cgroups", reason) not in gaps:
-                        gaps.append(Gap("cgroups", reason))
-        pod_cpu = {
-            uid: counter_delta(then[uid].usage_seconds if uid in then else None, pod.usage_seconds)
-            for uid, pod in now.items()
+                    if Gap("cgroups", reason, GAP_UNREADABLE) not in gaps:
+                        gaps.append(Gap("cgroups", reason, GAP_UNREADABLE))
+        then_complete = before.cgroups is None or not before.cgroups.incomplete
+        children_complete = then_complete and (before.cgroups is None or not before.cgroups.membership_incomplete)
+        pod_cpu: dict[str, float | None] = {}
+        for uid, pod in now.items():
+            pod_cpu[uid] = interval_cpu(f"pod {uid}", then.get(uid, ABSENT), pod, then_complete, cpu_bound, gaps)
+        # Pods missing from an incomplete read still exist as far as we know: unknown, not gone.
+        unseen = {} if after.cgroups is None or not after.cgroups.incomplete else {
+            uid: pod for uid, pod in then.items() if uid not in now
         }
-        split = split_pods(active_watts, busy, pod_cpu)
+        for uid in unseen:
+            gaps.append(Gap(f"pod {uid}", "missing from this read, which was incomplete (see the cgroups gap)",
+                            GAP_INCOMPLETE))
+        known = {uid: cpu for uid, cpu in pod_cpu.items() if cpu is not None}
+        unknown = [uid for uid, cpu in pod_cpu.items() if cpu is None] + list(unseen)
+        split = split_pods(active_watts, busy, known)
+        pod_watts: dict[str, float | None] = dict(split.pod_watts)
+        host_watts, host_cpu = split.host_watts, split.host_cpu_seconds
+        if unknown:
+            host_watts = host_cpu = None  # B − Σc_i needs every c_i
+            if split.skew_scaled:  # the scaling needs every c_i too
+                pod_watts = dict.fromkeys(pod_watts)
+            if active_watts is not None and busy is not None:
+                gaps.append(Gap("host", f"unknown because {len(unknown)} pod(s) have unknown CPU time, e.g. "
+                                        f"{unknown[0]}", GAP_INCOMPLETE))
         pods: list[PodPower] = []
         membership: dict[int, str] = {}
         for uid, pod in now.items():
-            previous = {c.id: c.usage_seconds for c in then[uid].containers} if uid in then else {}
-            container_cpu: dict[int | str, float] = {
-                c.id: counter_delta(previous.get(c.id), c.usage_seconds) for c in pod.containers
+            earlier = then.get(uid)
+            previous = {c.id: c for c in earlier.containers} if earlier is not None else {}
+            container_cpu = {
+                c.id: interval_cpu(f"container {c.id}", previous.get(c.id, ABSENT), c,
+                                    children_complete or earlier is None, cpu_bound, gaps)
+                for c in pod.containers
             }
-            container_watts = share_within(split.pod_watts[uid], pod_cpu[uid], container_cpu)
+            shares = share_within(pod_watts.get(uid), pod_cpu[uid],
+                                  {cid: cpu for cid, cpu in container_cpu.items() if cpu is not None})
             containers = tuple(
-                ContainerPower(c.id, container_cpu[c.id], container_watts[c.id]) for c in pod.containers
+                ContainerPower(c.id, container_cpu[c.id], shares.get(c.id)) for c in pod.containers
             )
-            pods.append(PodPower(uid, pod.qos, pod_cpu[uid], split.pod_watts[uid], containers))
+            pods.append(PodPower(uid, pod.qos, pod_cpu[uid], pod_watts.get(uid), containers))
             for pid in pod.pids:
                 membership[pid] = uid
-        part_watts: dict[str | None, float | None] = {uid: w for uid, w in split.pod_watts.items()}
-        part_watts[None] = split.host_watts
-        part_cpu: dict[str | None, float | None] = {uid: c for uid, c in pod_cpu.items()}
-        part_cpu[None] = split.host_cpu_seconds
-        return tuple(pods), split.host_watts, split.skew_scaled, part_watts, part_cpu, membership
+        pods.extend(PodPower(uid, pod.qos, None, None) for uid, pod in unseen.items())
+        part_watts: dict[str | None, float | None] = {uid: w for uid, w in pod_watts.items()}
+        # Views need to know which processes are the host's: not when a cgroup.procs was unreadable.
+        membership_known = after.cgroups is None or not (after.cgroups.membership_incomplete or after.cgroups.incomplete)
+        part_watts[None] = host_watts if membership_known else None
+        part_cpu: dict[str | None, float | None] = {uid: c for uid, c in known.items()}
+        part_cpu[None] = host_cpu
+        return tuple(pods), host_watts, split.skew_scaled, part_watts, part_cpu, membership
 
     def _views(
         self,
@@ -269,15 +312,24 @@ class Sampler:
     ) -> tuple[tuple[VMPower, ...], tuple[ProcessPower, ...]]:
         """VMs and processes: each one's share of the part (pod or host) that contains it."""
         if after.unparsable_processes:
-            gaps.append(Gap("processes", f"{after.unparsable_processes} /proc/<pid>/stat file(s) could not be parsed"))
+            gaps.append(Gap("processes", f"{after.unparsable_processes} /proc/<pid>/stat file(s) could not be "
+                                         "read or parsed", GAP_UNREADABLE))
         tick = 1.0 / self.ticks_per_second
         previous = before.processes
         members: dict[str | None, dict[int | str, float]] = {}
         vm_pids = after.vms
+        # A process whose previous read failed is not new: its CPU since then spans more than
+        # this interval, so it is left out of this interval's views (a VM is listed as unknown).
+        unknown_pids = {pid for pid in before.failed_processes if pid in after.processes}
+        if unknown_pids:
+            gaps.append(Gap("processes", f"{len(unknown_pids)} process(es) whose previous read failed have no CPU "
+                                         "time this interval", GAP_INCOMPLETE))
         for pid, stat in after.processes.items():
             earlier = previous.get(pid)
             if earlier is stat and pid not in vm_pids:
                 continue  # the reader reused the parse: the stat line did not change, no CPU used
+            if pid in unknown_pids:
+                continue
             ticks = cpu_ticks_delta(earlier, stat)
             if ticks or pid in vm_pids:
                 members.setdefault(membership.get(pid), {})[pid] = ticks * tick
@@ -289,11 +341,13 @@ class Sampler:
                 assert isinstance(key, int)
                 watts[key] = value
                 cpu[key] = member_cpu[key]
+        # VMs whose process read failed this time still exist: listed as unknown, so they keep their counters.
+        failed_vms = {pid: identity for pid, identity in before.vms.items() if pid in after.failed_processes}
         vms = tuple(
             sorted(
                 (
-                    VMPower(identity.name, identity.uuid, pid, membership.get(pid), cpu[pid], watts[pid])
-                    for pid, identity in after.vms.items()
+                    VMPower(identity.name, identity.uuid, pid, membership.get(pid), cpu.get(pid), watts.get(pid))
+                    for pid, identity in (*after.vms.items(), *failed_vms.items())
                 ),
                 key=lambda vm: (vm.name, vm.pid),
             )

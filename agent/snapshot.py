@@ -6,6 +6,7 @@ exporting. Exporters (JSON, Prometheus, the terminal view) read it and never tou
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,15 +20,24 @@ IDLE_FROM_UTILIZATION = "utilization"
 IDLE_FROM_CALIBRATION = "calibration"
 
 
+# Gap kinds (DESIGN.md, "Gaps"): why a value is missing, for machines; `reason` says it in words.
+GAP_UNREADABLE = "unreadable"  # a file could not be read or parsed (permissions, EIO, garbage, gone)
+GAP_IMPLAUSIBLE = "implausible"  # a value was read but cannot be right (out of range, beyond a bound)
+GAP_INCOMPLETE = "incomplete"  # a whole that needs a part that has a gap (node power, a pod's interval)
+GAP_UNKNOWN = "unknown"  # anything else (an interval too long for the counter, no CPU time passed)
+GAP_KINDS = (GAP_UNREADABLE, GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNKNOWN)
+
+
 @dataclass(frozen=True)
 class Gap:
     """Something that could not be measured this interval, and why."""
 
     what: str
     reason: str
+    kind: str = GAP_UNKNOWN
 
     def to_record(self) -> dict[str, str]:
-        return {"what": self.what, "reason": self.reason}
+        return {"what": self.what, "reason": self.reason, "kind": self.kind}
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,7 @@ class ZonePower:
 @dataclass(frozen=True)
 class ContainerPower:
     id: str
-    cpu_seconds: float
+    cpu_seconds: float | None  # None: unknown this interval (a gap says why)
     watts: float | None
     name: str | None = None
 
@@ -58,7 +68,7 @@ class ContainerPower:
 class PodPower:
     uid: str
     qos: str | None
-    cpu_seconds: float
+    cpu_seconds: float | None  # None: unknown this interval (a gap says why)
     watts: float | None
     containers: tuple[ContainerPower, ...] = ()
     namespace: str | None = None
@@ -82,7 +92,7 @@ class VMPower:
     uuid: str | None
     pid: int
     pod_uid: str | None
-    cpu_seconds: float
+    cpu_seconds: float | None  # None: its process could not be read this interval
     watts: float | None
 
     def to_record(self) -> dict[str, Any]:
@@ -171,12 +181,39 @@ class Snapshot:
         }
         for key, value in self.extra:
             record.setdefault(key, value)
-        return record
+        return strict_record(record)
+
+
+def strict_record(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with every non-finite number (NaN, ±Infinity) replaced by null and a gap
+    saying where, so it is strict JSON whatever a bug upstream let through. The sampler's own
+    checks should leave nothing for this to do."""
+    found: list[str] = []
+
+    def clean(value: Any, where: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(where)
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    cleaned: dict[str, Any] = clean(record, "")
+    for where in found:
+        cleaned["gaps"].append(Gap(where, "not a finite number (NaN or infinity)", GAP_IMPLAUSIBLE).to_record())
+    return cleaned
 
 
 __all__ = [
     "SCHEMA",
     "ContainerPower",
+    "GAP_IMPLAUSIBLE",
+    "GAP_INCOMPLETE",
+    "GAP_KINDS",
+    "GAP_UNKNOWN",
+    "GAP_UNREADABLE",
     "Gap",
     "PodPower",
     "ProcessPower",

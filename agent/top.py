@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from agent.report import fmt_watts
+from agent.report import fmt_cpu, fmt_watts
 from agent.sampler import Sampler
 from agent.snapshot import Snapshot
 
@@ -46,13 +46,13 @@ def render(snap: Snapshot, width: int = 100, rows: int = 10) -> str:
         lines.append(header)
         lines.extend(body)
 
-    pods = sorted(snap.pods, key=lambda p: (-(p.watts or 0.0), -p.cpu_seconds, p.uid))
+    pods = sorted(snap.pods, key=lambda p: (-(p.watts or 0.0), -(p.cpu_seconds or 0.0), p.uid))
     section(
         "PODS",
         f"{'pod':<{name_width}}{'qos':<12}{'cpu s':>10}{'watts':>14}",
         [
             f"{_fit(f'{p.namespace}/{p.name}' if p.name else p.uid, name_width - 1):<{name_width}}"
-            f"{p.qos or '-':<12}{p.cpu_seconds:>10.3f}{fmt_watts(p.watts):>14}"
+            f"{p.qos or '-':<12}{fmt_cpu(p.cpu_seconds, 10)}{fmt_watts(p.watts):>14}"
             for p in pods[:rows]
         ],
         len(pods),
@@ -61,7 +61,7 @@ def render(snap: Snapshot, width: int = 100, rows: int = 10) -> str:
     section(
         "VMS",
         f"{'vm':<{name_width}}{'pid':>12}{'cpu s':>10}{'watts':>14}",
-        [f"{_fit(v.name, name_width - 1):<{name_width}}{v.pid:>12}{v.cpu_seconds:>10.3f}{fmt_watts(v.watts):>14}"
+        [f"{_fit(v.name, name_width - 1):<{name_width}}{v.pid:>12}{fmt_cpu(v.cpu_seconds, 10)}{fmt_watts(v.watts):>14}"
          for v in vms[:rows]],
         len(vms),
     )

@@ -226,7 +226,10 @@ def run_check(fs: HostFS, poll_seconds: float = 1.0) -> CheckResult:
         result.problems.append(_no_powercap_problem(fs, present))
         return result
     class_dir = fs.sys(*POWERCAP_CLASS)
-    listed = [e for e in fs.listdir(class_dir) if ":" in e]
+    try:
+        listed = [e for e in fs.listdir(class_dir) if ":" in e]
+    except OSError:  # class/powercap unreadable: discover_errors says so (CLASS_LISTING)
+        listed = []
     result.ignored = [e for e in listed if e not in zones and e not in discover_errors and "mmio" in e]
     kind, node_ids = node_zone_ids(zones)
     result.node_power = kind

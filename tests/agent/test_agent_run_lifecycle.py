@@ -205,9 +205,19 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_top_on_a_terminal_redraws_each_frame_in_place_and_quits_on_ctrl_c(tmp_path: Path) -> None:
+def test_top_on_a_terminal_redraws_each_frame_in_place_and_quits_on_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from agent import sampler as sampler_module
     from agent.sampler import Sampler as RealSampler
     from agent.top import CLEAR, run_top
+
+    # the sleep is fake, so the clock the sampler measures intervals with is too (a real
+    # millisecond would make the fixture's 50 J an implausible 50 kW)
+    clock = [1000.0]
+    monkeypatch.setattr(sampler_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0], time=lambda: clock[0]))
 
     case = WORKLOADS / "v2-systemd-containerd"
     host = tmp_path / "host"
@@ -217,6 +227,7 @@ def test_top_on_a_terminal_redraws_each_frame_in_place_and_quits_on_ctrl_c(tmp_p
 
     def one_interval(seconds: float) -> None:  # the host moves on, then the user presses Ctrl-C
         slept.append(seconds)
+        clock[0] += seconds
         if len(slept) > 2:
             raise KeyboardInterrupt
         for directory, _subdirs, files in os.walk(case / "after"):

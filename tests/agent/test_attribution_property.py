@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent.attribution import invariant_holds, share_within, split_idle, split_pods
+from agent.baselines import CPU_SKEW_MARGIN, CPU_SKEW_SLACK_SECONDS
 from agent.cgroups import CgroupLayout, CgroupReading, PodCgroup
 from agent.hostfs import HostFS
 from agent.processes import ProcStat
@@ -99,7 +100,7 @@ def raw(energy_uj: int, busy_ticks: int, idle_ticks: int, pods: dict[str, float]
 
 
 @given(
-    joules=st.floats(min_value=0.0, max_value=10_000.0),
+    joules=st.floats(min_value=0.0, max_value=2_000.0),  # up to 1000 W: within a package's plausible ceiling
     busy=st.integers(min_value=0, max_value=10_000),
     idle=st.integers(min_value=0, max_value=10_000),
     pod_cpu=st.lists(st.floats(min_value=0.0, max_value=150.0), min_size=0, max_size=8),
@@ -121,6 +122,15 @@ def test_sampler_snapshots_satisfy_the_invariant(
     snap = sampler.compute(before, after, 2.0)
     assert snap.node_watts == pytest.approx(round(joules * 1e6) / 1e6 / 2.0, rel=1e-12)
     assert not snap.invariant_breached
+    # more CPU than all CPUs ran (twice over, plus a second) cannot be right: a gap, not a share
+    bound = CPU_SKEW_MARGIN * (busy + idle) / 100 + CPU_SKEW_SLACK_SECONDS
+    implausible = {g.what.split()[1] for g in snap.gaps if g.kind == "implausible"}
+    assert {uid for uid, c in zip(uids, pod_cpu, strict=True) if c > bound + 1e-9} <= implausible
+    assert implausible <= {uid for uid, c in zip(uids, pod_cpu, strict=True) if c > bound - 1e-9}
+    if implausible:
+        assert all(p.watts is None and p.cpu_seconds is None for p in snap.pods if p.uid in implausible)
+        assert snap.host_watts is None
+        return
     if busy + idle == 0:
         assert snap.idle_watts is None and all(p.watts is None for p in snap.pods)
         return

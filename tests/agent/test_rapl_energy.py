@@ -8,8 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.energy import CounterError, energy_delta_uj, uj_to_joules, wrap_period_seconds
-from agent.rapl import RaplReading, Zone, compute_power
+from agent.energy import (
+    CounterError,
+    energy_delta_uj,
+    power_ceiling_watts,
+    uj_to_joules,
+    wrap_period_seconds,
+)
+from agent.rapl import RaplReading, Zone, compute_power, zone_kind
 
 
 @pytest.mark.parametrize(
@@ -84,6 +90,15 @@ def test_node_power_is_the_true_energy_over_the_interval_wrapped_or_not(
         True, zones, {z: (s + e) % r for z, s, e, r in zip(zones, starts, energy, ranges, strict=True)}
     )
     power = compute_power(before, after, interval)
+    # above what the zone can draw (no constraint here: the per-kind ceiling), an implausible gap
+    beyond = {
+        z.zone_id for z, e in zip(zones.values(), energy, strict=True)
+        if e / 1e6 / interval > power_ceiling_watts(zone_kind(z.name), z.max_power_uw)
+    }
+    assert {g.what.split()[1] for g in power.gaps if g.kind == "implausible"} == beyond
+    if beyond:
+        assert power.watts is None and {z.zone_id for z in power.zones if z.watts is None} == beyond
+        return
     assert power.gaps == ()
     assert power.watts == pytest.approx(sum(energy) / 1e6 / interval, rel=1e-9, abs=1e-15)
     watts = {z.zone_id: z.watts for z in power.zones}

@@ -36,14 +36,25 @@ def replay_record(before: Path, after: Path, interval: float = 2.0, *extra: str)
     """`kubejoule-agent replay ... --json`: exit 0 and a valid record (check_record), returned."""
     proc = run_agent("replay", str(before), str(after), "--interval", str(interval), "--json", *extra)
     assert proc.returncode == 0, proc.stderr
-    record: dict[str, Any] = json.loads(proc.stdout)
+    record = strict_json(proc.stdout)
     check_record(record)
+    return record
+
+
+def strict_json(text: str) -> dict[str, Any]:
+    """json.loads that refuses NaN and Infinity (Python's json accepts them; JSON does not)."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"not JSON: {constant}")
+
+    record: dict[str, Any] = json.loads(text, parse_constant=refuse)
     return record
 
 
 _WATTS = {"type": ["number", "null"], "minimum": 0}
 _TEXT_OR_NULL = {"type": ["string", "null"]}
 _SECONDS = {"type": "number", "minimum": 0}
+_SECONDS_OR_NULL = {"type": ["number", "null"], "minimum": 0}  # null: unknown this interval (a gap says why)
 
 
 def _objects(properties: dict[str, Any]) -> dict[str, Any]:
@@ -70,15 +81,16 @@ SAMPLE_SCHEMA: dict[str, Any] = {
                            "path": {"type": "string"}, "watts": _WATTS}),
         "pods": _objects({
             "uid": {"type": "string"}, "namespace": _TEXT_OR_NULL, "name": _TEXT_OR_NULL, "qos": _TEXT_OR_NULL,
-            "cpu_seconds": _SECONDS, "watts": _WATTS,
-            "containers": _objects({"id": {"type": "string"}, "cpu_seconds": _SECONDS, "watts": _WATTS}),
+            "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS,
+            "containers": _objects({"id": {"type": "string"}, "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS}),
         }),
         "host_watts": _WATTS,
         "vms": _objects({"name": {"type": "string"}, "uuid": _TEXT_OR_NULL, "pid": {"type": "integer"},
-                         "pod_uid": _TEXT_OR_NULL, "cpu_seconds": _SECONDS, "watts": _WATTS}),
+                         "pod_uid": _TEXT_OR_NULL, "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS}),
         "processes": _objects({"pid": {"type": "integer"}, "comm": {"type": "string"}, "cpu_seconds": _SECONDS,
                                "watts": _WATTS}),
-        "gaps": _objects({"what": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1}}),
+        "gaps": _objects({"what": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1},
+                          "kind": {"enum": ["unreadable", "implausible", "incomplete", "unknown"]}}),
         "wall_watts": {"type": "number"},
         "network": {"type": "object"},
         "metrics_server": {"type": "object"},
@@ -104,6 +116,11 @@ def check_record(record: dict[str, Any]) -> None:
         shares += [p["watts"] for p in record["processes"]]
         assert all(w is None for w in shares), "a share of unknown node power is not null"
         assert any(g["what"] == "node" or g["what"].startswith("zone") for g in record["gaps"]), "no reason given"
+    for pod in record["pods"]:  # a share needs its CPU time; unknown CPU time is a gap
+        entities = [pod, *pod["containers"]]
+        assert all(e["cpu_seconds"] is not None or e["watts"] is None for e in entities), pod
+        if pod["cpu_seconds"] is None:
+            assert any(g["what"] == f"pod {pod['uid']}" for g in record["gaps"]), f"pod {pod['uid']}: no reason given"
     parts = [record["idle_watts"], record["host_watts"], *(p["watts"] for p in record["pods"])]
     if record["node_watts"] is not None and all(w is not None for w in parts):
         total = sum(parts)
