@@ -22,16 +22,16 @@ $(STAMP): pyproject.toml
 system-deps:
 	@(command -v prometheus && command -v shellcheck) >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus shellcheck iproute2) >/dev/null || echo "warning: could not install prometheus/shellcheck; their tests will be skipped"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus shellcheck iproute2) >/dev/null || echo "warning: could not install prometheus/shellcheck; their tests will be skipped (and fail with CI=true)"; \
 	    service prometheus stop >/dev/null 2>&1 || true; \
-	  else echo "note: not root, prometheus not installed; its tests will be skipped"; fi; }
+	  else echo "note: not root, prometheus not installed; its tests will be skipped (and fail with CI=true)"; fi; }
 
 lint: venv
 	$(BIN)/ruff check agent scheduler rl tests benchmarks
 	$(BIN)/mypy
 
 test: venv system-deps lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -rs
 
 # The main job on this host: the agent measures it once (with an example calibration profile,
 # labelled "estimated", where the host has no RAPL), then the scheduling benchmark runs the

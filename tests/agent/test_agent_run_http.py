@@ -12,6 +12,7 @@ import pytest
 
 from tests.helpers.agent_metrics import documented_metrics, exposed_labels
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
+from tests.helpers.components import require_binary
 
 TREE = WORKLOADS / "v2-systemd-containerd" / "before"
 WEB = "6f1c3b0e-2a4d-4e8b-9c71-0d5e8f2a1b01"  # guaranteed pod
@@ -181,8 +182,8 @@ def test_default_levels_keep_cardinality_low_and_missing_power_is_absent() -> No
     assert agent.returncode == 0
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian prometheus) not installed")
 def test_exposition_passes_promtool_lint() -> None:
+    require_binary("promtool", "promtool (Debian prometheus) not installed")
     with AgentProcess(TREE, interval=0.25, hermetic=True, args=["--containers", "--process-top", "3"]) as agent:
         agent.advance(energy_uj={"intel-rapl:0": 1_000_000}, cpu_ticks={"user": 100, "idle": 100},
                       cgroup_cpu={WEB: 0.5}, process_ticks={2101: 40})

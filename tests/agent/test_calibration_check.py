@@ -18,7 +18,7 @@ from agent.calibrate_cli import main
 from agent.calibration.check import run_check
 from agent.curves import PowerCurve
 from agent.hostfs import HostFS
-from tests.helpers.agent_cli import root_only_copy
+from tests.helpers.agent_cli import machine_rapl_zones, root_only_copy
 from tests.helpers.calibrate_meter import (
     POWERCAP,
     VirtualMeter,
@@ -46,8 +46,8 @@ def zones_by_id(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_this_machine_without_powercap_fails_with_reason_and_fix() -> None:
-    if Path("/sys/class/powercap").is_dir():
-        pytest.skip("this machine has powercap")
+    if machine_rapl_zones():
+        pytest.skip(f"this machine has RAPL zones: {', '.join(machine_rapl_zones())}")
     proc = calibrate_cli("check", "--seconds", "0.1")
     assert proc.returncode == 1
     assert "verdict: RAPL is NOT usable" in proc.stdout
@@ -91,6 +91,17 @@ def host_copy(tmp_path: Path) -> Iterator[Any]:
         return copy_tree(POWERCAP / case / phase, tmp_path / f"{case}-{phase}")
 
     yield make
+
+
+def test_a_stock_kernel_with_an_empty_powercap_folder_has_no_rapl(tmp_path: Path) -> None:
+    """POWERCAP is built into stock kernels: /sys/class/powercap exists with no zone in it. The
+    check and the tests' own "no RAPL here" decision (the agent's discovery) both call that no RAPL."""
+    procfs, sysfs = fake_host(tmp_path, hypervisor=False, driver=False)
+    (sysfs / "class/powercap").mkdir()
+    assert machine_rapl_zones(sysfs) == []
+    code, result, stderr = check_json(sysfs, procfs=procfs)
+    assert code == 1 and not result["usable"] and result["powercap_present"]
+    assert "no RAPL zones under" in result["problems"][0]["reason"] and "modprobe intel_rapl_msr" in stderr
 
 
 def test_moving_counters_are_usable_and_report_update_rate_and_power(host_copy: Any) -> None:

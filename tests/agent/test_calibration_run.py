@@ -22,6 +22,7 @@ from agent.curves import PowerCurve
 from agent.hostfs import HostFS
 from agent.procstat import cpu_delta, read_cpu_times
 from agent.profile import SCHEMA, load_profile
+from tests.helpers.agent_cli import machine_rapl_zones
 from tests.helpers.calibrate_meter import (
     POWERCAP,
     CpuMonitor,
@@ -194,8 +195,8 @@ def calibrate_behind_a_virtual_meter(sys_root: Path, tmp_path: Path) -> None:
 
 
 def test_run_on_this_machine_without_rapl_refuses_with_the_reason(tmp_path: Path) -> None:
-    if Path("/sys/class/powercap").is_dir():
-        pytest.skip("this machine has powercap")
+    if machine_rapl_zones():
+        pytest.skip(f"this machine has RAPL zones: {', '.join(machine_rapl_zones())}")
     proc = calibrate_cli("run", "--out", str(tmp_path / "p.yaml"), "--idle-seconds", "1", "--step-seconds", "1")
     assert proc.returncode == 1
     assert "no RAPL counters" in proc.stderr and "kubejoule-calibrate check" in proc.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import ssl
 import subprocess
 import threading
@@ -19,6 +18,7 @@ import pytest
 from agent.kube import Backoff, KubeClient, KubeConfigError, KubeError, NodePodWatch
 from agent.podmeta import PodMetadataCache
 from tests.helpers.agent_kube_emulator import PODS, EmulatedCluster, unreachable_kubeconfig
+from tests.helpers.components import require_binary
 
 NODE = "node-a"
 
@@ -198,8 +198,7 @@ def test_an_error_event_carries_its_code() -> None:
 def tls_api(tmp_path: Path) -> Iterator[tuple[int, Path, list[tuple[str, str | None]]]]:
     """An HTTPS API server on 127.0.0.1 that answers every GET with an empty pod list:
     (port, its CA certificate, the (path, Authorization header) of each request)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("needs openssl to make the API server's certificate")
+    require_binary("openssl", "needs openssl to make the API server's certificate")
     key, cert = tmp_path / "tls.key", tmp_path / "ca.crt"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import pytest
 from agent.network import NetworkReader, NetworkSample, PodNetwork, with_network
 from agent.snapshot import PodPower, Snapshot
 from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
+from tests.helpers.components import require_binary
 
 REPO = Path(__file__).resolve().parents[2]
 PAYLOAD_BYTES = 200_000
@@ -124,8 +124,7 @@ def test_the_record_section_names_pods_and_round_trips_as_json(lab: NetnsLab, tm
 
 def test_without_the_capabilities_pods_are_a_gap_and_the_node_is_still_read(lab: NetnsLab) -> None:
     # As in the base DaemonSet (all capabilities dropped): entering a pod's namespace fails.
-    if shutil.which("setpriv") is None:
-        pytest.skip("needs setpriv (util-linux) to drop capabilities")
+    require_binary("setpriv", "needs setpriv (util-linux) to drop capabilities")
     pod = lab.add_pod()
     script = (
         "import json, sys\n"

@@ -12,7 +12,6 @@ Objects without a schema in kubernetes-validate are checked differently:
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.helpers.components import require_binary
 from tests.helpers.deploy_kustomize import (
     DAEMONSET,
     KustomizeError,
@@ -116,10 +116,8 @@ def test_every_namespaced_object_lands_in_kubejoule_system(target: Path) -> None
             assert obj["metadata"]["namespace"] == NAMESPACE, object_key(obj)
 
 
-@pytest.mark.skipif(
-    shutil.which("kubectl") is None, reason="kubectl (with kustomize) not installed"
-)
 def test_resolver_agrees_with_kubectl_kustomize(target: Path) -> None:
+    require_binary("kubectl", "kubectl (with kustomize) not installed")
     result = subprocess.run(
         ["kubectl", "kustomize", str(target)], capture_output=True, text=True, timeout=120
     )

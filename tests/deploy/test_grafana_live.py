@@ -46,8 +46,8 @@ from tests.helpers.deploy_kustomize import build, user_kustomization
 from tests.helpers.prometheus import (
     PrometheusProcess,
     free_port,
-    prometheus_binary,
     prometheus_server,
+    require_prometheus,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -329,8 +329,7 @@ def _wait_for_data(prometheus: PrometheusProcess, timeout_seconds: float) -> flo
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    if prometheus_binary() is None:
-        pytest.skip("Debian's `prometheus` binary is not installed (run `make system-deps`)")
+    require_prometheus()
     from tests.helpers.agent_kube_emulator import EmulatedCluster as AgentApi
     from tests.helpers.agent_proc import AgentProcess
     from tests.helpers.standalone_kmock import EmulatedCluster

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.components import require_binary
 from tests.helpers.deploy_hosttree import (
     AS_NOBODY,
     CLOCK_TICKS_PER_SECOND,
@@ -28,7 +28,10 @@ from tests.helpers.deploy_hosttree import (
 SCRIPT = Path(__file__).resolve().parents[2] / "host_scripts" / "kvm_power_monitor.sh"
 MAX_UJ = 262143328850
 
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+
+@pytest.fixture(autouse=True)
+def _bash() -> None:
+    require_binary("bash", "bash is not installed")
 
 
 def qemu(pid: int, name_arg: str, ticks: int) -> Proc:
@@ -335,8 +338,7 @@ def test_not_root_fails_with_a_clear_message_and_no_password_prompt() -> None:
 def test_script_has_no_password_and_passes_shellcheck() -> None:
     text = SCRIPT.read_text()
     assert "sudo -S" not in text and "password=" not in text.lower()
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck not installed (Debian package shellcheck)")
+    require_binary("shellcheck", "shellcheck not installed (Debian package shellcheck)")
     result = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.components import require_binary
 from tests.helpers.deploy_hosttree import (
     AS_NOBODY,
     CpuTimes,
@@ -23,7 +23,10 @@ from tests.helpers.deploy_hosttree import (
 
 SCRIPT = Path(__file__).resolve().parents[2] / "host_scripts" / "rapl_check.sh"
 
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+
+@pytest.fixture(autouse=True)
+def _bash() -> None:
+    require_binary("bash", "bash is not installed")
 
 
 def server_zones(package_uj: int = 1_000_000, max_uj: int | str = 262143328850) -> list[Zone]:
@@ -174,7 +177,6 @@ def test_bad_sample_value_exits_64(tmp_path: Path) -> None:
 
 
 def test_script_passes_shellcheck() -> None:
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck not installed (Debian package shellcheck)")
+    require_binary("shellcheck", "shellcheck not installed (Debian package shellcheck)")
     result = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout

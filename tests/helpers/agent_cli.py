@@ -21,6 +21,17 @@ FIXTURES = REPO / "tests" / "fixtures"
 POWERCAP = FIXTURES / "powercap"
 
 
+def machine_rapl_zones(sysfs: Path = Path("/sys")) -> list[str]:
+    """The RAPL zones the agent finds on this machine, found the way it finds them. Tests of "no
+    RAPL here" run where this is empty — a stock kernel has /sys/class/powercap (POWERCAP is built
+    in) with no zone in it, and that is a machine without RAPL as much as one without the folder."""
+    from agent.hostfs import HostFS
+    from agent.rapl import discover_zones
+
+    _, zones, _ = discover_zones(HostFS(Path("/proc"), sysfs))
+    return sorted(zones)
+
+
 def run_agent(*args: str, user: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agent.cli", *args],

@@ -10,7 +10,6 @@ discovery traffic moves the counters behind the test's back.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,13 +17,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from tests.helpers.components import require_binary
+
 
 def need_netns() -> None:
     """Skip (with the reason) where namespaces and veths cannot be made."""
     if os.geteuid() != 0:
         pytest.skip("needs root: creates network namespaces and veth pairs")
-    if shutil.which("ip") is None:
-        pytest.skip("needs the `ip` command (iproute2)")
+    require_binary("ip", "needs the `ip` command (iproute2)")
 
 
 def _run(*args: str) -> None:

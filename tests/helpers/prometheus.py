@@ -6,7 +6,8 @@
 
 It listens on 127.0.0.1 on a free port, keeps its TSDB in a temporary directory, scrapes every
 `scrape_interval`, and is stopped (and its directory removed) on exit. Tests using it are skipped
-with a clear reason when the binary is missing (`make system-deps` installs it).
+with a clear reason when the binary is missing (`make system-deps` installs it) — and fail in CI
+(`CI=true`, tests/helpers/components.py).
 """
 
 from __future__ import annotations
@@ -39,13 +40,10 @@ def prometheus_binary() -> str | None:
 
 
 def require_prometheus() -> str:
-    """The binary's path, or skip the calling test with the reason."""
-    import pytest
+    """The binary's path, or skip the calling test with the reason (in CI: fail it)."""
+    from tests.helpers.components import require_binary
 
-    path = prometheus_binary()
-    if path is None:
-        pytest.skip(SKIP_REASON)
-    return path
+    return require_binary(PROMETHEUS_BINARY, SKIP_REASON)
 
 
 def free_port() -> int:
