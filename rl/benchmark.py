@@ -160,6 +160,9 @@ def run_once(
     policy = make_policy(policy_name, nodes, cluster.policy_power_off())
     policy.reset(sim.specs, random.Random(seed))
     label = label or policy_name
+    attach = getattr(policy, "attach", None)
+    if attach is not None:  # a policy that reads more of the cluster (learned: node workloads)
+        attach(sim)
     decisions = 0
     while (decision := sim.next_decision()) is not None:
         sim.place(policy.choose(decision.info, decision.feasible, decision.now))

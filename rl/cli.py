@@ -11,6 +11,8 @@ kubejoule-rl benchmark --scenario heterogeneous-autoscaler --out results.json
 kubejoule-rl trace --out trace.csv [--family diurnal|batch-services|bursts] [--hours H] [--seed S] ...
 kubejoule-rl gate --candidate PATH|POLICY [--baseline heuristic] --heldout DIR --out gate.json
                   [--report gate.md]
+kubejoule-rl train --algo dqn --minutes M --seed S [--steps N] --out models/dqn.pt
+kubejoule-rl train --algo mlp --decisions FILE... --out models/mlp.pt
 kubejoule-rl scenarios
 """
 
@@ -24,7 +26,7 @@ from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
-from rl import gate_run
+from rl import gate_run, train_cli
 from rl.autoscaler import EXPANDERS, AutoscalerModel
 from rl.benchmark import ClusterModel, format_table, results_json, run_benchmark, split_pair
 from rl.policies import BUILTIN_POLICIES
@@ -155,6 +157,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("scenarios", help="list the bundled scenarios")
     gate_run.add_parser(sub)
+    train_cli.add_parser(sub)
     return parser
 
 
@@ -335,6 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _trace(args)
     if args.command == "gate":
         return gate_run.command(args)
+    if args.command == "train":
+        return train_cli.command(args)
     return _scenarios()
 
 

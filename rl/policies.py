@@ -8,6 +8,7 @@
 | `peaks` | a profile of the PEAKS Score plugin alone (`scheduler.plugins.peaks`, with its NormalizeScore), each node's (k0, k1, k2) fitted to its curve |
 | `trimaran` | a profile of the TargetLoadPacking Score plugin alone (`scheduler.plugins.trimaran`), target 40 % |
 | `heuristic` | kubejoule's energy scorer (`scheduler.scorer.HeuristicScorer`) |
+| `learned:PATH` | a learned model (`.npz`, or a `.pt` with its `.npz` beside it) served by the scheduler's numpy scorer (`scheduler.learned`), feature schema v2 with the simulator's node workloads |
 | `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
 
 Every scorer-based policy picks the highest score, ties at random with kube-scheduler's
@@ -26,6 +27,7 @@ from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
 from scheduler.framework import CandidateBatch, Profile, select_best
 from scheduler.kube_scoring import LEAST_ALLOCATED, MOST_ALLOCATED, default_choice, select_host
+from scheduler.learned import LearnedScorer, load_numpy_model
 from scheduler.model import NodeState, PodInfo, Scorer
 from scheduler.plugins.peaks import Peaks, models_from_config
 from scheduler.plugins.trimaran import TargetLoadPacking
@@ -109,6 +111,23 @@ class ScorerPolicy:
         return choice
 
 
+class LearnedPolicy(ScorerPolicy):
+    """A learned model as a policy; `attach(sim)` gives it the simulator's node workloads."""
+
+    def __init__(self, path: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None):
+        self._sim: Any = None
+        scorer = LearnedScorer(
+            load_numpy_model(path), heuristic_scorer(nodes, power_off), self._workloads
+        )
+        super().__init__(scorer, f"learned:{path}")
+
+    def attach(self, sim: Any) -> None:
+        self._sim = sim
+
+    def _workloads(self) -> Any:
+        return self._sim.workloads() if self._sim is not None else None
+
+
 def heuristic_scorer(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> HeuristicScorer:
     """The energy scorer as the simulator configures it.
 
@@ -150,8 +169,11 @@ def make_policy(
         return ProfilePolicy(Profile("trimaran", (), [(TargetLoadPacking(), 1)]))
     if name == "heuristic":
         return ScorerPolicy(heuristic_scorer(nodes, power_off), "heuristic")
+    if name.startswith("learned:"):
+        return LearnedPolicy(name[len("learned:") :], nodes, power_off)
     if name.startswith("py:"):
         return ScorerPolicy(_load_scorer(name, nodes), name)
     raise ValueError(
-        f"unknown policy {name!r}; known: {', '.join(BUILTIN_POLICIES)}, py:MODULE:ATTR"
+        f"unknown policy {name!r}; known: {', '.join(BUILTIN_POLICIES)}, learned:PATH, "
+        "py:MODULE:ATTR"
     )

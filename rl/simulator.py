@@ -251,7 +251,9 @@ class Simulation:
         self._waited: set[int] = set()
         self._start: dict[int, float] = {}
         self._first_start: dict[int, float] = {}
-        self._placed_at: dict[int, float] = {}
+        self._arrived = 0
+        # ∫ (pods arrived and not started) dt: pending time, waiting for room or for a boot.
+        self.pending_pod_seconds = 0.0
         self._outcomes: list[PodOutcome] = []
         self._done = 0
         self._pending_decision: Decision | None = None
@@ -291,6 +293,7 @@ class Simulation:
         if t < self.now:
             raise AssertionError(f"time went backwards: {t} < {self.now}")
         self.energy_joules += self.cluster_watts * (t - self.now)
+        self.pending_pod_seconds += (self._arrived - len(self._start)) * (t - self.now)
         self.now = t
 
     # -- per-node bookkeeping --------------------------------------------------------------------
@@ -480,6 +483,7 @@ class Simulation:
             node.usage_cores -= self.pods[index].cpu_usage
             node.requested = node.requested - self._infos[index].requests
             del node.placed_at[index]
+            del self._start[index]  # pending again until it restarts (pending_pod_seconds)
         node.running.clear()
         self.restarted_pods += len(evicted)
         self._to_schedule.extend(evicted)
@@ -526,26 +530,22 @@ class Simulation:
         return [self.node_state(n) for n in self._nodes if n.state == ON]
 
     def workloads(self) -> dict[str, NodeWorkload]:
-        """Per powered-on node, its pods' placement times and owners, its ready time and whether
-        it sits empty in the power-off window (feature schema v2)."""
+        """Per node, its pods' placement times and owners, when it became ready (None while off
+        or booting) and whether it sits empty in the power-off window (feature schema v2)."""
         powers_off = self.power_off is not None or self._autoscaler is not None
         out = {}
         for node in self._nodes:
-            if node.state != ON:
-                continue
             indices = list(node.running) + node.pending
+            on = node.state == ON
             out[node.spec.name] = NodeWorkload(
-                pod_start_times=tuple(self._placed_at[i] for i in indices),
+                pod_start_times=tuple(node.placed_at[i] for i in indices),
                 job_pods=sum(1 for i in indices if self.pods[i].owner_kind == "Job"),
-                ready_since=node.ready_since_s,
-                in_scale_down_window=powers_off and node.empty and not node.spec.always_on,
+                ready_since=node.ready_since_s if on else None,
+                in_scale_down_window=(
+                    on and powers_off and node.empty and not node.spec.always_on
+                ),
             )
         return out
-
-    @property
-    def waiting_count(self) -> int:
-        """Pods that arrived and found no feasible node yet (Pending)."""
-        return len(self._waiting) + len(self._to_schedule)
 
     def power_state(self, name: str) -> str:
         return self._by_name[name].state
@@ -572,6 +572,7 @@ class Simulation:
             t, kind, _, target, version = heapq.heappop(self._events)
             self._advance(t)
             if kind == _ARRIVAL:
+                self._arrived += 1
                 self._to_schedule.append(target)
                 continue
             if kind == _SCAN:
@@ -601,7 +602,6 @@ class Simulation:
         index = decision.pod.index
         node.requested = node.requested + decision.info.requests
         node.placed_at[index] = self.now
-        self._placed_at[index] = self.now
         if node.state == ON:
             self._progress(node)
             self._start_pod(node, index)

@@ -1,0 +1,144 @@
+"""`kubejoule-rl train --algo dqn`: run `rl.dqn.train`, fix the score map, write the checkpoint,
+its numpy export and the learning curve."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import torch
+
+from rl.dqn.episodes import build_episode, draw_episode
+from rl.dqn.network import RowMLP, save_checkpoint
+from rl.dqn.train import DQNConfig, TrainLog, train
+from rl.progress import ProgressBar
+from rl.simulator import PowerOffModel
+from rl.tracegen import FAMILIES
+from scheduler.features_v2 import FEATURE_SCHEMA_V2
+
+SCORE_MAP_ROWS = 2000
+
+
+def score_map(net: RowMLP, rows: np.ndarray) -> dict[str, float]:
+    """Center and spread of the network's outputs on sample rows: 50 at the median, the middle
+    80 % of outputs over about 27–73."""
+    with torch.no_grad():
+        q = net(torch.as_tensor(rows)).numpy()
+    low, mid, high = np.quantile(q, [0.1, 0.5, 0.9])
+    return {"center": float(mid), "spread": float(max((high - low) / 4.0, 1e-9)), "sign": 1.0}
+
+
+def sample_rows(config: DQNConfig, count: int) -> np.ndarray:
+    """Rows of a few heuristic-free random decisions on fresh training draws (seeded)."""
+    import random
+
+    from rl.dqn.episodes import Episode
+
+    rng = random.Random(config.seed + 7919)
+    out: list[np.ndarray] = []
+    total = 0
+    while total < count:
+        nodes, pods = build_episode(draw_episode(rng, config.episode_hours, config.sizes))
+        episode = Episode(
+            nodes, pods, config.reward, PowerOffModel(config.power_off_after_s, config.boot_seconds)
+        )
+        while not episode.done and total < count:
+            rows = episode.rows()
+            out.append(rows)
+            total += len(rows)
+            episode.step(rng.randrange(len(rows)))
+    return np.concatenate(out)[:count]
+
+
+def plot_curve(log: TrainLog, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6))
+    steps, rates, demo = [], [], []
+    done = 0
+    for e in log.episodes:
+        if e["demo"]:
+            demo.append(e["reward"] / max(1, e["decisions"]))
+            continue
+        done += e["decisions"]
+        steps.append(done)
+        rates.append(e["reward"] / max(1, e["decisions"]))
+    top.plot(steps, rates, ".", alpha=0.4, label="self-play episode")
+    if len(rates) >= 5:
+        window = np.ones(5) / 5
+        top.plot(steps[4:], np.convolve(rates, window, mode="valid"), label="mean of 5")
+    if demo:
+        top.axhline(float(np.mean(demo)), color="k", ls="--", label="heuristic demonstrations")
+    top.set_xlabel("self-play decisions")
+    top.set_ylabel("reward per decision")
+    top.legend(fontsize=8)
+    top.set_title("DQN training (each episode: a new random cluster and trace)")
+    bottom.plot(log.losses, lw=0.5)
+    bottom.set_yscale("log")
+    bottom.set_xlabel("update")
+    bottom.set_ylabel("loss (TD + margin)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def train_dqn(args: Any, curve: str, code_version: str) -> int:
+    config = DQNConfig(
+        seed=args.seed,
+        minutes=args.minutes,
+        steps=args.steps,
+        demo_episodes=args.demo_episodes,
+        sizes=(4, args.max_nodes),
+    )
+    bar = None
+    if not args.no_progress:
+        total = config.steps if config.steps is not None else int(60 * config.minutes)
+        bar = ProgressBar(total, "train dqn")
+        shown = [0]
+
+        def progress(log: TrainLog) -> None:
+            position = log.steps if config.steps is not None else int(log.seconds)
+            position = min(position, total)
+            bar.advance(position - shown[0], f"{log.steps} decisions, {log.updates} updates")
+            shown[0] = position
+
+    net, log = train(config, on_progress=progress if bar is not None else None)
+    if bar is not None:
+        bar.close()
+    meta = {
+        "kind": "dqn",
+        "feature_schema": FEATURE_SCHEMA_V2.to_dict(),
+        "score_map": score_map(net, sample_rows(config, SCORE_MAP_ROWS)),
+        "training": {
+            "families": list(FAMILIES),
+            "sizes": list(config.sizes),
+            "seed": config.seed,
+            "steps": log.steps,
+            "updates": log.updates,
+            "seconds": round(log.seconds, 1),
+            "episodes": log.episodes,
+        },
+        "code_version": code_version,
+        "torch_version": torch.__version__,
+        "command": "kubejoule-rl " + " ".join(sys.argv[1:]) if sys.argv[1:] else None,
+    }
+    settings = {k: v for k, v in asdict(config).items() if k != "reward"}
+    settings.update({"width": FEATURE_SCHEMA_V2.width, "reward": asdict(config.reward)})
+    npz = save_checkpoint(args.out, net, settings, meta)
+    plot_curve(log, curve)
+    print(
+        f"wrote {args.out}, {npz}, {curve}: {log.steps} self-play decisions, {log.updates} "
+        f"updates, {len(log.episodes)} episodes in {log.seconds:.0f} s",
+        file=sys.stderr,
+    )
+    print(
+        f"the same weights again: --seed {config.seed} --steps {log.steps} with a --minutes cap "
+        "that does not bind",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,109 @@
+"""Training episodes: a random cluster and trace, the rows a decision shows, the reward.
+
+* Draws (`draw_episode`): cluster size uniform in `TRAINING_SIZES` (rl/pool.py), two or three
+  node kinds from the bundled SPECpower curves, a trace family and a load (15–50 % of the
+  cluster's cores) and a seed, all from the training RNG.
+* Rows: feature schema v2 (`scheduler.features_v2`) of each feasible node, with the node
+  workloads the simulator knows; the v1 part comes from the heuristic's scorer configured as the
+  `heuristic` policy is, exactly as the scheduler would compute it.
+* Reward of one decision: `−(cluster energy until the next decision) / joules_scale
+  − pending_weight × (pod-hours not started meanwhile) − slowdown_weight × Σ slowdown of the
+  pods that finished meanwhile`. A pod that waits (for room, or for its node's boot) costs
+  reward every second it waits, so leaving work pending is never a cheap action.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from rl.policies import heuristic_scorer
+from rl.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace
+from rl.scenario import NodeSpec, PodSpec
+from rl.simulator import Decision, PowerOffModel, Simulation
+from rl.tracegen import FAMILIES
+from scheduler.features_v2 import candidate_matrix_v2
+from scheduler.scorer import HeuristicScorer
+
+POWER_OFF = PowerOffModel(after_seconds=600.0, boot_seconds=120.0)
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    joules_scale: float = 3.6e5  # 0.1 kWh = −1
+    pending_weight: float = 1.0  # per pod-hour not started
+    slowdown_weight: float = 1.0  # per unit of slowdown (a pod taking twice as long: −1)
+
+
+@dataclass(frozen=True)
+class EpisodeDraw:
+    size: int
+    family: str
+    load: float
+    hours: float
+    seed: int
+
+
+def draw_episode(
+    rng: random.Random, hours: float, sizes: tuple[int, int] = TRAINING_SIZES
+) -> EpisodeDraw:
+    return EpisodeDraw(
+        size=rng.randint(*sizes),
+        family=rng.choice(FAMILIES),
+        load=round(rng.uniform(0.15, 0.5), 3),
+        hours=hours,
+        seed=rng.randrange(2**31),
+    )
+
+
+def build_episode(draw: EpisodeDraw) -> tuple[list[NodeSpec], list[PodSpec]]:
+    nodes = random_cluster(random.Random(draw.seed), draw.size)
+    pods = scaled_trace(TraceDraw(draw.family, draw.hours, draw.load, draw.seed), nodes)
+    return nodes, pods
+
+
+class Episode:
+    """One simulation stepped decision by decision, with rows and rewards."""
+
+    def __init__(
+        self,
+        nodes: list[NodeSpec],
+        pods: list[PodSpec],
+        reward: RewardConfig,
+        power_off: PowerOffModel | None = POWER_OFF,
+    ) -> None:
+        self.sim = Simulation(nodes, pods, power_off, record_timeline=False)
+        self.scorer: HeuristicScorer = heuristic_scorer(nodes, power_off)
+        self.reward = reward
+        self.decision: Decision | None = self.sim.next_decision()
+
+    def rows(self) -> np.ndarray:
+        """Feature rows (feasible × width) of the pending decision."""
+        d = self.decision
+        assert d is not None
+        matrix = candidate_matrix_v2(d.info, d.feasible, d.now, self.scorer, self.sim.workloads())
+        return np.asarray(matrix, dtype=np.float64)
+
+    def names(self) -> list[str]:
+        assert self.decision is not None
+        return [s.info.name for s in self.decision.feasible]
+
+    def step(self, index: int) -> float:
+        """Place the pending pod on feasible node `index`; the decision's reward."""
+        sim = self.sim
+        assert self.decision is not None
+        energy, pending, done = sim.energy_joules, sim.pending_pod_seconds, sim.completed_count
+        sim.place(self.decision.feasible[index].info.name)
+        self.decision = sim.next_decision()
+        slowdown = sum(o.slowdown for o in sim.completed[done:])
+        return (
+            -(sim.energy_joules - energy) / self.reward.joules_scale
+            - self.reward.pending_weight * (sim.pending_pod_seconds - pending) / 3600.0
+            - self.reward.slowdown_weight * slowdown
+        )
+
+    @property
+    def done(self) -> bool:
+        return self.decision is None

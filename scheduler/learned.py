@@ -1,0 +1,198 @@
+"""Serving a learned model without torch: a numpy forward pass over exported weights.
+
+A model file (`.npz`, written by `rl.dqn`/`rl.mlp` beside their `.pt` checkpoint) holds
+
+* `layer{i}_weight` (out × in) and `layer{i}_bias` of a small MLP with ReLU between layers,
+  applied to each candidate's row of the feature schema (node features then pod features) —
+  the same weights for every row, so one model serves any cluster size and a node's output
+  depends only on its own row;
+* `mean`, `scale`: the input standardization fixed at training time, `x' = (x − mean) / scale`;
+* `meta`: JSON — `kind` (`dqn`: output is a Q-value, higher is better; `mlp`: output is the
+  predicted energy cost of the placement, lower is better), `feature_schema`, `score_map`
+  `{center, spread, sign}` and the training metadata.
+
+Score: `100 / (1 + exp(−sign × (output − center) / spread))`, a fixed map stored with the model,
+so a score depends only on the node and the pod. A row whose telemetry is missing or stale
+(`telemetry_fresh` = 0) gets the neutral 50, as the heuristic gives it. A model built for
+another feature schema is refused with `ModelError` naming both schemas.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scheduler.features import FeatureSchema, SchemaMismatch
+from scheduler.features_v2 import FEATURE_SCHEMA_V2, NodeWorkload, candidate_matrix_v2
+from scheduler.model import NodeState, PodInfo, ScoreResult
+from scheduler.scorer import HeuristicScorer
+
+NAME = "learned"
+NEUTRAL_SCORE = 50.0
+MAX_SCORE = 100.0
+KINDS = ("dqn", "mlp")
+REASON_OK = "ok"
+REASON_STALE = "stale"
+
+
+class ModelError(ValueError):
+    """A model file that cannot be served (unreadable, malformed, or another feature schema)."""
+
+
+def mlp_forward(layers: Sequence[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    """Rows (n × in) → outputs (n,): affine layers with ReLU between them.
+
+    `einsum` rather than `@`: BLAS blocks a matrix product by the number of rows, so a row's
+    result could differ in the last bit with the batch size; einsum's loop sums each row in the
+    same order whatever the batch, so a node's score is bit-for-bit the same alone or among
+    thousands (tested)."""
+    for i, (weight, bias) in enumerate(layers):
+        x = np.einsum("ij,kj->ik", x, weight) + bias
+        if i < len(layers) - 1:
+            np.maximum(x, 0.0, out=x)
+    return np.asarray(x[:, 0], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ScoreMap:
+    """The fixed output → 0–100 map stored with a model."""
+
+    center: float
+    spread: float
+    sign: float  # +1: higher output is better (Q-value); −1: lower is better (a cost)
+
+    def __call__(self, outputs: np.ndarray) -> np.ndarray:
+        z = np.clip(self.sign * (outputs - self.center) / self.spread, -60.0, 60.0)
+        return MAX_SCORE / (1.0 + np.exp(-z))
+
+
+@dataclass(frozen=True)
+class NumpyModel:
+    """An exported model: weights, standardization, score map, schema and metadata."""
+
+    layers: tuple[tuple[np.ndarray, np.ndarray], ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    score_map: ScoreMap
+    schema: FeatureSchema
+    meta: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.meta["kind"])
+
+    def outputs(self, rows: np.ndarray) -> np.ndarray:
+        """One batched pass: raw model outputs for every row."""
+        x = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale
+        return mlp_forward(self.layers, x)
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        return self.score_map(self.outputs(rows))
+
+
+def save_numpy_model(
+    path: str | Path,
+    layers: Sequence[tuple[np.ndarray, np.ndarray]],
+    mean: np.ndarray,
+    scale: np.ndarray,
+    meta: Mapping[str, Any],
+) -> None:
+    """Write the .npz a NumpyModel loads (`meta` needs kind, feature_schema and score_map)."""
+    arrays: dict[str, np.ndarray] = {"mean": np.asarray(mean, np.float64)}
+    arrays["scale"] = np.asarray(scale, np.float64)
+    for i, (weight, bias) in enumerate(layers):
+        arrays[f"layer{i}_weight"] = np.asarray(weight, np.float64)
+        arrays[f"layer{i}_bias"] = np.asarray(bias, np.float64)
+    arrays["meta"] = np.array(json.dumps(dict(meta), sort_keys=True))
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
+
+
+def numpy_model_path(path: str | Path) -> Path:
+    """The exported weights of a checkpoint: PATH itself if .npz, else PATH with .npz."""
+    p = Path(path)
+    return p if p.suffix == ".npz" else p.with_suffix(".npz")
+
+
+def load_numpy_model(
+    path: str | Path, schema: FeatureSchema = FEATURE_SCHEMA_V2, kinds: Sequence[str] = KINDS
+) -> NumpyModel:
+    """Load and check a model; ModelError with a clear message when it cannot be served."""
+    file = numpy_model_path(path)
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{file}: cannot read the model: {exc}") from exc
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+        kind = meta["kind"]
+        theirs = meta["feature_schema"]
+        score_map = ScoreMap(**{k: float(v) for k, v in meta["score_map"].items()})
+        count = sum(1 for name in arrays if name.endswith("_weight"))
+        layers = tuple((arrays[f"layer{i}_weight"], arrays[f"layer{i}_bias"]) for i in range(count))
+        mean, scale = arrays["mean"], arrays["scale"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError(f"{file}: not a kubejoule model file: {exc}") from exc
+    if kind not in kinds:
+        raise ModelError(f"{file}: a {kind!r} model, expected one of {list(kinds)}")
+    try:
+        schema.check(theirs)
+    except SchemaMismatch as exc:
+        raise ModelError(
+            f"{file}: built for another feature schema ({exc}); this scheduler serves "
+            f"{schema.version}: retrain or export the model for it"
+        ) from exc
+    if not layers or layers[0][0].shape[1] != schema.width or mean.shape != (schema.width,):
+        raise ModelError(f"{file}: input width does not match {schema.version}")
+    if score_map.spread <= 0 or score_map.sign not in (-1.0, 1.0):
+        raise ModelError(f"{file}: bad score map {meta['score_map']}")
+    return NumpyModel(layers, mean, scale, score_map, schema, meta)
+
+
+class LearnedScorer:
+    """A model as a `Scorer` (scheduler.model): features of every candidate, one batched pass,
+    the fixed score map; neutral 50 where telemetry is missing or stale.
+
+    `feature_scorer` supplies the v1 features that come from the heuristic (curves, ΔP,
+    staleness limit); `workloads`, if given, the nodes' v2 workload (else unknown)."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        model: NumpyModel,
+        feature_scorer: HeuristicScorer,
+        workloads: Any = None,
+    ) -> None:
+        self.model = model
+        self.feature_scorer = feature_scorer
+        self.workloads = workloads  # callable → Mapping[str, NodeWorkload], or None
+        self._fresh = model.schema.node_features.index("telemetry_fresh")
+
+    def rows(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> np.ndarray:
+        known: Mapping[str, NodeWorkload] | None = self.workloads() if self.workloads else None
+        matrix = candidate_matrix_v2(pod, nodes, now, self.feature_scorer, known)
+        return np.asarray(matrix, dtype=np.float64).reshape(len(nodes), self.model.schema.width)
+
+    def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Scores and a fresh-telemetry mask for encoded rows."""
+        fresh = rows[:, self._fresh] > 0.5
+        scores = np.full(len(rows), NEUTRAL_SCORE)
+        if fresh.any():
+            scores[fresh] = self.model.scores(rows[fresh])
+        return scores, fresh
+
+    def score(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
+        if not nodes:
+            return []
+        scores, fresh = self.score_rows(self.rows(pod, nodes, now))
+        return [
+            ScoreResult(node.info.name, float(s), None, REASON_OK if ok else REASON_STALE)
+            for node, s, ok in zip(nodes, scores.tolist(), fresh.tolist(), strict=True)
+        ]

@@ -1,0 +1,152 @@
+"""Serving a learned model with numpy (scheduler/learned.py) and as the `learned` Score plugin:
+batched scores that depend only on the node and the pod, neutral 50 without fresh telemetry,
+schema mismatch refused, and no torch anywhere in the scheduler."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scheduler.features import FEATURE_SCHEMA
+from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.framework.batch import CandidateBatch
+from scheduler.learned import (
+    NEUTRAL_SCORE,
+    LearnedScorer,
+    ModelError,
+    ScoreMap,
+    load_numpy_model,
+    mlp_forward,
+    save_numpy_model,
+)
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.plugins.learned import LearnedPlugin, from_args
+from scheduler.scorer import HeuristicScorer
+
+WIDTH = FEATURE_SCHEMA_V2.width
+CURVE = (50.0, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150)
+
+
+def write_model(path, schema=FEATURE_SCHEMA_V2, kind="dqn", width=WIDTH, seed=0):
+    rng = np.random.default_rng(seed)
+    layers = [
+        (rng.normal(size=(8, width)), rng.normal(size=8)),
+        (rng.normal(size=(1, 8)), rng.normal(size=1)),
+    ]
+    meta = {
+        "kind": kind,
+        "feature_schema": schema.to_dict(),
+        "score_map": {"center": 0.0, "spread": 2.0, "sign": 1.0},
+    }
+    save_numpy_model(path, layers, np.zeros(width), np.full(width, 10.0), meta)
+    return path
+
+
+def node(name, cores=8, utilization=0.3, requested_cpu=2000, sample_time=100.0, pods=2):
+    return NodeState(
+        info=NodeInfo(name, Resources(cores * 1000, 32 * 2**30, 110)),
+        requested=Resources(requested_cpu, 2**30, pods),
+        telemetry=NodeTelemetry(
+            name,
+            sample_time,
+            watts=90.0,
+            source="rapl",
+            utilization=utilization,
+            cores=cores,
+            curve_points=CURVE,
+        ),
+        pod_count=pods,
+    )
+
+
+POD = PodInfo("ns", "p", "u", Resources(500, 2**29, 1), owner_kind="Job")
+NODES = [
+    node("a"),
+    node("b", cores=16, utilization=0.7),
+    node("c", utilization=0.0, pods=0),
+    node("d", cores=4, requested_cpu=3000),
+]
+
+
+def test_mlp_forward_is_affine_relu_affine():
+    layers = [
+        (np.array([[1.0, -1.0], [2.0, 0.0]]), np.array([0.0, -1.0])),
+        (np.array([[1.0, 1.0]]), np.array([0.5])),
+    ]
+    # x = (3, 1): hidden = relu((2, 5)) = (2, 5); out = 7.5.  x = (0, 2): relu((-2, -1)) = 0 → 0.5
+    assert mlp_forward(layers, np.array([[3.0, 1.0], [0.0, 2.0]])).tolist() == [7.5, 0.5]
+
+
+def test_score_map_is_fixed_and_monotone():
+    assert ScoreMap(1.0, 2.0, 1.0)(np.array([1.0]))[0] == 50.0
+    up = ScoreMap(0.0, 1.0, 1.0)(np.array([-3.0, 0.0, 3.0]))
+    down = ScoreMap(0.0, 1.0, -1.0)(np.array([-3.0, 0.0, 3.0]))
+    assert up[0] < up[1] < up[2] and down[0] > down[1] > down[2]
+    extreme = ScoreMap(0, 1e-9, 1)(np.array([-1e9, 1e9]))
+    assert extreme.tolist() == pytest.approx([0.0, 100.0])
+
+
+def test_a_node_scores_the_same_whatever_the_other_candidates(tmp_path):
+    scorer = LearnedScorer(load_numpy_model(write_model(tmp_path / "m.npz")), HeuristicScorer())
+    together = {r.node: r.score for r in scorer.score(POD, NODES, 105.0)}
+    assert len(set(together.values())) == 4  # the model tells the nodes apart
+    for i, state in enumerate(NODES):
+        assert scorer.score(POD, [state], 105.0)[0].score == together[state.info.name]
+        reordered = NODES[i:] + NODES[:i]
+        assert {r.node: r.score for r in scorer.score(POD, reordered[::-1], 105.0)} == together
+
+
+def test_stale_or_missing_telemetry_scores_neutral(tmp_path):
+    scorer = LearnedScorer(load_numpy_model(write_model(tmp_path / "m.npz")), HeuristicScorer())
+    stale = node("stale", sample_time=0.0)
+    missing = NodeState(info=NodeInfo("missing", Resources(8000, 2**34, 110)))
+    results = scorer.score(POD, [NODES[0], stale, missing], 105.0)
+    assert [(r.score, r.reason) for r in results[1:]] == [(NEUTRAL_SCORE, "stale")] * 2
+    assert results[0].reason == "ok" and results[0].score != NEUTRAL_SCORE
+
+
+def test_the_plugin_scores_a_batch_as_the_scorer_does(tmp_path):
+    path = write_model(tmp_path / "m.npz")
+    plugin = LearnedPlugin(path)
+    scores = plugin.score(POD, CandidateBatch.of(NODES, 105.0))
+    expected = [r.score for r in plugin.scorer.score(POD, NODES, 105.0)]
+    assert scores.tolist() == expected and all(0 <= s <= 100 for s in expected)
+    assert plugin.score(POD, CandidateBatch.of([], 105.0)).shape == (0,)
+    assert from_args({"model": str(path)}).scorer.model.kind == "dqn"
+    with pytest.raises(ValueError, match="model: PATH"):
+        from_args({"model": str(path), "extra": 1})
+    # A .pt path serves the .npz exported beside it.
+    assert LearnedPlugin(tmp_path / "m.pt").scorer.model.kind == "dqn"
+
+
+def test_a_model_for_another_schema_is_refused_with_a_clear_message(tmp_path):
+    v1 = write_model(tmp_path / "v1.npz", schema=FEATURE_SCHEMA, width=FEATURE_SCHEMA.width)
+    with pytest.raises(
+        ModelError, match=r"kubejoule.features/v1.*expected 'kubejoule.features/v2'.*retrain"
+    ):
+        load_numpy_model(v1)
+    with pytest.raises(ModelError, match="'gbm' model"):
+        load_numpy_model(write_model(tmp_path / "k.npz", kind="gbm"))
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ModelError, match="cannot read"):
+        load_numpy_model(tmp_path / "junk.npz")
+    with pytest.raises(ModelError, match="cannot read"):
+        load_numpy_model(tmp_path / "absent.npz")
+
+
+def test_metadata_round_trips(tmp_path):
+    model = load_numpy_model(write_model(tmp_path / "m.npz"))
+    assert model.meta["feature_schema"] == FEATURE_SCHEMA_V2.to_dict()
+    json.dumps(dict(model.meta))
+
+
+def test_the_scheduler_serves_models_without_torch():
+    code = (
+        "import sys, scheduler.learned, scheduler.plugins.learned, scheduler.features_v2; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
