@@ -1,14 +1,14 @@
 """Running the promotion gate (`kubejoule-rl gate`): load the held-out cases, run both sides on
 each, hand the paired results to `rl.gate.evaluate`.
 
-A held-out directory holds one folder per case, each with `nodes.yaml` and `trace.csv` (and
-optionally `daemonsets.yaml`, refused until the simulator models DaemonSet pods). Both sides run
-the same case with the same settings and the same tie-breaking seed.
+A held-out directory holds one folder per case, each with `nodes.yaml` and `trace.csv` and
+optionally `daemonsets.yaml` (else the bundled DaemonSets, as `kubejoule-rl benchmark` uses).
+Both sides run the same case with the same settings and the same tie-breaking seed.
 
-Semantics: nodes power off after `power_off_after_s` empty and boot in `boot_seconds` (the
-bundled `heterogeneous-poweroff` rules). The autoscaler semantics of the benchmark issue (off
-nodes invisible, Pending pods, the `kubejoule` expander) replace these when the simulator has
-them; `semantics` in gate.json says which rules were used.
+Semantics: cluster-autoscaler's (rl/autoscaler.py) with the `kubejoule` expander for both
+sides — only powered-on nodes are candidates, Pending pods make the autoscaler boot nodes
+(`boot_seconds`), nodes unneeded for `scale_down_unneeded_s` power off — DaemonSet pods on every
+node, and telemetry as the scheduler sees it (5 s samples and refreshes).
 """
 
 from __future__ import annotations
@@ -18,13 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rl.benchmark import JOULES_PER_KWH, run_once
+from rl.autoscaler import AutoscalerModel
+from rl.benchmark import JOULES_PER_KWH, ClusterModel, run_once
 from rl.gate import CaseResult, evaluate
-from rl.scenario import NodeSpec, PodSpec, ScenarioError, load_node_groups, load_trace
-from rl.simulator import PowerOffModel, SimResult
+from rl.sampling import TelemetryModel
+from rl.scenario import (
+    DEFAULT_DAEMONSETS_FILE,
+    DaemonSetSpec,
+    NodeSpec,
+    PodSpec,
+    ScenarioError,
+    load_daemonsets,
+    load_node_groups,
+    load_trace,
+    scenario_path,
+)
+from rl.simulator import SimResult
 
-DEFAULT_POWER_OFF_AFTER_S = 600.0
+DEFAULT_SCALE_DOWN_UNNEEDED_S = 600.0
 DEFAULT_BOOT_SECONDS = 120.0
+EXPANDER = "kubejoule"
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,24 @@ class HeldOutCase:
     name: str
     nodes: list[NodeSpec]
     pods: list[PodSpec]
+    daemonsets: tuple[DaemonSetSpec, ...]
+
+
+def gate_cluster(
+    daemonsets: tuple[DaemonSetSpec, ...],
+    scale_down_unneeded_s: float = DEFAULT_SCALE_DOWN_UNNEEDED_S,
+    boot_seconds: float = DEFAULT_BOOT_SECONDS,
+) -> ClusterModel:
+    """The gate's cluster rules: autoscaler with the kubejoule expander, lagging telemetry."""
+    return ClusterModel(
+        autoscaler=AutoscalerModel(
+            expander=EXPANDER,
+            boot_seconds=boot_seconds,
+            scale_down_unneeded_s=scale_down_unneeded_s,
+        ),
+        daemonsets=daemonsets,
+        telemetry=TelemetryModel(),
+    )
 
 
 def load_cases(directory: str | Path) -> list[HeldOutCase]:
@@ -44,12 +75,16 @@ def load_cases(directory: str | Path) -> list[HeldOutCase]:
         nodes_file, trace_file = folder / "nodes.yaml", folder / "trace.csv"
         if not nodes_file.is_file() or not trace_file.is_file():
             raise ScenarioError(f"{folder}: a case needs nodes.yaml and trace.csv")
-        if (folder / "daemonsets.yaml").exists():
-            raise ScenarioError(
-                f"{folder}: daemonsets.yaml is not supported yet (the simulator has no DaemonSet pods)"
-            )
+        daemonsets_file = folder / "daemonsets.yaml"
+        if not daemonsets_file.exists():
+            daemonsets_file = scenario_path(DEFAULT_DAEMONSETS_FILE)
         try:
-            case = HeldOutCase(folder.name, load_node_groups(nodes_file), load_trace(trace_file))
+            case = HeldOutCase(
+                folder.name,
+                load_node_groups(nodes_file),
+                load_trace(trace_file),
+                tuple(load_daemonsets(daemonsets_file)),
+            )
         except ScenarioError as exc:
             raise ScenarioError(f"{folder.name}: {exc}") from exc
         if not case.pods:
@@ -81,15 +116,17 @@ def run_gate(
     candidate: str,
     baseline: str,
     cases: Sequence[HeldOutCase],
-    power_off: PowerOffModel,
+    scale_down_unneeded_s: float = DEFAULT_SCALE_DOWN_UNNEEDED_S,
+    boot_seconds: float = DEFAULT_BOOT_SECONDS,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """gate.json's document: both policies on every case, then the verdict."""
     results = []
     for case in cases:
+        cluster = gate_cluster(case.daemonsets, scale_down_unneeded_s, boot_seconds)
         runs = [
-            run_once(case.nodes, case.pods, policy, seed, power_off)
+            run_once(case.nodes, case.pods, policy, seed, cluster=cluster)
             for policy in (candidate, baseline)
         ]
         results.append(_case_result(case.name, *runs))
@@ -102,7 +139,9 @@ def run_gate(
             "baseline": baseline,
             "seed": seed,
             "semantics": (
-                f"power-off after {power_off.after_seconds:g} s empty, boot {power_off.boot_seconds:g} s"
+                f"cluster-autoscaler, {EXPANDER} expander, scale-down after "
+                f"{scale_down_unneeded_s:g} s unneeded, boot {boot_seconds:g} s, DaemonSets, "
+                "telemetry sampled every 5 s"
             ),
         }
     )
@@ -129,10 +168,11 @@ def add_parser(sub: Any) -> None:
     gate.add_argument("--report", help="gate.md path (Markdown report)")
     gate.add_argument("--seed", type=int, default=0, help="tie-breaking seed for both sides (0)")
     gate.add_argument(
-        "--power-off-after",
+        "--scale-down-unneeded",
         type=float,
-        default=DEFAULT_POWER_OFF_AFTER_S,
-        help=f"power a node off after it is empty this long (default {DEFAULT_POWER_OFF_AFTER_S:g} s)",
+        default=DEFAULT_SCALE_DOWN_UNNEEDED_S,
+        help="autoscaler: power a node off after it is unneeded this long "
+        f"(default {DEFAULT_SCALE_DOWN_UNNEEDED_S:g} s)",
     )
     gate.add_argument(
         "--boot-seconds",
@@ -153,16 +193,17 @@ def command(args: Any) -> int:
 
     candidate = candidate_policy(args.candidate)
     try:
-        power_off = PowerOffModel(args.power_off_after, args.boot_seconds)
+        cluster = gate_cluster((), args.scale_down_unneeded, args.boot_seconds)
         cases = load_cases(args.heldout)
         for policy in (candidate, args.baseline):  # refuse a bad name before any simulation
-            make_policy(policy, cases[0].nodes, power_off)
+            make_policy(policy, cases[0].nodes, cluster.policy_power_off())
         bar = None if args.no_progress else ProgressBar(len(cases), "gate")
         document = run_gate(
             candidate,
             args.baseline,
             cases,
-            power_off,
+            args.scale_down_unneeded,
+            args.boot_seconds,
             args.seed,
             progress=(lambda name: bar.advance(1, name)) if bar is not None else None,
         )

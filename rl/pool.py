@@ -2,8 +2,8 @@
 
 * Node kinds: the node groups of the bundled scenarios (rl/scenarios/*.yaml) — four servers with
   their published SPECpower_ssj2008 curves and the Fan et al. model node. A cluster mixes two or
-  three kinds, at least one of them with 8 cores or more (the trace menus request up to 4 cores,
-  so every pod fits somewhere).
+  three kinds, the first with 8 cores or more (the trace menus request up to 4 cores, so every
+  pod fits somewhere) and `min_count: 1` (one node always on under autoscaler semantics).
 * Load: a trace family (`rl/tracegen.py`) whose arrival rate is scaled so that the mean CPU the
   pods use is `load` × the cluster's cores over the arrival window (measured on a pilot trace of
   the same family and seed, so the scale is exact for that family's menus).
@@ -49,9 +49,18 @@ def random_cluster(
     for _ in range(size - len(chosen)):
         counts[rng.choices(range(len(chosen)), weights=weights)[0]] += 1
     nodes = []
-    for kind, count in zip(chosen, counts, strict=True):
+    for position, (kind, count) in enumerate(zip(chosen, counts, strict=True)):
         for i in range(count):
-            nodes.append(replace(kind, name=f"{kind.group}-{i}"))
+            # Under autoscaler semantics one node of the first (big) kind is always on.
+            nodes.append(
+                replace(
+                    kind,
+                    name=f"{kind.group}-{i}",
+                    ordinal=i,
+                    min_count=int(position == 0),
+                    initial_count=None,
+                )
+            )
     return nodes
 
 

@@ -14,7 +14,6 @@ from rl.dqn.episodes import build_episode, draw_episode
 from rl.dqn.network import RowMLP, save_checkpoint
 from rl.dqn.train import DQNConfig, TrainLog, train
 from rl.progress import ProgressBar
-from rl.simulator import PowerOffModel
 from rl.tracegen import FAMILIES
 from scheduler.features_v2 import FEATURE_SCHEMA_V2
 
@@ -34,16 +33,15 @@ def sample_rows(config: DQNConfig, count: int) -> np.ndarray:
     """Rows of a few heuristic-free random decisions on fresh training draws (seeded)."""
     import random
 
-    from rl.dqn.episodes import Episode
+    from rl.dqn.episodes import Episode, training_cluster
 
     rng = random.Random(config.seed + 7919)
     out: list[np.ndarray] = []
     total = 0
     while total < count:
         nodes, pods = build_episode(draw_episode(rng, config.episode_hours, config.sizes))
-        episode = Episode(
-            nodes, pods, config.reward, PowerOffModel(config.power_off_after_s, config.boot_seconds)
-        )
+        cluster = training_cluster(config.autoscaler, config.unneeded_seconds, config.boot_seconds)
+        episode = Episode(nodes, pods, config.reward, cluster, rng.randrange(2**31))
         while not episode.done and total < count:
             rows = episode.rows()
             out.append(rows)

@@ -19,15 +19,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rl.autoscaler import AutoscalerModel
+from rl.benchmark import ClusterModel
 from rl.policies import heuristic_scorer
 from rl.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace
-from rl.scenario import NodeSpec, PodSpec
+from rl.sampling import TelemetryModel
+from rl.scenario import (
+    DEFAULT_DAEMONSETS_FILE,
+    NodeSpec,
+    PodSpec,
+    load_daemonsets,
+    scenario_path,
+)
 from rl.simulator import Decision, PowerOffModel, Simulation
 from rl.tracegen import FAMILIES
 from scheduler.features_v2 import candidate_matrix_v2
 from scheduler.scorer import HeuristicScorer
 
-POWER_OFF = PowerOffModel(after_seconds=600.0, boot_seconds=120.0)
+
+def training_cluster(
+    autoscaler: bool = True, unneeded_seconds: float = 600.0, boot_seconds: float = 120.0
+) -> ClusterModel:
+    """The cluster rules of training: cluster-autoscaler's with the `kubejoule` expander, the
+    bundled DaemonSets and lagging telemetry (the gate's rules); or, with `autoscaler=False`,
+    the visible-power-off ablation without DaemonSets (used by the tiny tests)."""
+    if not autoscaler:
+        return ClusterModel(power_off=PowerOffModel(unneeded_seconds, boot_seconds))
+    return ClusterModel(
+        autoscaler=AutoscalerModel(
+            expander="kubejoule", boot_seconds=boot_seconds, scale_down_unneeded_s=unneeded_seconds
+        ),
+        daemonsets=tuple(load_daemonsets(scenario_path(DEFAULT_DAEMONSETS_FILE))),
+        telemetry=TelemetryModel(),
+    )
 
 
 @dataclass(frozen=True)
@@ -72,10 +96,20 @@ class Episode:
         nodes: list[NodeSpec],
         pods: list[PodSpec],
         reward: RewardConfig,
-        power_off: PowerOffModel | None = POWER_OFF,
+        cluster: ClusterModel,
+        seed: int = 0,
     ) -> None:
-        self.sim = Simulation(nodes, pods, power_off, record_timeline=False)
-        self.scorer: HeuristicScorer = heuristic_scorer(nodes, power_off)
+        self.sim = Simulation(
+            nodes,
+            pods,
+            cluster.power_off,
+            record_timeline=False,
+            autoscaler=cluster.autoscaler,
+            daemonsets=cluster.daemonsets,
+            telemetry=cluster.telemetry,
+            rng=random.Random(f"autoscaler-{seed}"),
+        )
+        self.scorer: HeuristicScorer = heuristic_scorer(nodes, cluster.policy_power_off())
         self.reward = reward
         self.decision: Decision | None = self.sim.next_decision()
 

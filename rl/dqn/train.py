@@ -12,7 +12,8 @@
    demonstration part; the target network is copied every `target_every` updates.
 
 Every episode is a fresh random cluster (4–64 nodes of the bundled SPECpower kinds), trace
-family and load (`rl/dqn/episodes.py`). Deterministic for a seed and a step budget (`steps`):
+family and load (`rl/dqn/episodes.py`), under the gate's cluster rules (cluster-autoscaler with
+the `kubejoule` expander, DaemonSets, lagging telemetry). Deterministic for a seed and a step budget (`steps`):
 the RNGs are seeded, torch runs on a fixed number of threads, and the
 wall-clock cap (`minutes`) is checked only between episodes — a run stopped by the clock is
 reproduced exactly by giving its recorded `steps`.
@@ -31,13 +32,19 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from rl.dqn.episodes import Episode, RewardConfig, build_episode, draw_episode
+from rl.benchmark import ClusterModel
+from rl.dqn.episodes import (
+    Episode,
+    RewardConfig,
+    build_episode,
+    draw_episode,
+    training_cluster,
+)
 from rl.dqn.network import RowMLP, masked_argmax
 from rl.dqn.replay import NStepWriter, Replay, collate
 from rl.policies import make_policy
 from rl.pool import TRAINING_SIZES
 from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import PowerOffModel
 from scheduler.features_v2 import FEATURE_SCHEMA_V2
 
 EpisodeSource = Callable[[random.Random], tuple[list[NodeSpec], list[PodSpec], dict[str, Any]]]
@@ -49,8 +56,9 @@ class DQNConfig:
     minutes: float = 5.0  # wall-clock cap, checked between episodes
     steps: int | None = None  # self-play decisions; None: until `minutes`
     episode_hours: float = 1.0  # arrival window of each training trace
-    power_off_after_s: float = 600.0  # a node empty this long powers off …
-    boot_seconds: float = 120.0  # … and boots in this long when a pod is placed on it
+    autoscaler: bool = True  # cluster-autoscaler rules (False: the visible-power-off ablation)
+    unneeded_seconds: float = 600.0  # a node empty this long powers off …
+    boot_seconds: float = 120.0  # … and a node takes this long to boot
     sizes: tuple[int, int] = TRAINING_SIZES  # cluster sizes drawn (inclusive)
     demo_episodes: int = 6  # heuristic episodes for the demonstration buffer
     pretrain_updates: int = 400
@@ -91,8 +99,8 @@ def random_episodes(config: DQNConfig) -> EpisodeSource:
     return source
 
 
-def _power_off(config: DQNConfig) -> PowerOffModel:
-    return PowerOffModel(config.power_off_after_s, config.boot_seconds)
+def _cluster(config: DQNConfig) -> ClusterModel:
+    return training_cluster(config.autoscaler, config.unneeded_seconds, config.boot_seconds)
 
 
 class Learner:
@@ -149,8 +157,8 @@ def _demonstrations(
     demos = Replay(capacity=10**7)
     for _ in range(config.demo_episodes):
         nodes, pods, draw = source(rng)
-        episode = Episode(nodes, pods, config.reward, _power_off(config))
-        heuristic = make_policy("heuristic", nodes, episode.sim.power_off)
+        episode = Episode(nodes, pods, config.reward, _cluster(config), rng.randrange(2**31))
+        heuristic = make_policy("heuristic", nodes, _cluster(config).policy_power_off())
         heuristic.reset(nodes, random.Random(rng.randrange(2**31)))
         writer = NStepWriter(config.n_step, config.gamma, demo=True)
         total, count = 0.0, 0
@@ -173,7 +181,7 @@ def _demonstrations(
 
 def _random_rows(config: DQNConfig, source: EpisodeSource, rng: random.Random) -> np.ndarray:
     nodes, pods, _ = source(rng)
-    episode = Episode(nodes, pods, config.reward, _power_off(config))
+    episode = Episode(nodes, pods, config.reward, _cluster(config), rng.randrange(2**31))
     rows = []
     while not episode.done:
         rows.append(episode.rows())
@@ -214,7 +222,7 @@ def train(
     deadline = started + 60.0 * config.minutes
     while (config.steps is None or log.steps < config.steps) and time.monotonic() < deadline:
         nodes, pods, draw = source(rng)
-        episode = Episode(nodes, pods, config.reward, _power_off(config))
+        episode = Episode(nodes, pods, config.reward, _cluster(config), rng.randrange(2**31))
         writer = NStepWriter(config.n_step, config.gamma, demo=False)
         total, count = 0.0, 0
         while not episode.done and (config.steps is None or log.steps < config.steps):

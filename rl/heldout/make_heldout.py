@@ -3,7 +3,8 @@
     python rl/heldout/make_heldout.py rl/heldout
 
 36 cases: 3 trace families × 12 cluster sizes (one of them, 80 nodes, outside the training range
-of rl/pool.py), node mixes from the bundled SPECpower kinds, load 15–45 % of the cluster's
+of rl/pool.py), node mixes from the bundled SPECpower kinds (one node of the first kind always
+on: min_count 1), the bundled DaemonSets (no daemonsets.yaml), load 15–45 % of the cluster's
 cores, arrival windows of 2 h (1 h for the bursts family). Seeds 900000 + case number: training draws its seeds from
 its own range and never reads these folders (tests/rl/test_rl_heldout.py checks both).
 """
@@ -33,6 +34,7 @@ def nodes_yaml(nodes: list) -> str:
             {
                 "name": node.group,
                 "count": 0,
+                "min_count": node.min_count,
                 "cpu_cores": node.cpu_cores,
                 "memory_gib": node.memory_gib,
                 "power": {"points": [round(w, 3) for w in node.curve.as_points()]},

@@ -160,7 +160,7 @@ def test_gate_command_writes_a_refusal_and_exits_0(tmp_path):
         "candidate_unschedulable",
         "baseline_unschedulable",
     }
-    assert document["baseline"] == "heuristic" and "power-off" in document["semantics"]
+    assert document["baseline"] == "heuristic" and "autoscaler" in document["semantics"]
     assert report.read_text().startswith("# Promotion gate: REFUSE")
 
 
