@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.features_v2 import NodeWorkload
 from scheduler.model import (
     NodeInfo,
     NodeState,
@@ -37,6 +38,8 @@ from scheduler.model import (
 log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# cluster-autoscaler's soft taint (PreferNoSchedule) on nodes it found unneeded.
+SCALE_DOWN_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -172,6 +175,24 @@ class ClusterCache:
         with self._lock:
             placed = self._placed.get(key)
             return (placed.node, placed.assumed) if placed is not None else None
+
+    def workload(self, node: str) -> NodeWorkload:
+        """The node's workload for feature schema v2: placement times and Job share of its pods
+        other than DaemonSet and mirror pods; in the scale-down window when cluster-autoscaler
+        has marked it a deletion candidate (its soft taint). The ready time is not read from
+        the Node's conditions (None: unknown)."""
+        with self._lock:
+            pods = [
+                p for p in self._by_node.get(node, {}).values() if not is_node_daemon_pod(p.info)
+            ]
+            info = self._nodes.get(node)
+        return NodeWorkload(
+            pod_start_times=tuple(p.placed_at for p in pods),
+            job_pods=sum(1 for p in pods if p.info.owner_kind == "Job"),
+            ready_since=None,
+            in_scale_down_window=info is not None
+            and any(t.key == SCALE_DOWN_CANDIDATE_TAINT for t in info.taints),
+        )
 
     def pods_on(self, node: str) -> list[str]:
         with self._lock:

@@ -24,7 +24,7 @@ A node's workload comes from outside NodeState (the cluster cache or the simulat
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.features import (
@@ -123,6 +123,22 @@ def node_features_v2(
     features = node_features(pod, node, now, scorer)
     features.update(workload_features(workload, now))
     return features
+
+
+class V2Features:
+    """The collector's feature callback, v2: `(pod, node, now) → features` with the node's
+    workload from `workload(name)` (the standalone scheduler's cluster cache)."""
+
+    schema = FEATURE_SCHEMA_V2
+
+    def __init__(self, scorer: HeuristicScorer, workload: Callable[[str], NodeWorkload | None]):
+        self.scorer = scorer
+        self.workload = workload
+
+    def __call__(self, pod: PodInfo, node: NodeState, now: float) -> Features:
+        features = node_features_v2(pod, node, now, self.scorer, self.workload(node.info.name))
+        features.update(pod_features_v2(pod))
+        return features
 
 
 def candidate_matrix_v2(

@@ -34,7 +34,7 @@ class RunOptions:
 def run_process(config: Config, options: RunOptions, stop: threading.Event) -> int:
     """Wire the parts from the configuration and schedule until `stop` is set."""
     from scheduler.config import build_api_client, build_scorer, build_store, parse_listen
-    from scheduler.features import node_features
+    from scheduler.features_v2 import V2Features
     from scheduler.scheduler_metrics import serve
 
     api = build_api_client(config)
@@ -63,7 +63,7 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         collector=collector,
         outcomes=outcomes,
         metrics=metrics,
-        features=lambda pod, node, now: node_features(pod, node, now, scorer),
+        features=V2Features(scorer, lambda name: scheduler.cache.workload(name)),
         identity=leader_config.identity,
     )
     if options.leader_elect:

@@ -11,6 +11,12 @@ from scheduler.model import NodeState, PodInfo
 Features = Callable[[PodInfo, NodeState, float], Mapping[str, float | None]]
 
 
+def _schema(features: Features | None) -> dict[str, str]:
+    """The feature schema the candidates' features follow, when the callback says."""
+    schema = getattr(features, "schema", None)
+    return {"feature_schema": schema.version} if schema is not None else {}
+
+
 def record_decision(
     collector: DecisionCollector,
     outcomes: OutcomeTracker | None,
@@ -56,7 +62,7 @@ def record_decision(
         default_choice=decision.default_choice,
         scorer=scorer_name,
         wall_time=wall,
-        extra={"candidate_count": len(names)},
+        extra={"candidate_count": len(names), **_schema(features)},
     )
     if outcomes is not None and decision.chosen is not None:
         before = decision.states[names.index(decision.chosen)].telemetry

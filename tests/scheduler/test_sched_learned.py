@@ -150,3 +150,54 @@ def test_the_scheduler_serves_models_without_torch():
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_cluster_cache_gives_v2_workloads():
+    from scheduler.cluster_cache import SCALE_DOWN_CANDIDATE_TAINT, ClusterCache
+
+    cache = ClusterCache("kubejoule-scheduler", lambda: 1000.0)
+    cache.replace_nodes(
+        [
+            {
+                "metadata": {"name": "n1"},
+                "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}},
+            },
+            {
+                "metadata": {"name": "n2"},
+                "spec": {
+                    "taints": [{"key": SCALE_DOWN_CANDIDATE_TAINT, "effect": "PreferNoSchedule"}]
+                },
+                "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}},
+            },
+        ]
+    )
+
+    def pod(name, node, kind, created):
+        return {
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "uid": name,
+                "creationTimestamp": created,
+                "ownerReferences": [{"kind": kind, "name": "o", "controller": True}],
+            },
+            "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"},
+        }
+
+    cache.replace_pods(
+        [
+            pod("job", "n1", "Job", "2024-01-01T00:00:10Z"),
+            pod("web", "n1", "ReplicaSet", "2024-01-01T00:00:40Z"),
+            pod("agent", "n1", "DaemonSet", "2024-01-01T00:00:00Z"),
+            pod("agent2", "n2", "DaemonSet", "2024-01-01T00:00:00Z"),
+        ]
+    )
+    busy, idle = cache.workload("n1"), cache.workload("n2")
+    assert sorted(busy.pod_start_times) == [1704067210.0, 1704067240.0]  # DaemonSet pod left out
+    assert busy.job_pods == 1 and not busy.in_scale_down_window
+    assert idle.pod_start_times == () and idle.in_scale_down_window
+    from scheduler.features_v2 import V2Features
+
+    features = V2Features(HeuristicScorer(), cache.workload)(POD, NODES[0], 1704067250.0)
+    assert features["owner_job"] == 1.0 and features["workload_known"] == 1.0

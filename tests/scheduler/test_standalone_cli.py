@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from scheduler.collector import read_records
+from scheduler.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2
 from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
 from tests.helpers.prometheus import free_port
 from tests.helpers.sched_http import http_get
@@ -98,3 +99,8 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
     assert sorted(r["pod"]["name"] for r in records) == names
     assert all(r["mode"] == "shadow" and r["chosen"] == r["default_choice"] for r in records)
     assert all(c["features"] is not None for r in records for c in r["candidates"])
+    # Feature schema v2, with the node workloads from the scheduler's cluster cache.
+    assert {r["feature_schema"] for r in records} == {"kubejoule.features/v2"}
+    features = [c["features"] for r in records for c in r["candidates"]]
+    assert all(list(f) == list(NODE_FEATURES_V2 + POD_FEATURES_V2) for f in features)
+    assert all(f["workload_known"] == 1.0 for f in features)
