@@ -66,238 +66,94 @@ def cap_node(name: str, cpu: str | None, memory: str | None) -> dict[str, Any]:
 
 TWO_CONTAINERS = ({"cpu": "1000", "memory": "2000"}, {"cpu": "2000", "memory": "3000"})
 
-FIT_CASES: list[tuple[str, str, str, dict[str, Any], list[Any], Mapping[str, int], list[int]]] = [
-    # (strategy, source, case, pod, [(node, existing pods)], resource weights, expected)
+
+def cpu_mem(cpu: str, memory: str, name: str) -> dict[str, Any]:
+    return req_pod({"cpu": cpu, "memory": memory}, name=name)
+
+
+# The node setups the Go tables share (node1, node2 with their existing pods).
+IDLE_4000 = [(cap_node("node1", "4000", "10000"), []), (cap_node("node2", "4000", "10000"), [])]
+IDLE_4000_6000 = [
+    (cap_node("node1", "4000", "10000"), []),
+    (cap_node("node2", "6000", "10000"), []),
+]
+EMPTY_PODS_4000 = [
+    (cap_node("node1", "4000", "10000"), [empty_pod("a"), empty_pod("b")]),
+    (cap_node("node2", "4000", "10000"), [empty_pod("c"), empty_pod("d")]),
+]
+TWO_PODS_EACH = [
+    (cap_node("node1", "10000", "20000"), [cpu_mem("3000", "0", "a"), cpu_mem("3000", "0", "b")]),
     (
-        LEAST_ALLOCATED,
-        LEAST,
-        "nothing scheduled, nothing requested",
-        empty_pod(),
-        [(cap_node("node1", "4000", "10000"), []), (cap_node("node2", "4000", "10000"), [])],
-        DEFAULT,
-        [100, 100],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "nothing scheduled, resources requested, differently sized nodes",
-        req_pod(*TWO_CONTAINERS),
-        [(cap_node("node1", "4000", "10000"), []), (cap_node("node2", "6000", "10000"), [])],
-        DEFAULT,
-        [37, 50],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "no resources requested, pods scheduled",
-        empty_pod(),
-        [
-            (cap_node("node1", "4000", "10000"), [empty_pod("a"), empty_pod("b")]),
-            (cap_node("node2", "4000", "10000"), [empty_pod("c"), empty_pod("d")]),
-        ],
-        DEFAULT,
-        [100, 100],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "no resources requested, pods scheduled with resources",
-        empty_pod(),
-        [
-            (
-                cap_node("node1", "10000", "20000"),
-                [
-                    req_pod({"cpu": "3000", "memory": "0"}, name="a"),
-                    req_pod({"cpu": "3000", "memory": "0"}, name="b"),
-                ],
-            ),
-            (
-                cap_node("node2", "10000", "20000"),
-                [
-                    req_pod({"cpu": "3000", "memory": "0"}, name="c"),
-                    req_pod({"cpu": "3000", "memory": "5000"}, name="d"),
-                ],
-            ),
-        ],
-        DEFAULT,
-        [70, 57],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "resources requested, pods scheduled with resources",
-        req_pod(*TWO_CONTAINERS),
-        [
-            (
-                cap_node("node1", "10000", "20000"),
-                [req_pod({"cpu": "3000", "memory": "0"}, name="a")],
-            ),
-            (
-                cap_node("node2", "10000", "20000"),
-                [req_pod({"cpu": "3000", "memory": "5000"}, name="b")],
-            ),
-        ],
-        DEFAULT,
-        [57, 45],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "resources requested, pods scheduled with resources, differently sized nodes",
-        req_pod(*TWO_CONTAINERS),
-        [
-            (
-                cap_node("node1", "10000", "20000"),
-                [req_pod({"cpu": "3000", "memory": "0"}, name="a")],
-            ),
-            (
-                cap_node("node2", "10000", "50000"),
-                [req_pod({"cpu": "3000", "memory": "5000"}, name="b")],
-            ),
-        ],
-        DEFAULT,
-        [57, 60],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "requested resources exceed node capacity",
-        req_pod({"cpu": "3000", "memory": "0"}),
-        [
-            (
-                cap_node("node1", "4000", "10000"),
-                [req_pod({"cpu": "3000", "memory": "0"}, name="a")],
-            ),
-            (
-                cap_node("node2", "4000", "10000"),
-                [req_pod({"cpu": "3000", "memory": "5000"}, name="b")],
-            ),
-        ],
-        DEFAULT,
-        [50, 25],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "zero node resources, pods scheduled with resources",
-        empty_pod(),
-        [
-            (cap_node("node1", None, None), [req_pod({"cpu": "3000", "memory": "0"}, name="a")]),
-            (cap_node("node2", None, None), [req_pod({"cpu": "3000", "memory": "5000"}, name="b")]),
-        ],
-        DEFAULT,
-        [0, 0],
-    ),
-    (
-        LEAST_ALLOCATED,
-        LEAST,
-        "nothing scheduled, resources requested with different weight on CPU and memory, "
-        "differently sized nodes",
-        req_pod(*TWO_CONTAINERS),
-        [(cap_node("node1", "4000", "10000"), []), (cap_node("node2", "6000", "10000"), [])],
-        MEMORY_TWICE,
-        [41, 50],
-    ),
-    (
-        MOST_ALLOCATED,
-        MOST,
-        "nothing scheduled, nothing requested",
-        empty_pod(),
-        [(cap_node("node1", "4000", "10000"), []), (cap_node("node2", "4000", "10000"), [])],
-        DEFAULT,
-        [0, 0],
-    ),
-    (
-        MOST_ALLOCATED,
-        MOST,
-        "nothing scheduled, resources requested, differently sized nodes",
-        req_pod(*TWO_CONTAINERS),
-        [(cap_node("node1", "4000", "10000"), []), (cap_node("node2", "6000", "10000"), [])],
-        DEFAULT,
-        [62, 50],
-    ),
-    (
-        MOST_ALLOCATED,
-        MOST,
-        "no resources requested, pods scheduled with resources",
-        empty_pod(),
-        [
-            (
-                cap_node("node1", "10000", "20000"),
-                [
-                    req_pod({"cpu": "3000", "memory": "0"}, name="a"),
-                    req_pod({"cpu": "3000", "memory": "0"}, name="b"),
-                ],
-            ),
-            (
-                cap_node("node2", "10000", "20000"),
-                [
-                    req_pod({"cpu": "3000", "memory": "0"}, name="c"),
-                    req_pod({"cpu": "3000", "memory": "5000"}, name="d"),
-                ],
-            ),
-        ],
-        DEFAULT,
-        [30, 42],
-    ),
-    (
-        MOST_ALLOCATED,
-        MOST,
-        "resources requested, pods scheduled with resources",
-        req_pod(*TWO_CONTAINERS),
-        [
-            (
-                cap_node("node1", "10000", "20000"),
-                [req_pod({"cpu": "3000", "memory": "0"}, name="a")],
-            ),
-            (
-                cap_node("node2", "10000", "20000"),
-                [req_pod({"cpu": "3000", "memory": "5000"}, name="b")],
-            ),
-        ],
-        DEFAULT,
-        [42, 55],
-    ),
-    (
-        MOST_ALLOCATED,
-        MOST,
-        "resources requested equal node capacity",
-        req_pod({"cpu": "2000", "memory": "4000"}, {"cpu": "3000", "memory": "5000"}),
-        [(cap_node("node1", "5000", "10000"), []), (cap_node("node2", "10000", "9000"), [])],
-        DEFAULT,
-        [95, 75],
-    ),
-    (
-        MOST_ALLOCATED,
-        MOST,
-        "nothing scheduled, resources requested, differently sized nodes (memory weight 2)",
-        req_pod(*TWO_CONTAINERS),
-        [(cap_node("node1", "4000", "10000"), []), (cap_node("node2", "6000", "10000"), [])],
-        MEMORY_TWICE,
-        [58, 50],
-    ),
-    (
-        # st.MakePod().Container("container"): one container without requests, so the
-        # non-zero defaults (100m, 200 MiB) count: node1 300m of 250m → 100, 600 Mi of
-        # 1000 Mi → 60: 80; node2 40 and 20: 30.
-        MOST_ALLOCATED,
-        MOST,
-        "no resources requested, pods scheduled, nonzero request for resource",
-        pod(containers=[container("container")]),
-        [
-            (
-                cap_node("node1", "250m", "1000Mi"),
-                [
-                    pod("a", containers=[container("container")]),
-                    pod("b", containers=[container("container")]),
-                ],
-            ),
-            (cap_node("node2", "250m", "1000Mi"), []),
-        ],
-        DEFAULT,
-        [80, 30],
+        cap_node("node2", "10000", "20000"),
+        [cpu_mem("3000", "0", "c"), cpu_mem("3000", "5000", "d")],
     ),
 ]
+
+
+def one_pod_each(cpu: str, memory: str, node2_memory: str) -> list[Any]:
+    return [
+        (cap_node("node1", cpu, memory), [cpu_mem("3000", "0", "a")]),
+        (cap_node("node2", cpu, node2_memory), [cpu_mem("3000", "5000", "b")]),
+    ]
+
+
+NO_RESOURCES = [
+    (cap_node("node1", None, None), [cpu_mem("3000", "0", "a")]),
+    (cap_node("node2", None, None), [cpu_mem("3000", "5000", "b")]),
+]
+# st.MakePod().Container("container"): one container without requests, so the non-zero
+# defaults (100m, 200 MiB) count: node1 300m of 250m → 100, 600 Mi of 1000 Mi → 60: 80;
+# node2 40 and 20: 30.
+NONZERO_POD = pod(containers=[container("container")])
+NONZERO_NODES = [
+    (
+        cap_node("node1", "250m", "1000Mi"),
+        [
+            pod("a", containers=[container("container")]),
+            pod("b", containers=[container("container")]),
+        ],
+    ),
+    (cap_node("node2", "250m", "1000Mi"), []),
+]
+
+L, M = LEAST_ALLOCATED, MOST_ALLOCATED
+# fmt: off
+FIT_CASES: list[tuple[str, str, str, dict[str, Any], list[Any], Mapping[str, int], list[int]]] = [
+    # (strategy, source, case, pod, [(node, existing pods)], resource weights, expected)
+    (L, LEAST, "nothing scheduled, nothing requested", empty_pod(), IDLE_4000, DEFAULT, [100, 100]),
+    (L, LEAST, "nothing scheduled, resources requested, differently sized nodes",
+     req_pod(*TWO_CONTAINERS), IDLE_4000_6000, DEFAULT, [37, 50]),
+    (L, LEAST, "no resources requested, pods scheduled", empty_pod(), EMPTY_PODS_4000, DEFAULT,
+     [100, 100]),
+    (L, LEAST, "no resources requested, pods scheduled with resources", empty_pod(),
+     TWO_PODS_EACH, DEFAULT, [70, 57]),
+    (L, LEAST, "resources requested, pods scheduled with resources", req_pod(*TWO_CONTAINERS),
+     one_pod_each("10000", "20000", "20000"), DEFAULT, [57, 45]),
+    (L, LEAST, "resources requested, pods scheduled with resources, differently sized nodes",
+     req_pod(*TWO_CONTAINERS), one_pod_each("10000", "20000", "50000"), DEFAULT, [57, 60]),
+    (L, LEAST, "requested resources exceed node capacity", req_pod({"cpu": "3000", "memory": "0"}),
+     one_pod_each("4000", "10000", "10000"), DEFAULT, [50, 25]),
+    (L, LEAST, "zero node resources, pods scheduled with resources", empty_pod(), NO_RESOURCES,
+     DEFAULT, [0, 0]),
+    (L, LEAST, "nothing scheduled, resources requested with different weight on CPU and memory, "
+     "differently sized nodes", req_pod(*TWO_CONTAINERS), IDLE_4000_6000, MEMORY_TWICE, [41, 50]),
+    (M, MOST, "nothing scheduled, nothing requested", empty_pod(), IDLE_4000, DEFAULT, [0, 0]),
+    (M, MOST, "nothing scheduled, resources requested, differently sized nodes",
+     req_pod(*TWO_CONTAINERS), IDLE_4000_6000, DEFAULT, [62, 50]),
+    (M, MOST, "no resources requested, pods scheduled with resources", empty_pod(), TWO_PODS_EACH,
+     DEFAULT, [30, 42]),
+    (M, MOST, "resources requested, pods scheduled with resources", req_pod(*TWO_CONTAINERS),
+     one_pod_each("10000", "20000", "20000"), DEFAULT, [42, 55]),
+    (M, MOST, "resources requested equal node capacity",
+     req_pod({"cpu": "2000", "memory": "4000"}, {"cpu": "3000", "memory": "5000"}),
+     [(cap_node("node1", "5000", "10000"), []), (cap_node("node2", "10000", "9000"), [])],
+     DEFAULT, [95, 75]),
+    (M, MOST, "nothing scheduled, resources requested, differently sized nodes (memory weight 2)",
+     req_pod(*TWO_CONTAINERS), IDLE_4000_6000, MEMORY_TWICE, [58, 50]),
+    (M, MOST, "no resources requested, pods scheduled, nonzero request for resource", NONZERO_POD,
+     NONZERO_NODES, DEFAULT, [80, 30]),
+]
+# fmt: on
 
 
 def _scores(
