@@ -7,7 +7,14 @@ import math
 import pytest
 import yaml
 
-from rl.scenario import ScenarioError, format_trace, parse_node_groups, parse_trace
+from rl.scenario import (
+    ScenarioError,
+    format_trace,
+    load_node_groups,
+    parse_node_groups,
+    parse_trace,
+    scenario_path,
+)
 from rl.tracegen import TraceConfig, arrival_rate_per_second, bounded_pareto, generate_trace
 
 
@@ -125,3 +132,36 @@ def test_trace_pods_carry_one_container_with_requests_and_no_limits():
     assert pod.pod_info().requests.cpu_millicores == 500
     [c] = idle.pod_info().container_resources()  # a zero request is an absent key
     assert (c.cpu_request_millicores, c.memory_request_bytes) == (None, None)
+
+
+def test_daemonsets_parse_and_the_bundled_default():
+    from rl.scenario import (
+        DEFAULT_DAEMONSETS_FILE,
+        DaemonSetSpec,
+        load_daemonsets,
+        parse_daemonsets,
+    )
+
+    bundled = load_daemonsets(scenario_path(DEFAULT_DAEMONSETS_FILE))
+    assert [d.name for d in bundled] == ["kubejoule-agent", "kube-proxy", "cni"]
+    agent = bundled[0]
+    # The agent DaemonSet's request (20m, 80Mi) and its measured cost (≤ 0.83 % of a core).
+    assert (agent.cpu_request, agent.cpu_usage) == (0.02, 0.0083)
+    assert agent.requests().cpu_millicores == 20 and agent.requests().pods == 1
+    assert parse_daemonsets([]) == [] and parse_daemonsets(None) == []
+    assert parse_daemonsets([{"name": "x", "cpu_request": 0.1}]) == [DaemonSetSpec("x", 0.1, 0.0)]
+    for bad in ({"a": 1}, [{"cpu_request": 1}], [{"name": "x", "cpu_usage": -1}],
+                [{"name": "x"}, {"name": "x"}]):
+        with pytest.raises(ScenarioError):
+            parse_daemonsets(bad)
+
+
+def test_the_headline_scenario_is_autoscaled_with_always_on_big_nodes():
+    from rl.scenario import SCENARIOS
+
+    scenario = SCENARIOS["heterogeneous-autoscaler"]
+    assert scenario.autoscaler and scenario.power_off_after_s is None
+    nodes = load_node_groups(scenario_path(scenario.nodes_file))
+    always = sorted(n.name for n in nodes if n.always_on)
+    assert always == ["x3550-x5670-0", "x3550-x5675-0"]
+    assert all(n.standby_watts > 0 for n in nodes)
