@@ -203,7 +203,8 @@ def _cluster_model(args: argparse.Namespace, scenario: Scenario | None) -> Clust
     telemetry = None
     if not args.perfect_telemetry:
         telemetry = TelemetryModel(
-            sample_seconds=args.sample_seconds or 5.0, refresh_seconds=args.refresh_seconds or 5.0
+            sample_seconds=5.0 if args.sample_seconds is None else args.sample_seconds,
+            refresh_seconds=5.0 if args.refresh_seconds is None else args.refresh_seconds,
         )
     return ClusterModel(
         power_off=power_off,

@@ -161,6 +161,8 @@ def test_autoscaler_runs_every_policy_with_every_expander(inputs, tmp_path, caps
         ("--autoscaler", "--power-off-visible"),
         ("--autoscaler", "--scan-interval", "0"),
         ("--autoscaler", "--scale-down-utilization-threshold", "1.5"),
+        ("--sample-seconds", "0"),
+        ("--telemetry-dropout", "2"),
     ],
 )
 def test_bad_autoscaler_options_are_usage_errors(inputs, tmp_path, capsys, options):
