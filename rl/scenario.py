@@ -197,13 +197,16 @@ def _count(group: Mapping[str, Any], key: str, name: str, default: int, maximum:
     return value
 
 
-def load_node_groups(path: str | Path) -> list[NodeSpec]:
+def _load_yaml(path: str | Path) -> Any:
     text = Path(path).read_text()
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not YAML: {exc}") from exc
-    return parse_node_groups(data)
+
+
+def load_node_groups(path: str | Path) -> list[NodeSpec]:
+    return parse_node_groups(_load_yaml(path))
 
 
 def _optional_columns(header: tuple[str, ...]) -> tuple[str, ...]:
@@ -330,12 +333,7 @@ def parse_daemonsets(data: Any) -> list[DaemonSetSpec]:
 
 
 def load_daemonsets(path: str | Path) -> list[DaemonSetSpec]:
-    text = Path(path).read_text()
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not YAML: {exc}") from exc
-    return parse_daemonsets(data)
+    return parse_daemonsets(_load_yaml(path))
 
 
 # --- bundled scenarios ------------------------------------------------------------------------
