@@ -250,6 +250,17 @@ class KubeClient:
             [], f"reading {METRICS_GROUP} for pod {namespace}/{name}",
         )
 
+    def list_pod_metrics(self, namespace: str) -> list[dict[str, Any]]:
+        """PodMetrics of every pod of NAMESPACE that Metrics Server has, in one GET."""
+        what = f"listing {METRICS_GROUP} pods of namespace {namespace}"
+        body = self._get_json(
+            f"/apis/{METRICS_GROUP}/{METRICS_VERSION}/namespaces/{quote(namespace, safe='')}/pods", [], what
+        )
+        items = body.get("items")
+        if not isinstance(items, list):
+            raise KubeError(f"{what}: the answer has no items list")
+        return [item for item in items if isinstance(item, dict)]
+
     def close(self) -> None:
         self.stop_watches()
         self._api.close()

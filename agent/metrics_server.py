@@ -147,6 +147,18 @@ class MetricsSource(Protocol):
 
     def get_pod_metrics(self, namespace: str, name: str) -> dict[str, Any]: ...
 
+    def list_pod_metrics(self, namespace: str) -> list[dict[str, Any]]: ...
+
+
+# A namespace with several of this node's pods is read with one list instead of a GET per pod
+# (each GET costs the agent about a millisecond of CPU: 100 pods were most of its budget). A
+# namespace whose list is mostly other nodes' pods is read pod by pod again for a while: then
+# the GETs are lighter, for the agent and for Metrics Server.
+LIST_FROM_PODS = 2  # this node's pods in a namespace from which it is listed
+LIST_WASTE_FACTOR = 4  # a list longer than this × our pods (+ LIST_WASTE_SLACK) is mostly others'
+LIST_WASTE_SLACK = 50
+PER_POD_SECONDS = 3600.0  # how long a wasteful namespace is read pod by pod before trying again
+
 
 class MetricsServerReader:
     """Reads node and pod usage periodically; `latest()` is what the exporter shows."""
@@ -174,6 +186,7 @@ class MetricsServerReader:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._per_pod_until: dict[str, float] = {}  # namespace -> read pod by pod until (clock)
 
     def read_once(self) -> bool:
         """One read of the node and its pods. True on success; never raises for API trouble."""
@@ -187,21 +200,52 @@ class MetricsServerReader:
             self._failed(exc)
             return False
         pods: list[PodUsage] = []
+        by_namespace: dict[str, list[PodMeta]] = {}
         for meta in sorted(self.pods(), key=lambda m: (m.namespace, m.name)):
+            by_namespace.setdefault(meta.namespace, []).append(meta)
+        for namespace, metas in by_namespace.items():
             try:
-                obj = self.source.get_pod_metrics(meta.namespace, meta.name)
+                found = self._namespace_metrics(namespace, metas)
             except KubeError as exc:
-                if exc.status == 404:  # not scraped yet (new pod) or already gone: no data
-                    continue
                 self._failed(exc)
                 return False
-            pods.append(PodUsage(meta.uid, meta.namespace, meta.name, pod_usage(obj)))
+            pods.extend(PodUsage(m.uid, m.namespace, m.name, pod_usage(found[m.name])) for m in metas if m.name in found)
         with self._lock:
             self._data = MetricsServerData(node, tuple(pods), self.clock())
         if self._failing:
             log.warning("Metrics Server answers again for node %s", self.node)
             self._failing = False
         return True
+
+    def _namespace_metrics(self, namespace: str, metas: list[PodMeta]) -> dict[str, dict[str, Any]]:
+        """PodMetrics of these pods of one namespace by name; a pod without data is left out."""
+        from agent.kube import KubeError
+
+        now = self.clock()
+        if len(metas) >= LIST_FROM_PODS and self._per_pod_until.get(namespace, 0.0) <= now:
+            try:
+                items = self.source.list_pod_metrics(namespace)
+            except KubeError as exc:
+                if exc.status != 404:
+                    raise
+                items = []  # 404, as for one pod: no data for them (yet)
+            wanted = {m.name for m in metas}
+            found = {}
+            for item in items:
+                name = (item.get("metadata") or {}).get("name")
+                if name in wanted:
+                    found[name] = item
+            if len(items) > LIST_WASTE_FACTOR * len(metas) + LIST_WASTE_SLACK:
+                self._per_pod_until[namespace] = now + PER_POD_SECONDS
+            return found
+        found = {}
+        for meta in metas:
+            try:
+                found[meta.name] = self.source.get_pod_metrics(namespace, meta.name)
+            except KubeError as exc:
+                if exc.status != 404:  # 404: not scraped yet (new pod) or already gone: no data
+                    raise
+        return found
 
     def _failed(self, exc: Exception) -> None:
         with self._lock:

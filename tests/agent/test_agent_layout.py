@@ -73,3 +73,16 @@ def test_importing_every_agent_module_loads_none_of_them() -> None:
     loaded = set(json.loads(proc.stdout))
     assert "agent" in loaded and "prometheus_client" in loaded
     assert loaded & FORBIDDEN == set()
+
+
+def test_the_running_agent_does_not_load_numpy() -> None:
+    """numpy is for calibration fits and the scheduler's batch formulas (agent/curves.py imports it
+    inside its array functions): `kubejoule-agent run` without them is about 20 MB lighter."""
+    code = (
+        "import json, sys\n"
+        "import agent.cli, agent.server, agent.sampler, agent.exporter, agent.kube, agent.metrics_server, agent.network\n"
+        "print(json.dumps('numpy' in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) is False

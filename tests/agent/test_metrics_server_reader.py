@@ -10,6 +10,9 @@ import pytest
 
 from agent.kube import KubeClient
 from agent.metrics_server import (
+    LIST_WASTE_FACTOR,
+    LIST_WASTE_SLACK,
+    PER_POD_SECONDS,
     MetricsServerReader,
     parse_duration_seconds,
     parse_quantity,
@@ -102,10 +105,55 @@ def test_node_and_pod_usage_with_their_age(cluster: EmulatedCluster, client: Kub
         {"uid": "uid-cart", "namespace": "shop", "name": "cart", "cpu_cores": pytest.approx(0.25),
          "memory_working_set_bytes": 128 * 2**20}
     ]
-    # Requests went to this node's object and to this node's pods, one by one.
+    # Requests went to this node's object and, its two pods being in one namespace, to that
+    # namespace's list — not to other namespaces, not cluster-wide.
     paths = [str(r.url.path) for r in cluster.requests_for("nodes") + cluster.requests_for("pods")]
     assert "/apis/metrics.k8s.io/v1beta1/nodes/node-a" in paths
-    assert "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/cart" in paths
+    assert [p for p in paths if "metrics.k8s.io" in p and "/pods" in p] == ["/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods"]
+
+
+def metrics_paths(cluster: EmulatedCluster) -> list[str]:
+    return [str(r.url.path) for r in cluster.requests_for("pods") if "metrics.k8s.io" in str(r.url.path)]
+
+
+def test_a_namespace_with_several_of_our_pods_is_one_list_a_lone_pod_one_get(
+    cluster: EmulatedCluster, client: KubeClient
+) -> None:
+    cluster.set_node_metrics(NODE, "1", "1Gi", T0_TEXT)
+    ours = [PodMeta(f"uid-{i}", "shop", f"web-{i}") for i in range(5)] + [PodMeta("uid-db", "data", "db")]
+    for meta in ours:
+        cluster.set_pod_metrics(meta.namespace, meta.name, {"app": ("100m", "10Mi")}, T0_TEXT)
+    cluster.set_pod_metrics("shop", "elsewhere", {"app": ("900m", "10Mi")}, T0_TEXT)  # another node's pod
+    reader = MetricsServerReader(client, NODE, lambda: ours, clock=Clock(T0))
+    assert reader.read_once()
+    data = reader.latest()
+    assert data is not None
+    assert sorted(p.name for p in data.pods) == ["db", "web-0", "web-1", "web-2", "web-3", "web-4"]
+    assert all(p.usage.cpu_cores == pytest.approx(0.1) for p in data.pods)  # never the other node's pod
+    assert metrics_paths(cluster) == [
+        "/apis/metrics.k8s.io/v1beta1/namespaces/data/pods/db",
+        "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods",
+    ]
+
+
+def test_a_namespace_mostly_of_other_nodes_pods_is_read_pod_by_pod_for_a_while(
+    cluster: EmulatedCluster, client: KubeClient
+) -> None:
+    cluster.set_node_metrics(NODE, "1", "1Gi", T0_TEXT)
+    ours = [PodMeta("uid-a", "big", "a"), PodMeta("uid-b", "big", "b")]
+    for name in ["a", "b"] + [f"other-{i}" for i in range(LIST_WASTE_FACTOR * 2 + LIST_WASTE_SLACK + 1)]:
+        cluster.set_pod_metrics("big", name, {"app": ("100m", "10Mi")}, T0_TEXT)
+    clock = Clock(T0)
+    reader = MetricsServerReader(client, NODE, lambda: ours, clock=clock)
+    for _ in range(2):
+        assert reader.read_once()
+        assert sorted(p.name for p in reader.latest().pods) == ["a", "b"]  # type: ignore[union-attr]
+    assert metrics_paths(cluster) == ["/apis/metrics.k8s.io/v1beta1/namespaces/big/pods",
+                                      "/apis/metrics.k8s.io/v1beta1/namespaces/big/pods/a",
+                                      "/apis/metrics.k8s.io/v1beta1/namespaces/big/pods/b"]
+    clock.now = T0 + PER_POD_SECONDS + 1  # later, the list is tried again
+    assert reader.read_once()
+    assert metrics_paths(cluster)[-1] == "/apis/metrics.k8s.io/v1beta1/namespaces/big/pods"
 
 
 def test_without_metrics_server_the_series_are_absent_counted_and_logged_once(
