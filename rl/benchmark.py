@@ -142,8 +142,11 @@ def run_once(
     record_timeline: bool = False,
     cluster: ClusterModel | None = None,
     label: str | None = None,
+    observer: Any = None,
 ) -> SimResult:
-    """One simulation of `policy_name` with tie-breaking seeded by `seed`."""
+    """One simulation of `policy_name` with tie-breaking seeded by `seed`. `observer` (e.g.
+    rl.sim_collector.SimDecisionLog) sees every decision: start(sim, label, seed),
+    decided(sim, decision, chosen), finish(sim)."""
     if cluster is None:
         cluster = ClusterModel(power_off=power_off)
     sim = Simulation(
@@ -164,13 +167,20 @@ def run_once(
     if attach is not None:  # a policy that reads more of the cluster (learned: node workloads)
         attach(sim)
     decisions = 0
+    if observer is not None:
+        observer.start(sim, label, seed)
     while (decision := sim.next_decision()) is not None:
-        sim.place(policy.choose(decision.info, decision.feasible, decision.now))
+        chosen = policy.choose(decision.info, decision.feasible, decision.now)
+        if observer is not None:
+            observer.decided(sim, decision, chosen)
+        sim.place(chosen)
         decisions += 1
         if progress is not None and decisions % PROGRESS_EVERY_DECISIONS == 0:
             progress.advance(PROGRESS_EVERY_DECISIONS, f"{label} seed {seed}")
     if progress is not None:
         progress.advance(decisions % PROGRESS_EVERY_DECISIONS, f"{label} seed {seed}")
+    if observer is not None:
+        observer.finish(sim)
     return sim.result()
 
 
@@ -229,6 +239,7 @@ def run_benchmark(
     show_progress: bool = False,
     cluster: ClusterModel | None = None,
     expanders: Sequence[str] = (),
+    observer: Any = None,
 ) -> BenchmarkResult:
     """Every policy (× expander, under the autoscaler) × seed."""
     if seeds < 1:
@@ -263,7 +274,7 @@ def run_benchmark(
         for seed in range(seeds):
             sim_result = run_once(
                 nodes, pods, name, seed, None, progress,
-                record_timeline=seed == 0, cluster=model, label=key,
+                record_timeline=seed == 0, cluster=model, label=key, observer=observer,
             )
             result.runs[key].append(RunSummary.of(key, seed, sim_result))
             if seed == 0:

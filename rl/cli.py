@@ -137,6 +137,12 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", required=True, help="results JSON path")
     bench.add_argument("--plot", help="PNG path for the power-over-time and energy plots")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    bench.add_argument(
+        "--collector",
+        metavar="FILE",
+        help="write every decision and its outcome 60 s later as decision-collector JSONL "
+        "(feature schema v2; training data for --algo mlp)",
+    )
 
     trace = sub.add_parser("trace", help="generate a synthetic workload trace (CSV)")
     trace.add_argument("--out", required=True, help="CSV path, or - for stdout")
@@ -239,15 +245,21 @@ def _benchmark(args: argparse.Namespace) -> int:
             expanders = [cluster.autoscaler.expander]
         nodes = load_node_groups(nodes_file)
         pods = load_trace(trace_file)
-        result = run_benchmark(
-            nodes,
-            pods,
-            policies,
-            args.seeds,
-            show_progress=not args.no_progress,
-            cluster=cluster,
-            expanders=expanders,
-        )
+        log = _decision_log(args.collector, nodes, cluster)
+        try:
+            result = run_benchmark(
+                nodes,
+                pods,
+                policies,
+                args.seeds,
+                show_progress=not args.no_progress,
+                cluster=cluster,
+                expanders=expanders,
+                observer=log,
+            )
+        finally:
+            if log is not None:
+                log.collector.close()
     except (ScenarioError, ValueError, OSError) as exc:
         return _usage(str(exc))
     power_off, autoscaler = cluster.power_off, cluster.autoscaler
@@ -293,6 +305,16 @@ def _benchmark(args: argparse.Namespace) -> int:
         plot_benchmark(document, result.timelines, args.plot)
     print(format_table(document))
     return 0
+
+
+def _decision_log(path: str | None, nodes: Any, cluster: ClusterModel) -> Any:
+    if path is None:
+        return None
+    from rl.sim_collector import SimDecisionLog
+    from scheduler.collector import CollectorConfig, DecisionCollector
+
+    collector = DecisionCollector(CollectorConfig(path, max_candidates=4, max_bytes=2**40))
+    return SimDecisionLog(collector, nodes, cluster)
 
 
 def _trace_options() -> list[Field[Any]]:

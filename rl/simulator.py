@@ -547,6 +547,10 @@ class Simulation:
             )
         return out
 
+    def node_watts(self, name: str) -> float:
+        """The node's power now (exact, as RAPL would measure it; the decision log's outcomes)."""
+        return self._by_name[name].power_watts
+
     def power_state(self, name: str) -> str:
         return self._by_name[name].state
 

@@ -28,9 +28,9 @@ def add_parser(sub: Any) -> None:
         "--out", required=True, help="checkpoint path (.pt); .npz and .png go beside it"
     )
     train.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    train.add_argument("--minutes", type=float, default=5.0, help="dqn: wall-clock cap (default 5)")
+    train.add_argument("--minutes", type=float, default=5.0, help="dqn: wall-clock budget (default 5)")
     train.add_argument(
-        "--steps", type=int, help="dqn: self-play decisions (exact, reproducible budget)"
+        "--steps", type=int, help="dqn: self-play decisions instead (exact, reproducible; --minutes is then ignored)"
     )
     train.add_argument(
         "--demo-episodes", type=int, default=6, help="dqn: heuristic demonstration episodes (6)"
@@ -42,6 +42,7 @@ def add_parser(sub: Any) -> None:
         help="dqn: largest training cluster (4..64, default 64)",
     )
     train.add_argument("--decisions", nargs="+", help="mlp: decision-collector JSONL files")
+    train.add_argument("--epochs", type=int, default=60, help="mlp: passes over the data (60)")
     train.add_argument("--curve", help="learning-curve PNG (default: OUT with .png)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 

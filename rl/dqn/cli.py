@@ -135,8 +135,7 @@ def train_dqn(args: Any, curve: str, code_version: str) -> int:
         file=sys.stderr,
     )
     print(
-        f"the same weights again: --seed {config.seed} --steps {log.steps} with a --minutes cap "
-        "that does not bind",
+        f"the same weights again: --seed {config.seed} --steps {log.steps}",
         file=sys.stderr,
     )
     return 0

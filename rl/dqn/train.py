@@ -14,9 +14,9 @@
 Every episode is a fresh random cluster (4–64 nodes of the bundled SPECpower kinds), trace
 family and load (`rl/dqn/episodes.py`), under the gate's cluster rules (cluster-autoscaler with
 the `kubejoule` expander, DaemonSets, lagging telemetry). Deterministic for a seed and a step budget (`steps`):
-the RNGs are seeded, torch runs on a fixed number of threads, and the
-wall-clock cap (`minutes`) is checked only between episodes — a run stopped by the clock is
-reproduced exactly by giving its recorded `steps`.
+the RNGs are seeded and torch runs on a fixed number of threads. Without `steps`, the wall-clock
+cap (`minutes`) ends the run (checked every 100 decisions); such a run is reproduced exactly by
+giving its recorded `steps`.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ EpisodeSource = Callable[[random.Random], tuple[list[NodeSpec], list[PodSpec], d
 @dataclass(frozen=True)
 class DQNConfig:
     seed: int = 1
-    minutes: float = 5.0  # wall-clock cap, checked between episodes
-    steps: int | None = None  # self-play decisions; None: until `minutes`
+    minutes: float = 5.0  # wall-clock budget when `steps` is None
+    steps: int | None = None  # self-play decisions (exact; `minutes` is then ignored)
     episode_hours: float = 1.0  # arrival window of each training trace
     autoscaler: bool = True  # cluster-autoscaler rules (False: the visible-power-off ablation)
     unneeded_seconds: float = 600.0  # a node empty this long powers off …
@@ -220,12 +220,18 @@ def train(
     replay = Replay(config.buffer_size)
     demo_count = round(config.batch_size * config.demo_fraction) if len(demos) else 0
     deadline = started + 60.0 * config.minutes
-    while (config.steps is None or log.steps < config.steps) and time.monotonic() < deadline:
+    while log.steps < config.steps if config.steps is not None else time.monotonic() < deadline:
         nodes, pods, draw = source(rng)
         episode = Episode(nodes, pods, config.reward, _cluster(config), rng.randrange(2**31))
         writer = NStepWriter(config.n_step, config.gamma, demo=False)
         total, count = 0.0, 0
         while not episode.done and (config.steps is None or log.steps < config.steps):
+            if config.steps is None and log.steps % 100 == 0:
+                if time.monotonic() >= deadline:
+                    break  # the clock stops a run mid-episode; its last steps get no bootstrap
+                log.seconds, log.updates = time.monotonic() - started, learner.updates
+                if on_progress is not None:
+                    on_progress(log)
             rows = episode.rows()
             for t in writer.next_state(rows):
                 replay.add(t)
