@@ -31,6 +31,7 @@ makes the reading `incomplete` (pods may be missing from it, not gone).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,17 +239,28 @@ class _Reader:
             self.membership_incomplete = True
             names = []
         for name in names:
-            match = _CONTAINER.match(name)
-            if match is None and _MONITOR.match(name) is None:
+            kind = _child_kind(name)
+            if kind is None:
                 continue
             child = f"{directory}/{name}"
             pids.extend(self.pids(child))
-            if match is not None and self.containers:
+            if kind and self.containers:
                 container_usage = self.usage(child)
                 if not isinstance(container_usage, _Gone):
-                    containers.append(ContainerCgroup(match.group(2), match.group(1), container_usage))
+                    containers.append(ContainerCgroup(kind[1], kind[0], container_usage))
         rel = directory[len(self.root_text) + 1 :]
         return PodCgroup(uid, qos, rel, usage, tuple(containers), frozenset(pids))
+
+
+@functools.lru_cache(maxsize=4096)
+def _child_kind(name: str) -> tuple[str | None, str] | tuple[()] | None:
+    """A pod cgroup's child by its name: (runtime, container id) for a container, () for the
+    runtime's monitor, None for anything else (interface files: a v1 pod directory lists about
+    twenty). Memoized: the same names come back for every pod at every sample."""
+    match = _CONTAINER.match(name)
+    if match is not None:
+        return match.group(1), match.group(2)
+    return () if _MONITOR.match(name) is not None else None
 
 
 def read_cgroups(fs: HostFS, containers: bool = True) -> CgroupReading:

@@ -97,6 +97,9 @@ class Sampler:
         self.containers = containers  # read each container's CPU time (the pod's is always read)
         self.ticks_per_second = clock_ticks_per_second()
         self._processes = ProcessReader(fs)
+        # A VM's identity by (pid, start time): its command line is read and parsed once, not
+        # every interval (a process's start time tells a reused pid apart).
+        self._vm_identities: dict[tuple[int, int], VMIdentity] = {}
 
     def close(self) -> None:
         """Release the descriptors kept between reads."""
@@ -114,9 +117,15 @@ class Sampler:
         cgroups = read_cgroups(self.fs, self.containers)
         processes, unparsable = self._processes.read()
         vms: dict[int, VMIdentity] = {}
+        known, identities = self._vm_identities, {}
         for pid, stat in processes.items():
             if is_qemu_comm(stat.comm):
-                vms[pid] = read_vm_identity(self.fs, pid) or VMIdentity(f"pid-{pid}", None)
+                key = (pid, stat.start_ticks)
+                identity = known.get(key) if not self.fs.record else None
+                if identity is None:
+                    identity = read_vm_identity(self.fs, pid) or VMIdentity(f"pid-{pid}", None)
+                vms[pid] = identities[key] = identity
+        self._vm_identities = identities
         return RawSample(
             monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed
         )
