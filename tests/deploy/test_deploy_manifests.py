@@ -348,6 +348,7 @@ def test_agent_cluster_role_is_exactly_pods_and_metrics(tmp_path: Path) -> None:
         ("", "pods", "watch", ""),
         ("metrics.k8s.io", "nodes", "get", ""),
         ("metrics.k8s.io", "pods", "get", ""),
+        ("metrics.k8s.io", "pods", "list", ""),
     }
 
 

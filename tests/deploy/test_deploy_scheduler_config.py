@@ -51,6 +51,7 @@ AGENT_CALLS: dict[str, list[tuple[str, str, str, str]]] = {
     "watch_node_pods": [("", "pods", "watch", "cluster")],
     "get_node_metrics": [("metrics.k8s.io", "nodes", "get", "cluster")],
     "get_pod_metrics": [("metrics.k8s.io", "pods", "get", "cluster")],
+    "list_pod_metrics": [("metrics.k8s.io", "pods", "list", "cluster")],
 }
 AGENT_LOCAL_METHODS = {"connect", "node_selector", "stop_watches", "close"}
 
