@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from scheduler.framework.interface import FilterPlugin, ScorePlugin
 from scheduler.framework.profile import Profile
+from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.nodeaffinity import NodeAffinity, NodeUnschedulable
 from scheduler.plugins.noderesources import (
     LEAST_ALLOCATED,
@@ -50,3 +51,33 @@ def default_profile(
 ) -> Profile:
     """kube-scheduler's default profile, plus `extra` weighted Score plugins after its own."""
     return Profile(name, default_filters(), [*default_scores(strategy), *extra])
+
+
+# The standalone scheduler's default scoring profile (docs/standalone.md, "Scoring profile"):
+# kubejoule's energy plugin alone, after kube-scheduler's default filters. The choice and the
+# simulator measurements behind it are in docs/standalone.md.
+KUBEJOULE_PROFILE = "kubejoule"
+KUBEJOULE_ENERGY_WEIGHT = 1
+KUBEJOULE_WITH_DEFAULT_SCORES = False
+
+
+def kubejoule_profile(
+    energy_plugin: ScorePlugin,
+    energy_weight: int = KUBEJOULE_ENERGY_WEIGHT,
+    with_default_scores: bool = KUBEJOULE_WITH_DEFAULT_SCORES,
+    name: str = KUBEJOULE_PROFILE,
+) -> Profile:
+    """The standalone scheduler's default profile: kube-scheduler's default filters, then the
+    energy plugin at `energy_weight` — alone, or after kube-scheduler's default Score plugins
+    when `with_default_scores`."""
+    energy = [(energy_plugin, energy_weight)]
+    scores = [*default_scores(), *energy] if with_default_scores else energy
+    return Profile(name, default_filters(), scores)
+
+
+def extender_profile(energy_plugin: ScorePlugin, weight: int, name: str = "") -> Profile:
+    """What a cluster running kube-scheduler with kubejoule's extender at `weight` does:
+    kube-scheduler's default profile plus the plugin's 0–10 extender score × weight × 10."""
+    return default_profile(
+        name or f"default+extender:{weight}", extra=[(ExtenderScore(energy_plugin), weight)]
+    )

@@ -159,3 +159,27 @@ def test_batch_update_patches_core_and_derived_columns() -> None:
     assert batch.derived(owner, build)["pods"].tolist() == [0, 1, 14, 3]
     assert calls == [4, 1]
     assert batch.at(9.0).now == 9.0 and batch.at(9.0).derived(owner, build) is batch.derived(owner, build)
+
+
+def test_kubejoule_and_extender_profiles() -> None:
+    """The standalone default profile and the extender deployment, as profile entries."""
+    from scheduler.plugins.defaults import extender_profile, kubejoule_profile
+
+    energy = Fixed("KubejouleEnergy", {"n0": 10.0, "n1": 55.0, "n2": 54.0})
+    alone = kubejoule_profile(energy)
+    assert [p.name for p, _ in alone.scores] == ["KubejouleEnergy"]
+    assert [p.name for p in alone.filters] == [
+        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit"
+    ]
+    both = kubejoule_profile(energy, energy_weight=4, with_default_scores=True)
+    assert [(p.name, w) for p, w in both.scores][-1] == ("KubejouleEnergy", 4)
+    assert len(both.scores) == 5
+    ext = extender_profile(energy, 5)
+    assert ext.name == "default+extender:5"
+    batch = CandidateBatch.of(_states(3))
+    scored = ext.score(POD, batch)
+    # 55 and 54 both round to extender 5 (n1: 5.5 → 6, n2: 5.4 → 5): × 5 × 10
+    assert scored.of("extender:KubejouleEnergy").tolist() == [10, 60, 50]
+    assert (scored.total - Profile("d", scores=ext.scores[:-1]).score(POD, batch).total).tolist() == [
+        50, 300, 250
+    ]
