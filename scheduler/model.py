@@ -71,14 +71,37 @@ def _string_map(value: Any, where: str) -> tuple[tuple[str, str], ...]:
 
 def _amount(value: Any, scale: int, where: str) -> int:
     """A quantity in whole units (`scale` of them per base unit: 1000 for millicores), rounded up
-    as Kubernetes' MilliValue()/Value() round it (0.0005 CPU is 1m, never 0)."""
+    as Kubernetes' MilliValue()/Value() round it (0.0005 CPU is 1m, never 0). Refused (a
+    ShapeError): a negative quantity — the API server accepts none in requests, limits,
+    overhead, capacity or allocatable — and one past int64 in its unit (2^63 − 1 millicores,
+    bytes, pods), where Kubernetes' own MilliValue()/Value() would overflow."""
     try:
         amount = quantity_units(value, scale)
     except ValueError as exc:
-        raise ShapeError(f"{where}: {exc}") from exc
-    if abs(amount) > _MAX_AMOUNT:
-        raise ShapeError(f"{where}: quantity {value!r} is out of range")
+        raise ShapeError(f"{where}: {_clip(str(exc))}") from exc
+    if amount < 0:
+        raise ShapeError(f"{where}: quantity {_clip(repr(value))} is negative")
+    if amount > _MAX_AMOUNT:
+        raise ShapeError(f"{where}: quantity {_clip(repr(value))} is out of range")
     return amount
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """A message quotes at most `limit` characters of what it refuses (a 400-digit value is
+    not echoed back whole)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _in_range(total: Resources, where: str) -> Resources:
+    """A sum of quantities (a pod's requests) that still fits int64 in its units."""
+    for name, amount in (
+        ("cpu", total.cpu_millicores),
+        ("memory", total.memory_bytes),
+        ("ephemeral-storage", total.ephemeral_storage_bytes),
+    ):
+        if amount > _MAX_AMOUNT:
+            raise ShapeError(f"{where}: the pod's total {name} request is out of range")
+    return total
 
 
 @dataclass(frozen=True)
@@ -198,7 +221,7 @@ def effective_requests(
             init_peak = init_peak.max(sidecars + requests)
     total = (total + sidecars).max(init_peak)
     overhead = Resources.from_k8s(spec.get("overhead"), where="spec.overhead")
-    return total + overhead + Resources(pods=1)
+    return _in_range(total + overhead + Resources(pods=1), "spec")
 
 
 # kube-scheduler's stand-ins for a container that sets no CPU or memory request, used by the
@@ -319,7 +342,9 @@ def _priority(value: Any) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ShapeError(f"spec.priority: expected an integer, got {value!r}")
+        raise ShapeError(f"spec.priority: expected an integer, got {_clip(repr(value))}")
+    if not -(2**31) <= value < 2**31:  # an int32 in the API
+        raise ShapeError(f"spec.priority: {value} is out of range")
     return value
 
 
