@@ -114,3 +114,87 @@ class SimDecisionLog:
     def finish(self, sim: Any) -> None:
         self._flush(final=True)
         self.collector.flush()
+
+
+# --- training data for the MLP: decision logs on random training clusters --------------------
+
+TRAINING_LOG_POLICIES = ("heuristic", "default", "mostallocated", "roundrobin")
+
+
+def write_training_log(
+    path: str,
+    clusters: int,
+    seed: int,
+    policies: Sequence[str] = TRAINING_LOG_POLICIES,
+    hours: float = 1.0,
+    on_cluster: Any = None,
+) -> list[dict[str, Any]]:
+    """The decision log of `policies` on `clusters` random training clusters and traces (the
+    DQN's draws: rl/dqn/episodes.py, from `random.Random(seed)`), under the gate's cluster rules
+    (autoscaler with the kubejoule expander, the bundled DaemonSets, lagging telemetry). Node
+    names carry their cluster's index (`c03-…`) so the MLP's held-out nodes are distinct nodes.
+    Returns the draws."""
+    import random
+    from dataclasses import asdict, replace
+
+    from rl.benchmark import run_once
+    from rl.dqn.episodes import build_episode, draw_episode, training_cluster
+    from scheduler.collector import CollectorConfig, DecisionCollector
+
+    rng = random.Random(seed)
+    cluster = training_cluster()
+    collector = DecisionCollector(CollectorConfig(path, max_candidates=4, max_bytes=2**40))
+    draws = []
+    try:
+        for index in range(clusters):
+            draw = draw_episode(rng, hours)
+            nodes, pods = build_episode(draw)
+            nodes = [replace(n, name=f"c{index:02d}-{n.name}") for n in nodes]
+            log = SimDecisionLog(collector, nodes, cluster)
+            for policy in policies:
+                run_once(
+                    nodes,
+                    pods,
+                    policy,
+                    0,
+                    cluster=cluster,
+                    label=f"c{index:02d}:{policy}",
+                    observer=log,
+                )
+            draws.append({**asdict(draw), "pods": len(pods)})
+            if on_cluster is not None:
+                on_cluster(index, draws[-1])
+    finally:
+        collector.close()
+    return draws
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m rl.sim_collector --out FILE --clusters N --seed S`: an MLP training log."""
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m rl.sim_collector", description=main.__doc__)
+    parser.add_argument("--out", required=True, help="decision-collector JSONL to write")
+    parser.add_argument("--clusters", type=int, default=12, help="random training clusters (12)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
+    parser.add_argument("--hours", type=float, default=1.0, help="arrival window per trace (1)")
+    parser.add_argument(
+        "--policies", default=",".join(TRAINING_LOG_POLICIES), help="policies run on each cluster"
+    )
+    args = parser.parse_args(argv)
+    policies = [p for p in args.policies.split(",") if p]
+    if args.clusters < 1 or args.hours <= 0 or not policies:
+        print("--clusters and --hours must be positive, --policies non-empty", file=sys.stderr)
+        return 2
+
+    def progress(index: int, draw: dict[str, Any]) -> None:
+        print(f"cluster {index + 1}/{args.clusters}: {json.dumps(draw)}", file=sys.stderr)
+
+    write_training_log(args.out, args.clusters, args.seed, policies, args.hours, progress)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -11,6 +11,7 @@ time, `git describe` of the code, torch version. torch is imported only when tra
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,12 @@ def add_parser(sub: Any) -> None:
 
 
 def code_version() -> str:
-    """`git describe --always --dirty` of the checkout this code runs from, else "unknown"."""
+    """$KUBEJOULE_CODE_VERSION if set (a source tree without .git, e.g. a `git archive` of a
+    commit), else `git describe --always --dirty` of the checkout this code runs from, else
+    "unknown"."""
+    pinned = os.environ.get("KUBEJOULE_CODE_VERSION", "").strip()
+    if pinned:
+        return pinned
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty"],

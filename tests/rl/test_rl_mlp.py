@@ -197,3 +197,42 @@ def test_train_mlp_command_writes_a_servable_energy_model(decision_log, tmp_path
     )
     missing = tmp_path / "missing.jsonl"
     assert main(["train", "--algo", "mlp", "--decisions", str(missing), "--out", str(out)]) == 2
+
+
+def test_the_training_log_draws_training_clusters_and_never_opens_the_heldout_set(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from rl.pool import TRAINING_SIZES
+    from rl.sim_collector import main as log_main
+    from rl.sim_collector import write_training_log
+
+    heldout = str(Path(__file__).resolve().parents[2] / "rl" / "heldout")
+    opened: list[str] = []
+    watching = [True]
+
+    def hook(event, args):
+        if watching[0] and event == "open" and args and isinstance(args[0], str | Path):
+            opened.append(str(args[0]))
+
+    sys.addaudithook(hook)
+    path = tmp_path / "train.jsonl"
+    try:
+        draws = write_training_log(str(path), 2, 5, ("heuristic", "roundrobin"), hours=0.1)
+    finally:
+        watching[0] = False
+    assert any("scenarios" in p for p in opened)  # the hook does see the reads
+    assert not [p for p in opened if p.startswith(heldout) or "heldout" in p]
+    assert all(TRAINING_SIZES[0] <= d["size"] <= TRAINING_SIZES[1] for d in draws)
+    again = tmp_path / "again.jsonl"
+    assert write_training_log(str(again), 2, 5, ("heuristic", "roundrobin"), hours=0.1) == draws
+    records, bad = read_records(path)
+    assert bad == 0
+    decisions = [r for r in records if r["type"] == "decision"]
+    assert {r["run"].split("#")[0] for r in decisions} == {
+        f"c{i:02d}:{p}" for i in range(2) for p in ("heuristic", "roundrobin")
+    }
+    assert all(r["chosen"].startswith(r["run"][:3] + "-") for r in decisions)  # c00-…, c01-…
+    samples = load_samples([path])
+    assert len(samples.rows) > 10 and len(samples.rows) == len(samples.joules)
+    assert log_main(["--out", str(tmp_path / "x.jsonl"), "--clusters", "0"]) == 2
