@@ -16,7 +16,10 @@ outside that range. Neither reads the other's files.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from rl.scenario import NodeSpec, PodSpec, load_node_groups, scenario_path
 from rl.tracegen import TraceConfig, generate_family
@@ -82,3 +85,101 @@ def scaled_trace(draw: TraceDraw, nodes: list[NodeSpec]) -> list[PodSpec]:
     scale = draw.load * cores / pilot_cores if pilot_cores > 0 else 1.0
     config = TraceConfig(hours=draw.hours, arrivals_per_hour=_PILOT_ARRIVALS_PER_HOUR * scale)
     return generate_family(draw.family, config, draw.seed)
+
+
+# --- case folders (nodes.yaml + trace.csv) for the gate's command ------------------------------
+
+# Seeds 900000–900999 belong to the promotion gate's cases (written with this function by
+# their own script); a validation set drawn here from training seeds must stay clear of them.
+RESERVED_SEEDS = range(900_000, 901_000)
+VALIDATION_HOURS = {"diurnal": 2.0, "batch-services": 2.0, "bursts": 1.0}
+
+
+def nodes_yaml(nodes: list[NodeSpec]) -> str:
+    """Node groups YAML (rl/scenario.py's format) of a random cluster: one group per kind."""
+    import yaml
+
+    groups: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        group = groups.setdefault(
+            node.group,
+            {
+                "name": node.group,
+                "count": 0,
+                "min_count": node.min_count,
+                "cpu_cores": node.cpu_cores,
+                "memory_gib": node.memory_gib,
+                "power": {"points": [round(w, 3) for w in node.curve.as_points()]},
+            },
+        )
+        group["count"] += 1
+    return yaml.safe_dump(list(groups.values()), sort_keys=False)
+
+
+def write_cases(
+    out: str | Path,
+    seed_base: int,
+    sizes: Sequence[int],
+    hours: Mapping[str, float],
+    label: str = "validation",
+) -> None:
+    """One folder per (family, size) under `out`, numbered in that order, case k drawn from
+    `random.Random(seed_base + k)`: a random cluster, a load of 15–45 % of its cores, a trace of
+    the family over `hours[family]` (the layout `kubejoule-rl gate --heldout` reads)."""
+    from rl.scenario import format_trace
+    from rl.tracegen import FAMILIES
+
+    root = Path(out)
+    case = 0
+    for family in FAMILIES:
+        for size in sizes:
+            seed = seed_base + case
+            rng = random.Random(seed)
+            nodes = random_cluster(rng, size)
+            load = round(rng.uniform(0.15, 0.45), 3)
+            pods = scaled_trace(TraceDraw(family, hours[family], load, seed), nodes)
+            folder = root / f"{case:02d}-{family}-{size}n"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "nodes.yaml").write_text(
+                f"# {label} case {case}: seed {seed}, load {load}\n" + nodes_yaml(nodes)
+            )
+            (folder / "trace.csv").write_text(format_trace(pods))
+            print(f"{folder.name}: {len(nodes)} nodes, {len(pods)} pods, load {load}")
+            case += 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m rl.pool --out DIR --seed-base N --sizes 6,12,24`: a validation set of case
+    folders drawn from training seeds, for `kubejoule-rl gate --heldout DIR` while choosing
+    training settings (never the promotion gate's own cases)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m rl.pool", description=main.__doc__)
+    parser.add_argument("--out", required=True, help="directory for the case folders")
+    parser.add_argument("--seed-base", type=int, required=True, help="case k uses seed N + k")
+    parser.add_argument("--sizes", default="8,16,32,48", help="cluster sizes per family")
+    args = parser.parse_args(argv)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        sizes = []
+    count = len(sizes) * 3
+    seeds = range(args.seed_base, args.seed_base + count)
+    low, high = TRAINING_SIZES
+    if not sizes or not all(low <= s <= high for s in sizes) or args.seed_base < 0:
+        print(f"--sizes: integers in {low}..{high}; --seed-base >= 0", file=sys.stderr)
+        return 2
+    if seeds.start < RESERVED_SEEDS.stop and RESERVED_SEEDS.start < seeds.stop:
+        print(
+            f"seeds {seeds.start}..{seeds.stop - 1} overlap the reserved "
+            f"{RESERVED_SEEDS.start}..{RESERVED_SEEDS.stop - 1}",
+            file=sys.stderr,
+        )
+        return 2
+    write_cases(args.out, args.seed_base, sizes, VALIDATION_HOURS)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -82,3 +82,27 @@ def test_training_modules_never_name_the_heldout_set():
         for text in _code_strings(path):
             # The directory's name (the MLP's "held_out_nodes" are nodes of its own log).
             assert "heldout" not in text.lower(), (path, text)
+
+
+def test_a_validation_set_comes_from_training_seeds_clear_of_the_gates(tmp_path, capsys):
+    from rl.pool import RESERVED_SEEDS
+    from rl.pool import main as pool_main
+
+    spec = importlib.util.spec_from_file_location("make_heldout", HELDOUT / "make_heldout.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.HELDOUT_SEED_BASE in RESERVED_SEEDS
+    assert module.HELDOUT_SEED_BASE + len(load_cases(HELDOUT)) - 1 in RESERVED_SEEDS
+    assert pool_main(["--out", str(tmp_path / "v"), "--seed-base", "100000", "--sizes", "5"]) == 0
+    cases = load_cases(tmp_path / "v")
+    assert [c.name for c in cases] == ["00-diurnal-5n", "01-batch-services-5n", "02-bursts-5n"]
+    assert (
+        "validation case 0: seed 100000"
+        in (tmp_path / "v" / "00-diurnal-5n" / "nodes.yaml").read_text()
+    )
+    capsys.readouterr()
+    assert pool_main(["--out", str(tmp_path / "w"), "--seed-base", "899998", "--sizes", "5"]) == 2
+    assert "overlap the reserved" in capsys.readouterr().err
+    assert pool_main(["--out", str(tmp_path / "w"), "--seed-base", "1", "--sizes", "80"]) == 2
+    assert not (tmp_path / "w").exists()

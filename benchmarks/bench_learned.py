@@ -1,0 +1,196 @@
+"""`make bench` for the `learned` Score plugin: what one pod's scoring costs at 1,000 and 5,000
+candidate nodes, beside the heuristic's energy plugin on the same batch.
+
+    python benchmarks/bench_learned.py [--model models/dqn.npz] [--repeats 30] [--json]
+
+Measured per call, as the extender or the standalone scheduler would call it for one pod:
+
+* `learned plugin`: `LearnedPlugin.score(pod, batch)` — feature schema v2 rows of every candidate
+  (the v1 part from the heuristic's scorer, the node workloads), then one batched numpy pass;
+* `forward pass only`: `NumpyModel.scores(rows)` on the rows computed once;
+* `energy plugin (heuristic)`: `EnergyPlugin.score(pod, batch)` on the same batch, the scorer the
+  extender serves — its figure here is the scoring part of the extender's /prioritize p99.
+
+Wall-clock p50/p99/max and the calling thread's CPU time (p50): on a shared machine the wall
+clock includes waiting for a core, the CPU time does not.
+
+The model: `--model` (default `models/dqn.npz` when it exists), else a network of the trained
+shape (2 hidden layers of 64) with random weights — the cost does not depend on the weights.
+Nodes carry fresh telemetry with a SPECpower-style 11-point curve and a workload of a few pods.
+Times are wall-clock on a shared machine: the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from scheduler.features_v2 import FEATURE_SCHEMA_V2, NodeWorkload  # noqa: E402
+from scheduler.framework.batch import CandidateBatch  # noqa: E402
+from scheduler.learned import save_numpy_model  # noqa: E402
+from scheduler.model import (  # noqa: E402
+    NodeInfo,
+    NodeState,
+    NodeTelemetry,
+    PodInfo,
+    Resources,
+)
+from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
+from scheduler.plugins.learned import LearnedPlugin  # noqa: E402
+
+SIZES = (1000, 5000)
+DEFAULT_MODEL = ROOT / "models" / "dqn.npz"
+CURVE = (58.0, 98, 109, 118, 128, 140, 153, 170, 189, 205, 222)
+NOW = 1_000_000.0
+
+
+def _random_model(path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    width, hidden = FEATURE_SCHEMA_V2.width, 64
+    layers = [
+        (rng.normal(size=(hidden, width)) / width**0.5, rng.normal(size=hidden)),
+        (rng.normal(size=(hidden, hidden)) / hidden**0.5, rng.normal(size=hidden)),
+        (rng.normal(size=(1, hidden)) / hidden**0.5, rng.normal(size=1)),
+    ]
+    meta = {
+        "kind": "dqn",
+        "feature_schema": FEATURE_SCHEMA_V2.to_dict(),
+        "score_map": {"center": 0.0, "spread": 1.0, "sign": 1.0},
+    }
+    save_numpy_model(path, layers, np.zeros(width), np.ones(width), meta)
+    return path
+
+
+def _cluster(size: int) -> tuple[list[NodeState], dict[str, NodeWorkload]]:
+    rng = np.random.default_rng(size)
+    states, workloads = [], {}
+    for i in range(size):
+        name = f"node-{i:05d}"
+        cores = int(rng.choice([8, 16, 32]))
+        used = float(rng.uniform(0.0, 0.8))
+        pods = int(rng.integers(0, 20))
+        states.append(
+            NodeState(
+                info=NodeInfo(name, Resources(cores * 1000, cores * 4 * 2**30, 110)),
+                requested=Resources(int(used * cores * 900), 2**32, pods),
+                telemetry=NodeTelemetry(
+                    name,
+                    NOW - float(rng.uniform(0, 10)),
+                    watts=CURVE[0] + used * (CURVE[-1] - CURVE[0]),
+                    source="rapl",
+                    utilization=used,
+                    cores=cores,
+                    curve_points=CURVE,
+                ),
+                pod_count=pods,
+            )
+        )
+        starts = tuple(NOW - float(s) for s in rng.uniform(10, 86400, size=pods))
+        workloads[name] = NodeWorkload(
+            pod_start_times=starts,
+            job_pods=int(rng.integers(0, pods + 1)),
+            ready_since=NOW - 7 * 86400,
+            in_scale_down_window=False,
+        )
+    return states, workloads
+
+
+def _times(call, repeats: int) -> dict[str, float]:
+    call()  # warm: imports, caches, the first batch's derived columns
+    samples, cpu = [], []
+    for _ in range(repeats):
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        call()
+        samples.append((time.perf_counter() - started) * 1000.0)
+        cpu.append((time.thread_time() - started_cpu) * 1000.0)
+    a = np.asarray(samples)
+    return {
+        "p50_ms": float(np.percentile(a, 50)),
+        "p99_ms": float(np.percentile(a, 99)),
+        "max_ms": float(a.max()),
+        "cpu_p50_ms": float(np.percentile(cpu, 50)),  # this thread's CPU: what waiting for a
+    }  # core on a shared machine does not inflate
+
+
+def measure(model: Path, repeats: int) -> dict[str, object]:
+    pod = PodInfo("default", "p", "u", Resources(500, 2**29, 1), owner_kind="ReplicaSet")
+    results: dict[str, object] = {
+        "model": str(model),
+        "repeats": repeats,
+        "load_average": os.getloadavg()[0],
+        "sizes": {},
+    }
+    for size in SIZES:
+        states, workloads = _cluster(size)
+
+        def known(w: dict[str, NodeWorkload] = workloads) -> dict[str, NodeWorkload]:
+            return w
+
+        learned = LearnedPlugin(model, workloads=known)
+        energy = EnergyPlugin()
+        for state in states:
+            assert state.telemetry is not None
+            energy.observe(state.telemetry)
+        rows = learned.scorer.rows(pod, states, NOW)
+
+        def score_learned(states=states, learned=learned) -> None:
+            learned.score(pod, CandidateBatch.of(states, NOW))
+
+        def forward(rows: np.ndarray = rows, learned: LearnedPlugin = learned) -> None:
+            learned.scorer.model.scores(rows)
+
+        def score_energy(states=states, energy=energy) -> None:
+            energy.score(pod, CandidateBatch.of(states, NOW))
+
+        results["sizes"][str(size)] = {  # type: ignore[index]
+            "learned plugin": _times(score_learned, repeats),
+            "forward pass only": _times(forward, repeats),
+            "energy plugin (heuristic)": _times(score_energy, repeats),
+        }
+    results["load_average_after"] = os.getloadavg()[0]
+    return results
+
+
+def table(results: dict[str, object]) -> str:
+    lines = [
+        f"Model `{results['model']}`, {results['repeats']} calls per row, load average "
+        f"{results['load_average']:.1f} → {results['load_average_after']:.1f}.",
+        "",
+        "| candidates | what | p50 | p99 | max | CPU p50 |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for size, rows in results["sizes"].items():  # type: ignore[attr-defined]
+        for what, t in rows.items():
+            lines.append(
+                f"| {int(size):,} | {what} | {t['p50_ms']:.2f} ms | {t['p99_ms']:.2f} ms "
+                f"| {t['max_ms']:.2f} ms | {t['cpu_p50_ms']:.2f} ms |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", help="a .npz model (default models/dqn.npz, else random)")
+    parser.add_argument("--repeats", type=int, default=30, help="timed calls per row (30)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv if argv is not None else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(args.model) if args.model else DEFAULT_MODEL
+        if not args.model and not model.exists():
+            model = _random_model(Path(tmp) / "random.npz")
+        results = measure(model, max(1, args.repeats))
+    return json.dumps(results, indent=2) if args.json else table(results)
+
+
+if __name__ == "__main__":
+    print(main(sys.argv[1:]))
