@@ -147,7 +147,8 @@ def build_extender(config: Config, collector_path: str | None = None) -> Extende
     recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
     collector = None
     if collector_path:
-        from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderRecorder
+        from scheduler.collector import CollectorConfig, DecisionCollector
+        from scheduler.extender.recorder import ExtenderRecorder
         from scheduler.features import node_features
 
         collector = DecisionCollector(CollectorConfig(path=collector_path))

@@ -10,12 +10,19 @@ Two kinds of line (schema `kubejoule.decision/v1`), one JSON object per line:
   power before (at the decision) and after (the first sample at least the window later), their
   sources, and `"measured": true` only when both powers came from RAPL.
 
-Durability: records are buffered and written in batches; each batch is one `write()` on an
-`O_APPEND` descriptor followed by `fsync`, so a crash (even `kill -9`) loses at most the batch
-in memory and never corrupts a line already written. The file is rotated by size (`path` →
+Durability: each record is one `write(2)` on an `O_APPEND` descriptor before `write()` returns,
+so once a caller has its line it is in the kernel and a crash of the process (even `kill -9`)
+loses nothing written; the standalone scheduler writes a placement's line before it binds the
+pod, the extender's recorder before the response is sent. For power loss a background thread
+fsyncs in groups: at most `flush_interval_seconds` after a record, sooner once `batch_records`
+records wait (a power cut loses at most that window). The file is rotated by size (`path` →
 `path.1` → … → `path.N`) and never truncated: on restart the collector appends, and if the
 previous process died mid-line it first ends that fragment with a newline, so the fragment is
 one unreadable line that `read_records` skips and counts, and every later line is whole.
+
+A decision whose binding then fails is followed by an `"type": "abandoned"` line with its `id`
+and the reason; a process killed between the two leaves a decision without outcome, and the pod
+gets a decision of its own when it is scheduled again (readers key placements by pod uid).
 """
 
 from __future__ import annotations
@@ -31,14 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scheduler.background import BackgroundQueue
 from scheduler.model import NodeTelemetry, PodInfo
 
 SCHEMA = "kubejoule.decision/v1"
 GIB = 2.0**30
-# Extender decisions waiting for the recorder thread. At ~1–10 ms of recording per decision
-# (thousands of candidates with features), 1,024 absorbs bursts of several seconds.
-DEFAULT_RECORDER_QUEUE_SIZE = 1024
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +51,17 @@ class CollectorConfig:
     path: str
     max_bytes: int = 64 * 1024 * 1024  # rotate when the file would grow past this
     backups: int = 5  # rotated files kept: path.1 … path.N
-    batch_records: int = 64  # write + fsync once this many records are buffered
-    flush_interval_seconds: float = 1.0  # … or when the oldest buffered record is this old
+    # Group fsync: once this many records were written since the last fsync …
+    batch_records: int = 64
+    # … or this long after the first of them (0: fsync after every record, in the writer).
+    flush_interval_seconds: float = 0.1
     max_candidates: int = 100  # candidates recorded per decision (best first + chosen ones)
     outcome_window_seconds: float = 60.0  # how long after a decision its outcome is measured
 
 
 class DecisionCollector:
-    """Appends JSON records to a file, batched, fsynced, rotated by size. Thread-safe."""
+    """Appends JSON records to a file: written through (one `write(2)` per record), fsynced in
+    groups by a background thread, rotated by size. Thread-safe."""
 
     def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.monotonic):
         if config.backups < 1:
@@ -63,15 +69,22 @@ class DecisionCollector:
         self.config = config
         self.path = Path(config.path)
         self._clock = clock
-        self._lock = threading.Lock()
-        self._buffer: list[bytes] = []
-        self._oldest: float | None = None
+        self._lock = threading.Condition()
+        self._unsynced = 0  # records written since the last fsync
+        self._oldest: float | None = None  # when the first of them was written
+        self._closing = False
         self._fd = -1
         self._size = 0
         self.records_written = 0
-        self.batches_written = 0
+        self.records_dropped = 0  # written after close
+        self.batches_written = 0  # fsyncs
+        self.sync_errors = 0
         self.rotations = 0
         self._open()
+        self._syncer: threading.Thread | None = None
+        if config.flush_interval_seconds > 0:
+            self._syncer = threading.Thread(target=self._sync_loop, name="decision-fsync", daemon=True)
+            self._syncer.start()
 
     # -- file handling --
 
@@ -96,6 +109,7 @@ class DecisionCollector:
         self._size += len(data)
 
     def _rotate(self) -> None:
+        self._sync_locked()  # the old file's last records reach the disk before it is renamed
         os.close(self._fd)
         for index in range(self.config.backups - 1, 0, -1):
             older = self.path.with_name(f"{self.path.name}.{index}")
@@ -108,44 +122,95 @@ class DecisionCollector:
     # -- writing --
 
     def write(self, record: Mapping[str, Any]) -> None:
+        """Write one record through to the kernel; when this returns, a crash of the process
+        cannot lose it (power loss: until the next group fsync)."""
         line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
         with self._lock:
-            self._buffer.append(line)
+            if self._fd < 0:
+                self.records_dropped += 1
+                return
+            if self._size > 0 and self._size + len(line) > self.config.max_bytes:
+                self._rotate()
+            self._write_all(line)
+            self.records_written += 1
+            self._unsynced += 1
             if self._oldest is None:
                 self._oldest = self._clock()
-            if len(self._buffer) >= self.config.batch_records:
-                self._flush_locked()
+            if self._syncer is None:
+                self._sync_locked()
+            elif self._unsynced == 1 or self._unsynced >= self.config.batch_records:
+                self._lock.notify()
+
+    def _due(self) -> bool:
+        return self._oldest is not None and (
+            self._unsynced >= self.config.batch_records
+            or self._clock() - self._oldest >= self.config.flush_interval_seconds
+        )
 
     def flush_if_due(self) -> None:
+        """fsync if the group is due (the background thread does this on its own)."""
         with self._lock:
-            if self._oldest is not None and (
-                self._clock() - self._oldest >= self.config.flush_interval_seconds
-            ):
-                self._flush_locked()
+            if self._due():
+                self._sync_locked()
 
     def flush(self) -> int:
-        """Write and fsync what is buffered; returns the number of records written."""
+        """fsync what is written now; returns the number of records it covered."""
         with self._lock:
-            return self._flush_locked()
+            return self._sync_locked()
 
-    def _flush_locked(self) -> int:
-        if not self._buffer or self._fd < 0:
+    def _sync_locked(self) -> int:
+        count = self._unsynced
+        if not count or self._fd < 0:
             return 0
-        batch = b"".join(self._buffer)
-        count = len(self._buffer)
-        if self._size > 0 and self._size + len(batch) > self.config.max_bytes:
-            self._rotate()
-        self._write_all(batch)
-        os.fsync(self._fd)
-        self._buffer.clear()
+        try:
+            os.fsync(self._fd)
+        except OSError:
+            self.sync_errors += 1
+            log.exception("fsync of the decision log failed")
+            return 0
+        self._unsynced = 0
         self._oldest = None
-        self.records_written += count
         self.batches_written += 1
         return count
 
+    def _sync_loop(self) -> None:
+        interval = self.config.flush_interval_seconds
+        while True:
+            with self._lock:
+                while not self._closing and not self._due():
+                    wait = None
+                    if self._oldest is not None:
+                        wait = max(0.001, self._oldest + interval - self._clock())
+                    self._lock.wait(wait)
+                if self._closing:
+                    return
+                # fsync on a duplicate outside the lock: writers go on meanwhile (a rotation
+                # syncs the old file itself before closing it).
+                fd = os.dup(self._fd)
+                count = self._unsynced
+                self._unsynced = 0
+                self._oldest = None
+            try:
+                os.fsync(fd)
+                self.batches_written += 1
+            except OSError:
+                with self._lock:
+                    self.sync_errors += 1
+                    self._unsynced += count  # retried with the next group
+                    if self._oldest is None:
+                        self._oldest = self._clock()
+                log.exception("fsync of the decision log failed")
+            finally:
+                os.close(fd)
+
     def close(self) -> None:
         with self._lock:
-            self._flush_locked()
+            self._closing = True
+            self._lock.notify_all()
+        if self._syncer is not None:
+            self._syncer.join(10.0)
+        with self._lock:
+            self._sync_locked()
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
@@ -198,6 +263,18 @@ class DecisionCollector:
             record.update(extra)
         self.write(record)
         return decision_id
+
+    def record_abandoned(self, decision_id: str, reason: str, wall_time: float | None = None) -> None:
+        """The decision `decision_id` did not take effect (its binding failed)."""
+        self.write(
+            {
+                "schema": SCHEMA,
+                "type": "abandoned",
+                "id": decision_id,
+                "time": time.time() if wall_time is None else wall_time,
+                "reason": reason,
+            }
+        )
 
     def record_outcome(
         self,
@@ -357,109 +434,3 @@ def _lines(path: Path) -> Iterator[bytes]:
             line = raw.strip()
             if line:
                 yield line
-
-
-class ExtenderRecorder:
-    """Sends the extender's prioritize decisions to a DecisionCollector (shadow-mode
-    recommendations become decision lines with `"source": "extender"`, `"chosen": null`: the
-    extender does not learn where kube-scheduler finally put the pod). Duck-typed on the
-    extender's `Decision` (verb, mode, wall_time, pod, nodes, results, recommended), so this
-    module does not import the extender.
-
-    Off the request path: `record()` only puts the decision on a bounded queue (`queue_size`);
-    one background thread sorts the candidates, computes their features and hands the line to
-    the collector. When the queue is full the decision is dropped and counted, never waited
-    for. Never raises: recording must not fail a request. `close()` records what is queued
-    (up to a timeout) before the caller closes the collector, so a clean shutdown loses
-    nothing; the collector's own guarantees (batched, fsynced, never truncated) are unchanged.
-    """
-
-    def __init__(
-        self,
-        collector: DecisionCollector,
-        also: Any = None,
-        features: Callable[[PodInfo, Any, float], Mapping[str, float | None]] | None = None,
-        scorer: str = "heuristic",
-        queue_size: int = DEFAULT_RECORDER_QUEUE_SIZE,
-    ) -> None:
-        self.collector = collector
-        self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
-        self.features = features
-        self.scorer = scorer
-        self._worker: BackgroundQueue[Any] = BackgroundQueue(
-            "decision-recorder", queue_size, self._record, self._failed
-        )
-
-    def record(self, decision: Any) -> None:
-        """On the request path: forward to `also`, enqueue, return."""
-        if self.also is not None:
-            self.also.record(decision)
-        if decision.verb == "prioritize":
-            self._worker.submit(decision)
-
-    def stats(self) -> dict[str, int]:
-        """Counts for the extender's metrics: recorded, dropped, failed, queued."""
-        worker = self._worker
-        return {
-            "recorded": worker.done,
-            "dropped": worker.dropped,
-            "failed": worker.failed,
-            "queued": len(worker),
-        }
-
-    @property
-    def errors(self) -> int:
-        """Decisions whose recording failed."""
-        return self._worker.failed
-
-    @staticmethod
-    def _failed(exc: Exception) -> None:
-        log.debug("recording a decision failed", exc_info=exc)
-
-    def drain(self, timeout_seconds: float = 5.0) -> bool:
-        """Wait until every decision queued so far is recorded; False on timeout."""
-        return self._worker.drain(timeout_seconds)
-
-    def close(self, timeout_seconds: float = 10.0) -> None:
-        """Record what is queued (up to the timeout), then stop the thread. Later decisions
-        are dropped. Close the collector after this."""
-        self._worker.stop(timeout_seconds)
-
-    def _record(self, decision: Any) -> None:
-        wall = float(decision.wall_time)
-        results = sorted(decision.results, key=lambda r: (-r.score, r.node))
-        limit = self.collector.config.max_candidates
-        kept = [r for i, r in enumerate(results) if i < limit or r.node == decision.recommended]
-        states = {n.info.name: n for n in decision.nodes} if kept else {}
-        candidates = []
-        for result in kept:
-            state = states.get(result.node)
-            telemetry = state.telemetry if state is not None else None
-            candidates.append(
-                CandidateRecord(
-                    node=result.node,
-                    score=result.score,
-                    delta_watts=result.delta_watts,
-                    reason=result.reason,
-                    telemetry_age_seconds=(
-                        telemetry.age_seconds(wall) if telemetry is not None else None
-                    ),
-                    features=(
-                        self.features(decision.pod, state, wall)
-                        if self.features is not None and state is not None
-                        else None
-                    ),
-                )
-            )
-        self.collector.record_decision(
-            source="extender",
-            mode=str(decision.mode),
-            pod=decision.pod,
-            candidates=candidates,
-            chosen=None,
-            recommended=decision.recommended,
-            default_choice=None,
-            scorer=self.scorer,
-            wall_time=wall,
-            extra={"candidate_count": len(results)},
-        )

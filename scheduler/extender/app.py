@@ -1,11 +1,20 @@
 """The extender's HTTP app (FastAPI): `POST /filter`, `POST /prioritize`, `/healthz`, `/readyz`,
-`/metrics`."""
+`/metrics`.
+
+The event loop only reads bodies and sends answers: parsing, answering and encoding run in
+threads (a large body in a thread of its own, one at a time; small ones in a small pool, so a
+small request never queues behind a large one). Bodies count against a global `BodyBudget`
+while they are held; past it a request is a 503 with `Retry-After`. A response is sent once the
+decision lines its answer produced are written (see `scheduler/extender/recorder.py`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,13 +23,34 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import generate_latest
 
 from scheduler.extender.core import Extender
-from scheduler.extender.wire import BadRequest, ExtenderArgs, json_response, parse_args, read_body
+from scheduler.extender.decisions import Pending, awaiting_writes
+from scheduler.extender.wire import (
+    DEFAULT_INFLIGHT_BODY_BYTES,
+    LARGE_BODY_BYTES,
+    BadRequest,
+    BodyBudget,
+    ExtenderArgs,
+    admitted_body,
+    json_response,
+    parse_args,
+)
 
 log = logging.getLogger(__name__)
 
+SMALL_REQUEST_THREADS = 4
 
-def create_app(extender: Extender, manage_store: bool = True) -> FastAPI:
-    """The extender's HTTP app; with `manage_store` the store's refresh thread follows the app."""
+
+def create_app(
+    extender: Extender, manage_store: bool = True, inflight_body_bytes: int | None = None
+) -> FastAPI:
+    """The extender's HTTP app; with `manage_store` the store's refresh thread follows the app.
+    `inflight_body_bytes`: the global budget of request bytes held at once (default
+    DEFAULT_INFLIGHT_BODY_BYTES; never less than one request's limit)."""
+    budget = BodyBudget(
+        DEFAULT_INFLIGHT_BODY_BYTES if inflight_body_bytes is None else inflight_body_bytes
+    )
+    small = ThreadPoolExecutor(SMALL_REQUEST_THREADS, thread_name_prefix="extender-request")
+    large = ThreadPoolExecutor(1, thread_name_prefix="extender-large-request")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -31,17 +61,30 @@ def create_app(extender: Extender, manage_store: bool = True) -> FastAPI:
         finally:
             if manage_store:
                 extender.stop()
+            small.shutdown(wait=False, cancel_futures=True)
+            large.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(title="kubejoule scheduler extender", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.body_budget = budget
     metrics = extender.metrics
+
+    def work(body: bytearray, answer: Callable[[ExtenderArgs], Any]) -> tuple[Response, list[Pending]]:
+        with awaiting_writes() as pending:
+            response = json_response(answer(parse_args(body, extender.states.node_info)))
+        return response, pending
 
     async def handle(verb: str, request: Request, answer: Callable[[ExtenderArgs], Any]) -> Response:
         started = time.perf_counter()
         try:
-            body = await read_body(request, extender.body_limit())
-            response = json_response(answer(parse_args(body, extender.states.node_info)))
+            async with admitted_body(request, extender.body_limit(), budget) as body:
+                pool = large if len(body) > LARGE_BODY_BYTES else small
+                loop = asyncio.get_running_loop()
+                response, pending = await loop.run_in_executor(pool, work, body, answer)
+                # The decision lines first (the budget still holds the body: the decision
+                # keeps the parsed nodes until its line is written).
+                await _written(pending)
         except BadRequest as exc:
-            response = json_response({"Error": str(exc)}, exc.status)
+            response = json_response({"Error": str(exc)}, exc.status, exc.headers)
         except Exception as exc:  # report, never crash the scheduler's call with a bare 500 page
             log.exception("%s failed", verb)
             response = json_response({"Error": f"internal error: {exc!r}"}, 500)
@@ -76,3 +119,11 @@ def create_app(extender: Extender, manage_store: bool = True) -> FastAPI:
         return JSONResponse({"Error": f"{request.method} is not allowed on {request.url.path}"}, 405)
 
     return app
+
+
+async def _written(pending: list[Pending]) -> None:
+    """Wait for the announced decision lines, each at most its timeout (a late line is the
+    recorder's to count; the answer goes out regardless). `asyncio.wait` never cancels them."""
+    for item in pending:
+        if not item.written.done():
+            await asyncio.wait([asyncio.wrap_future(item.written)], timeout=item.timeout_seconds)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
@@ -55,10 +59,43 @@ class Decision:
 
 class DecisionRecorder(Protocol):
     """Where decisions go. Called on the request path: must be cheap and must not raise (the
-    decision collector's ExtenderRecorder only enqueues; a thread of its own does the work).
+    decision log's ExtenderRecorder only enqueues; a thread of its own does the work, and
+    hands the request a `Pending` write to wait for, see `awaiting_writes`).
     A recorder with a `stats()` method (counts by name) gets them exported in /metrics."""
 
     def record(self, decision: Decision) -> None: ...
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A decision line on its way to the decision log: the response waits for `written`
+    (True once the line is in the kernel), at most `timeout_seconds`."""
+
+    written: Future[bool]
+    timeout_seconds: float
+
+
+_pending: ContextVar[list[Pending] | None] = ContextVar("kubejoule_pending_decisions", default=None)
+
+
+@contextmanager
+def awaiting_writes() -> Iterator[list[Pending]]:
+    """Collects the `Pending` writes recorders announce (`expect_write`) while answering one
+    request in this context: the app sends the response once they are done."""
+    pending: list[Pending] = []
+    token = _pending.set(pending)
+    try:
+        yield pending
+    finally:
+        _pending.reset(token)
+
+
+def expect_write(pending: Pending) -> None:
+    """A recorder announces a line the current response should wait for (nothing happens
+    outside `awaiting_writes`)."""
+    collecting = _pending.get()
+    if collecting is not None:
+        collecting.append(pending)
 
 
 class MemoryRecorder:

@@ -76,10 +76,11 @@ class _RecorderCollector(Collector):
         decisions = CounterMetricFamily(
             "kubejoule_extender_recorded_decisions",
             "Decisions sent to the decision log, by result: recorded, dropped (the recorder's "
-            "queue was full: the request never waits for it) or failed.",
+            "queue was full: the request did not wait for it), failed, or late (recorded, but "
+            "after its response was sent: the response waits a bounded time for its line).",
             labels=["result"],
         )
-        for result in ("recorded", "dropped", "failed"):
+        for result in ("recorded", "dropped", "failed", "late"):
             decisions.add_metric([result], float(stats.get(result, 0)))
         yield decisions
         queued = GaugeMetricFamily(

@@ -8,8 +8,11 @@ Its Go structs have no JSON tags, so every key is PascalCase:
 * `/filter` answers `ExtenderFilterResult`: `{"Nodes", "NodeNames", "FailedNodes",
   "FailedAndUnresolvableNodes", "Error"}` in the form it was asked.
 
-Bad input (malformed JSON, wrong shape, bad quantities) is a `BadRequest` (400) with a message;
-bodies larger than the limit are a 413.
+Bad input (malformed JSON, wrong shape, bad quantities, negative or out-of-range values) is a
+`BadRequest` (400) with a message; a body larger than the per-request limit is a 413; a body that
+would take the bytes held by all requests together past the `BodyBudget` is a 503 with
+`Retry-After` (kube-scheduler's call fails and, the extender being `ignorable`, the pod is
+scheduled without it; the next pod tries again).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from __future__ import annotations
 import gc
 import math
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -41,11 +44,58 @@ def body_limit_for(nodes: int) -> int:
     return max(MIN_MAX_BODY_BYTES, (1 << 20) + BODY_BYTES_PER_NODE * nodes)
 
 
+# Request bodies held at once by all requests together (read, parsed, answered, recorded),
+# unless configured. A body costs about three times its size while it is being answered
+# (the bytes, the parsed JSON, the NodeInfos; measured in benchmarks/bench_extender_abuse.py):
+# 64 MiB of bodies keeps the process well under the manifest's 512Mi limit. The budget is never
+# below one request's limit, so a maximal body is always admissible on its own.
+DEFAULT_INFLIGHT_BODY_BYTES = 64 * 1024 * 1024
+RETRY_AFTER_SECONDS = 1  # what a 503 over the budget asks the client to wait
+# Bodies above this are answered one at a time, in a thread of their own (their JSON parse
+# holds the GIL for tens of milliseconds); smaller ones in a small pool, so they never queue
+# behind a large one.
+LARGE_BODY_BYTES = 1 << 20
+
+
 
 class BadRequest(Exception):
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(
+        self, message: str, status: int = 400, headers: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = dict(headers or {})
+
+
+class BodyBudget:
+    """Bytes of request bodies in flight across all requests. Used from the event loop only
+    (reading bodies and releasing them), so it needs no lock."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self.peak = 0
+        self.refused = 0
+
+    def take(self, size: int, floor: int = 0) -> bool:
+        """Hold `size` more bytes if the total stays within max(limit, floor); False (counted)
+        otherwise."""
+        if size and self.held + size > max(self.limit, floor):
+            self.refused += 1
+            return False
+        self.held += size
+        self.peak = max(self.peak, self.held)
+        return True
+
+    def give(self, size: int) -> None:
+        self.held -= size
+
+    def over(self) -> BadRequest:
+        return BadRequest(
+            f"too many request bytes in flight (budget {self.limit} bytes); retry shortly",
+            503,
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
 
 
 def to_extender_score(score: float) -> int:
@@ -111,7 +161,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def parse_args(
-    body: bytes, node_info: Callable[[Mapping[str, Any]], NodeInfo] = NodeInfo.from_k8s
+    body: bytes | bytearray, node_info: Callable[[Mapping[str, Any]], NodeInfo] = NodeInfo.from_k8s
 ) -> ExtenderArgs:
     """ExtenderArgs from a request body, or BadRequest saying what is wrong. Everything is
     parsed and type-checked here, so answering cannot fail on the request's shape.
@@ -120,7 +170,7 @@ def parse_args(
         return _parse_args(body, node_info)
 
 
-def _parse_args(body: bytes, node_info: Callable[[Mapping[str, Any]], NodeInfo]) -> ExtenderArgs:
+def _parse_args(body: bytes | bytearray, node_info: Callable[[Mapping[str, Any]], NodeInfo]) -> ExtenderArgs:
     try:
         # orjson: 2–3 times the standard library's speed on large bodies (docs/scheduler.md);
         # it also refuses NaN, Infinity and integers beyond 64 bits.
@@ -168,20 +218,37 @@ def _parse_args(body: bytes, node_info: Callable[[Mapping[str, Any]], NodeInfo])
     return ExtenderArgs(pod_info, None, items, tuple(infos))
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BadRequest(f"request body of {declared} bytes is over the {limit}-byte limit", 413)
-    chunks = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BadRequest(f"request body is over the {limit}-byte limit", 413)
-        chunks.append(chunk)
-    return b"".join(chunks)
+@asynccontextmanager
+async def admitted_body(request: Request, limit: int, budget: BodyBudget) -> AsyncIterator[bytearray]:
+    """The request's body, held within `budget` until the block ends: 413 past `limit`, 503 (with
+    Retry-After) past the budget — at once when the declared length does not fit, else as soon
+    as the bytes read so far do not. A bytearray: orjson reads it without a copy."""
+    held = 0
+    try:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit():
+            size = int(declared)
+            if size > limit:
+                raise BadRequest(f"request body of {size} bytes is over the {limit}-byte limit", 413)
+            if not budget.take(size, limit):
+                raise budget.over()
+            held = size
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise BadRequest(f"request body is over the {limit}-byte limit", 413)
+            if len(body) > held:
+                if not budget.take(len(body) - held, limit):
+                    raise budget.over()
+                held = len(body)
+        yield body
+    finally:
+        budget.give(held)
 
 
-def json_response(payload: Any, status: int = 200) -> Response:
+def json_response(
+    payload: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
     body = payload.to_json() if isinstance(payload, HostPriorityList) else orjson.dumps(payload)
-    return Response(body, status, media_type="application/json")
+    return Response(body, status, headers=dict(headers) if headers else None, media_type="application/json")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 from scheduler.collector import CandidateRecord, DecisionCollector, OutcomeTracker
 from scheduler.decide import Decision
@@ -26,8 +27,11 @@ def record_decision(
     pod: PodInfo,
     decision: Decision,
     wall: float,
-) -> None:
-    """Write the decision: the top candidates plus the chosen, recommended and default nodes."""
+    track: bool = True,
+) -> str:
+    """Write the decision: the top candidates plus the chosen, recommended and default nodes;
+    returns its id. `track`: the outcome of the chosen node is tracked now (else the caller
+    does it once the pod is bound, `track_outcome`)."""
     names = decision.names
     keep = [
         names.index(n)
@@ -64,6 +68,42 @@ def record_decision(
         wall_time=wall,
         extra={"candidate_count": len(names), **_schema(features)},
     )
+    if track:
+        track_outcome(outcomes, decision, decision_id, wall)
+    return decision_id
+
+
+def track_outcome(
+    outcomes: OutcomeTracker | None, decision: Decision, decision_id: str, wall: float
+) -> None:
     if outcomes is not None and decision.chosen is not None:
-        before = decision.states[names.index(decision.chosen)].telemetry
+        before = decision.states[decision.names.index(decision.chosen)].telemetry
         outcomes.track(decision_id, decision.chosen, wall, before)
+
+
+@contextmanager
+def recorded_before_binding(
+    collector: DecisionCollector | None,
+    outcomes: OutcomeTracker | None,
+    features: Features | None,
+    scorer_name: str,
+    mode: str,
+    pod: PodInfo,
+    decision: Decision,
+    wall: float,
+) -> Iterator[None]:
+    """Around the bind call: the decision line is written (through to the kernel) before the
+    block runs, so no bound pod lacks its line whatever kills the process; if the block raises
+    (the binding failed) an `abandoned` line follows, else the outcome is tracked."""
+    if collector is None:
+        yield
+        return
+    decision_id = record_decision(
+        collector, outcomes, features, scorer_name, mode, pod, decision, wall, track=False
+    )
+    try:
+        yield
+    except BaseException as exc:
+        collector.record_abandoned(decision_id, f"binding failed: {type(exc).__name__}: {exc}")
+        raise
+    track_outcome(outcomes, decision, decision_id, wall)

@@ -1,5 +1,6 @@
-"""The extender's decision recording runs off the request path: a bounded queue and one
-thread; a full queue drops (and counts) decisions instead of making /prioritize wait."""
+"""The extender's decision recording: a bounded queue and one thread; a response waits (a
+bounded time) for its line to be written; a full queue drops (and counts) decisions instead of
+making /prioritize wait."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from scheduler.collector import CollectorConfig, DecisionCollector, ExtenderRecorder, read_records
+from scheduler.collector import CollectorConfig, DecisionCollector, read_records
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import Decision, MemoryRecorder
+from scheduler.extender.recorder import ExtenderRecorder
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
 from scheduler.scorer import HeuristicScorer
 from scheduler.telemetry.samples import NodeSample
@@ -49,13 +51,13 @@ def _metric(text: str, line_start: str) -> float:
     return float(line.rsplit(" ", 1)[1])
 
 
-def test_a_busy_recorder_never_holds_up_prioritize(tmp_path: Path) -> None:
+def test_a_busy_recorder_holds_up_prioritize_only_for_a_bounded_time(tmp_path: Path) -> None:
     store = TelemetryStore([FixedSource(SAMPLES)], clock=lambda: NOW)
     store.refresh_once()
     collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
     gate = Gate()
     memory = MemoryRecorder(10)
-    recorder = ExtenderRecorder(collector, also=memory, features=gate, queue_size=2)
+    recorder = ExtenderRecorder(collector, also=memory, features=gate, queue_size=2, write_wait_seconds=0.05)
     extender = Extender(HeuristicScorer(), store, mode="active", recorder=recorder, clock=lambda: NOW)
     answers = []
     with TestClient(create_app(extender, manage_store=False)) as client:
@@ -65,8 +67,8 @@ def test_a_busy_recorder_never_holds_up_prioritize(tmp_path: Path) -> None:
         for i in range(1, 5):  # p1, p2 fill the queue; p3, p4 find it full
             body = {"Pod": _pod(f"p{i}"), "NodeNames": ["a", "b"]}
             answers.append(client.post("/prioritize", json=body).json())
-        # Every request was answered while the recorder was stuck, and the in-memory
-        # recorder (on the request path) saw them all.
+        # Every request was answered while the recorder was stuck (each waited at most its
+        # 50 ms for its line), and the in-memory recorder (on the request path) saw them all.
         assert len(answers) == 5 and all(len(a) == 2 for a in answers)
         assert len(memory.decisions) == 5
         text = client.get("/metrics").text
@@ -77,12 +79,40 @@ def test_a_busy_recorder_never_holds_up_prioritize(tmp_path: Path) -> None:
         assert recorder.drain(10)
         text = client.get("/metrics").text
         assert _metric(text, 'kubejoule_extender_recorded_decisions_total{result="recorded"}') == 3
+        # All three were written after their response had been sent.
+        assert _metric(text, 'kubejoule_extender_recorded_decisions_total{result="late"}') == 3
     recorder.close()
     collector.close()
     records, broken = read_records(tmp_path / "d.jsonl")
     assert broken == 0
     assert [r["pod"]["name"] for r in records] == ["p0", "p1", "p2"]
     assert all(r["candidates"][0]["features"] == {"cpu_cores": 8.0} for r in records)
+
+
+def test_the_response_is_sent_after_its_line_is_written(tmp_path: Path) -> None:
+    """A recorder slower than the request (but within its wait): the line is in the file by
+    the time the client has the answer, without a flush or a close."""
+    store = TelemetryStore([FixedSource(SAMPLES)], clock=lambda: NOW)
+    store.refresh_once()
+    path = tmp_path / "d.jsonl"
+    collector = DecisionCollector(CollectorConfig(str(path)))
+
+    def slow(pod: PodInfo, state: Any, now: float) -> dict[str, float | None]:
+        threading.Event().wait(0.05)
+        return {"cpu_cores": 8.0}
+
+    recorder = ExtenderRecorder(collector, features=slow, write_wait_seconds=5.0)
+    extender = Extender(HeuristicScorer(), store, mode="shadow", recorder=recorder, clock=lambda: NOW)
+    with TestClient(create_app(extender, manage_store=False)) as client:
+        for i in range(3):
+            response = client.post("/prioritize", json={"Pod": _pod(f"p{i}"), "NodeNames": ["a", "b"]})
+            assert response.status_code == 200
+            records, broken = read_records(path)
+            assert [r["pod"]["name"] for r in records] == [f"p{k}" for k in range(i + 1)]
+            assert broken == 0
+    assert recorder.stats()["late"] == 0
+    recorder.close()
+    collector.close()
 
 
 def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: Path) -> None:
@@ -104,7 +134,7 @@ def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: 
     collector.close()
     records, _ = read_records(tmp_path / "d.jsonl")
     assert [r["time"] for r in records] == [1.0, 2.0, 3.0]
-    assert recorder.stats() == {"recorded": 3, "dropped": 1, "failed": 0, "queued": 0}
+    assert recorder.stats() == {"recorded": 3, "dropped": 1, "failed": 0, "late": 0, "queued": 0}
 
 
 def test_a_failing_record_is_counted_and_the_thread_goes_on(tmp_path: Path) -> None:

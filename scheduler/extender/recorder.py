@@ -1,0 +1,148 @@
+"""The extender's decisions in the decision log (`scheduler/collector.py`): shadow-mode
+recommendations become decision lines, written before their response is sent."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from scheduler.background import BackgroundQueue
+from scheduler.collector import CandidateRecord, DecisionCollector
+from scheduler.extender.decisions import Decision, Pending, expect_write
+from scheduler.model import PodInfo
+
+log = logging.getLogger(__name__)
+
+# Extender decisions waiting for the recorder thread. At ~1–10 ms of recording per decision
+# (thousands of candidates with features), 1,024 absorbs bursts of several seconds.
+DEFAULT_RECORDER_QUEUE_SIZE = 1024
+# How long a response waits for its decision line before it is sent anyway (the line is then
+# counted `late`): well inside kube-scheduler's extender httpTimeout (1 s in our example).
+DEFAULT_WRITE_WAIT_SECONDS = 0.5
+
+
+class ExtenderRecorder:
+    """Sends the extender's prioritize decisions to a DecisionCollector (`"source":
+    "extender"`, `"chosen": null`: the extender does not learn where kube-scheduler finally put
+    the pod).
+
+    `record()` runs on the request path: it puts the decision on a bounded queue
+    (`queue_size`) and announces the pending line (`expect_write`), so the app sends the
+    response only once one background thread has sorted the candidates, computed their
+    features and written the line (a `write(2)`: `kill -9` then loses nothing answered). Under
+    overload the guarantee gives way, counted, never the request: a full queue drops the
+    decision at once (`dropped`), and a response waits at most `write_wait_seconds` for its
+    line (`late` lines are still written). Never raises. `close()` records what is queued (up
+    to a timeout) before the caller closes the collector, so a clean shutdown loses nothing.
+    """
+
+    def __init__(
+        self,
+        collector: DecisionCollector,
+        also: Any = None,
+        features: Callable[[PodInfo, Any, float], Mapping[str, float | None]] | None = None,
+        scorer: str = "heuristic",
+        queue_size: int = DEFAULT_RECORDER_QUEUE_SIZE,
+        write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS,
+    ) -> None:
+        self.collector = collector
+        self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
+        self.features = features
+        self.scorer = scorer
+        self.write_wait_seconds = write_wait_seconds
+        self.late = 0
+        self._worker: BackgroundQueue[tuple[Decision, Future[bool], float]] = BackgroundQueue(
+            "decision-recorder", queue_size, self._record, self._failed
+        )
+
+    def record(self, decision: Decision) -> None:
+        """On the request path: forward to `also`, enqueue, announce the pending line."""
+        if self.also is not None:
+            self.also.record(decision)
+        if decision.verb != "prioritize":
+            return
+        written: Future[bool] = Future()
+        if self._worker.submit((decision, written, time.monotonic())):
+            expect_write(Pending(written, self.write_wait_seconds))
+
+    def stats(self) -> dict[str, int]:
+        """Counts for the extender's metrics: recorded, dropped, failed, late, queued."""
+        worker = self._worker
+        return {
+            "recorded": worker.done,
+            "dropped": worker.dropped,
+            "failed": worker.failed,
+            "late": self.late,
+            "queued": len(worker),
+        }
+
+    @property
+    def errors(self) -> int:
+        """Decisions whose recording failed."""
+        return self._worker.failed
+
+    @staticmethod
+    def _failed(exc: Exception) -> None:
+        log.debug("recording a decision failed", exc_info=exc)
+
+    def drain(self, timeout_seconds: float = 5.0) -> bool:
+        """Wait until every decision queued so far is recorded; False on timeout."""
+        return self._worker.drain(timeout_seconds)
+
+    def close(self, timeout_seconds: float = 10.0) -> None:
+        """Record what is queued (up to the timeout), then stop the thread. Later decisions
+        are dropped. Close the collector after this."""
+        self._worker.stop(timeout_seconds)
+
+    def _record(self, item: tuple[Decision, Future[bool], float]) -> None:
+        decision, written, queued_at = item
+        try:
+            self._write(decision)
+        except BaseException:
+            written.set_result(False)
+            raise
+        if time.monotonic() - queued_at > self.write_wait_seconds:
+            self.late += 1
+        written.set_result(True)
+
+    def _write(self, decision: Decision) -> None:
+        wall = float(decision.wall_time)
+        results = sorted(decision.results, key=lambda r: (-r.score, r.node))
+        limit = self.collector.config.max_candidates
+        kept = [r for i, r in enumerate(results) if i < limit or r.node == decision.recommended]
+        states = {n.info.name: n for n in decision.nodes} if kept else {}
+        candidates = []
+        for result in kept:
+            state = states.get(result.node)
+            telemetry = state.telemetry if state is not None else None
+            candidates.append(
+                CandidateRecord(
+                    node=result.node,
+                    score=result.score,
+                    delta_watts=result.delta_watts,
+                    reason=result.reason,
+                    telemetry_age_seconds=(
+                        telemetry.age_seconds(wall) if telemetry is not None else None
+                    ),
+                    features=(
+                        self.features(decision.pod, state, wall)
+                        if self.features is not None and state is not None
+                        else None
+                    ),
+                )
+            )
+        self.collector.record_decision(
+            source="extender",
+            mode=str(decision.mode),
+            pod=decision.pod,
+            candidates=candidates,
+            chosen=None,
+            recommended=decision.recommended,
+            default_choice=None,
+            scorer=self.scorer,
+            wall_time=wall,
+            extra={"candidate_count": len(results)},
+        )
