@@ -27,6 +27,12 @@ churn: the pod or container stays in the reading with `usage_seconds=None`, so t
 knows it still exists — it is a gap for its interval, never a pod whose CPU moves into the host
 or whose whole lifetime CPU is charged to the next interval. A directory that cannot be listed
 makes the reading `incomplete` (pods may be missing from it, not gone).
+
+Which processes are in which pod (`cgroup.procs` of each pod and container) is read only with
+`membership`: the agent's `run` without process views needs it for its qemu VMs alone, and
+finds their pods from each VM's own `/proc/<pid>/cgroup` (`process_pod`) instead of three
+cgroup.procs per pod. Without membership and without containers a pod's directory is not even
+listed: its usage file is all that is read.
 """
 
 from __future__ import annotations
@@ -177,10 +183,11 @@ def parse_pids(data: bytes) -> list[int]:
 class _Reader:
     """One pass over the kubepods tree; collects pods and real read errors."""
 
-    def __init__(self, fs: HostFS, layout: CgroupLayout, containers: bool) -> None:
+    def __init__(self, fs: HostFS, layout: CgroupLayout, containers: bool, membership: bool = True) -> None:
         self.fs = fs
         self.layout = layout
         self.containers = containers
+        self.membership = membership
         self.usage_name = layout.usage_file
         self.root_text = str(layout.root)
         self.errors: list[str] = []
@@ -227,9 +234,12 @@ class _Reader:
             return None
         assert not isinstance(usage, _Gone)
         containers: list[ContainerCgroup] = []
+        rel = directory[len(self.root_text) + 1 :]
+        if not self.membership and not self.containers:
+            return PodCgroup(uid, qos, rel, usage)
         # v1 allows processes in the pod's own cgroup; v2 does not (its controllers are enabled
         # for the children), so that read is skipped there.
-        pids = self.pids(directory) if self.layout.version == 1 else []
+        pids = self.pids(directory) if self.layout.version == 1 and self.membership else []
         # Children are told apart by name, not by stat: every cgroup interface file has a name
         # that matches neither pattern, and one listdir is much cheaper than a stat per entry.
         try:
@@ -243,12 +253,12 @@ class _Reader:
             if kind is None:
                 continue
             child = f"{directory}/{name}"
-            pids.extend(self.pids(child))
+            if self.membership:
+                pids.extend(self.pids(child))
             if kind and self.containers:
                 container_usage = self.usage(child)
                 if not isinstance(container_usage, _Gone):
                     containers.append(ContainerCgroup(kind[1], kind[0], container_usage))
-        rel = directory[len(self.root_text) + 1 :]
         return PodCgroup(uid, qos, rel, usage, tuple(containers), frozenset(pids))
 
 
@@ -263,16 +273,16 @@ def _child_kind(name: str) -> tuple[str | None, str] | tuple[()] | None:
     return () if _MONITOR.match(name) is not None else None
 
 
-def read_cgroups(fs: HostFS, containers: bool = True) -> CgroupReading:
-    """Every pod's CPU time, processes and (with `containers`) containers' CPU time, as the
-    kubelet laid them out."""
+def read_cgroups(fs: HostFS, containers: bool = True, membership: bool = True) -> CgroupReading:
+    """Every pod's CPU time, (with `membership`) processes and (with `containers`) containers'
+    CPU time, as the kubelet laid them out."""
     layout, reason = detect_layout(fs)
     if layout is None:  # with a reason, cgroups are there but unreadable: pods may exist unseen
         return CgroupReading(None, errors=(reason,) if reason else (), incomplete=reason is not None)
     pods: dict[str, PodCgroup] = {}
     if layout.kubepods is None:
         return CgroupReading(layout, pods)
-    reader = _Reader(fs, layout, containers)
+    reader = _Reader(fs, layout, containers, membership)
     top = str(layout.kubepods)
     for name in reader.subdirs(top):
         directory = f"{top}/{name}"
@@ -301,3 +311,28 @@ def pod_uid(name: str) -> str | None:
     if match is None:
         return None
     return match.group(1).replace("_", "-").lower()
+
+
+def process_pod(fs: HostFS, pid: int, layout: CgroupLayout) -> str | None:
+    """The uid of the pod whose cgroup holds process PID, from its `/proc/<pid>/cgroup` line for
+    the CPU accounting hierarchy (v2: `0::`; v1: the one whose controllers include cpuacct);
+    None for a process outside every pod. The pod is found by its cgroup's name anywhere in
+    the path, so a path seen through a cgroup namespace (`/../../kubepods-…`) or a cgroup
+    nested inside a container gives the same pod. OSError when the file cannot be read
+    (FileNotFoundError or ProcessLookupError: the process exited), ValueError when it has no
+    line for that hierarchy."""
+    data = fs.read_bytes(fs.proc(pid, "cgroup"))
+    for line in data.splitlines():
+        hierarchy, _, rest = line.partition(b":")
+        controllers, _, path = rest.partition(b":")
+        if layout.version == 2:
+            wanted = hierarchy == b"0" and controllers == b""
+        else:
+            wanted = b"cpuacct" in controllers.split(b",")
+        if wanted:
+            for part in path.decode("utf-8", errors="replace").split("/"):
+                uid = pod_uid(part) if part.startswith(("pod", "kube")) else None
+                if uid is not None:
+                    return uid
+            return None
+    raise ValueError(f"{fs.proc(pid, 'cgroup')} has no line for the CPU accounting hierarchy")

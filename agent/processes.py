@@ -10,6 +10,12 @@ A process is identified across samples by (pid, start time): a pid reused betwee
 is a new process, and all of its CPU time is new. A process whose stat could not be read or
 parsed (EACCES, EIO, garbage) has not exited: its pid is in `ProcessReader.failed`, so the
 sampler does not take it for a new process at its next good read.
+
+With `vms_only` (the agent's `run` with `--process-top 0`, where only qemu/KVM VMs are views),
+on a real procfs, every process's `/proc/<pid>/comm` is read (the same name as stat's field 2,
+which the kernel generates for about a quarter of a stat line's cost) and only the qemu
+processes' stat: the others' CPU time is used by nothing then. comm is re-read every interval,
+never cached: a process that execs into qemu keeps its pid and start time but changes its comm.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import resource
 from typing import NamedTuple
 
 from agent.hostfs import HostFS
+from agent.vms import is_qemu_comm
 
 _STAT_SIZE = 4096  # a stat line is far shorter
 _UNREADABLE = b""  # what a fetch returns for a stat that is there but cannot be read (never a stat line)
@@ -78,11 +85,15 @@ class ProcessReader:
 
     RESERVED_DESCRIPTORS = 256  # left for sockets, cgroup and sysfs reads
 
-    def __init__(self, fs: HostFS) -> None:
+    def __init__(self, fs: HostFS, vms_only: bool = False) -> None:
         self.fs = fs
         self.base = str(fs.procfs)
         self.keep_open = not fs.record and is_real_procfs(self.base)
+        # Only qemu processes' stat (see the module docstring); fixture trees and snapshots are
+        # read whole, so a replay can list any process.
+        self.vms_only = vms_only and self.keep_open
         self._open: dict[str, int] = {}  # pid (as listed) -> descriptor of its stat
+        self._comm_open: dict[str, int] = {}  # with vms_only: pid -> descriptor of its comm
         # The last stat line of each process and its parse: an idle process's line does not
         # change between samples, and comparing bytes is far cheaper than parsing them.
         self._last: dict[str, tuple[bytes, ProcStat]] = {}
@@ -106,9 +117,21 @@ class ProcessReader:
         last = self._last
         parsed: dict[str, tuple[bytes, ProcStat]] = {}
         failed: list[int] = []
+        listed: set[str] | None = set() if self.vms_only else None
         for name in names:
             if not name.isdigit():
                 continue
+            if listed is not None:
+                comm = self._fetch_comm(name)
+                if comm is None:
+                    continue  # exited
+                listed.add(name)
+                if comm is _UNREADABLE:
+                    unparsable += 1
+                    failed.append(int(name))
+                    continue
+                if not is_qemu_comm(comm):
+                    continue
             data = fetch(name)
             if data is None:
                 continue  # exited between the listing and the read (ESRCH, ENOENT)
@@ -129,7 +152,20 @@ class ProcessReader:
         if self._open and len(self._open) > len(processes):
             for name in [n for n in self._open if int(n) not in processes]:
                 os.close(self._open.pop(name))
+        if listed is not None and len(self._comm_open) > len(listed):
+            for name in [n for n in self._comm_open if n not in listed]:
+                os.close(self._comm_open.pop(name))
         return processes, unparsable
+
+    def _fetch_comm(self, name: str) -> bytes | None:
+        """/proc/<pid>/comm through a kept descriptor (vms_only: a real procfs)."""
+        fd = self._comm_open.get(name)
+        if fd is not None:
+            try:
+                return os.pread(fd, 64, 0)
+            except OSError:  # exited (a reused pid is another task): read afresh
+                os.close(self._comm_open.pop(name))
+        return self._open_and_read(name, "comm", self._comm_open)
 
     def _fetch_recorded(self, name: str) -> bytes | None:
         try:
@@ -144,10 +180,13 @@ class ProcessReader:
                 return os.pread(fd, _STAT_SIZE, 0)
             except OSError:  # the process exited (and its pid may be reused): read afresh
                 os.close(self._open.pop(name))
+        return self._open_and_read(name, "stat", self._open)
+
+    def _open_and_read(self, name: str, file: str, kept: dict[str, int]) -> bytes | None:
         if self._directory is None:
             self._directory = os.open(self.base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            fd = os.open(f"{name}/stat", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self._directory)
+            fd = os.open(f"{name}/{file}", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self._directory)
         except OSError as exc:
             return None if exc.errno in _GONE_ERRNOS else _UNREADABLE
         try:
@@ -155,23 +194,24 @@ class ProcessReader:
         except OSError as exc:
             os.close(fd)
             return None if exc.errno in _GONE_ERRNOS else _UNREADABLE
-        if self.keep_open and len(self._open) < self._budget:
-            self._open[name] = fd
+        if self.keep_open and len(self._open) + len(self._comm_open) < self._budget:
+            kept[name] = fd
         else:
             os.close(fd)
         return data
 
     def close(self) -> None:
-        for fd in self._open.values():
+        for fd in (*self._open.values(), *self._comm_open.values()):
             os.close(fd)
         self._open.clear()
+        self._comm_open.clear()
         if self._directory is not None:
             os.close(self._directory)
             self._directory = None
 
     @property
     def open_descriptors(self) -> int:
-        return len(self._open)
+        return len(self._open) + len(self._comm_open)
 
 
 def read_processes(fs: HostFS) -> tuple[dict[int, ProcStat], int]:

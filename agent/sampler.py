@@ -6,7 +6,11 @@ and `replay` (two snapshot trees) share it exactly.
 One read takes, in this order: the RAPL counters and /proc/stat (close together, since node
 power and busy time must cover the same interval; the sample's time is taken right after
 them), then the pod cgroups, every process's /proc/<pid>/stat, and the command line of the
-qemu processes only.
+qemu processes only. Without process views (`process_top` 0, `run`'s default) on a real
+procfs, only what VMs need is read: every process's comm, the qemu processes' stat, and each
+VM's pod from its own /proc/<pid>/cgroup rather than every pod's cgroup.procs (agent/processes.py,
+agent/cgroups.py). A VM's share is the same either way: VMs are shared among the VMs of their
+part, never scaled by other processes' CPU time.
 
 Per-entity baselines (DESIGN.md, "Plausibility"): a pod, container or process whose read failed
 is still in the RawSample (usage None, or its pid in `failed_processes`), so the interval it
@@ -32,7 +36,7 @@ from agent.attribution import (
     split_pods,
 )
 from agent.baselines import ABSENT, CPU_SKEW_MARGIN, CPU_SKEW_SLACK_SECONDS, interval_cpu
-from agent.cgroups import CgroupReading, read_cgroups
+from agent.cgroups import CgroupReading, process_pod, read_cgroups
 from agent.energy import ImplausibleError
 from agent.hostfs import HostFS
 from agent.processes import ProcessReader, ProcStat, cpu_ticks_delta
@@ -78,6 +82,10 @@ class RawSample:
     vms: Mapping[int, VMIdentity] = field(default_factory=dict)
     unparsable_processes: int = 0
     failed_processes: frozenset[int] = frozenset()  # stat there but unreadable: not exited
+    # Read without cgroup.procs (see the module docstring): each VM's pod (None: the host's
+    # part), and the VMs whose /proc/<pid>/cgroup could not be read. None: from the cgroups.
+    vm_pods: Mapping[int, str | None] | None = None
+    unplaced_vms: frozenset[int] = frozenset()
 
 
 class Sampler:
@@ -96,7 +104,7 @@ class Sampler:
         self.process_top = process_top
         self.containers = containers  # read each container's CPU time (the pod's is always read)
         self.ticks_per_second = clock_ticks_per_second()
-        self._processes = ProcessReader(fs)
+        self._processes = ProcessReader(fs, vms_only=process_top == 0)
         # A VM's identity by (pid, start time): its command line is read and parsed once, not
         # every interval (a process's start time tells a reused pid apart).
         self._vm_identities: dict[tuple[int, int], VMIdentity] = {}
@@ -114,7 +122,8 @@ class Sampler:
         except (OSError, ValueError) as exc:
             cpu_error = f"cannot read {self.fs.proc('stat')}: {exc}"
         monotonic, wall = time.monotonic(), time.time()
-        cgroups = read_cgroups(self.fs, self.containers)
+        light = self._processes.vms_only
+        cgroups = read_cgroups(self.fs, self.containers, membership=not light)
         processes, unparsable = self._processes.read()
         vms: dict[int, VMIdentity] = {}
         known, identities = self._vm_identities, {}
@@ -126,8 +135,21 @@ class Sampler:
                     identity = read_vm_identity(self.fs, pid) or VMIdentity(f"pid-{pid}", None)
                 vms[pid] = identities[key] = identity
         self._vm_identities = identities
+        vm_pods: dict[int, str | None] | None = None
+        unplaced: set[int] = set()
+        if light:
+            vm_pods = {}
+            for pid in vms:
+                if cgroups.layout is None:
+                    vm_pods[pid] = None  # no pod cgroups to be in
+                    continue
+                try:
+                    vm_pods[pid] = process_pod(self.fs, pid, cgroups.layout)
+                except (OSError, ValueError):
+                    unplaced.add(pid)
         return RawSample(
-            monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed
+            monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed,
+            vm_pods, frozenset(unplaced),
         )
 
     def compute(
@@ -316,32 +338,54 @@ class Sampler:
         after: RawSample,
         part_watts: dict[str | None, float | None],
         part_cpu: dict[str | None, float | None],
-        membership: dict[int, str],
+        membership: Mapping[int, str | None],
         gaps: list[Gap],
     ) -> tuple[tuple[VMPower, ...], tuple[ProcessPower, ...]]:
         """VMs and processes: each one's share of the part (pod or host) that contains it."""
         if after.unparsable_processes:
-            gaps.append(Gap("processes", f"{after.unparsable_processes} /proc/<pid>/stat file(s) could not be "
-                                         "read or parsed", GAP_UNREADABLE))
+            gaps.append(Gap("processes", f"{after.unparsable_processes} /proc/<pid>/stat (or comm) file(s) could "
+                                         "not be read or parsed", GAP_UNREADABLE))
         tick = 1.0 / self.ticks_per_second
         previous = before.processes
-        members: dict[str | None, dict[int | str, float]] = {}
         vm_pids = after.vms
+        if after.vm_pods is not None:
+            membership = {**membership, **after.vm_pods}
+        if after.unplaced_vms:
+            gaps.append(Gap("vms", f"{len(after.unplaced_vms)} VM process(es) whose /proc/<pid>/cgroup could not be "
+                                   "read: their pod, and so their watts, unknown", GAP_UNREADABLE))
         # A process whose previous read failed is not new: its CPU since then spans more than
         # this interval, so it is left out of this interval's views (a VM is listed as unknown).
         unknown_pids = {pid for pid in before.failed_processes if pid in after.processes}
         if unknown_pids:
             gaps.append(Gap("processes", f"{len(unknown_pids)} process(es) whose previous read failed have no CPU "
                                          "time this interval", GAP_INCOMPLETE))
+        # VMs are shared among the VMs of their part, processes among the processes of theirs:
+        # a VM's watts do not depend on whether process views are on.
+        vm_members: dict[str | None, dict[int | str, float]] = {}
+        vm_cpu: dict[int, float | None] = {}
+        members: dict[str | None, dict[int | str, float]] = {}
+        views = self.process_top > 0
         for pid, stat in after.processes.items():
-            earlier = previous.get(pid)
-            if earlier is stat and pid not in vm_pids:
-                continue  # the reader reused the parse: the stat line did not change, no CPU used
+            is_vm = pid in vm_pids
+            if not is_vm and (not views or previous.get(pid) is stat):
+                continue  # no process views, or the reader reused the parse: no CPU used
             if pid in unknown_pids:
                 continue
-            ticks = cpu_ticks_delta(earlier, stat)
-            if ticks or pid in vm_pids:
-                members.setdefault(membership.get(pid), {})[pid] = ticks * tick
+            ticks = cpu_ticks_delta(previous.get(pid), stat)
+            part = membership.get(pid)
+            if is_vm:
+                if pid in after.unplaced_vms:
+                    vm_cpu[pid] = ticks * tick  # its CPU is known, not which part to share
+                else:
+                    vm_members.setdefault(part, {})[pid] = ticks * tick
+            if ticks and views:
+                members.setdefault(part, {})[pid] = ticks * tick
+        vm_watts: dict[int, float | None] = {}
+        for part, member_cpu in vm_members.items():
+            for key, value in share_within(part_watts.get(part), part_cpu.get(part), member_cpu).items():
+                assert isinstance(key, int)
+                vm_watts[key] = value
+                vm_cpu[key] = member_cpu[key]
         watts: dict[int, float | None] = {}
         cpu: dict[int, float] = {}
         for part, member_cpu in members.items():
@@ -355,7 +399,7 @@ class Sampler:
         vms = tuple(
             sorted(
                 (
-                    VMPower(identity.name, identity.uuid, pid, membership.get(pid), cpu.get(pid), watts.get(pid))
+                    VMPower(identity.name, identity.uuid, pid, membership.get(pid), vm_cpu.get(pid), vm_watts.get(pid))
                     for pid, identity in (*after.vms.items(), *failed_vms.items())
                 ),
                 key=lambda vm: (vm.name, vm.pid),
