@@ -21,7 +21,7 @@ from scheduler.scheduler_metrics import SchedulerMetrics
 from scheduler.scheduling_queue import SchedulingQueue
 from scheduler.standalone.binding import BinderPool, ClusterApi, annotation_patch
 from scheduler.standalone.events import PodEvents
-from scheduler.standalone.records import Features, record_decision
+from scheduler.standalone.records import Features, recorded_before_binding
 from scheduler.standalone.settings import (
     RESULT_ERROR,
     RESULT_SCHEDULED,
@@ -178,7 +178,19 @@ class StandaloneScheduler:
                 self.cache.forget(pod)
                 self.queue.backoff(pod.key)
                 return RESULT_SKIPPED
-            self.api.bind(pod, node)
+            # The decision line reaches the kernel before the binding: a bound pod always
+            # has its line, whatever kills the process (records.recorded_before_binding).
+            with recorded_before_binding(
+                self.collector,
+                self.outcomes,
+                self.features,
+                getattr(self.scorer, "name", type(self.scorer).__name__),
+                self.config.mode,
+                pod,
+                decision,
+                self._wall(),
+            ):
+                self.api.bind(pod, node)
         except kube.ApiError as exc:
             return self._binding_failed(pod, exc)
         except Exception:
@@ -196,17 +208,6 @@ class StandaloneScheduler:
         ).inc()
         self.events.forget(pod.key)
         self.events.event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}")
-        if self.collector is not None:
-            record_decision(
-                self.collector,
-                self.outcomes,
-                self.features,
-                getattr(self.scorer, "name", type(self.scorer).__name__),
-                self.config.mode,
-                pod,
-                decision,
-                self._wall(),
-            )
         return RESULT_SCHEDULED
 
     def _binding_failed(self, pod: PodInfo, exc: kube.ApiError) -> str:
