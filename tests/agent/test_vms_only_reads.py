@@ -188,9 +188,9 @@ def test_light_and_full_reads_give_the_same_vms_over_real_cgroups(tmp_path: Path
     finally:
         for path in reversed(made):
             with contextlib.suppress(OSError):
-                for pid in (path / "cgroup.procs").read_text().split():
+                for member in (path / "cgroup.procs").read_text().split():
                     with contextlib.suppress(OSError):
-                        (hierarchy / "cgroup.procs").write_text(f"{pid}\n")
+                        (hierarchy / "cgroup.procs").write_text(f"{member}\n")
             path.rmdir()
 
 
