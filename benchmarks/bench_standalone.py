@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.curves import PowerCurve  # noqa: E402
 from scheduler import kube  # noqa: E402
 from scheduler.model import NodeTelemetry, PodInfo  # noqa: E402
-from scheduler.scorer import HeuristicScorer  # noqa: E402
+from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
 from scheduler.standalone.binding import KubeClusterApi  # noqa: E402
 from scheduler.standalone.loop import StandaloneScheduler  # noqa: E402
 from scheduler.standalone.settings import GIL_SWITCH_INTERVAL_SECONDS, MODE_ACTIVE, StandaloneConfig  # noqa: E402
@@ -81,12 +81,12 @@ def _pod_objects(count: int, prefix: str = "bench") -> list[dict]:
     ]
 
 
-def scoring_only(node_count: int, pods: int, reference: bool) -> float:
+def scoring_only(node_count: int, pods: int) -> float:
     """Milliseconds per decision (decide + assume), after a warm-up."""
     nodes = _node_objects(node_count)
     telemetry = Telemetry([n["metadata"]["name"] for n in nodes])
-    config = StandaloneConfig(mode=MODE_ACTIVE, seed=1, reference_decisions=reference)
-    scheduler = StandaloneScheduler(None, HeuristicScorer(), config, telemetry=telemetry)  # type: ignore[arg-type]
+    config = StandaloneConfig(mode=MODE_ACTIVE, seed=1)
+    scheduler = StandaloneScheduler(None, EnergyPlugin(), config, telemetry=telemetry)  # type: ignore[arg-type]
     for obj in nodes:
         scheduler.cache.upsert_node(obj)
     infos = [PodInfo.from_k8s(p) for p in _pod_objects(pods + 5)]
@@ -152,7 +152,7 @@ def with_api(node_count: int, pods: int, separate_process: bool) -> float:
         api_client = kube.make_api_client(cluster.url)
         api = KubeClusterApi(api_client, watch_timeout_seconds=300)
         scheduler = StandaloneScheduler(
-            api, HeuristicScorer(), StandaloneConfig(mode=MODE_ACTIVE, seed=1),
+            api, EnergyPlugin(), StandaloneConfig(mode=MODE_ACTIVE, seed=1),
             telemetry=telemetry,
         )
         stop = threading.Event()
@@ -198,9 +198,7 @@ def main() -> str:
     ]
     for count in NODE_COUNTS:
         print(f"scoring only, {count} nodes …", file=sys.stderr, flush=True)
-        rows.append(_row("scoring only (vectorized)", count, scoring_only(count, 300, False)))
-        rows.append(_row("scoring only (reference, per node)", count,
-                         scoring_only(count, 20 if count > 1000 else 40, True)))
+        rows.append(_row("scoring only (vectorized)", count, scoring_only(count, 300)))
     for count in NODE_COUNTS:
         print(f"with the API, {count} nodes …", file=sys.stderr, flush=True)
         rows.append(_row("with API round trip (emulator in its own process)", count,

@@ -35,6 +35,9 @@ telemetry:
 kubernetes:                   # how to reach the API (in-cluster credentials by default)
   host: null                  # e.g. "http://127.0.0.1:8001" for `kubectl proxy`
   kubeconfig: null
+profile:                      # the standalone scheduler's Score plugins (docs/standalone.md);
+  - {name: KubejouleEnergy, weight: 1}        # default: kubejoule's energy plugin alone
+percentage_of_nodes_to_score: null  # standalone: kube-scheduler's rule (0: adaptive); null: all
 extender:
   max_body_bytes: auto        # larger requests get 413; auto: 16 KiB per known node, ≥ 16 MiB
   shadow_log_size: 1000       # recommendations kept in memory in shadow mode
@@ -56,6 +59,10 @@ import yaml
 from agent.curves import PowerCurve
 from agent.profile import ProfileError, load_profile
 from scheduler.autoscaler.choice import DEFAULT_GROUP_LABELS
+from scheduler.framework.decision import MODES
+from scheduler.framework.interface import ScorePlugin
+from scheduler.framework.profile import Profile
+from scheduler.framework.sampling import num_feasible_nodes_to_find
 from scheduler.scorer import DEFAULT_CONSOLIDATION_UTILIZATION, HeuristicScorer
 from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
@@ -66,8 +73,6 @@ from scheduler.telemetry.discovery import (
 from scheduler.telemetry.samples import TelemetrySource
 from scheduler.telemetry.sources import AgentScrapeSource, MetricsServerSource, PrometheusSource
 from scheduler.telemetry.store import TelemetryStore
-
-MODES = ("shadow", "active")
 
 
 class ConfigError(ValueError):
@@ -140,6 +145,10 @@ class Config:
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     extender: ExtenderConfig = field(default_factory=ExtenderConfig)
+    # The standalone scheduler's Score plugins ({name, weight, args} entries, checked when
+    # parsed; scheduler/plugins/registry.py); None: kubejoule_profile().
+    profile: tuple[Mapping[str, Any], ...] | None = None
+    percentage_of_nodes_to_score: int | None = None
 
     def power_cap(self, node: str) -> float | None:
         return self.power_caps_watts.get(node, self.default_power_cap_watts)
@@ -301,6 +310,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         {
             "mode", "listen", "max_staleness_seconds", "refresh_seconds", "scorer", "curves",
             "node_groups", "node_group_labels", "power_caps_watts", "default_power_cap_watts", "telemetry", "kubernetes", "extender",
+            "profile", "percentage_of_nodes_to_score",
         },
     )
     mode = top.get("mode", "shadow")
@@ -336,13 +346,14 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
     k = _section(top.get("kubernetes"), "kubernetes", {"host", "kubeconfig"})
     e = _section(top.get("extender"), "extender", {"max_body_bytes", "shadow_log_size", "watch_cluster"})
     watch = e.get("watch_cluster", "auto")
+    curves = _curves(top.get("curves"))
     return Config(
         mode=mode,
         listen=listen,
         max_staleness_seconds=_number(top.get("max_staleness_seconds", 30.0), "max_staleness_seconds"),
         refresh_seconds=_number(top.get("refresh_seconds", 5.0), "refresh_seconds"),
         scorer=scorer,
-        curves=_curves(top.get("curves")),
+        curves=curves,
         node_groups=_curves(top.get("node_groups"), "node_groups", profiles=True),
         node_group_labels=_labels(top.get("node_group_labels")),
         power_caps_watts=caps,
@@ -363,7 +374,33 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
             shadow_log_size=int(_number(e.get("shadow_log_size", 1000), "extender.shadow_log_size")),
             watch_cluster=None if watch in ("auto", None) else _bool(watch, "extender.watch_cluster"),
         ),
+        profile=_profile(top.get("profile"), curves),
+        percentage_of_nodes_to_score=_percentage(top.get("percentage_of_nodes_to_score")),
     )
+
+
+def _profile(data: Any, curves: Mapping[str, PowerCurve]) -> tuple[Mapping[str, Any], ...] | None:
+    """The profile entries, checked by building them once (with a stand-in energy plugin)."""
+    if data is None:
+        return None
+    from scheduler.plugins.energy import EnergyPlugin
+    from scheduler.plugins.registry import PluginContext, score_entries
+
+    try:
+        score_entries(data, PluginContext(EnergyPlugin(), curves))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    return tuple(data)
+
+
+def _percentage(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        num_feasible_nodes_to_find(value, 0)
+    except ValueError as exc:
+        raise ConfigError(f"percentage_of_nodes_to_score: {exc}") from exc
+    return int(value)
 
 
 def load_config(path: str | Path | None) -> Config:
@@ -392,6 +429,31 @@ def build_scorer(config: Config) -> HeuristicScorer:
         consolidation_utilization=config.scorer.consolidation_utilization,
         max_staleness_seconds=config.max_staleness_seconds,
         curves=config.curves,
+    )
+
+
+def build_energy_plugin(config: Config) -> ScorePlugin:
+    """kubejoule's energy Score plugin with the `scorer:` section's settings."""
+    from scheduler.plugins.energy import EnergyPlugin
+
+    return EnergyPlugin(
+        delta_p_ref_watts=config.scorer.delta_p_ref_watts,
+        consolidation=config.scorer.consolidation,
+        consolidation_utilization=config.scorer.consolidation_utilization,
+        max_staleness_seconds=config.max_staleness_seconds,
+        curves=config.curves,
+    )
+
+
+def build_profile(config: Config, energy: ScorePlugin) -> Profile:
+    """The standalone scheduler's profile: the configured entries, else kubejoule_profile()."""
+    from scheduler.plugins.defaults import KUBEJOULE_PROFILE, kubejoule_profile
+    from scheduler.plugins.registry import PluginContext, profile_from_entries
+
+    if config.profile is None:
+        return kubejoule_profile(energy)
+    return profile_from_entries(
+        config.profile, PluginContext(energy, config.curves), name=KUBEJOULE_PROFILE
     )
 
 

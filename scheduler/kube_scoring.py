@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.model import NodeState, PodInfo, Resources, ScoreResult
+from scheduler.model import NodeState, PodInfo, Resources
 
 MAX_NODE_SCORE = 100
 LEAST_ALLOCATED = "LeastAllocated"
@@ -182,20 +182,3 @@ def default_choice(
 ) -> str | None:
     """Where kube-scheduler's default scoring would put `pod` among feasible `nodes`."""
     return select_host([(s.node, s.total) for s in default_scores(pod, nodes, strategy)], rng)
-
-
-class KubeDefaultScorer:
-    """The default scoring behind the Scorer protocol (for the simulator and shadow mode).
-    score = total / 2, so 0–100 with the same ranking and the same ties as kube-scheduler."""
-
-    def __init__(self, strategy: str = LEAST_ALLOCATED, name: str = "default") -> None:
-        if strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED):
-            raise ValueError(f"unknown NodeResourcesFit strategy {strategy!r}")
-        self.strategy = strategy
-        self.name = name
-
-    def score(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
-        return [
-            ScoreResult(node=s.node, score=s.total / 2.0)
-            for s in default_scores(pod, nodes, self.strategy)
-        ]

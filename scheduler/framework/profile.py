@@ -16,7 +16,7 @@ A profile without Score plugins gives every node the same total (kube-scheduler 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,9 +116,20 @@ class Profile:
                     break
         return failure_summary(len(batch), failures)
 
-    def score(self, pod: PodInfo, batch: CandidateBatch) -> Scored:
-        """Every plugin's normalized scores over the (feasible) batch and the weighted sum."""
-        plugin_scores = tuple(normalized(plugin, pod, batch) for plugin, _ in self.scores)
+    def score(
+        self,
+        pod: PodInfo,
+        batch: CandidateBatch,
+        given: Mapping[str, np.ndarray] | None = None,
+    ) -> Scored:
+        """Every plugin's normalized scores over the (feasible) batch and the weighted sum.
+        `given`: normalized scores already computed for this pod and batch, by plugin name
+        (the caller evaluated that plugin anyway, or another profile ran the same plugin)."""
+        known = given or {}
+        plugin_scores = tuple(
+            known[plugin.name] if plugin.name in known else normalized(plugin, pod, batch)
+            for plugin, _ in self.scores
+        )
         if not plugin_scores:
             total = np.ones(len(batch), dtype=np.int64)
         else:

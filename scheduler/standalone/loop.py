@@ -14,9 +14,12 @@ from scheduler import kube
 from scheduler.cluster_cache import ClusterCache
 from scheduler.cluster_watch import ClusterWatch
 from scheduler.collector import DecisionCollector, OutcomeTracker
-from scheduler.decide import MODE_SHADOW, Decision, FastDecider, decide
+from scheduler.decide import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.filters import failure_summary
-from scheduler.model import NodeTelemetry, PodInfo, Scorer
+from scheduler.framework.interface import ScorePlugin
+from scheduler.framework.profile import Profile
+from scheduler.model import NodeTelemetry, PodInfo
+from scheduler.plugins.defaults import kubejoule_profile
 from scheduler.scheduler_metrics import SchedulerMetrics
 from scheduler.scheduling_queue import SchedulingQueue
 from scheduler.standalone.binding import BinderPool, ClusterApi, annotation_patch
@@ -43,7 +46,7 @@ class StandaloneScheduler:
     def __init__(
         self,
         api: ClusterApi,
-        scorer: Scorer,
+        scoring: Profile | ScorePlugin,
         config: StandaloneConfig | None = None,
         telemetry: TelemetryView | None = None,
         collector: DecisionCollector | None = None,
@@ -56,7 +59,8 @@ class StandaloneScheduler:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.api = api
-        self.scorer = scorer
+        # A bare Score plugin (the energy plugin) is the standalone default profile around it.
+        self.profile = scoring if isinstance(scoring, Profile) else kubejoule_profile(scoring)
         self.config = config or StandaloneConfig()
         self.telemetry = telemetry
         self.collector = collector
@@ -68,7 +72,9 @@ class StandaloneScheduler:
         self._clock = clock
         self._wall = wall_clock
         self._rng = random.Random(self.config.seed)
-        self._decider = FastDecider(scorer, self.config.fit_strategy)
+        self._decider = ProfileDecider(
+            self.profile, percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score
+        )
         self.cache = ClusterCache(self.config.scheduler_name, wall_clock)
         self.queue = SchedulingQueue(
             self.config.initial_backoff_seconds,
@@ -130,20 +136,8 @@ class StandaloneScheduler:
     # -- one scheduling attempt --
 
     def decide(self, pod: PodInfo) -> Decision:
-        """One decision against the cache (vectorized; `reference=True` in the config for the
-        per-node reference implementation)."""
+        """One decision against the cache, through the profile (`scheduler/decide.py`)."""
         view = self.telemetry.telemetry if self.telemetry is not None else None
-        if self.config.reference_decisions:
-            nodes = self.cache.node_states(view)
-            return decide(
-                pod,
-                nodes,
-                self.scorer,
-                self.config.mode,
-                self._rng,
-                self._wall(),
-                self.config.fit_strategy,
-            )
         snapshot = getattr(self.telemetry, "snapshot", None)
         token = snapshot() if callable(snapshot) else None
         table = self.cache.table(view, token)
@@ -184,7 +178,7 @@ class StandaloneScheduler:
                 self.collector,
                 self.outcomes,
                 self.features,
-                getattr(self.scorer, "name", type(self.scorer).__name__),
+                self.profile.name,
                 self.config.mode,
                 pod,
                 decision,

@@ -33,12 +33,20 @@ class RunOptions:
 
 def run_process(config: Config, options: RunOptions, stop: threading.Event) -> int:
     """Wire the parts from the configuration and schedule until `stop` is set."""
-    from scheduler.config import build_api_client, build_scorer, build_store, parse_listen
+    from scheduler.config import (
+        build_api_client,
+        build_energy_plugin,
+        build_profile,
+        build_scorer,
+        build_store,
+        parse_listen,
+    )
     from scheduler.features_v2 import V2Features
     from scheduler.scheduler_metrics import serve
 
     api = build_api_client(config)
-    scorer = build_scorer(config)
+    scorer = build_scorer(config)  # the decision features' energy inputs
+    profile = build_profile(config, build_energy_plugin(config))
     store = build_store(config, api)
     metrics = SchedulerMetrics()
     collector = outcomes = None
@@ -57,7 +65,7 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         KubeClusterApi(
             api, options.scheduler.api_timeout_seconds, options.scheduler.watch_timeout_seconds
         ),
-        scorer,
+        profile,
         options.scheduler,
         telemetry=store,
         collector=collector,
@@ -78,9 +86,12 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     host, port = parse_listen(options.listen)
     server = serve(metrics.registry, lambda: scheduler.synced.is_set() and store.ready, host, port)
     log.info(
-        "scheduling pods of schedulerName %s in %s mode; metrics on %s:%d; leader election %s",
+        "scheduling pods of schedulerName %s in %s mode with profile %s (%s); metrics on %s:%d; "
+        "leader election %s",
         options.scheduler.scheduler_name,
         options.scheduler.mode,
+        profile.name,
+        ", ".join(f"{plugin.name}×{weight}" for plugin, weight in profile.scores),
         host,
         port,
         f"on ({leader_config.namespace}/{leader_config.name} as {leader_config.identity})"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.decide import MODE_ACTIVE, MODE_SHADOW
-from scheduler.kube_scoring import LEAST_ALLOCATED
+from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW, MODES
+from scheduler.framework.sampling import num_feasible_nodes_to_find
 
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "MODES", "StandaloneConfig"]
 
 DEFAULT_SCHEDULER_NAME = "kubejoule-scheduler"
-MODES = (MODE_SHADOW, MODE_ACTIVE)
 ANNOTATION_RECOMMENDED = "kubejoule.io/recommended-node"
 ANNOTATION_SCORES = "kubejoule.io/scores"
 ANNOTATED_SCORES = 10  # top-N energy scores in the annotation (annotations are size-limited)
@@ -27,7 +26,6 @@ RESULT_SKIPPED = "skipped"
 class StandaloneConfig:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     mode: str = MODE_SHADOW  # shadow | active
-    fit_strategy: str = LEAST_ALLOCATED  # the default scoring's NodeResourcesFit strategy
     annotate: bool = True  # shadow mode: write the recommendation on the pod
     initial_backoff_seconds: float = 1.0  # kube-scheduler's podInitialBackoffSeconds
     max_backoff_seconds: float = 10.0  # kube-scheduler's podMaxBackoffSeconds
@@ -37,8 +35,12 @@ class StandaloneConfig:
     watch_timeout_seconds: int = 300
     seed: int | None = None  # tie-breaking randomness (None: unpredictable)
     event_queue_size: int = 10000  # Events and status patches waiting to be sent
-    reference_decisions: bool = False  # per-node Python decisions instead of vectorized ones
+    # kube-scheduler's percentageOfNodesToScore (0: its adaptive default); None: score every
+    # feasible node
+    percentage_of_nodes_to_score: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+        if self.percentage_of_nodes_to_score is not None:
+            num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, 0)  # validates

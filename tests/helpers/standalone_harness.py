@@ -11,7 +11,9 @@ from typing import Any
 
 from scheduler import kube
 from scheduler.collector import DecisionCollector
-from scheduler.model import NodeTelemetry, Scorer
+from scheduler.framework.interface import ScorePlugin
+from scheduler.framework.profile import Profile
+from scheduler.model import NodeTelemetry
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import StandaloneConfig
@@ -39,7 +41,7 @@ def api_client(url: str, user_agent: str = "kubejoule-test") -> Any:
 
 def make_scheduler(
     url: str,
-    scorer: Scorer,
+    scoring: Profile | ScorePlugin,
     config: StandaloneConfig,
     telemetry: Any = None,
     collector: DecisionCollector | None = None,
@@ -50,7 +52,7 @@ def make_scheduler(
     api = KubeClusterApi(api_client(url, user_agent), timeout_seconds=5.0, watch_timeout_seconds=60)
     return StandaloneScheduler(
         api,
-        scorer,
+        scoring,
         config,
         telemetry=telemetry,
         collector=collector,

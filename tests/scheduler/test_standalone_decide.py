@@ -1,4 +1,7 @@
-"""The vectorized decision equals the reference one, pod after pod, on random clusters."""
+"""The standalone scheduler's decisions (scheduler/decide.py): the decider's reused, patched
+batch gives what the profile gives on a fresh batch of the cache's nodes, pod after pod, on
+random clusters; the feasible set and the failure message are those of the per-node filters
+(scheduler/filters.py); percentageOfNodesToScore samples as kube-scheduler does."""
 
 from __future__ import annotations
 
@@ -11,10 +14,15 @@ import pytest
 
 from agent.curves import PowerCurve
 from scheduler.cluster_cache import ClusterCache
-from scheduler.decide import MODE_ACTIVE, MODE_SHADOW, FastDecider, decide
-from scheduler.kube_scoring import LEAST_ALLOCATED, MOST_ALLOCATED, KubeDefaultScorer
+from scheduler.decide import MODE_ACTIVE, MODE_SHADOW, ProfileDecider
+from scheduler.filters import filter_nodes
+from scheduler.framework import CandidateBatch, Profile, select_best
+from scheduler.framework.sampling import num_feasible_nodes_to_find
 from scheduler.model import NodeTelemetry, PodInfo
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.defaults import default_profile, kubejoule_profile
+from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.noderesources import MOST_ALLOCATED
+from scheduler.plugins.registry import PluginContext, profile_from_entries
 from tests.helpers.standalone_harness import StaticTelemetry
 from tests.helpers.standalone_objects import container, node, pod
 
@@ -104,20 +112,19 @@ def _telemetry(rng: random.Random, names: list[str], now: float) -> StaticTeleme
     return StaticTelemetry(samples)
 
 
-@pytest.mark.parametrize(
-    ("seed", "mode", "strategy", "consolidation"),
-    [
-        (1, MODE_ACTIVE, LEAST_ALLOCATED, False),
-        (2, MODE_SHADOW, LEAST_ALLOCATED, True),
-        (3, MODE_ACTIVE, MOST_ALLOCATED, True),
-        (4, MODE_SHADOW, MOST_ALLOCATED, False),
-    ],
-)
-def test_fast_decisions_equal_reference_decisions(
-    seed: int, mode: str, strategy: str, consolidation: bool
-) -> None:
-    rng = random.Random(seed)
-    now = time.time()
+def _profile(kind: str, energy: EnergyPlugin) -> Profile:
+    if kind == "energy":
+        return kubejoule_profile(energy)
+    if kind == "defaults+energy":
+        return kubejoule_profile(energy, energy_weight=3, with_default_scores=True)
+    entries = [  # bin packing plus the extender's view of energy
+        {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": MOST_ALLOCATED}}},
+        {"name": "KubejouleEnergy", "weight": 5, "extender": True},
+    ]
+    return profile_from_entries(entries, PluginContext(energy))
+
+
+def _cluster(rng: random.Random, now: float) -> tuple[ClusterCache, StaticTelemetry, dict]:
     cache = ClusterCache("kubejoule-scheduler")
     nodes = [_random_node(rng, i) for i in range(60)]
     for obj in nodes:
@@ -127,53 +134,98 @@ def test_fast_decisions_equal_reference_decisions(
         running["spec"]["nodeName"] = rng.choice(nodes)["metadata"]["name"]
         cache.upsert_pod(running)
     telemetry = _telemetry(rng, [n["metadata"]["name"] for n in nodes], now)
-    # Configured Fan-curve nodes take the scorer's non-vectorized path inside its batch.
+    # Configured Fan-curve nodes: curves that do not come from telemetry.
     fan = {n["metadata"]["name"]: PowerCurve.fan(70.0, 250.0, 1.6) for n in nodes[::5]}
-    scorer = HeuristicScorer(delta_p_ref_watts=30.0, consolidation=consolidation, curves=fan)
-    fast = FastDecider(scorer, strategy)
+    return cache, telemetry, fan
+
+
+@pytest.mark.parametrize(
+    ("seed", "mode", "kind", "consolidation"),
+    [
+        (1, MODE_ACTIVE, "energy", False),
+        (2, MODE_SHADOW, "energy", True),
+        (3, MODE_ACTIVE, "defaults+energy", True),
+        (4, MODE_SHADOW, "defaults+energy", False),
+        (5, MODE_ACTIVE, "entries", False),
+    ],
+)
+def test_decider_equals_the_profile_on_fresh_batches(
+    seed: int, mode: str, kind: str, consolidation: bool
+) -> None:
+    rng = random.Random(seed)
+    now = time.time()
+    cache, telemetry, fan = _cluster(rng, now)
+
+    def energy() -> EnergyPlugin:
+        return EnergyPlugin(delta_p_ref_watts=30.0, consolidation=consolidation, curves=fan)
+
+    decider = ProfileDecider(_profile(kind, energy()))
+    reference, comparison = _profile(kind, energy()), default_profile()
     infeasible = 0
     for i in range(150):
         info = PodInfo.from_k8s(_random_pod(rng, i))
         table = cache.table(telemetry.telemetry, telemetry.snapshot())
-        got = fast.decide(info, table, mode, random.Random(i), now)
-        want = decide(
-            info,
-            cache.node_states(telemetry.telemetry),
-            scorer,
-            mode,
-            random.Random(i),
-            now,
-            strategy,
-        )
-        assert got.names == want.names, info.key
-        assert got.summary == want.summary
-        if want.chosen is None:
+        got = decider.decide(info, table, mode, random.Random(i), now)
+        states = cache.node_states(telemetry.telemetry)
+        filtered = filter_nodes(info, states)  # the per-node reference filters
+        assert got.names == [s.info.name for s in filtered.feasible], info.key
+        if not filtered.feasible:
             infeasible += 1
             assert got.chosen is None
+            assert got.summary == filtered.summary()
             continue
-        np.testing.assert_array_equal(got.default_total, want.default_total)
-        np.testing.assert_allclose(got.score, want.score, rtol=0, atol=1e-9)
-        np.testing.assert_allclose(got.delta_watts, want.delta_watts, rtol=0, atol=1e-9)
-        assert [got.reason(j) for j in range(len(got.names))] == [
-            want.reason(j) for j in range(len(want.names))
-        ]
-        assert (got.chosen, got.recommended, got.default_choice) == (
-            want.chosen,
-            want.recommended,
-            want.default_choice,
-        )
+        batch = CandidateBatch.of(filtered.feasible, now)
+        want = reference.score(info, batch).total
+        want_default = comparison.score(info, batch).total
+        np.testing.assert_allclose(got.total, want, rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(got.default_total, want_default)
+        pick = random.Random(i)
+        default_choice = batch.names[select_best(want_default, pick)]
+        recommended = batch.names[select_best(want, pick)]
+        assert (got.recommended, got.default_choice) == (recommended, default_choice)
+        assert got.chosen == (recommended if mode == MODE_ACTIVE else default_choice)
+        evaluated = reference.plugin("KubejouleEnergy") if kind != "entries" else None
+        if evaluated is not None:  # the energy details are the energy plugin's
+            scores = evaluated.evaluate(info, batch)  # type: ignore[attr-defined]
+            np.testing.assert_allclose(got.score, scores.score, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(got.delta_watts, scores.delta_watts, rtol=0, atol=1e-9)
+            assert [got.reason(j) for j in range(len(got.names))] == scores.reasons()
+        assert got.chosen is not None
         cache.assume(info, got.chosen, now + i * 0.01)  # the next pod sees this one
     assert 0 < infeasible < 150  # the random cases cover both outcomes
 
 
-def test_fast_decider_works_with_any_scorer() -> None:
+def test_a_profile_without_energy_plugin_explains_nothing_in_watts() -> None:
     cache = ClusterCache("kubejoule-scheduler")
     for i in range(5):
         cache.upsert_node(node(f"n{i}", cpu=str(i + 1)))
     info = PodInfo.from_k8s(pod("x", requests={"cpu": "1500m"}))
-    scorer = KubeDefaultScorer()  # no batch path: the decider scores through score()
-    got = FastDecider(scorer).decide(info, cache.table(), MODE_ACTIVE, random.Random(0), 0.0)
-    want = decide(info, cache.node_states(), scorer, MODE_ACTIVE, random.Random(0), 0.0)
-    assert got.names == want.names == ["n1", "n2", "n3", "n4"]
-    np.testing.assert_array_equal(got.score, want.score)
-    assert got.chosen == want.chosen == "n4"
+    got = ProfileDecider(default_profile()).decide(
+        info, cache.table(), MODE_ACTIVE, random.Random(0), 0.0
+    )
+    assert got.names == ["n1", "n2", "n3", "n4"]  # n0 has 1 cpu
+    np.testing.assert_array_equal(got.score, got.total)
+    assert got.reason(0) == "profile" and np.isnan(got.delta_watts).all()
+    assert got.chosen == got.default_choice == "n4"  # LeastAllocated: the emptiest
+
+
+def test_percentage_of_nodes_to_score_samples_from_where_the_last_search_stopped() -> None:
+    cache = ClusterCache("kubejoule-scheduler")
+    for i in range(300):  # every third node too small for the pod
+        cache.upsert_node(node(f"n{i:03d}", cpu="1" if i % 3 == 0 else "4"))
+    info = PodInfo.from_k8s(pod("x", requests={"cpu": "2"}))
+    decider = ProfileDecider(default_profile(), percentage_of_nodes_to_score=0)
+    wanted = num_feasible_nodes_to_find(0, 300)  # 300 × (50 − 2) % = 144
+    assert wanted == 144
+    first = decider.decide(info, cache.table(), MODE_SHADOW, random.Random(0), 0.0)
+    assert len(first.names) == wanted and first.feasible_nodes == 200
+    # 144 feasible nodes are the first 216 (two of every three): the next search starts there.
+    assert first.names[0] == "n001" and first.names[-1] == "n215"
+    assert decider.sampler.next_start == 216
+    second = decider.decide(info, cache.table(), MODE_SHADOW, random.Random(0), 0.0)
+    assert second.names[0] == "n217" and len(second.names) == wanted
+    # Every feasible node scored without the option.
+    every = ProfileDecider(default_profile()).decide(
+        info, cache.table(), MODE_SHADOW, random.Random(0), 0.0
+    )
+    assert len(every.names) == 200

@@ -11,7 +11,7 @@ import pytest
 
 from scheduler import kube
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
 from tests.helpers.standalone_harness import api_client, make_scheduler, running, wait_for
 from tests.helpers.standalone_kmock import EmulatedCluster
@@ -199,7 +199,7 @@ class Replica:
         self.store = _Breakable(store)
         self.scheduler = make_scheduler(
             url,
-            HeuristicScorer(),
+            EnergyPlugin(),
             StandaloneConfig(mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05),
             user_agent=identity,
         )

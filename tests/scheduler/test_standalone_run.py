@@ -13,7 +13,7 @@ import pytest
 from agent.curves import PowerCurve
 from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker, read_records
 from scheduler.model import NodeTelemetry, PodInfo
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import (
@@ -42,9 +42,9 @@ SLOPES_WATTS = {f"n{i}": 100.0 + 10.0 * i for i in range(NODES)}
 IDLE_WATTS = 60.0
 
 
-def _scorer() -> HeuristicScorer:
+def _scorer() -> EnergyPlugin:
     curves = {n: PowerCurve.linear(IDLE_WATTS, IDLE_WATTS + s) for n, s in SLOPES_WATTS.items()}
-    return HeuristicScorer(delta_p_ref_watts=100.0, curves=curves)
+    return EnergyPlugin(delta_p_ref_watts=100.0, curves=curves)
 
 
 def _telemetry() -> StaticTelemetry:
@@ -257,7 +257,7 @@ def _race(cluster: EmulatedCluster, before_bind: Callable[[str], None]) -> Stand
     cluster.create_pod(pod("p", requests={"cpu": "1"}, uid=None))
     config = StandaloneConfig(mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05)
     # n0: ΔP 12.5 W → 87.5, over the neutral 50 of "other" (no telemetry): the energy pick.
-    scorer = HeuristicScorer(delta_p_ref_watts=100.0, curves={"n0": PowerCurve.linear(50, 100)})
+    scorer = EnergyPlugin(delta_p_ref_watts=100.0, curves={"n0": PowerCurve.linear(50, 100)})
     telemetry = StaticTelemetry(
         {"n0": NodeTelemetry("n0", time.time(), 60.0, "rapl", 0.1, 4.0)}
     )

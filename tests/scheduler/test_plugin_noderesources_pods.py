@@ -1,28 +1,42 @@
-"""kube-scheduler's default scoring: the cases of its own plugin tables (least_allocated_test.go,
-most_allocated_test.go, balanced_allocation_test.go), rebuilt as real-shaped pods and nodes."""
+"""NodeResourcesFit and NodeResourcesBalancedAllocation on real-shaped pods and nodes: the cases
+of kube-scheduler's plugin tables (pkg/scheduler/framework/plugins/noderesources/
+least_allocated_test.go, most_allocated_test.go, balanced_allocation_test.go) rebuilt as Pod and
+Node objects, parsed as the scheduler parses them, each plugin scoring the whole batch and each
+node as a batch of one; kube-scheduler's default profile on them."""
 
 from __future__ import annotations
 
 import random
-from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 
-from scheduler.kube_scoring import (
-    MOST_ALLOCATED,
-    KubeDefaultScorer,
-    balanced_allocation,
-    default_choice,
-    default_scores,
-    least_allocated,
-    least_requested_score,
-    most_allocated,
-    most_requested_score,
-    select_host,
-)
+from scheduler.framework import CandidateBatch, ScorePlugin, normalized
 from scheduler.model import DEFAULT_MEMORY_REQUEST_BYTES, PodInfo
+from scheduler.plugins.defaults import default_profile
+from scheduler.plugins.noderesources import (
+    MOST_ALLOCATED,
+    NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
+    least_requested,
+    most_requested,
+)
 from tests.helpers.standalone_objects import container, node, node_state, pod
+
+
+def _scores(
+    plugin: ScorePlugin,
+    p: PodInfo,
+    nodes: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+) -> list[int]:
+    """The plugin's scores over all nodes; each node as a batch of one must score the same."""
+    states = [node_state(n, bound) for n, bound in nodes]
+    batch = normalized(plugin, p, CandidateBatch.of(states)).tolist()
+    single = [normalized(plugin, p, CandidateBatch.of([s])).tolist()[0] for s in states]
+    assert batch == single
+    return batch
+
 
 # Go's tests use cpu "4000" meaning cores; we use the same numbers as millicores, which keeps
 # every ratio (and every expected score) and keeps the fixtures readable.
@@ -115,8 +129,7 @@ def test_least_allocated_matches_kube_scheduler(
     nodes: list[tuple[dict[str, Any], list[dict[str, Any]]]],
     expected: list[int],
 ) -> None:
-    p = PodInfo.from_k8s(pod_obj)
-    assert [least_allocated(p, node_state(n, bound)) for n, bound in nodes] == expected
+    assert _scores(NodeResourcesFit(), PodInfo.from_k8s(pod_obj), nodes) == expected
 
 
 MOST_CASES = [
@@ -152,8 +165,7 @@ def test_most_allocated_matches_kube_scheduler(
     nodes: list[tuple[dict[str, Any], list[dict[str, Any]]]],
     expected: list[int],
 ) -> None:
-    p = PodInfo.from_k8s(pod_obj)
-    assert [most_allocated(p, node_state(n, bound)) for n, bound in nodes] == expected
+    assert _scores(NodeResourcesFit(MOST_ALLOCATED), PodInfo.from_k8s(pod_obj), nodes) == expected
 
 
 BALANCED_CASES = [
@@ -209,8 +221,8 @@ def test_balanced_allocation_matches_kube_scheduler(
     nodes: list[tuple[dict[str, Any], list[dict[str, Any]]]],
     expected: list[int],
 ) -> None:
-    p = PodInfo.from_k8s(pod_obj)
-    assert [balanced_allocation(p, node_state(n, bound)) for n, bound in nodes] == expected
+    plugin = NodeResourcesBalancedAllocation()
+    assert _scores(plugin, PodInfo.from_k8s(pod_obj), nodes) == expected
 
 
 @pytest.mark.parametrize(
@@ -220,8 +232,9 @@ def test_balanced_allocation_matches_kube_scheduler(
 def test_per_resource_integer_arithmetic(
     requested: int, capacity: int, least: int, most: int
 ) -> None:
-    assert least_requested_score(requested, capacity) == least
-    assert most_requested_score(requested, capacity) == most
+    req, cap = np.array([requested]), np.array([capacity])
+    assert least_requested(req, cap).tolist() == [least]
+    assert most_requested(req, cap).tolist() == [most]
 
 
 def test_missing_request_counts_kube_scheduler_defaults_for_fit_scoring_only() -> None:
@@ -234,41 +247,28 @@ def test_missing_request_counts_kube_scheduler_defaults_for_fit_scoring_only() -
     assert p.nonzero_requests.memory_bytes == 2 * DEFAULT_MEMORY_REQUEST_BYTES
     n = node_state(node("n", cpu="11", memory=str(4 * DEFAULT_MEMORY_REQUEST_BYTES)))
     # cpu (11000-1100)*100//11000 = 90, memory (4-2)/4 → 50 → (90+50)//2 = 70
-    assert least_allocated(p, n) == 70
+    assert NodeResourcesFit().score(p, CandidateBatch.of([n])).tolist() == [70]
 
 
-def test_default_total_is_fit_plus_balanced() -> None:
+def test_default_profile_total_is_fit_plus_balanced() -> None:
+    """Without taints or preferred affinity, TaintToleration scores 100 everywhere (× 3) and
+    NodeAffinity 0: the default profile's ranking is NodeResourcesFit + BalancedAllocation."""
     p = PodInfo.from_k8s(_pod(*CPU_AND_MEMORY))
-    states = [node_state(_n("n1", 4000, 10000)), node_state(_n("n2", 6000, 10000))]
-    scores = default_scores(p, states)
-    assert [(s.fit, s.balanced, s.total) for s in scores] == [(37, 87, 124), (50, 100, 150)]
-    most = default_scores(p, states, strategy=MOST_ALLOCATED)
-    assert [s.fit for s in most] == [62, 50]
-    scorer = KubeDefaultScorer()
-    assert [r.score for r in scorer.score(p, states, now=0.0)] == [62.0, 75.0]
+    batch = CandidateBatch.of([node_state(_n("n1", 4000, 10000)), node_state(_n("n2", 6000, 10000))])
+    scored = default_profile().score(p, batch)
+    assert scored.of("NodeResourcesFit").tolist() == [37, 50]
+    assert scored.of("NodeResourcesBalancedAllocation").tolist() == [87, 100]
+    assert scored.total.tolist() == [300 + 37 + 87, 300 + 50 + 100]
+    most = default_profile(strategy=MOST_ALLOCATED).score(p, batch)
+    assert most.of("NodeResourcesFit").tolist() == [62, 50]
 
 
-def test_select_host_picks_the_best() -> None:
-    assert select_host([("a", 10), ("b", 30), ("c", 20)], random.Random(1)) == "b"
-    assert select_host([], random.Random(1)) is None
-
-
-def test_select_host_breaks_ties_uniformly_and_reproducibly() -> None:
-    scores = [("a", 50), ("b", 90), ("c", 90), ("d", 10), ("e", 90)]
-    rng = random.Random(7)
-    picks = Counter(select_host(scores, rng) for _ in range(3000))
-    assert set(picks) == {"b", "c", "e"}
-    for name in ("b", "c", "e"):
-        assert 850 < picks[name] < 1150  # 1000 expected each
-    first = [select_host(scores, random.Random(42)) for _ in range(5)]
-    assert len(set(first)) == 1  # same seed, same choice
-
-
-def test_default_choice_spreads_like_least_allocated() -> None:
+def test_default_profile_spreads_like_least_allocated() -> None:
     p = PodInfo.from_k8s(pod(requests={"cpu": "1", "memory": "1Gi"}))
     busy = node_state(
         node("busy"), [pod("x", requests={"cpu": "3", "memory": "6Gi"}, node_name="busy")]
     )
     idle = node_state(node("idle"))
-    assert default_choice(p, [busy, idle], random.Random(0)) == "idle"
-    assert default_choice(p, [], random.Random(0)) is None
+    batch = CandidateBatch.of([busy, idle])
+    assert default_profile().select(p, batch, random.Random(0)) == 1  # idle
+    assert default_profile().select(p, CandidateBatch.of([]), random.Random(0)) is None

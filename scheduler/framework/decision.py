@@ -1,0 +1,93 @@
+"""One scheduling decision, and the two modes a kubejoule scheduler runs in.
+
+`shadow`: bind (or let kube-scheduler bind) where kube-scheduler's default profile would, and
+record what kubejoule's profile recommends. `active`: bind to kubejoule's recommendation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scheduler.model import NodeState, PodInfo, ScoreResult
+
+MODE_SHADOW = "shadow"
+MODE_ACTIVE = "active"
+MODES = (MODE_SHADOW, MODE_ACTIVE)
+
+# The reason of every candidate when the profile has no energy plugin to explain its scores.
+REASON_PROFILE = "profile"
+
+
+def _empty(dtype: type = np.float64) -> np.ndarray:
+    return np.zeros(0, dtype=dtype)
+
+
+@dataclass
+class Decision:
+    """A pod, the candidates that were scored (the feasible nodes, or kube-scheduler's sample
+    of them under percentageOfNodesToScore) and what each profile made of them.
+
+    `total`: the scheduler's profile's weighted totals; `default_total`: kube-scheduler's
+    default profile's. `score`, `delta_watts` and the reasons are the energy plugin's when the
+    profile has one (the profile's total otherwise, with unknown watts)."""
+
+    pod: PodInfo
+    total_nodes: int
+    states: list[NodeState] = field(default_factory=list)
+    total: np.ndarray = field(default_factory=_empty)
+    default_total: np.ndarray = field(default_factory=lambda: _empty(np.int64))
+    score: np.ndarray = field(default_factory=_empty)  # energy, 0–100
+    delta_watts: np.ndarray = field(default_factory=_empty)  # NaN: unknown
+    reason_codes: np.ndarray = field(default_factory=lambda: _empty(np.int8))
+    reason_names: Sequence[str] = ()  # reason_codes index this
+    feasible_nodes: int = 0  # nodes that passed the filters (≥ len(states) when sampled)
+    chosen: str | None = None
+    recommended: str | None = None  # the profile's pick
+    default_choice: str | None = None  # kube-scheduler's default profile's pick
+    summary: str | None = None  # "0/12 nodes are available: …" when nothing fits
+
+    @property
+    def feasible(self) -> bool:
+        return self.chosen is not None
+
+    @property
+    def names(self) -> list[str]:
+        return [s.info.name for s in self.states]
+
+    def reason(self, index: int) -> str:
+        return self.reason_names[int(self.reason_codes[index])]
+
+    def energy_results(self) -> list[ScoreResult]:
+        return [
+            ScoreResult(
+                s.info.name,
+                float(self.score[i]),
+                None if math.isnan(self.delta_watts[i]) else float(self.delta_watts[i]),
+                self.reason(i),
+            )
+            for i, s in enumerate(self.states)
+        ]
+
+    def ranked(self, count: int) -> list[int]:
+        """Indices of the `count` best scores (ties by node name)."""
+        if count <= 0 or not self.states:
+            return []
+        if count < len(self.states):
+            part = np.argpartition(-self.score, count - 1)[:count]
+            cutoff = self.score[part].min()
+            candidates = np.flatnonzero(self.score >= cutoff)  # keep every tie at the cutoff
+        else:
+            candidates = np.arange(len(self.states))
+        order = sorted(
+            candidates.tolist(), key=lambda i: (-float(self.score[i]), self.states[i].info.name)
+        )
+        return order[:count]
+
+    def top_scores(self, count: int) -> dict[str, float]:
+        return {
+            self.states[i].info.name: round(float(self.score[i]), 1) for i in self.ranked(count)
+        }
