@@ -38,8 +38,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.model import NodeState, PodInfo
-from scheduler.scorer import DEFAULT_CPU_REQUEST_MILLICORES, REASON_OK, HeuristicScorer
+from scheduler.framework.batch import CandidateBatch
+from scheduler.model import REASON_OK, NodeState, PodInfo
+from scheduler.plugins.energy import request_cores as pod_request_cores
+from scheduler.scorer import HeuristicScorer
 
 SCHEMA_VERSION = "kubejoule.features/v1"
 
@@ -118,9 +120,8 @@ FEATURE_SCHEMA = FeatureSchema(SCHEMA_VERSION, NODE_FEATURES, POD_FEATURES)
 
 
 def pod_features(pod: PodInfo) -> Features:
-    millicores = pod.requests.cpu_millicores or DEFAULT_CPU_REQUEST_MILLICORES
     return {
-        "cpu_request_cores": millicores / 1000.0,
+        "cpu_request_cores": pod_request_cores(pod),
         "memory_request_gib": pod.requests.memory_bytes / GIB,
     }
 
@@ -129,8 +130,26 @@ def _ratio(part: float, whole: float) -> float | None:
     return part / whole if whole > 0 else None
 
 
-def node_features(pod: PodInfo, node: NodeState, now: float, scorer: HeuristicScorer) -> Features:
-    """The node features of one candidate; `scorer` supplies curves, staleness limit and ΔP."""
+def energy_deltas(
+    pod: PodInfo, nodes: Sequence[NodeState], now: float, scorer: HeuristicScorer
+) -> list[tuple[float | None, str]]:
+    """The energy plugin's (ΔP, reason) of every candidate, in one batch."""
+    scores = scorer.energy.evaluate(pod, CandidateBatch.of(nodes, now))
+    return [
+        (None if delta != delta else delta, reason)
+        for delta, reason in zip(scores.delta_watts.tolist(), scores.reasons(), strict=True)
+    ]
+
+
+def node_features(
+    pod: PodInfo,
+    node: NodeState,
+    now: float,
+    scorer: HeuristicScorer,
+    energy: tuple[float | None, str] | None = None,
+) -> Features:
+    """The node features of one candidate; `scorer` supplies curves, staleness limit and ΔP
+    (`energy`: the node's (ΔP, reason) from energy_deltas(), when already computed)."""
     telemetry = node.telemetry
     allocatable = node.info.allocatable
     cores = (telemetry.cores if telemetry is not None else None) or node.info.cpu_cores or None
@@ -143,8 +162,8 @@ def node_features(pod: PodInfo, node: NodeState, now: float, scorer: HeuristicSc
     )
     found = scorer.curve_for(node.info.name, telemetry)
     curve = found[0] if found is not None else None
-    delta, reason = scorer.delta_watts(pod, node, now)
-    request_cores = (pod.requests.cpu_millicores or DEFAULT_CPU_REQUEST_MILLICORES) / 1000.0
+    delta, reason = energy if energy is not None else scorer.delta_watts(pod, node, now)
+    request_cores = pod_request_cores(pod)
     return {
         "cpu_cores": cores,
         "cpu_requested_ratio": _ratio(node.requested.cpu_millicores, allocatable.cpu_millicores),
@@ -180,5 +199,6 @@ def candidate_matrix(
     """One row per candidate: encoded node features followed by the pod's features."""
     pod_row = encode(pod_features(pod), POD_FEATURES)
     return [
-        encode(node_features(pod, node, now, scorer), NODE_FEATURES) + pod_row for node in nodes
+        encode(node_features(pod, node, now, scorer, energy), NODE_FEATURES) + pod_row
+        for node, energy in zip(nodes, energy_deltas(pod, nodes, now, scorer), strict=True)
     ]

@@ -33,6 +33,7 @@ from scheduler.features import (
     Features,
     FeatureSchema,
     encode,
+    energy_deltas,
     node_features,
     pod_features,
 )
@@ -119,8 +120,9 @@ def node_features_v2(
     now: float,
     scorer: HeuristicScorer,
     workload: NodeWorkload | None,
+    energy: tuple[float | None, str] | None = None,
 ) -> Features:
-    features = node_features(pod, node, now, scorer)
+    features = node_features(pod, node, now, scorer, energy)
     features.update(workload_features(workload, now))
     return features
 
@@ -153,8 +155,9 @@ def candidate_matrix_v2(
     known = workloads or {}
     return [
         encode(
-            node_features_v2(pod, node, now, scorer, known.get(node.info.name)), NODE_FEATURES_V2
+            node_features_v2(pod, node, now, scorer, known.get(node.info.name), energy),
+            NODE_FEATURES_V2,
         )
         + pod_row
-        for node in nodes
+        for node, energy in zip(nodes, energy_deltas(pod, nodes, now, scorer), strict=True)
     ]

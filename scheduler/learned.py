@@ -29,15 +29,12 @@ import numpy as np
 
 from scheduler.features import FeatureSchema, SchemaMismatch
 from scheduler.features_v2 import FEATURE_SCHEMA_V2, NodeWorkload, candidate_matrix_v2
-from scheduler.model import NodeState, PodInfo, ScoreResult
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.model import NEUTRAL_SCORE, REASON_OK, REASON_STALE, NodeState, PodInfo, ScoreResult
 from scheduler.scorer import HeuristicScorer
 
 NAME = "learned"
-NEUTRAL_SCORE = 50.0
-MAX_SCORE = 100.0
 KINDS = ("dqn", "mlp")
-REASON_OK = "ok"
-REASON_STALE = "stale"
 
 
 class ModelError(ValueError):
@@ -68,7 +65,7 @@ class ScoreMap:
 
     def __call__(self, outputs: np.ndarray) -> np.ndarray:
         z = np.clip(self.sign * (outputs - self.center) / self.spread, -60.0, 60.0)
-        return MAX_SCORE / (1.0 + np.exp(-z))
+        return MAX_NODE_SCORE / (1.0 + np.exp(-z))
 
 
 @dataclass(frozen=True)

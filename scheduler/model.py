@@ -585,12 +585,25 @@ class NodeState:
         return self.pod_count - self.daemon_pod_count <= 0
 
 
+# The score every node gets where a scorer must not express a preference (shadow mode; the
+# learned scorer without fresh telemetry), on the 0–100 scale.
+NEUTRAL_SCORE = 50.0
+
+# Why a score is or is not from fresh telemetry (ScoreResult.reason); batch scores carry them
+# as small integers, their index in REASONS.
+REASON_OK = "ok"
+REASON_STALE = "stale"
+REASON_MISSING = "missing"
+REASON_NO_CURVE = "no_curve"
+REASONS = (REASON_OK, REASON_STALE, REASON_MISSING, REASON_NO_CURVE)
+
+
 @dataclass(frozen=True)
 class ScoreResult:
     node: str
-    score: float  # 0..100, absolute; 50 neutral
+    score: float  # 0..100, absolute
     delta_watts: float | None = None
-    reason: str = "ok"  # ok | stale | missing | no_curve | ...
+    reason: str = REASON_OK  # one of REASONS
 
 
 class Scorer(Protocol):

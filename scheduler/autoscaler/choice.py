@@ -19,7 +19,7 @@ Ranking options by `expected_watts` alone is the scorer's greedy mistake one lev
 node is switched on for the pending pods, but the pods that follow are placed on it too (the
 scheduler fills running nodes before the autoscaler opens new ones), so its opening cost — idle
 power plus the steep start of many real curves — is shared by all the load it will carry. The
-options are therefore ranked by the scorer's consolidation price (scheduler/scorer.py, "the
+options are therefore ranked by the scorer's consolidation price (scheduler/plugins/energy.py, "the
 amortized price"), per core of pod load:
 
     watts_per_core = a / C,   a = min over 0 < v ≤ v_up of P(v) / v
@@ -55,15 +55,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.curves import PowerCurve
+import numpy as np
+
+from agent.curves import PowerCurve, curve_columns
 from scheduler.model import NodeInfo, PodInfo
-from scheduler.scorer import (
-    DEFAULT_CONSOLIDATION_UTILIZATION,
-    HeuristicScorer,
-    amortized_rate,
-    average_rates,
-    extended_watts,
-)
+from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, request_cores
+from scheduler.plugins.energy_price import amortized_rate, average_rates
 
 # Template-node labels whose values name a curve (config `node_groups:` keys, or the label value
 # of running nodes whose agents export a curve), tried in this order.
@@ -111,7 +108,7 @@ class OptionCost:
 
 def pod_cores(pods: Sequence[PodInfo]) -> float:
     """Σ of the pods' CPU requests in cores, counting the scorer's default for none."""
-    return sum(HeuristicScorer.request_cores(pod) for pod in pods)
+    return sum(request_cores(pod) for pod in pods)
 
 
 def _check(option: GroupOption) -> float:
@@ -129,7 +126,7 @@ def expected_watts(option: GroupOption, curve: PowerCurve) -> float:
     if cores <= 0:
         raise ValueError(f"option {option.group_id!r}: the template node has no allocatable CPU")
     u = pod_cores(option.pods) / (option.node_count * cores)
-    return option.node_count * extended_watts(curve, u)
+    return option.node_count * curve.extended_watts(u)
 
 
 def _binding_share(option: GroupOption) -> float:
@@ -166,15 +163,22 @@ def option_cost(
     up_to = max(u, reachable)
     if up_to <= 0:  # pods that explicitly request 0 CPU: price them at the reference load
         up_to = reference_utilization
-    per_core = amortized_rate(curve, average_rates(curve), up_to) / cores
+    per_core = _amortized_rate(curve, up_to) / cores
     return OptionCost(
         option=option,
         pod_cores=requested,
         utilization=u,
-        expected_watts=option.node_count * extended_watts(curve, u),
+        expected_watts=option.node_count * curve.extended_watts(u),
         watts_per_core=per_core,
         price_watts=requested * per_core,
     )
+
+
+def _amortized_rate(curve: PowerCurve, up_to: float) -> float:
+    """The energy plugin's amortized rate a_n of `curve` up to `up_to` (the same function, on a
+    batch of one curve)."""
+    cols = curve_columns([curve])
+    return float(amortized_rate(cols, average_rates(cols), np.array([up_to]))[0])
 
 
 def rank_options(

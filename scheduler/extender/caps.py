@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scheduler.model import NodeState, PodInfo
-from scheduler.scorer import REASON_OK, HeuristicScorer, extended_watts
+from scheduler.model import REASON_OK, NodeState, PodInfo
+from scheduler.scorer import HeuristicScorer
 
 
 def predicted_watts(
@@ -24,8 +24,8 @@ def predicted_watts(
     assert found is not None and now_u is not None and telemetry.utilization is not None
     curve = found[0]
     if telemetry.watts is None:
-        return extended_watts(curve, now_u) + delta
-    since = extended_watts(curve, now_u) - extended_watts(curve, max(0.0, telemetry.utilization))
+        return curve.extended_watts(now_u) + delta
+    since = curve.extended_watts(now_u) - curve.extended_watts(max(0.0, telemetry.utilization))
     return telemetry.watts + max(0.0, since) + delta
 
 

@@ -31,10 +31,12 @@ from scheduler.extender.wire import (
     body_limit_for,
     to_extender_score,
 )
-from scheduler.model import NodeInfo, NodeState, Resources
-from scheduler.scorer import NEUTRAL_SCORE, REASON_OK, REASONS, HeuristicScorer
+from scheduler.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState
+from scheduler.scorer import HeuristicScorer
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
+
+__all__ = ["MODE_ACTIVE", "MODE_SHADOW", "Extender"]
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +98,9 @@ class Extender:
     # -- verbs --
 
     def prioritize(self, args: ExtenderArgs) -> HostPriorityList:
-        """Both forms are scored with numpy over the prepared batch; in the Nodes.items form a
-        node whose spec the batch was not built with is scored on its own (same scores)."""
+        """Both forms are scored with numpy over the prepared batch; a node the batch does not
+        know, or (Nodes.items form) whose spec the batch was not built with, is scored on its
+        own state (the same kernel, a small batch)."""
         now = self.clock()
         pod = args.pod
         prepared = self.states.current()
@@ -105,17 +108,23 @@ class Extender:
         names = args.names
         rows = batch.rows(names)
         scores = self.scorer.score_batch(pod, batch, now, rows)
+        unknown = rows == len(batch.names)
         item_states: list[NodeState] | None = None
         if args.node_items is not None:
             item_states, odd = self.states.for_items(args.node_infos, prepared)
-            if odd:
-                singles = self.scorer.score(pod, [item_states[i] for i in odd], now)
-                for position, result in zip(odd, singles, strict=True):
-                    scores.score[position] = result.score
-                    scores.delta_watts[position] = (
-                        np.nan if result.delta_watts is None else result.delta_watts
-                    )
-                    scores.reason[position] = REASONS.index(result.reason)
+            redo = sorted(set(odd) | set(np.flatnonzero(unknown).tolist()))
+            redo_states = [item_states[i] for i in redo]
+        else:
+            redo = np.flatnonzero(unknown).tolist()
+            redo_states = self.states.for_names([names[i] for i in redo], prepared)
+        if redo:
+            singles = self.scorer.score(pod, redo_states, now)
+            for position, result in zip(redo, singles, strict=True):
+                scores.score[position] = result.score
+                scores.delta_watts[position] = (
+                    np.nan if result.delta_watts is None else result.delta_watts
+                )
+                scores.reason[position] = REASONS.index(result.reason)
         for code, count in enumerate(np.bincount(scores.reason, minlength=len(REASONS)).tolist()):
             if count and REASONS[code] != REASON_OK:
                 self.metrics.fallbacks.labels(REASONS[code]).inc(count)
@@ -125,11 +134,10 @@ class Extender:
         def nodes() -> list[NodeState]:
             if item_states is not None:
                 return item_states
-            known = len(batch.names)
-            return [
-                batch.preps[row].state if row < known else NodeState(NodeInfo(name, Resources()))
-                for name, row in zip(names, rows.tolist(), strict=True)
-            ]
+            states = [batch.state(row) for row in rows.tolist()]
+            for position, state in zip(redo, redo_states, strict=True):
+                states[position] = state
+            return states
 
         self._record(
             Decision("prioritize", self.mode, now, pod, nodes, lambda: scores.results(names), recommended)

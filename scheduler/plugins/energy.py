@@ -12,7 +12,22 @@
   that shares each node's opening cost among the load it will carry — see below.
 
 A node's score depends only on that node's state and history, never on the other candidates.
-Missing, stale or curve-less telemetry gets the neutral 50, never the best score.
+
+Missing data never wins
+-----------------------
+
+A node without fresh, priceable telemetry (no sample, a sample older than
+`max_staleness_seconds`, or no curve) is priced at the *worst state it could be in*: with the
+node's own curve — the stale sample's, else the last one its agent exported, else a configured
+one, else the line fitted to its history — and its core count, the price is the maximum over
+every utilization (and, with consolidation, over empty and running) of what the pod would cost
+there: `max over u of P(u + Δu) − P(u)`, or with consolidation the empty node's share
+`Δu × a_n`, which no running state exceeds. Its score is therefore at most the score the same
+node would get measured, whatever its load. Without a curve or a core count nothing can be
+priced and the score is 0, the floor. Either way a node without telemetry never outscores a
+measured node of the same kind for energy reasons, an agent that dies does not attract pods, and
+the score is still the node's own (candidate-independent, as the extender contract needs). Its
+ΔP is reported unknown (NaN / None) and its reason says why (`stale`, `missing`, `no_curve`).
 
 Consolidation: the amortized price
 ----------------------------------
@@ -56,21 +71,37 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agent.curves import POINT_COUNT, PowerCurve, columns_watts, curve_columns
+from agent.curves import PowerCurve, columns_watts, curve_columns
 from scheduler.framework.batch import CandidateBatch, Columns
-from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scheduler.model import (
     DEFAULT_MILLI_CPU_REQUEST,
+    NEUTRAL_SCORE,
+    REASON_MISSING,
+    REASON_NO_CURVE,
+    REASON_OK,
+    REASON_STALE,
+    REASONS,
     NodeState,
     NodeTelemetry,
     PodInfo,
     ScoreResult,
 )
 from scheduler.plugins.energy_history import LinearFit, NodeHistory
+from scheduler.plugins.energy_price import (
+    amortized_rate,
+    average_rates,
+    consolidation_price,
+    worst_marginal_watts,
+)
+
+__all__ = [
+    "CURVE_FROM_CONFIG", "CURVE_FROM_FIT", "CURVE_FROM_TELEMETRY", "DEFAULT_CONSOLIDATION_UTILIZATION",
+    "NAME", "NEUTRAL_SCORE", "REASONS", "REASON_MISSING", "REASON_NO_CURVE", "REASON_OK",
+    "REASON_STALE", "EnergyPlugin", "EnergyScores", "LinearFit", "NodeHistory", "request_cores",
+]
 
 NAME = "KubejouleEnergy"
-
-NEUTRAL_SCORE = 50.0
 
 # u_ref of the consolidation price: the utilization a consolidated node is expected to run at.
 # Pods are packed by their requests, and CPU use runs well below requests in most clusters
@@ -78,20 +109,12 @@ NEUTRAL_SCORE = 50.0
 # at about half load. Simulated energy moves by at most 3.7 % between 0.3 and 1.0 (docs/rl.md).
 DEFAULT_CONSOLIDATION_UTILIZATION = 0.5
 
-REASON_OK = "ok"
-REASON_STALE = "stale"
-REASON_MISSING = "missing"
-REASON_NO_CURVE = "no_curve"
-# Scores carry reasons as small integers: their index in this tuple.
-REASONS = (REASON_OK, REASON_STALE, REASON_MISSING, REASON_NO_CURVE)
-_OK, _STALE, _MISSING, _NO_CURVE = range(4)
+_OK, _STALE, _MISSING, _NO_CURVE = (REASONS.index(r) for r in (
+    REASON_OK, REASON_STALE, REASON_MISSING, REASON_NO_CURVE))
 
 CURVE_FROM_TELEMETRY = "telemetry"
 CURVE_FROM_CONFIG = "config"
 CURVE_FROM_FIT = "fit"
-
-# The utilization grid of amortized rates: 10 %, 20 % … 100 % (the curves' own points).
-RATE_GRID = np.arange(1, POINT_COUNT) / (POINT_COUNT - 1)
 
 
 def request_cores(pod: PodInfo) -> float:
@@ -128,7 +151,7 @@ class _Prepared:
 
     def __init__(self, state: NodeState, version: int, row: tuple[object, ...]) -> None:
         self.state = state
-        self.version = version  # the fit's history version, -1 when the curve is not a fit
+        self.version = version  # what the plugin had learned of the node (-1: not used)
         self.row = row
 
 
@@ -159,35 +182,51 @@ class EnergyPlugin:
         self._histories: dict[str, NodeHistory] = {}
         self._point_curves: dict[tuple[float, ...], PowerCurve] = {}
         self._fit_curves: dict[str, tuple[LinearFit, PowerCurve]] = {}
+        # The last curve each node's agent exported, and its core count: what prices the node
+        # when its telemetry goes missing (module docstring, "Missing data never wins").
+        self._exported: dict[str, tuple[PowerCurve, float | None]] = {}
+        self._learned: dict[str, int] = {}  # node → changes to its history or exported curve
         self._prepared: dict[str, _Prepared] = {}
 
     # -- history and curves ---------------------------------------------------------------------
 
     def observe(self, telemetry: NodeTelemetry) -> None:
-        """Feed one telemetry sample into the node's (u, P) history (duplicates are ignored)."""
+        """Feed one telemetry sample into the node's (u, P) history (duplicates are ignored)
+        and remember the curve its agent exports."""
+        name = telemetry.node
+        if telemetry.curve_points is not None:
+            curve = self._points_curve(telemetry.curve_points)
+            known = self._exported.get(name)
+            if curve is not None and (known is None or known[0] is not curve or known[1] != telemetry.cores):
+                self._exported[name] = (curve, telemetry.cores)
+                self._learned[name] = self._learned.get(name, 0) + 1
         if telemetry.watts is None or telemetry.utilization is None or telemetry.source == "none":
             return
-        history = self._histories.get(telemetry.node)
+        history = self._histories.get(name)
         if history is None:
-            history = self._histories[telemetry.node] = NodeHistory(self._history_size)
-        history.add(telemetry.sample_time, telemetry.utilization, telemetry.watts)
+            history = self._histories[name] = NodeHistory(self._history_size)
+        if history.add(telemetry.sample_time, telemetry.utilization, telemetry.watts):
+            self._learned[name] = self._learned.get(name, 0) + 1
 
     def fitted(self, node: str) -> LinearFit | None:
         history = self._histories.get(node)
         return history.fit() if history is not None else None
 
+    def _points_curve(self, points: tuple[float, ...]) -> PowerCurve | None:
+        curve = self._point_curves.get(points)
+        if curve is None:
+            try:
+                curve = PowerCurve.from_points(points)
+            except ValueError:
+                return None
+            self._point_curves[points] = curve
+        return curve
+
     def curve_for(self, node: str, telemetry: NodeTelemetry | None) -> tuple[PowerCurve, str] | None:
         """The node's power curve and where it came from, or None when unknown: the curve its
         agent exports, else a configured one, else the line fitted to its history."""
         if telemetry is not None and telemetry.curve_points is not None:
-            curve = self._point_curves.get(telemetry.curve_points)
-            if curve is None:
-                try:
-                    curve = PowerCurve.from_points(telemetry.curve_points)
-                except ValueError:
-                    curve = None
-                else:
-                    self._point_curves[telemetry.curve_points] = curve
+            curve = self._points_curve(telemetry.curve_points)
             if curve is not None:
                 return curve, CURVE_FROM_TELEMETRY
         configured = self._configured.get(node)
@@ -200,6 +239,25 @@ class EnergyPlugin:
                 cached = self._fit_curves[node] = (fit, fit.curve())
             return cached[1], CURVE_FROM_FIT
         return None
+
+    def _fallback(self, node: NodeState) -> tuple[PowerCurve | None, float]:
+        """The curve and cores that price a node without fresh telemetry at its worst: the
+        sample's curve, else the last one its agent exported, else configured, else fitted."""
+        name = node.info.name
+        telemetry = node.telemetry
+        exported = self._exported.get(name)
+        cores = (telemetry.cores if telemetry is not None else None) or node.info.cpu_cores
+        if not cores and exported is not None:
+            cores = exported[1] or 0.0
+        curve: PowerCurve | None = None
+        if telemetry is not None and telemetry.curve_points is not None:
+            curve = self._points_curve(telemetry.curve_points)
+        if curve is None and exported is not None:
+            curve = exported[0]
+        if curve is None:
+            found = self.curve_for(name, None)
+            curve = found[0] if found is not None else None
+        return curve, float(cores) if cores and cores > 0 else 0.0
 
     @staticmethod
     def utilization_with_assumed(node: NodeState) -> float | None:
@@ -215,37 +273,33 @@ class EnergyPlugin:
     # -- the pod-independent columns ------------------------------------------------------------
 
     def _row(self, node: NodeState) -> _Prepared:
-        """Reason, sample time, u, cores, empty, curve of one node (cached per state object)."""
+        """Reason, sample time, u, cores, empty, curve of one node (cached per state object).
+        Rows that cannot be scored from fresh telemetry carry the fallback curve and cores."""
         name = node.info.name
         entry = self._prepared.get(name)
-        if entry is not None and entry.state is node:
-            if entry.version < 0:
-                return entry
-            history = self._histories.get(name)
-            if (history.version if history is not None else 0) == entry.version:
-                return entry
+        if entry is not None and entry.state is node and entry.version in (-1, self._learned.get(name, 0)):
+            return entry
         telemetry = node.telemetry
+        if telemetry is not None:
+            self.observe(telemetry)  # old samples still teach the curve; only u must be fresh
+        learned = self._learned.get(name, 0)
         version = -1
         row: tuple[object, ...]
-        if telemetry is None or telemetry.utilization is None:
-            row = (_MISSING, 0.0, 0.0, 1.0, False, None)
+        u = self.utilization_with_assumed(node)
+        found = self.curve_for(name, telemetry) if u is not None else None
+        if u is not None and found is not None:
+            curve, origin = found
+            if origin == CURVE_FROM_FIT:
+                version = learned
+            assert telemetry is not None
+            cores = telemetry.cores or node.info.cpu_cores
+            row = (_OK, telemetry.sample_time, u, cores, node.empty, curve)
         else:
-            self.observe(telemetry)  # old samples still teach the curve; only u must be fresh
-            u = self.utilization_with_assumed(node)
-            found = self.curve_for(name, telemetry) if u is not None else None
-            if u is None:
-                row = (_MISSING, telemetry.sample_time, 0.0, 1.0, False, None)
-            elif found is None:
-                row = (_NO_CURVE, telemetry.sample_time, 0.0, 1.0, False, None)
-                history = self._histories.get(name)
-                version = history.version if history is not None else 0
-            else:
-                curve, origin = found
-                if origin == CURVE_FROM_FIT:
-                    history = self._histories.get(name)
-                    version = history.version if history is not None else 0
-                cores = telemetry.cores or node.info.cpu_cores
-                row = (_OK, telemetry.sample_time, u, cores, node.empty, curve)
+            version = learned
+            reason = _MISSING if u is None else _NO_CURVE
+            sample_time = telemetry.sample_time if telemetry is not None else 0.0
+            fallback, cores = self._fallback(node)
+            row = (reason, sample_time, 0.0, cores or 1.0, True, fallback if cores else None)
         entry = self._prepared[name] = _Prepared(node, version, row)
         return entry
 
@@ -254,6 +308,7 @@ class EnergyPlugin:
         count = len(rows)
         curves: list[PowerCurve | None] = [r[5] for r in rows]  # type: ignore[misc]
         columns = curve_columns(curves)
+        columns["priceable"] = np.fromiter((c is not None for c in curves), dtype=bool, count=count)
         columns["reason"] = np.fromiter((r[0] for r in rows), dtype=np.int8, count=count)
         columns["sample_time"] = np.fromiter((r[1] for r in rows), dtype=np.float64, count=count)
         columns["utilization"] = np.fromiter((r[2] for r in rows), dtype=np.float64, count=count)
@@ -261,10 +316,7 @@ class EnergyPlugin:
         columns["empty"] = np.fromiter((r[4] for r in rows), dtype=bool, count=count)
         columns["watts_before"] = columns_watts(columns, columns["utilization"])
         if self.consolidation:
-            # P(v) / v at v = 10 % … 100 %: watts per unit of utilization at each load.
-            grid = np.broadcast_to(RATE_GRID, (count, len(RATE_GRID)))
-            at = [columns_watts(columns, grid[:, k]) for k in range(len(RATE_GRID))]
-            columns["rates"] = np.stack(at, axis=1) / RATE_GRID if count else np.zeros((0, len(RATE_GRID)))
+            columns["rates"] = average_rates(columns)
         return columns
 
     def columns(self, batch: CandidateBatch) -> Columns:
@@ -282,28 +334,38 @@ class EnergyPlugin:
         ok = reason == _OK
         delta_u = request_cores(pod) / cols["cores"]
         delta = columns_watts(cols, cols["utilization"] + delta_u) - cols["watts_before"]
-        if self.consolidation and with_idle:
-            delta = self._priced(cols, delta_u, delta)
+        priced = self.consolidation and with_idle
+        if priced:
+            delta = consolidation_price(
+                cols, cols["rates"], self.consolidation_utilization, delta_u, delta, cols["empty"]
+            )
         delta = np.maximum(delta, 0.0)
+        if not ok.all():
+            delta[~ok] = self._worst_price(cols, ~ok, delta_u, priced)
         score = MAX_NODE_SCORE * np.clip(1.0 - delta / self.delta_p_ref_watts, 0.0, 1.0)
-        score[~ok] = NEUTRAL_SCORE
+        score[~ok & ~cols["priceable"]] = MIN_NODE_SCORE
         delta[~ok] = np.nan
         return EnergyScores(score=score, delta_watts=delta, reason=reason)
 
-    def _priced(self, cols: Columns, delta_u: np.ndarray, marginal: np.ndarray) -> np.ndarray:
-        """The consolidation price (module docstring): the pod's share Δu × a_n on an empty
-        node; on a running one its marginal watts, capped at that share. a_n, the least P(v)/v
-        for 0 < v ≤ max(u_ref, Δu), is exact for piecewise-linear curves: on a segment
-        P = a + b·v, P / v is monotone, so the minimum is at a grid point or at the bound."""
-        up_to = np.maximum(self.consolidation_utilization, delta_u)
-        within = RATE_GRID[None, :] <= up_to[:, None] + 1e-12
-        rate = np.where(within, cols["rates"], np.inf).min(axis=1)
-        rate = np.minimum(rate, columns_watts(cols, up_to) / up_to)
-        share = delta_u * rate
-        return np.where(cols["empty"], share, np.minimum(marginal, share))
+    def _worst_price(
+        self, cols: Columns, rows: np.ndarray, delta_u: np.ndarray, priced: bool
+    ) -> np.ndarray:
+        """The price of `rows` at the worst state their nodes could be in (module docstring):
+        the consolidation share of an empty node, or the largest marginal over utilization."""
+        sub = {name: values[rows] for name, values in cols.items()}
+        step = delta_u[rows]
+        if priced:
+            up_to = np.maximum(self.consolidation_utilization, step)
+            return np.maximum(step * amortized_rate(sub, sub["rates"], up_to), 0.0)
+        return np.maximum(worst_marginal_watts(sub, step), 0.0)
 
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
         return self.evaluate(pod, batch).score
+
+    def results(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
+        """The scores of `nodes` for `pod` as ScoreResults (the `Scorer` shape)."""
+        batch = CandidateBatch.of(nodes, now)
+        return self.evaluate(pod, batch).results(batch.names)
 
     def delta_watts(
         self, pod: PodInfo, node: NodeState, now: float, with_idle: bool = True
@@ -312,6 +374,3 @@ class EnergyPlugin:
         scores = self.evaluate(pod, CandidateBatch.of([node], now), with_idle)
         delta = float(scores.delta_watts[0])
         return (None if delta != delta else delta), REASONS[int(scores.reason[0])]
-
-
-

@@ -199,11 +199,11 @@ def test_node_affinity_preferred_weights_normalized() -> None:
 
 
 def _energy_state(u: float, cores: float, age: float = 1.0, curve: PowerCurve | None = CURVES[0],
-                  pods: int = 1, since: float = 0.0) -> NodeState:
+                  pods: int = 1, since: float = 0.0, name: str = "n") -> NodeState:
     telemetry = NodeTelemetry(
-        "n", NOW - age, 150.0, "rapl", u, cores, curve.as_points() if curve is not None else None
+        name, NOW - age, 150.0, "rapl", u, cores, curve.as_points() if curve is not None else None
     )
-    return NodeState(NodeInfo("n", Resources(int(cores * 1000), GIB, 10)), Resources(), telemetry, since, pods)
+    return NodeState(NodeInfo(name, Resources(int(cores * 1000), GIB, 10)), Resources(), telemetry, since, pods)
 
 
 def test_energy_hand_computed() -> None:
@@ -214,16 +214,22 @@ def test_energy_hand_computed() -> None:
             _energy_state(0.25, 8),  # 100 → 200 W line: ΔP = 100 W × 1/8 = 12.5 W → 75
             _energy_state(0.25, 8, since=2.0),  # u = 0.5 counted with 2 cores since: same slope
             _energy_state(0.95, 8),  # u 0.95 → 1.075: past 1 the last tenth's slope, 12.5 W
-            _energy_state(0.25, 8, age=60.0),  # stale: neutral
-            _energy_state(0.25, 8, curve=None),  # no curve: neutral
-            NodeState(NodeInfo("n", Resources(8000, GIB, 10))),  # no telemetry: neutral
+            # Without fresh telemetry: the node's curve at its worst utilization (a line's
+            # marginal is the same everywhere: 75), or the floor when no curve is known.
+            _energy_state(0.25, 8, age=60.0, name="stale"),
+            _energy_state(0.25, 8, curve=None, name="curveless"),
+            NodeState(NodeInfo("absent", Resources(8000, GIB, 10))),  # no telemetry
         ],
         NOW,
     )
     got = plugin.evaluate(pod, batch)
-    assert got.score.tolist() == [75.0, 75.0, 75.0, 50.0, 50.0, 50.0]
+    assert got.score.tolist() == [75.0, 75.0, 75.0, 75.0, 0.0, 0.0]
     assert got.delta_watts[:3].tolist() == [12.5, 12.5, 12.5]
+    assert np.isnan(got.delta_watts[3:]).all()  # not measured: no ΔP is reported
     assert got.reasons() == [REASON_OK, REASON_OK, REASON_OK, REASON_STALE, REASON_NO_CURVE, REASON_MISSING]
+    # A node whose agent has gone keeps the last curve it exported (and its core count).
+    gone = NodeState(NodeInfo("n", Resources(0, GIB, 10)))
+    assert plugin.evaluate(pod, CandidateBatch.of([gone], NOW)).score.tolist() == [75.0]
     # a best-effort pod counts kube-scheduler's 100 m: 100 W × 0.1 / 8 = 1.25 W
     best_effort = PodInfo("default", "p", "u", Resources())
     assert plugin.delta_watts(best_effort, _energy_state(0.25, 8), NOW) == (1.25, REASON_OK)

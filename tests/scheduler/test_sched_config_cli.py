@@ -175,8 +175,9 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
             pod = {"metadata": {"name": "p", "namespace": "default"},
                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}
             scores = _post(f"{base}/prioritize", {"Pod": pod, "NodeNames": ["frugal", "hungry", "gone"]})
+            # "gone" has no agent and no known curve: the floor, below every measured node.
             assert scores == [
-                {"Host": "frugal", "Score": 6}, {"Host": "hungry", "Score": 2}, {"Host": "gone", "Score": 5}
+                {"Host": "frugal", "Score": 6}, {"Host": "hungry", "Score": 2}, {"Host": "gone", "Score": 0}
             ]
             status, metrics = http_get(f"{base}/metrics")
             assert status == 200 and 'kubejoule_scheduler_telemetry_age_seconds{node="frugal"}' in metrics

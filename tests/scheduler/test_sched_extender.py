@@ -124,8 +124,10 @@ def telemetry() -> dict[str, NodeSample]:
     return {
         "hungry": sample("hungry", 2.0, LINE_100_260),  # ΔP 40 W → score 100(1 − 40/50) = 20 → 2
         "frugal": sample("frugal", 2.0, LINE_50_130, watts=90.0),  # ΔP 20 W → 60 → 6
-        "stale": sample("stale", 300.0, LINE_50_130),  # → 50 → 5
-        "nocurve": sample("nocurve", 1.0, None),  # → 50 → 5
+        # Without fresh telemetry (docs/scheduler.md, "Missing telemetry never wins"): the
+        # node's curve at its worst utilization (a line: ΔP 20 W → 6), no curve → the floor, 0.
+        "stale": sample("stale", 300.0, LINE_50_130),
+        "nocurve": sample("nocurve", 1.0, None),
     }
 
 
@@ -162,7 +164,7 @@ def active() -> Iterator[tuple[Extender, TestClient]]:
 
 
 NAMES = ["hungry", "frugal", "stale", "nocurve", "unknown"]
-EXPECTED = {"hungry": 2, "frugal": 6, "stale": 5, "nocurve": 5, "unknown": 5}
+EXPECTED = {"hungry": 2, "frugal": 6, "stale": 6, "nocurve": 0, "unknown": 0}
 
 
 def test_prioritize_nodes_items_form(active: tuple[Extender, TestClient]) -> None:
@@ -176,9 +178,10 @@ def test_prioritize_nodes_items_form(active: tuple[Extender, TestClient]) -> Non
 
 def test_prioritize_node_names_form_uses_known_cores(active: tuple[Extender, TestClient]) -> None:
     extender, client = active
-    # No cores anywhere yet (telemetry has none, no Node seen): only neutral answers.
+    # No cores anywhere yet (telemetry has none, no Node seen): nothing can be priced, and
+    # unpriced nodes get the floor (never more than a measured one).
     response = client.post("/prioritize", json={"Pod": POD, "NodeNames": NAMES, "Nodes": None})
-    assert response.json() == [{"Host": n, "Score": 5} for n in NAMES]
+    assert response.json() == [{"Host": n, "Score": 0} for n in NAMES]
     # Once kube-scheduler has sent the Node objects, the NodeNames form scores too.
     client.post("/prioritize", json={"Pod": POD, "Nodes": {"items": [node_object(n) for n in NAMES]}})
     response = client.post("/prioritize", json={"Pod": POD, "NodeNames": NAMES})

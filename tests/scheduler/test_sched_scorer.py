@@ -10,10 +10,8 @@ import pytest
 from agent.curves import PowerCurve
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.scorer import (
-    NEUTRAL_SCORE,
     HeuristicScorer,
     NodeHistory,
-    extended_watts,
 )
 
 NOW = 1_000_000.0
@@ -78,11 +76,23 @@ class Case:
 CASES = [
     # 2 cores of 10 → Δu 0.2 → 40 W on a 100→300 W line; 100 × (1 − 40/100) = 60.
     Case("fresh linear", node(), score=60.0, delta=40.0),
-    Case("stale → neutral", node(age=31.0), score=NEUTRAL_SCORE, reason="stale"),
+    # Without fresh telemetry (docs/scheduler.md, "Missing telemetry never wins"): priced at the
+    # node's worst state with its last known curve; a line's marginal is the same everywhere.
+    Case("stale → its curve at the worst utilization", node(age=31.0), score=60.0, reason="stale"),
     Case("just fresh at the limit", node(age=30.0), score=60.0, delta=40.0),
-    Case("no telemetry → neutral", node(telemetry=False), score=NEUTRAL_SCORE, reason="missing"),
-    Case("no utilization → neutral", node(utilization=None), score=NEUTRAL_SCORE, reason="missing"),
-    Case("no curve, no history → neutral", node(points=None), score=NEUTRAL_SCORE, reason="no_curve"),
+    Case("no telemetry, no curve → the floor", node(telemetry=False), score=0.0, reason="missing"),
+    Case("no telemetry, a configured curve → its worst marginal", node(telemetry=False),
+         curves={"n1": PowerCurve.linear(50.0, 100.0)}, score=90.0, reason="missing"),
+    Case("no utilization → the exported curve at the worst", node(utilization=None), score=60.0,
+         reason="missing"),
+    Case("no curve, no history → the floor", node(points=None), score=0.0, reason="no_curve"),
+    # The steep part of a curve prices a node whose load is unknown: 0.2 of the 50 % → 70 %
+    # segment of this curve is the costliest step, 80 W.
+    Case("stale, points curve → its steepest step", node(age=31.0, utilization=0.0,
+         points=(100, 110, 120, 130, 140, 150, 190, 230, 270, 310, 350)), score=20.0, reason="stale"),
+    # With consolidation the worst state is empty: the pod's share, 0.2 × P(0.5)/0.5 = 80 W.
+    Case("consolidation: stale and running → priced as empty", node(age=31.0, pods=3),
+         consolidation=True, ref=200.0, score=60.0, reason="stale"),
     Case(
         "configured curve used when the agent exports none",
         node(points=None),
@@ -197,11 +207,11 @@ def test_online_fit_gives_a_curve_from_history() -> None:
     scorer = HeuristicScorer(delta_p_ref_watts=100.0)
     # P = 80 + 150 u, with a little noise.
     history = [(0.1, 1.0), (0.3, -1.0), (0.5, 0.5), (0.7, -0.5), (0.9, 0.0)]
-    # Old (stale) samples score neutral but still teach the curve.
+    # Old (stale) samples, no curve yet: the floor score; they still teach the curve.
     for i, (u, noise) in enumerate(history[:3]):
         state = node(points=None, utilization=u, watts=80 + 150 * u + noise, age=90 - i)
         [result] = scorer.score(pod(), [state], NOW)
-        assert (result.reason, result.score) == ("stale", NEUTRAL_SCORE)
+        assert (result.reason, result.score) == ("stale", 0.0)
     assert scorer.fitted("n1") is None  # three samples are too few
     for i, (u, noise) in enumerate(history[3:]):
         state = node(points=None, utilization=u, watts=80 + 150 * u + noise, age=20 - i)
@@ -216,7 +226,11 @@ def test_online_fit_gives_a_curve_from_history() -> None:
     assert result.delta_watts == pytest.approx(0.2 * fit.slope_watts)
     # The fit is per node: another node without history still has no curve.
     [result] = scorer.score(pod(), [node(name="other", points=None)], NOW)
-    assert (result.reason, result.score) == ("no_curve", NEUTRAL_SCORE)
+    assert (result.reason, result.score) == ("no_curve", 0.0)
+    # A node whose agent went away is priced by its fitted line at the worst utilization.
+    [result] = scorer.score(pod(), [node(telemetry=False)], NOW)
+    assert result.reason == "missing"
+    assert result.score == pytest.approx(100.0 * (1 - 0.2 * fit.slope_watts / 100.0))
 
 
 @pytest.mark.parametrize(
@@ -315,8 +329,8 @@ def test_consolidation_utilization_must_be_a_load() -> None:
 
 def test_extended_watts_continues_past_full() -> None:
     curve = PowerCurve.linear(100.0, 300.0)
-    assert extended_watts(curve, 0.5) == pytest.approx(200.0)
-    assert extended_watts(curve, 1.5) == pytest.approx(400.0)
+    assert curve.extended_watts(0.5) == pytest.approx(200.0)
+    assert curve.extended_watts(1.5) == pytest.approx(400.0)
 
 
 def test_reference_must_be_positive() -> None:
@@ -359,4 +373,4 @@ def test_batch_scores_equal_scalar_scores(consolidation: bool) -> None:
         rows = batch.rows(["n5", "nope", "n0"])
         picked = scorer.score_batch(pod(cpu), batch, NOW, rows).results(["n5", "nope", "n0"])
         assert picked[0] == got[5] and picked[2] == got[0]
-        assert (picked[1].score, picked[1].reason) == (NEUTRAL_SCORE, "missing")
+        assert (picked[1].score, picked[1].reason) == (0.0, "missing")

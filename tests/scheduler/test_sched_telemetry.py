@@ -274,7 +274,8 @@ def test_an_agent_whose_clock_runs_ahead_still_ages() -> None:
     [result] = HeuristicScorer(curves={"n1": CURVE_LINE}).score(
         POD_1CPU, [NodeState(NodeInfo("n1", Resources(4000)), telemetry=store.telemetry("n1"))], clock[0]
     )
-    assert (result.reason, result.score) == ("stale", 50.0)
+    # Stale: priced at its worst (a line's 25 W for 1 of 4 cores, over the 20 W reference → 0).
+    assert (result.reason, result.score) == ("stale", 0.0)
     assert store.errors[("fixed", "clock_ahead")] == 2
     # A new sample (still ahead) is fresh again, from when it was fetched.
     source.samples = {"n1": sample("n1", 1141.0)}

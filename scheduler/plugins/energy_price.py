@@ -1,0 +1,72 @@
+"""The energy plugin's prices over curve columns (`agent.curves.curve_columns`), one row per
+node: the marginal watts of a load step, the consolidation price and its amortized rate, and
+the worst-case price of a node whose utilization is not known. The formulas and their
+reasoning are in `scheduler.plugins.energy`'s docstring; the autoscaler expander
+(`scheduler.autoscaler.choice`) prices node groups with the same functions, on one row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from agent.curves import POINT_COUNT, columns_watts
+
+Columns = Mapping[str, np.ndarray]
+
+# The utilization grid of amortized rates: 10 %, 20 % … 100 % (the curves' own points).
+RATE_GRID = np.arange(1, POINT_COUNT) / (POINT_COUNT - 1)
+# The curves' breakpoints: 0 %, 10 % … 100 %.
+BREAKPOINTS = np.arange(POINT_COUNT) / (POINT_COUNT - 1)
+
+
+def average_rates(cols: Columns) -> np.ndarray:
+    """P(v) / v at v = 10 % … 100 % for every row (rows × 10): watts per unit of utilization."""
+    count = len(cols["curve_points"])
+    if not count:
+        return np.zeros((0, len(RATE_GRID)))
+    at = [columns_watts(cols, np.full(count, v)) for v in RATE_GRID.tolist()]
+    return np.stack(at, axis=1) / RATE_GRID
+
+
+def amortized_rate(cols: Columns, rates: np.ndarray, up_to: np.ndarray) -> np.ndarray:
+    """a_n = min over 0 < v ≤ up_to of P(v) / v per row (`rates` from average_rates(), up_to >
+    0). Exact for piecewise-linear curves: on a segment P = a + b·v, P / v is monotone, so the
+    minimum is at a grid point or at the bound itself."""
+    within = RATE_GRID[None, :] <= up_to[:, None] + 1e-12
+    rate = np.where(within, rates, np.inf).min(axis=1)
+    return np.minimum(rate, columns_watts(cols, up_to) / up_to)
+
+
+def marginal_watts(cols: Columns, before: np.ndarray, utilization: np.ndarray,
+                   delta_u: np.ndarray) -> np.ndarray:
+    """P(u + Δu) − P(u) per row, P continued past u = 1 (`before` is P(u))."""
+    return columns_watts(cols, utilization + delta_u) - before
+
+
+def consolidation_price(
+    cols: Columns, rates: np.ndarray, u_ref: float, delta_u: np.ndarray, marginal: np.ndarray,
+    empty: np.ndarray,
+) -> np.ndarray:
+    """The pod's share Δu × a_n (a_n up to max(u_ref, Δu)) on an empty node; on a running one its
+    marginal watts, capped at that share."""
+    share = delta_u * amortized_rate(cols, rates, np.maximum(u_ref, delta_u))
+    return np.where(empty, share, np.minimum(marginal, share))
+
+
+def worst_marginal_watts(cols: Columns, delta_u: np.ndarray) -> np.ndarray:
+    """max over u ≥ 0 of P(u + Δu) − P(u) per row: the marginal watts of the load step at the
+    worst utilization the node could be at.
+
+    For a piecewise-linear curve (continued past u = 1 by its last tenth's slope) the difference
+    is piecewise linear in u with breakpoints where u or u + Δu is a curve breakpoint, and
+    constant past u = 1, so its maximum is at one of those points. For a Fan et al. curve
+    (concave for r ≥ 1) it is at u = 0, which is among them."""
+    count = len(delta_u)
+    best = np.full(count, -np.inf)
+    for point in BREAKPOINTS.tolist():
+        for u in (np.full(count, point), np.maximum(point - delta_u, 0.0)):
+            step = columns_watts(cols, u + delta_u) - columns_watts(cols, u)
+            best = np.maximum(best, step)
+    return best
