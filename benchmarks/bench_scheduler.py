@@ -1,52 +1,67 @@
-"""Extender latency: `POST /prioritize` over loopback HTTP, p50/p99, at 100, 1,000, 5,000 nodes.
+"""Extender latency on its real path: `POST /prioritize` over loopback HTTP to the real
+`kubejoule-scheduler extender` process while telemetry for every node is refreshed every second.
 
-Every node has fresh telemetry and a calibration curve, so every node is really scored (no
-neutral short cut). The server is the real app under uvicorn on 127.0.0.1, in active mode; the
-client is one keep-alive HTTP connection sending the `NodeNames` form (`nodeCacheCapable: true`,
-as the example KubeSchedulerConfiguration sets), timed from send to the last byte read. A smaller
-run of the `Nodes.items` form (whole v1.Node objects) shows why the names form matters.
+Per cluster size (1,000 and 5,000 nodes):
 
-Targets (issue 6): p99 ≤ 10 ms at 1,000 nodes, ≤ 50 ms at 5,000 nodes.
+* a fake Prometheus HTTP API (its own process, like a real Prometheus) serves the agents' series
+  for every node — power, utilization, the 11-point calibration curve, the sample time and one
+  `kubejoule_pod_power_watts` series per pod (0–30 pods a node) — with new values and sample
+  times every second, each node's agent on its own phase;
+* the extender is `python -m scheduler.cli extender --config FILE` (uvicorn, active mode,
+  `refresh_seconds: 1`, the Prometheus source, `node_cores` for the NodeNames form, no cluster
+  watch — there is no API server here);
+* one keep-alive client sends requests at random (Poisson) times, so they land anywhere between
+  refreshes, in both forms: `NodeNames` (`nodeCacheCapable: true`) and `Nodes.items` with
+  realistic Node objects (labels, annotations, conditions, an images list: ~6 KB each,
+  `tests/helpers/realistic_nodes.py`). Each request is timed from send to the last byte read;
+* besides, each time the fake Prometheus has answered a refresh's last query, the client sends
+  one request at once: the *first request after a refresh*, which arrives while the extender
+  parses that refresh and prepares the new node batch. Reported separately.
 
+Every answer is checked (HTTP 200, one score per node, not all neutral), and the extender's
+`kubejoule_scheduler_fallbacks_total` is read at the end: a node scored neutral for stale or
+missing telemetry would make the figures flatter than the real path.
+
+Also: orjson against the standard library's `json` parsing the 5,000-node `Nodes.items` body.
+
+Targets (issue 15): p99 ≤ 10 ms at 1,000 nodes, ≤ 50 ms at 5,000, both forms.
+
+    python benchmarks/bench_scheduler.py [--sizes 1000,5000] [--seconds 20] [--json]
     python benchmarks/run_all.py scheduler
 """
 
 from __future__ import annotations
 
-import gc
+import argparse
 import http.client
 import json
 import os
 import random
+import select
 import socket
 import statistics
+import subprocess
 import sys
-import threading
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-import uvicorn  # noqa: E402
+import orjson  # noqa: E402
 
-from agent.curves import PowerCurve  # noqa: E402
-from scheduler.extender.app import create_app  # noqa: E402
-from scheduler.extender.core import Extender  # noqa: E402
-from scheduler.extender.decisions import MemoryRecorder  # noqa: E402
-from scheduler.model import NodeTelemetry  # noqa: E402
-from scheduler.scorer import HeuristicScorer  # noqa: E402
-from scheduler.telemetry.samples import FetchResult, NodeSample  # noqa: E402
-from scheduler.telemetry.store import TelemetryStore  # noqa: E402
+from benchmarks.fake_prometheus import node_cores, node_names  # noqa: E402
+from tests.helpers.realistic_nodes import realistic_node  # noqa: E402
 
-SIZES = (100, 1000, 5000)
-REQUESTS = {100: 400, 1000: 300, 5000: 150}
-ITEMS_SIZES = (100, 1000)
-ITEMS_REQUESTS = {100: 100, 1000: 30}
-WARMUP = 20
+SIZES = (1000, 5000)
 TARGET_P99_MS = {1000: 10.0, 5000: 50.0}
+# Poisson arrival rates (requests per second) per form and size: kube-scheduler calls the
+# extender once per pod; a request that takes longer than the gap delays the next one.
+RATE = {("NodeNames", 1000): 20.0, ("NodeNames", 5000): 10.0,
+        ("Nodes.items", 1000): 5.0, ("Nodes.items", 5000): 2.0}
 
 POD = {
     "apiVersion": "v1",
@@ -59,48 +74,7 @@ POD = {
 }
 
 
-class _Fixed:
-    name = "bench"
-
-    def __init__(self, samples: dict[str, NodeSample]) -> None:
-        self.samples = samples
-
-    def fetch(self) -> FetchResult:
-        return FetchResult(samples=self.samples)
-
-
-def _node(name: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {
-            "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
-            "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def _extender(names: list[str], now: float) -> Extender:
-    rng = random.Random(1)
-    curves = [
-        PowerCurve.linear(90, 300).as_points(),
-        PowerCurve.fan(60, 250, 1.4).as_points(),
-        PowerCurve.fan(120, 400, 1.2).as_points(),
-    ]
-    samples = {
-        name: NodeSample(
-            NodeTelemetry(name, now - rng.uniform(0, 10), rng.uniform(80, 300), "rapl",
-                          rng.random(), 32.0, rng.choice(curves)),
-            pod_count=rng.randint(0, 30),
-        )
-        for name in names
-    }
-    store = TelemetryStore([_Fixed(samples)], clock=lambda: now)
-    store.refresh_once()
-    return Extender(
-        HeuristicScorer(delta_p_ref_watts=20.0, consolidation=True),
-        store, mode="active", recorder=MemoryRecorder(1000), clock=lambda: now,
-    )
+# -- the client ----------------------------------------------------------------------------------
 
 
 def _free_port() -> int:
@@ -109,44 +83,72 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextmanager
-def _serve(extender: Extender) -> Iterator[int]:
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(extender, manage_store=False), host="127.0.0.1", port=port,
-        log_level="warning", access_log=False, lifespan="on",
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
+def _wait_ready(url: str, process: subprocess.Popen[bytes], seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
         if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(10)
+            raise RuntimeError(f"{url} not ready after {seconds:.0f} s")
+        time.sleep(0.2)
 
 
-def _measure(port: int, body: bytes, count: int) -> list[float]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Content-Type": "application/json"}
-    timings = []
-    for i in range(WARMUP + count):
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _Client:
+    def __init__(self, port: int, size: int) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.size = size
+
+    def post(self, body: bytes) -> float:
         started = time.perf_counter()
-        connection.request("POST", "/prioritize", body, headers)
-        response = connection.getresponse()
+        self.connection.request("POST", "/prioritize", body, {"Content-Type": "application/json"})
+        response = self.connection.getresponse()
         payload = response.read()
-        elapsed = time.perf_counter() - started
+        elapsed = (time.perf_counter() - started) * 1000.0
         if response.status != 200:
-            raise RuntimeError(f"HTTP {response.status}: {payload[:200]!r}")
-        if i >= WARMUP:
-            timings.append(elapsed * 1000.0)
-    connection.close()
-    return timings
+            raise RuntimeError(f"HTTP {response.status}: {payload[:300]!r}")
+        answer = orjson.loads(payload)
+        if len(answer) != self.size or len({entry["Score"] for entry in answer}) < 2:
+            raise RuntimeError(f"unexpected answer: {len(answer)} hosts, scores {sorted({e['Score'] for e in answer})}")
+        return elapsed
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def drive(client: _Client, body: bytes, seconds: float, rate: float, notify: socket.socket) -> dict[str, Any]:
+    """Requests at Poisson times for `seconds`, plus one right after each refresh."""
+    rng = random.Random(3)
+    for _ in range(3):
+        client.post(body)  # warm-up
+    while select.select([notify], [], [], 0)[0]:
+        notify.recv(64)
+    spread: list[float] = []
+    after: list[float] = []
+    refreshes = 0
+    end = time.monotonic() + seconds
+    next_at = time.monotonic() + rng.expovariate(rate)
+    while (now := time.monotonic()) < end:
+        ready = select.select([notify], [], [], max(0.0, min(next_at, end) - now))[0]
+        if ready:
+            while select.select([notify], [], [], 0)[0]:
+                notify.recv(64)
+                refreshes += 1
+            after.append(client.post(body))
+        elif time.monotonic() >= next_at:
+            spread.append(client.post(body))
+            next_at = max(next_at + rng.expovariate(rate), time.monotonic())
+    return {"spread": spread, "after_refresh": after, "refreshes": refreshes}
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -155,75 +157,171 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def _cpu_per_request_ms(extender: Extender, body: bytes, count: int = 50) -> float:
-    """Thread CPU time of parse + score + encode, in process: the code's own cost, which the
-    loopback wall-clock figures add HTTP and any CPU contention on the machine to."""
-    from scheduler.extender.wire import json_response, parse_args
-
-    for _ in range(5):
-        json_response(extender.prioritize(parse_args(body)))
-    started = time.thread_time()
-    for _ in range(count):
-        json_response(extender.prioritize(parse_args(body)))
-    return (time.thread_time() - started) / count * 1000.0
+def _summary(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"requests": 0}
+    return {"requests": len(values), "p50_ms": _percentile(values, 50), "p99_ms": _percentile(values, 99),
+            "max_ms": max(values), "mean_ms": statistics.fmean(values)}
 
 
-def run(size: int, form: str) -> dict[str, float]:
-    now = time.time()
-    names = [f"node-{i:05d}" for i in range(size)]
-    extender = _extender(names, now)
-    if form == "NodeNames":
-        body = json.dumps({"Pod": POD, "NodeNames": names}).encode()
-        count = REQUESTS[size]
-    else:
-        body = json.dumps({"Pod": POD, "Nodes": {"items": [_node(n) for n in names]}}).encode()
-        count = ITEMS_REQUESTS[size]
-    gc.freeze()  # as `kubejoule-scheduler extender` does before serving
-    with _serve(extender) as port:
-        timings = _measure(port, body, count)
-    gc.unfreeze()
-    cpu_ms = _cpu_per_request_ms(extender, body, 50 if form == "NodeNames" else 10)
-    print(f"  {form} {size} nodes: {count} requests", file=sys.stderr, flush=True)
-    return {
-        "p50": _percentile(timings, 50),
-        "p99": _percentile(timings, 99),
-        "mean": statistics.fmean(timings),
-        "body_kib": len(body) / 1024.0,
-        "requests": float(count),
-        "cpu": cpu_ms,
-    }
-
-
-def main() -> str:
-    rows = [
-        "| nodes | form | request body | requests | p50 (ms) | p99 (ms) | target p99 | met | CPU/request (ms) |",
-        "|---:|---|---:|---:|---:|---:|---:|:---:|---:|",
-    ]
-    for form, sizes in (("NodeNames", SIZES), ("Nodes.items", ITEMS_SIZES)):
-        for size in sizes:
-            r = run(size, form)
-            target = TARGET_P99_MS.get(size) if form == "NodeNames" else None
-            met = "" if target is None else ("yes" if r["p99"] <= target else "**no**")
-            rows.append(
-                f"| {size:,} | {form} | {r['body_kib']:,.0f} KiB | {r['requests']:.0f} | "
-                f"{r['p50']:.2f} | {r['p99']:.2f} | {'' if target is None else f'≤ {target:.0f} ms'} | {met} | "
-                f"{r['cpu']:.2f} |"
-            )
-    load = _load_average()
-    rows.append("")
-    rows.append(
-        f"Loopback HTTP, one keep-alive client, uvicorn (h11), {os.cpu_count()} CPUs, "
-        f"load average {load} during the run. CPU/request: parse + score + encode in process."
+def _fallbacks(metrics_url: str) -> float:
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+        if line.startswith("kubejoule_scheduler_fallbacks_total{")
     )
-    return "\n".join(rows)
 
 
-def _load_average() -> str:
+def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False) -> dict[str, Any]:
+    names = node_names(size)
+    notify = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    notify.bind(("127.0.0.1", 0))
+    port_file = tmp / f"prometheus-{size}.port"
+    prometheus = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "fake_prometheus.py"), str(size), str(port_file),
+         str(notify.getsockname()[1])], cwd=ROOT,
+    )
+    extender: subprocess.Popen[bytes] | None = None
     try:
-        return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        deadline = time.monotonic() + 120
+        while not port_file.exists() or not port_file.read_text():
+            if prometheus.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the fake Prometheus did not start")
+            time.sleep(0.1)
+        config = {
+            "mode": "active", "refresh_seconds": 1,
+            "scorer": {"delta_p_ref_watts": 20, "consolidation": True},
+            "telemetry": {
+                "prometheus": {"url": f"http://127.0.0.1:{port_file.read_text()}"},
+                "node_cores": {name: node_cores(i) for i, name in enumerate(names)},
+            },
+            "extender": {"watch_cluster": False},
+        }
+        config_path = tmp / f"extender-{size}.yaml"
+        config_path.write_text(json.dumps(config))  # JSON is YAML
+        port = _free_port()
+        extender = subprocess.Popen(
+            [sys.executable, "-m", "scheduler.cli", "extender", "--listen", f"127.0.0.1:{port}",
+             "--config", str(config_path), "--log-level", "warning"], cwd=ROOT,
+        )
+        _wait_ready(f"http://127.0.0.1:{port}/readyz", extender)
+        time.sleep(2.0)  # a few refreshes: the online fits and the first batches are in place
+        bodies = {
+            "NodeNames": orjson.dumps({"Pod": POD, "NodeNames": names}),
+            "Nodes.items": orjson.dumps({"Pod": POD, "Nodes": {"apiVersion": "v1", "kind": "NodeList", "items": [
+                realistic_node(name, i, cpu=str(node_cores(i))) for i, name in enumerate(names)
+            ]}}),
+        }
+        results: dict[str, Any] = {}
+        for form, body in bodies.items():
+            client = _Client(port, size)
+            cpu_before, started = _cpu_seconds(extender.pid), time.monotonic()
+            timings = drive(client, body, seconds, RATE.get((form, size), 20.0 if form == "NodeNames" else 5.0), notify)
+            cpu_share = (_cpu_seconds(extender.pid) - cpu_before) / (time.monotonic() - started)
+            client.close()
+            results[form] = {
+                "body_bytes": len(body), "per_node_bytes": len(body) / size,
+                "spread": _summary(timings["spread"]), "after_refresh": _summary(timings["after_refresh"]),
+                "refreshes": timings["refreshes"], "extender_cpu_share": cpu_share,
+                "target_p99_ms": TARGET_P99_MS.get(size),
+            }
+            print(f"  {size} nodes {form}: {len(timings['spread'])} spread + "
+                  f"{len(timings['after_refresh'])} after-refresh requests", file=sys.stderr, flush=True)
+        results["fallbacks"] = _fallbacks(f"http://127.0.0.1:{port}/metrics")
+        results["parse"] = {**parse_comparison(bodies["Nodes.items"]), "nodes": size} if compare_parsers else None
+        return results
+    finally:
+        for process in (extender, prometheus):
+            if process is not None:
+                process.terminate()
+                process.wait(30)
+        notify.close()
+
+
+def parse_comparison(body: bytes, repeat: int = 5) -> dict[str, float]:
+    """orjson.loads vs json.loads on one body, best of `repeat`, the cyclic GC paused as the
+    extender pauses it."""
+    import gc
+
+    times: dict[str, float] = {}
+    for name, loads in (("orjson", orjson.loads), ("json", json.loads)):
+        best = float("inf")
+        for _ in range(repeat):
+            gc.disable()
+            try:
+                started = time.perf_counter()
+                loads(body)
+                best = min(best, time.perf_counter() - started)
+            finally:
+                gc.enable()
+        times[f"{name}_ms"] = best * 1000.0
+    times["ratio"] = times["json_ms"] / times["orjson_ms"]
+    times["body_mib"] = len(body) / 2**20
+    return times
+
+
+def _load_average() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
     except OSError:
-        return "unknown"
+        return []
+
+
+def table(result: dict[str, Any]) -> str:
+    rows = [
+        "| nodes | form | body | requests | p50 | p99 | target p99 | first after refresh: p50 / p99 / max (n) | extender CPU |",
+        "|---:|---|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for size, per_size in result["sizes"].items():
+        for form in ("NodeNames", "Nodes.items"):
+            r = per_size[form]
+            s, a = r["spread"], r["after_refresh"]
+            target = r["target_p99_ms"]
+            met = "" if target is None else ("met" if s["p99_ms"] <= target else "**MISSED**")
+            a_met = "" if target is None else ("met" if a.get("p99_ms", 0) <= target else "**MISSED**")
+            body = r["body_bytes"]
+            body_text = f"{body / 2**20:.1f} MiB" if body >= 2**20 else f"{body / 1024:.0f} KiB"
+            rows.append(
+                f"| {int(size):,} | {form} | {body_text} | {s['requests']} | {s['p50_ms']:.1f} ms | "
+                f"{s['p99_ms']:.1f} ms | {'' if target is None else f'≤ {target:.0f} ms ({met})'} | "
+                f"{a.get('p50_ms', float('nan')):.1f} / {a.get('p99_ms', float('nan')):.1f} / "
+                f"{a.get('max_ms', float('nan')):.1f} ms ({a['requests']}; {a_met}) | "
+                f"{r['extender_cpu_share'] * 100:.0f} % |"
+            )
+    lines = [
+        f"Extender /prioritize over loopback HTTP, telemetry for every node refreshed every second "
+        f"(fake Prometheus API), {result['seconds']:.0f} s per form, {result['cpus']} CPUs, "
+        f"load average {' '.join(map(str, result['load_average']))} after the run",
+        "",
+        *rows,
+    ]
+    fallbacks = {size: r["fallbacks"] for size, r in result["sizes"].items()}
+    lines.append("")
+    lines.append(f"Neutral fallbacks (stale/missing telemetry) during the runs: {fallbacks}.")
+    parse = next((r["parse"] for r in result["sizes"].values() if r.get("parse")), None)
+    if parse:
+        lines.append(
+            f"Parsing the {parse['body_mib']:.1f} MiB {parse['nodes']:,}-node Nodes.items body: orjson "
+            f"{parse['orjson_ms']:.0f} ms, json {parse['json_ms']:.0f} ms ({parse['ratio']:.1f}×)."
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="node counts, comma-separated")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measuring time per size and form")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args([] if argv is None else argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    result: dict[str, Any] = {"seconds": args.seconds, "cpus": os.cpu_count(), "sizes": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            result["sizes"][str(size)] = run_size(size, args.seconds, Path(tmp), size == max(sizes))
+    result["load_average"] = _load_average()
+    return json.dumps(result, sort_keys=True) if args.json else table(result)
 
 
 if __name__ == "__main__":
-    print(main())
+    print(main(sys.argv[1:]))

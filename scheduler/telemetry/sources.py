@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import httpx
+import orjson
 
 from agent.quantity import parse_quantity
 from scheduler.model import NodeTelemetry
@@ -85,7 +86,15 @@ class PrometheusSource:
     def _query(self, promql: str) -> list[dict[str, Any]]:
         response = self._client.get(f"{self._base}/api/v1/query", params={"query": promql})
         response.raise_for_status()
-        body = response.json()
+        # orjson: the answers hold every pod's series (megabytes at a few thousand nodes), and
+        # a parse holds the GIL against the request path for its whole duration; the standard
+        # library's takes 2-3 times longer (benchmarks/bench_scheduler.py).
+        try:
+            body = orjson.loads(response.content)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"prometheus: not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise ValueError("prometheus: expected a JSON object")
         if body.get("status") != "success":
             raise ValueError(f"prometheus: {body.get('error') or body}")
         data = body.get("data") or {}
