@@ -270,8 +270,9 @@ def _load_average() -> list[float]:
 
 def table(result: dict[str, Any]) -> str:
     rows = [
-        "| nodes | form | body | requests | p50 | p99 | target p99 | first after refresh: p50 / p99 / max (n) | extender CPU |",
-        "|---:|---|---:|---:|---:|---:|---|---|---:|",
+        "| nodes | form | body | requests | p50 | p99 | target p99 | first after refresh: p50 / p99 / max (n) "
+        "| refreshes/s | extender CPU |",
+        "|---:|---|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for size, per_size in result["sizes"].items():
         for form in ("NodeNames", "Nodes.items"):
@@ -287,7 +288,7 @@ def table(result: dict[str, Any]) -> str:
                 f"{s['p99_ms']:.1f} ms | {'' if target is None else f'≤ {target:.0f} ms ({met})'} | "
                 f"{a.get('p50_ms', float('nan')):.1f} / {a.get('p99_ms', float('nan')):.1f} / "
                 f"{a.get('max_ms', float('nan')):.1f} ms ({a['requests']}; {a_met}) | "
-                f"{r['extender_cpu_share'] * 100:.0f} % |"
+                f"{r['refreshes'] / result['seconds']:.2f} | {r['extender_cpu_share'] * 100:.0f} % |"
             )
     lines = [
         f"Extender /prioritize over loopback HTTP, telemetry for every node refreshed every second "
