@@ -2,18 +2,22 @@
 
 | name | what it is |
 |---|---|
-| `default` | kube-scheduler: NodeResourcesFit LeastAllocated + BalancedAllocation, weight 1 each, best total, ties at random (`scheduler.kube_scoring.default_choice`) |
+| `default` | kube-scheduler's default profile (`scheduler.plugins.defaults.default_profile`): TaintToleration 3, NodeAffinity 2, NodeResourcesFit LeastAllocated 1, BalancedAllocation 1 |
 | `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
+| `kubejoule` | the standalone scheduler's default profile (`kubejoule_profile`) |
+| `default+extender:W` | kube-scheduler's default profile plus kubejoule's energy plugin through the extender at weight W (`extender_profile`; the 0–10 answer × W × 10) |
+| `profile:FILE` | a profile YAML file: a list of `{name, weight, args}` (`rl.profiles`) |
 | `roundrobin` | the next feasible node after the last one used, in node order (the old DQN project's baseline) |
 | `peaks` | a profile of the PEAKS Score plugin alone (`scheduler.plugins.peaks`, with its NormalizeScore), each node's (k0, k1, k2) fitted to its curve |
 | `trimaran` | a profile of the TargetLoadPacking Score plugin alone (`scheduler.plugins.trimaran`), target 40 % |
-| `heuristic` | kubejoule's energy scorer (`scheduler.scorer.HeuristicScorer`) |
+| `heuristic` | a profile of kubejoule's energy plugin alone (`scheduler.plugins.energy`) |
 | `learned:PATH` | a learned model (`.npz`, or a `.pt` with its `.npz` beside it) served by the scheduler's numpy scorer (`scheduler.learned`), feature schema v2 with the simulator's node workloads |
 | `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
 
-Every scorer-based policy picks the highest score, ties at random with kube-scheduler's
-reservoir sampling (`scheduler.kube_scoring.select_host`, `scheduler.framework.select_best` for
-profiles), using the run's seeded RNG.
+How the energy plugin is configured for each: `rl.profiles`. Every policy but `roundrobin`
+picks the highest score (profiles: the weighted total), ties uniformly at random among the
+best with kube-scheduler's reservoir sampling (`scheduler.framework.select_best`), using the
+run's seeded RNG.
 """
 
 from __future__ import annotations
@@ -23,34 +27,23 @@ import random
 from collections.abc import Sequence
 from typing import Any, cast
 
+import numpy as np
+
+from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, largest_full_load_watts, named_profile
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
 from scheduler.framework import CandidateBatch, Profile, select_best
-from scheduler.kube_scoring import LEAST_ALLOCATED, MOST_ALLOCATED, default_choice, select_host
 from scheduler.learned import LearnedScorer, load_numpy_model
 from scheduler.model import NodeState, PodInfo, Scorer
+from scheduler.plugins.defaults import default_profile
+from scheduler.plugins.noderesources import LEAST_ALLOCATED
 from scheduler.plugins.peaks import Peaks, models_from_config
 from scheduler.plugins.trimaran import TargetLoadPacking
 from scheduler.scorer import HeuristicScorer
 
-BUILTIN_POLICIES = ("default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic")
-
-
-class KubeDefaultPolicy:
-    """kube-scheduler's default resource scoring, LeastAllocated or MostAllocated."""
-
-    def __init__(self, strategy: str = LEAST_ALLOCATED, name: str = "default") -> None:
-        self.strategy = strategy
-        self.name = name
-        self._rng = random.Random(0)
-
-    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
-        self._rng = rng
-
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
-        choice = default_choice(pod, feasible, self._rng, self.strategy)
-        assert choice is not None  # feasible is never empty
-        return choice
+BUILTIN_POLICIES = (
+    "default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic", "kubejoule",
+)
 
 
 class ProfilePolicy:
@@ -68,6 +61,13 @@ class ProfilePolicy:
         # The simulator has already filtered: only the Score half of the profile runs here.
         batch = CandidateBatch.of(feasible, now)
         return batch.names[select_best(self.profile.score(pod, batch).total, self._rng)]
+
+
+class KubeDefaultPolicy(ProfilePolicy):
+    """kube-scheduler's default profile, NodeResourcesFit LeastAllocated or MostAllocated."""
+
+    def __init__(self, strategy: str = LEAST_ALLOCATED, name: str = "default") -> None:
+        super().__init__(default_profile(name, strategy))
 
 
 class RoundRobinPolicy:
@@ -104,11 +104,8 @@ class ScorerPolicy:
 
     def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
         results = self.scorer.score(pod, feasible, now)
-        pairs = [(r.node, r.score) for r in results]
-        # select_host compares with > and ==, which is exact for float scores as well.
-        choice = select_host(cast("Sequence[tuple[str, int]]", pairs), self._rng)
-        assert choice is not None
-        return choice
+        scores = np.array([r.score for r in results], dtype=np.float64)
+        return results[select_best(scores, self._rng)].node
 
 
 class LearnedPolicy(ScorerPolicy):
@@ -136,8 +133,7 @@ def heuristic_scorer(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None)
     ΔP_ref is the largest full-load power in the cluster, so the 0–100 scale does not saturate
     and every candidate's extra watts stay distinguishable.
     """
-    reference = max(20.0, max(n.curve.max_watts for n in nodes))
-    return HeuristicScorer(delta_p_ref_watts=reference, consolidation=power_off is not None)
+    return HeuristicScorer(delta_p_ref_watts=largest_full_load_watts(nodes), consolidation=power_off is not None)
 
 
 def _load_scorer(spec: str, nodes: Sequence[NodeSpec]) -> Scorer:
@@ -156,10 +152,9 @@ def make_policy(
     name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None = None
 ) -> Policy:
     """A fresh policy by name (see the module docstring)."""
-    if name == "default":
-        return KubeDefaultPolicy(LEAST_ALLOCATED, "default")
-    if name == "mostallocated":
-        return KubeDefaultPolicy(MOST_ALLOCATED, "mostallocated")
+    profile = named_profile(name, nodes, power_off)
+    if profile is not None:
+        return ProfilePolicy(profile, name)
     if name == "roundrobin":
         return RoundRobinPolicy()
     if name == "peaks":
@@ -167,13 +162,11 @@ def make_policy(
         return ProfilePolicy(Profile("peaks", (), [(Peaks(models), 1)]))
     if name == "trimaran":
         return ProfilePolicy(Profile("trimaran", (), [(TargetLoadPacking(), 1)]))
-    if name == "heuristic":
-        return ScorerPolicy(heuristic_scorer(nodes, power_off), "heuristic")
     if name.startswith("learned:"):
         return LearnedPolicy(name[len("learned:") :], nodes, power_off)
     if name.startswith("py:"):
         return ScorerPolicy(_load_scorer(name, nodes), name)
     raise ValueError(
-        f"unknown policy {name!r}; known: {', '.join(BUILTIN_POLICIES)}, learned:PATH, "
-        "py:MODULE:ATTR"
+        f"unknown policy {name!r}; known: {', '.join(BUILTIN_POLICIES)}, {EXTENDER_POLICY}W, "
+        f"{PROFILE_POLICY}FILE, learned:PATH, py:MODULE:ATTR"
     )

@@ -139,10 +139,10 @@ def test_every_builtin_policy_builds_and_unknown_names_fail():
 # --- the policies run the scheduler's code, not a copy of it --------------------------------
 
 
-def test_default_policy_scores_with_kube_scoring(monkeypatch: pytest.MonkeyPatch):
-    """`default` calls scheduler.kube_scoring: tilting its BalancedAllocation towards the node
-    LeastAllocated ranks lower moves the choice there."""
-    import scheduler.kube_scoring as kube_scoring
+def test_default_policy_scores_with_the_default_profiles_plugins(monkeypatch: pytest.MonkeyPatch):
+    """`default` runs scheduler.plugins' NodeResourcesBalancedAllocation: tilting it towards the
+    node LeastAllocated ranks lower moves the choice there."""
+    from scheduler.plugins.noderesources import NodeResourcesBalancedAllocation
 
     pod = make_pod(1000, 1.0)
     nodes = [make_node("a", 4, 8), make_node("b", 4, 8, 2000, 2.0)]
@@ -154,29 +154,30 @@ def test_default_policy_scores_with_kube_scoring(monkeypatch: pytest.MonkeyPatch
 
     assert choice() == "a"
 
-    def favour_b(pod_info: PodInfo, node: NodeState) -> int:
-        return 1000 if node.info.name == "b" else 0
+    def favour_b(self, pod_info, batch):
+        return np.array([1000 if n == "b" else 0 for n in batch.names], dtype=np.int64)
 
-    monkeypatch.setattr(kube_scoring, "balanced_allocation", favour_b)
+    monkeypatch.setattr(NodeResourcesBalancedAllocation, "score", favour_b)
     assert choice() == "b"
 
 
-def test_heuristic_policy_is_the_schedulers_heuristic_scorer(monkeypatch: pytest.MonkeyPatch):
-    from scheduler.scorer import HeuristicScorer
+def test_heuristic_and_kubejoule_policies_run_the_energy_plugin(monkeypatch: pytest.MonkeyPatch):
+    from scheduler.plugins.energy import EnergyPlugin
 
     specs = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b", "c")]
     states = [make_node(n, 4, 8) for n in ("a", "b", "c")]
     seen: list[tuple[str, ...]] = []
 
-    def prefer_c(self, pod, nodes, now):
-        seen.append(tuple(n.info.name for n in nodes))
-        return [ScoreResult(n.info.name, 99.0 if n.info.name == "c" else 1.0) for n in nodes]
+    def prefer_c(self, pod, batch):
+        seen.append(tuple(batch.names))
+        return np.array([99.0 if n == "c" else 1.0 for n in batch.names])
 
-    monkeypatch.setattr(HeuristicScorer, "score", prefer_c)
-    policy = make_policy("heuristic", specs)
-    policy.reset(specs, random.Random(0))
-    assert policy.choose(make_pod(500), states, 0.0) == "c"
-    assert seen == [("a", "b", "c")]  # one batched call with every candidate
+    monkeypatch.setattr(EnergyPlugin, "score", prefer_c)
+    for name in ("heuristic", "kubejoule"):
+        policy = make_policy(name, specs)
+        policy.reset(specs, random.Random(0))
+        assert policy.choose(make_pod(500), states, 0.0) == "c"
+    assert seen == [("a", "b", "c")] * 2  # one batched call with every candidate
 
 
 def test_peaks_and_trimaran_policies_run_the_scheduler_plugins(monkeypatch: pytest.MonkeyPatch):

@@ -1,0 +1,153 @@
+"""Profiles as simulator policies: `default+extender:W` is kube-scheduler's weighted sum with the
+extender's rounded 0–10 answer × W × 10 (computed by hand), the named profiles are the
+scheduler's own builders, and profile files give the same profiles as the names."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent.curves import PowerCurve
+from rl.policies import ProfilePolicy, make_policy
+from rl.profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
+from rl.scenario import NodeSpec
+from scheduler.framework import CandidateBatch
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.plugins.defaults import default_profile, kubejoule_profile
+
+GIB = 2**30
+
+
+def state(name: str, requested_mc: int, requested_gib: int, u: float, curve: PowerCurve) -> NodeState:
+    info = NodeInfo(name, Resources(4000, 8 * GIB, 110))
+    telemetry = NodeTelemetry(
+        name, 0.0, watts=curve.watts(u), source="estimated", utilization=u, cores=4,
+        curve_points=tuple(curve.watts(i / 10) for i in range(11)),
+    )
+    return NodeState(
+        info, Resources(requested_mc, requested_gib * GIB, 1), telemetry,
+        pod_count=1 if requested_mc else 0,
+    )
+
+
+# Pod: 1 core, 1 GiB. Two 4-core, 8-GiB nodes:
+#   a: 2 cores + 2 GiB requested, at 50 %, curve 50 → 74 W (24 W per unit of load);
+#   b: nothing requested, at 0 %, curve 50 → 110 W (60 W per unit).
+# kube-scheduler's default profile (no taints, no affinity):
+#   TaintToleration: no intolerable taint anywhere → normalized (reverse) 100, × 3 = 300 each;
+#   NodeAffinity: no preferred terms → 0;
+#   NodeResourcesFit LeastAllocated: a: cpu (4000 − 3000)·100 // 4000 = 25, memory
+#     (8 − 3)·100 // 8 = 62 → (25 + 62) // 2 = 43;  b: 75 and 87 → 81;
+#   BalancedAllocation: a: |0.75 − 0.375| / 2 = 0.1875 → int(81.25) = 81;
+#     b: |0.25 − 0.125| / 2 = 0.0625 → int(93.75) = 93.
+#   Default totals: a 300 + 43 + 81 = 424, b 300 + 81 + 93 = 474 (kube-scheduler picks b).
+# The energy plugin without consolidation, ΔP_ref 20 W: a ΔP = 0.25 × 24 = 6 W → 100·(1 − 6/20)
+#   = 70 → extender 7; b ΔP = 0.25 × 60 = 15 W → 25 → 2.5, rounded half up → 3.
+# default+extender:W adds 7·W·10 to a and 3·W·10 to b:
+DEFAULT_TOTALS = {"a": 424, "b": 474}
+EXTENDER_SCORES = {"a": 7, "b": 3}
+A = state("a", 2000, 2, 0.5, PowerCurve.linear(50, 74))
+B = state("b", 0, 0, 0.0, PowerCurve.linear(50, 110))
+POD = PodInfo("ns", "p", "uid", Resources(1000, GIB, 1))
+SPECS = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b")]
+
+
+def totals(name: str) -> dict[str, int]:
+    policy = make_policy(name, SPECS)
+    assert isinstance(policy, ProfilePolicy)
+    scored = policy.profile.score(POD, CandidateBatch.of([A, B], 0.0))
+    return dict(zip(("a", "b"), scored.total.tolist(), strict=True))
+
+
+def choice(name: str) -> str:
+    policy = make_policy(name, SPECS)
+    policy.reset(SPECS, random.Random(0))
+    return policy.choose(POD, [A, B], 0.0)
+
+
+def test_the_extender_weight_enters_as_kube_scheduler_adds_it():
+    assert DEPLOYED_DELTA_P_REF_WATTS == 20.0  # the hand computation above assumes it
+    assert totals("default") == DEFAULT_TOTALS
+    assert choice("default") == "b"
+    for weight, winner in ((1, "b"), (2, "a"), (5, "a"), (12, "a")):
+        want = {n: DEFAULT_TOTALS[n] + EXTENDER_SCORES[n] * weight * 10 for n in "ab"}
+        assert totals(f"default+extender:{weight}") == want  # e.g. W = 1: a 494, b 504
+        assert choice(f"default+extender:{weight}") == winner
+
+
+def test_named_profiles_are_the_schedulers_builders():
+    def layout(profile):
+        return [(type(p).__name__, getattr(p, "strategy", None), w) for p, w in profile.scores]
+
+    for name, strategy in (("default", "LeastAllocated"), ("mostallocated", "MostAllocated")):
+        policy = make_policy(name, SPECS)
+        assert isinstance(policy, ProfilePolicy)
+        assert layout(policy.profile) == layout(default_profile(strategy=strategy))
+    kubejoule = make_policy("kubejoule", SPECS)
+    assert isinstance(kubejoule, ProfilePolicy)
+    standalone = kubejoule_profile(kubejoule.profile.scores[-1][0])
+    assert layout(kubejoule.profile) == layout(standalone)
+
+
+def test_a_profile_file_gives_the_named_profiles_totals(tmp_path: Path):
+    path = tmp_path / "extender5.yaml"
+    path.write_text(
+        "- {name: TaintToleration, weight: 3}\n"
+        "- {name: NodeAffinity, weight: 2}\n"
+        "- {name: NodeResourcesFit, weight: 1}\n"
+        "- {name: NodeResourcesBalancedAllocation, weight: 1}\n"
+        "- {name: KubejouleEnergy, weight: 5, extender: true}\n"
+    )
+    assert totals(f"profile:{path}") == totals("default+extender:5")
+    packing = tmp_path / "packing.yaml"
+    packing.write_text(
+        "- name: NodeResourcesFit\n"
+        "  args: {scoringStrategy: {type: MostAllocated, resources: [{name: cpu, weight: 1}]}}\n"
+    )
+    # MostAllocated on cpu alone: a 3000·100 // 4000 = 75, b 1000·100 // 4000 = 25.
+    assert totals(f"profile:{packing}") == {"a": 75, "b": 25}
+    assert choice(f"profile:{packing}") == "a"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("{}", "list"),
+        ("- {name: Nope}", "Nope"),
+        ("- {name: NodeResourcesFit, weight: -1}", "weight"),
+        ("- {name: NodeResourcesFit, colour: red}", "colour"),
+        ("- {name: TaintToleration, args: {x: 1}}", "TaintToleration"),
+        ("- {name: NodeResourcesFit}\n- {name: NodeResourcesFit}", "twice"),
+        ("- [", "YAML"),
+    ],
+)
+def test_bad_profile_files_are_refused_with_the_reason(tmp_path: Path, text: str, reason: str):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(ProfileFileError, match=reason):
+        make_policy(f"profile:{path}", SPECS)
+
+
+def test_bad_policy_names_are_refused():
+    for name in ("default+extender:0", "default+extender:x", "default+extender:", "default+extender:05"):
+        with pytest.raises(ValueError, match="extender weight"):
+            make_policy(name, SPECS)
+    with pytest.raises(ValueError, match="cannot read"):
+        make_policy("profile:/nonexistent/p.yaml", SPECS)
+
+
+def test_profile_policies_break_ties_at_random_with_the_seed():
+    twin = state("b2", 0, 0, 0.0, PowerCurve.linear(50, 110))
+    picks = set()
+    for seed in range(20):
+        policy = make_policy("default+extender:5", SPECS)
+        policy.reset(SPECS, random.Random(seed))
+        picks.add(policy.choose(POD, [B, twin], 0.0))
+    assert picks == {"b", "b2"}
+    assert np.array_equal(
+        make_policy("default", SPECS).profile.score(POD, CandidateBatch.of([B, twin], 0.0)).total,  # type: ignore[attr-defined]
+        np.array([474, 474]),
+    )
