@@ -89,7 +89,9 @@ class ProfileDecider:
             changed = np.flatnonzero(table.row_version != self._versions)
         if batch is None or changed is None or len(changed) * self.REBUILD_FRACTION > len(table):
             columns = {name: getattr(table, name).copy() for name in CORE_COLUMNS}
-            batch = self._batch = CandidateBatch(table.states, now, columns)
+            # Same nodes (only their pods or telemetry changed): spec-only columns carry over.
+            kept = {} if changed is None else batch.info_only_entries()  # type: ignore[union-attr]
+            batch = self._batch = CandidateBatch(table.states, now, columns, kept)
             self._layout = table.layout_version
         elif len(changed):
             rows = changed.tolist()
@@ -110,6 +112,7 @@ class ProfileDecider:
             return decision
         candidates = batch.take(rows)
         decision.states = list(candidates.states)
+        decision.node_names = candidates.names
         given: dict[str, np.ndarray] = {}
         energy = self.energy
         if energy is not None:

@@ -15,6 +15,7 @@ share or slice arrays rather than recomputing them.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -134,6 +135,11 @@ class CandidateBatch:
     def derived_keys(self) -> list[Hashable]:
         return list(self._derived)
 
+    def info_only_entries(self) -> dict[Hashable, tuple[Builder, Columns, bool]]:
+        """The derived entries that depend only on the nodes' specs (to carry them over to a
+        new batch of the same nodes)."""
+        return {key: entry for key, entry in self._derived.items() if entry[2]}
+
     def forget(self, key: Hashable) -> None:
         """Drop a derived entry (its owner's inputs changed in a way the states do not show)."""
         self._derived.pop(key, None)
@@ -141,7 +147,8 @@ class CandidateBatch:
     # -- reuse --------------------------------------------------------------------------------------
 
     def at(self, now: float) -> CandidateBatch:
-        """The same nodes at another time; every array is shared."""
+        """The same nodes at another time; every array is shared (and the names list)."""
+        self.names  # noqa: B018 (computed once here rather than once per copy)
         other = CandidateBatch.__new__(CandidateBatch)
         other.__dict__.update(self.__dict__)
         other.now = float(now)
@@ -153,8 +160,11 @@ class CandidateBatch:
         if len(index) == len(self.states) and bool((index == np.arange(len(index))).all()):
             return self
         columns = {name: values[index] for name, values in self._columns.items()}
-        states = [self.states[i] for i in index.tolist()]
-        return CandidateBatch(states, self.now, columns, parent=(self, index))
+        rows_list = index.tolist()
+        sub = CandidateBatch(_pick(self.states, rows_list), self.now, columns, parent=(self, index))
+        if self._names is not None:
+            sub._names = _pick(self._names, rows_list)
+        return sub
 
     def update(self, rows: Sequence[int], states: Sequence[NodeState]) -> None:
         """Replace the nodes of `rows` by `states` (same nodes, new state), patching the core
@@ -183,7 +193,16 @@ class CandidateBatch:
                 cols[name][index] = values
         for row, state in zip(index.tolist(), states, strict=True):
             self.states[row] = state
-        self._names = None
+        # the same nodes: `names` stays valid
+
+
+def _pick(items: list, rows: list[int]) -> list:
+    """[items[i] for i in rows], at C speed."""
+    if not rows:
+        return []
+    if len(rows) == 1:
+        return [items[rows[0]]]
+    return list(itemgetter(*rows)(items))
 
 
 def rows_changed(batch: CandidateBatch, states: Sequence[NodeState]) -> list[int]:

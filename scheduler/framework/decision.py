@@ -54,9 +54,13 @@ class Decision:
     def feasible(self) -> bool:
         return self.chosen is not None
 
+    node_names: list[str] | None = None  # the names of `states` (computed when not given)
+
     @property
     def names(self) -> list[str]:
-        return [s.info.name for s in self.states]
+        if self.node_names is None:
+            self.node_names = [s.info.name for s in self.states]
+        return self.node_names
 
     def reason(self, index: int) -> str:
         return self.reason_names[int(self.reason_codes[index])]

@@ -24,12 +24,12 @@ over cpu and memory the node has; with two, `std = |f_cpu − f_mem| / 2`; score
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from scheduler.filters import insufficient_resources, pods_on_node
-from scheduler.framework.batch import CandidateBatch
+from scheduler.framework.batch import CandidateBatch, Columns
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.model import NodeState, PodInfo
 
@@ -114,21 +114,48 @@ class NodeResourcesFit:
 
     # -- Score --
 
+    def _spec_columns(self, states: Sequence[NodeState]) -> Columns:
+        """Per node, for each scored resource r (in `self.resources` order): allocatable
+        (`alloc{k}`), allocatable floored at 1 (`safe{k}`, the divisor), r's weight where the
+        node has r and 0 where not (`w{k}`); and the sum of those weights floored at 1."""
+        columns: Columns = {}
+        weight_sum = np.zeros(len(states), dtype=np.int64)
+        for k, (resource, weight) in enumerate(self.resources.items()):
+            attr = _ALLOCATABLE[resource]
+            alloc = np.fromiter(
+                (getattr(s.info.allocatable, attr) for s in states), dtype=np.int64, count=len(states)
+            )
+            columns[f"alloc{k}"] = alloc
+            columns[f"safe{k}"] = np.maximum(alloc, 1)
+            columns[f"w{k}"] = weight * (alloc > 0)
+            weight_sum += columns[f"w{k}"]
+        columns["weight_sum"] = np.maximum(weight_sum, 1)
+        return columns
+
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
-        pod_cpu, pod_mem, pod_eph = _pod_scoring(pod)
-        columns = {
-            "cpu": (batch.nz_cpu + pod_cpu, batch.alloc_cpu),
-            "memory": (batch.nz_mem + pod_mem, batch.alloc_mem),
-            "ephemeral-storage": (batch.req_eph + pod_eph, batch.alloc_eph),
-        }
+        """Σ_r s_r × w_r // Σ_r w_r over the resources the node has; a node with none of them
+        scores 0 (its weights are all 0)."""
+        spec = batch.derived((self, "spec"), self._spec_columns, info_only=True)
+        pod_amounts = _pod_scoring(pod)
         total = np.zeros(len(batch), dtype=np.int64)
-        weight_sum = np.zeros(len(batch), dtype=np.int64)
-        for resource, weight in self.resources.items():
-            requested, allocatable = columns[resource]
-            present = allocatable > 0
-            total += self._kernel(requested, allocatable) * weight * present
-            weight_sum += weight * present
-        return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
+        for k, resource in enumerate(self.resources):
+            requested = getattr(batch, _REQUESTED[resource]) + pod_amounts[_POD[resource]]
+            alloc, safe = spec[f"alloc{k}"], spec[f"safe{k}"]
+            if self.strategy == LEAST_ALLOCATED:
+                # leastRequestedScore (where alloc is 0 the weight is 0: the row does not count)
+                scores = (alloc - requested) * MAX_NODE_SCORE // safe
+                scores[requested > alloc] = 0
+            else:
+                scores = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
+            total += scores * spec[f"w{k}"]
+        return total // spec["weight_sum"]
+
+
+# Where each scored resource's numbers are: allocatable (Resources attribute), the node's
+# requested amount (CandidateBatch column: non-zero requests for cpu and memory), the pod's.
+_ALLOCATABLE = {"cpu": "cpu_millicores", "memory": "memory_bytes", "ephemeral-storage": "ephemeral_storage_bytes"}
+_REQUESTED = {"cpu": "nz_cpu", "memory": "nz_mem", "ephemeral-storage": "req_eph"}
+_POD = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
 
 
 def is_best_effort(pod: PodInfo) -> bool:
@@ -141,13 +168,25 @@ class NodeResourcesBalancedAllocation:
 
     name = BALANCED
 
+    @staticmethod
+    def _spec_columns(states: Sequence[NodeState]) -> Columns:
+        """cpu and memory allocatable as floats (1 where 0: the divisor), and whether the node
+        has both (the score is then 1 − |f_cpu − f_mem| / 2, else 1)."""
+        count = len(states)
+        cpu = np.fromiter((s.info.allocatable.cpu_millicores for s in states), np.float64, count)
+        mem = np.fromiter((s.info.allocatable.memory_bytes for s in states), np.float64, count)
+        return {
+            "cpu": np.where(cpu > 0, cpu, 1.0),
+            "mem": np.where(mem > 0, mem, 1.0),
+            "both": (cpu > 0) & (mem > 0),
+        }
+
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
         if is_best_effort(pod):
             return np.zeros(len(batch), dtype=np.int64)
-        has_cpu = batch.alloc_cpu > 0
-        has_mem = batch.alloc_mem > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f_cpu = np.minimum(1.0, (batch.req_cpu + pod.requests.cpu_millicores) / batch.alloc_cpu)
-            f_mem = np.minimum(1.0, (batch.req_mem + pod.requests.memory_bytes) / batch.alloc_mem)
-        std = np.where(has_cpu & has_mem, np.abs((f_cpu - f_mem) / 2), 0.0)
+        spec = batch.derived((self, "spec"), self._spec_columns, info_only=True)
+        f_cpu = np.minimum(1.0, (batch.req_cpu + pod.requests.cpu_millicores) / spec["cpu"])
+        f_mem = np.minimum(1.0, (batch.req_mem + pod.requests.memory_bytes) / spec["mem"])
+        std = np.abs((f_cpu - f_mem) / 2)
+        std[~spec["both"]] = 0.0
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
