@@ -29,7 +29,9 @@ from typing import Any
 import orjson
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
 
+from scheduler.extender import jsonwalk
 from scheduler.model import NodeInfo, PodInfo
 
 MAX_EXTENDER_SCORE = 10  # kube-scheduler's extenderv1.MaxExtenderPriority
@@ -47,15 +49,16 @@ def body_limit_for(nodes: int) -> int:
 # Request bodies held at once by all requests together (read, parsed, answered, recorded),
 # unless configured. A body costs about three times its size while it is being answered
 # (the bytes, the parsed JSON, the NodeInfos; measured in benchmarks/bench_extender_abuse.py):
-# 64 MiB of bodies keeps the process well under the manifest's 512Mi limit. The budget is never
-# below one request's limit, so a maximal body is always admissible on its own.
+# 64 MiB of bodies keeps the process well under the manifest's 512Mi limit. Of it, the last
+# SMALL_BODY_RESERVE is for small bodies only, so large ones can never crowd small ones out;
+# and large bodies may always use one request's limit, so a maximal body is admissible alone.
 DEFAULT_INFLIGHT_BODY_BYTES = 64 * 1024 * 1024
+SMALL_BODY_RESERVE = 8 * 1024 * 1024
 RETRY_AFTER_SECONDS = 1  # what a 503 over the budget asks the client to wait
 # Bodies above this are answered one at a time, in a thread of their own (their JSON parse
 # holds the GIL for tens of milliseconds); smaller ones in a small pool, so they never queue
-# behind a large one.
+# behind a large one. A body is small until its bytes say otherwise.
 LARGE_BODY_BYTES = 1 << 20
-
 
 
 class BadRequest(Exception):
@@ -68,19 +71,26 @@ class BadRequest(Exception):
 
 
 class BodyBudget:
-    """Bytes of request bodies in flight across all requests. Used from the event loop only
-    (reading bodies and releasing them), so it needs no lock."""
+    """Bytes of request bodies in flight across all requests: small bodies (up to
+    LARGE_BODY_BYTES) may use all of `limit`, larger ones all but SMALL_BODY_RESERVE of it,
+    and never less than one request's limit. Used from the event loop only (reading bodies
+    and releasing them), so it needs no lock."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, small_reserve: int = SMALL_BODY_RESERVE) -> None:
         self.limit = limit
+        self.small_reserve = min(small_reserve, limit)
         self.held = 0
         self.peak = 0
         self.refused = 0
 
-    def take(self, size: int, floor: int = 0) -> bool:
-        """Hold `size` more bytes if the total stays within max(limit, floor); False (counted)
-        otherwise."""
-        if size and self.held + size > max(self.limit, floor):
+    def take(self, size: int, total: int, request_limit: int) -> bool:
+        """Hold `size` more bytes for a body now `total` bytes long; False (counted) when the
+        total held would pass what a body of that size may use."""
+        if total > LARGE_BODY_BYTES:
+            room = max(self.limit - self.small_reserve, request_limit)
+        else:
+            room = max(self.limit, request_limit)
+        if size and self.held + size > room:
             self.refused += 1
             return False
         self.held += size
@@ -172,11 +182,13 @@ def parse_args(
 
 def _parse_args(body: bytes | bytearray, node_info: Callable[[Mapping[str, Any]], NodeInfo]) -> ExtenderArgs:
     try:
-        # orjson: 2–3 times the standard library's speed on large bodies (docs/scheduler.md);
-        # it also refuses NaN, Infinity and integers beyond 64 bits.
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        if "depth limit" in str(exc):
+        # orjson: 2–3 times the standard library's speed (docs/scheduler.md); it also refuses
+        # NaN, Infinity and numbers past a double. A large body is walked instead, one Node at
+        # a time (jsonwalk.py): orjson would hold the interpreter from every other request for
+        # the whole parse.
+        data = jsonwalk.loads(body) if len(body) > LARGE_BODY_BYTES else orjson.loads(body)
+    except ValueError as exc:  # orjson.JSONDecodeError, UnicodeDecodeError are ValueErrors
+        if "depth limit" in str(exc) or "nested too deeply" in str(exc):
             raise BadRequest("body is not valid JSON: nested too deeply") from exc
         raise BadRequest(f"body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -221,8 +233,10 @@ def _parse_args(body: bytes | bytearray, node_info: Callable[[Mapping[str, Any]]
 @asynccontextmanager
 async def admitted_body(request: Request, limit: int, budget: BodyBudget) -> AsyncIterator[bytearray]:
     """The request's body, held within `budget` until the block ends: 413 past `limit`, 503 (with
-    Retry-After) past the budget — at once when the declared length does not fit, else as soon
-    as the bytes read so far do not. A bytearray: orjson reads it without a copy."""
+    Retry-After) past the budget — decided on the declared length when there is one, else on
+    the bytes read so far. A refused body is still read to its end, into nothing, so that the
+    client, still sending, gets the answer rather than a reset connection. A bytearray: orjson
+    reads it without a copy."""
     held = 0
     try:
         declared = request.headers.get("content-length")
@@ -230,21 +244,39 @@ async def admitted_body(request: Request, limit: int, budget: BodyBudget) -> Asy
             size = int(declared)
             if size > limit:
                 raise BadRequest(f"request body of {size} bytes is over the {limit}-byte limit", 413)
-            if not budget.take(size, limit):
+            if not budget.take(size, size, limit):
+                await _discard(request, limit)
                 raise budget.over()
             held = size
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise BadRequest(f"request body is over the {limit}-byte limit", 413)
-            if len(body) > held:
-                if not budget.take(len(body) - held, limit):
-                    raise budget.over()
-                held = len(body)
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise BadRequest(f"request body is over the {limit}-byte limit", 413)
+                if len(body) > held:
+                    if not budget.take(len(body) - held, len(body), limit):
+                        del body
+                        await _discard(request, limit)
+                        raise budget.over()
+                    held = len(body)
+        except ClientDisconnect:
+            raise BadRequest("the client went away before sending its whole body") from None
         yield body
     finally:
         budget.give(held)
+
+
+async def _discard(request: Request, limit: int) -> None:
+    """Read the rest of a refused body (at most `limit` bytes) without keeping it."""
+    seen = 0
+    try:
+        async for chunk in request.stream():
+            seen += len(chunk)
+            if seen > limit:
+                return
+    except (ClientDisconnect, RuntimeError):  # gone, or nothing left to read
+        return
 
 
 def json_response(

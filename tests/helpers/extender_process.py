@@ -1,0 +1,177 @@
+"""`kubejoule-scheduler extender` as a real process on 127.0.0.1, and a raw HTTP client for it
+that keeps sending a body while it reads the answer (so an early 503 is read, not lost to a
+reset), for the abuse and crash tests and benchmarks."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.helpers.prometheus import free_port
+from tests.helpers.realistic_nodes import realistic_node
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class ExtenderProcess:
+    proc: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def memory_kib(self) -> dict[str, int]:
+        """VmRSS and VmHWM (peak RSS) of the whole server process, in KiB."""
+        found = {}
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    found[key] = int(value.split()[0])
+        return found
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def start_extender(
+    workdir: Path, mode: str = "shadow", collector: Path | None = None, timeout_seconds: float = 30.0
+) -> ExtenderProcess:
+    """An extender with no telemetry source (every node neutral), started and answering."""
+    config = workdir / "extender.yaml"
+    if not config.exists():
+        config.write_text(yaml.safe_dump({"refresh_seconds": 5, "extender": {"watch_cluster": False}}))
+    port = free_port()
+    args = [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(config),
+            "--listen", f"127.0.0.1:{port}", "--mode", mode, "--log-level", "warning"]
+    if collector is not None:
+        args += ["--collector", str(collector)]
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    server = ExtenderProcess(proc, port)
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the extender exited with {proc.returncode}")
+        with contextlib.suppress(OSError):
+            if post(port, "/healthz", b"", method="GET", timeout=2).status == 200:
+                return server
+        if time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError("the extender did not start")
+        time.sleep(0.1)
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    seconds: float = 0.0
+
+
+def post(
+    port: int, path: str, body: bytes, method: str = "POST", timeout: float = 60.0
+) -> Answer:
+    """One HTTP/1.1 request on a new connection. The body is sent from a thread while the
+    answer is read, so a server that answers before reading everything is heard."""
+    started = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+
+        def send() -> None:
+            with contextlib.suppress(OSError):
+                sock.sendall(head)
+                sock.sendall(body)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        data = bytearray()
+        while True:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+        sender.join(timeout)
+    seconds = time.perf_counter() - started
+    header_bytes, _, payload = bytes(data).partition(b"\r\n\r\n")
+    lines = header_bytes.decode("latin-1").split("\r\n")
+    if not lines or not lines[0].startswith("HTTP/"):
+        raise OSError(f"no HTTP answer: {bytes(data[:80])!r}")
+    headers = {}
+    for line in lines[1:]:
+        key, _, value = line.partition(":")
+        headers[key.strip().lower()] = value.strip()
+    return Answer(int(lines[0].split()[1]), headers, payload, seconds)
+
+
+def small_pod(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}}}]},
+    }
+
+
+def small_body(name: str, nodes: int = 20) -> bytes:
+    """A NodeNames request, as kube-scheduler sends one with nodeCacheCapable: true."""
+    return json.dumps({"Pod": small_pod(name), "NodeNames": [f"node-{i}" for i in range(nodes)]}).encode()
+
+
+def maximal_body(limit: int) -> bytes:
+    """A Nodes.items request of realistic Node objects, as close under `limit` as they fit."""
+    prefix = b'{"Pod":' + json.dumps(small_pod("big")).encode() + b',"Nodes":{"items":['
+    parts: list[bytes] = []
+    size = len(prefix) + 3
+    index = 0
+    while True:
+        node = json.dumps(realistic_node(f"node-{index}", index), separators=(",", ":")).encode()
+        if size + len(node) + 1 > limit:
+            break
+        parts.append(node)
+        size += len(node) + 1
+        index += 1
+    return prefix + b",".join(parts) + b"]}}"
+
+
+@contextlib.contextmanager
+def running_extender(workdir: Path, **kwargs: Any) -> Iterator[ExtenderProcess]:
+    server = start_extender(workdir, **kwargs)
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def summary(answers: Mapping[str, list[Answer]]) -> dict[str, Any]:
+    return {
+        name: {"count": len(a), "statuses": sorted({x.status for x in a})} for name, a in answers.items()
+    }
