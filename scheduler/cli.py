@@ -204,8 +204,8 @@ def add_run_command(subparsers: Subparsers) -> None:
         description="A standalone scheduler: watch, filter, score, bind (see docs/standalone.md).",
     )
     parser.add_argument("--mode", choices=MODES,
-                        help="shadow (default): bind where kube-scheduler's default scoring would "
-                        "and annotate the energy pick; active: bind to the energy pick")
+                        help="shadow (default): bind where kube-scheduler's default profile would "
+                        "and annotate the profile's pick; active: bind to the profile's pick")
     parser.add_argument("--scheduler-name", default="kubejoule-scheduler",
                         help="schedule pods with this spec.schedulerName (default: %(default)s)")
     parser.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:10260",
@@ -228,6 +228,10 @@ def add_run_command(subparsers: Subparsers) -> None:
     parser.add_argument("--bind-workers", type=int, default=4,
                         help="concurrent binding calls (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=None, help="seed for tie-breaking")
+    parser.add_argument("--percentage-of-nodes-to-score", type=int, default=None, metavar="PCT",
+                        help="score only the feasible nodes kube-scheduler's percentageOfNodesToScore "
+                        "rule finds (0: its adaptive default); default: the config's "
+                        "percentage_of_nodes_to_score, else every feasible node")
     _common_options(parser)
     parser.set_defaults(func=run_standalone)
 
@@ -258,6 +262,11 @@ def run_standalone(args: argparse.Namespace) -> int:
                 mode=config.mode,
                 bind_workers=args.bind_workers,
                 seed=args.seed,
+                percentage_of_nodes_to_score=(
+                    config.percentage_of_nodes_to_score
+                    if args.percentage_of_nodes_to_score is None
+                    else args.percentage_of_nodes_to_score
+                ),
             ),
             listen=args.listen,
             collector_path=args.collector,

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scheduler.collector import read_records
 from scheduler.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2
 from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
@@ -104,3 +106,20 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
     features = [c["features"] for r in records for c in r["candidates"]]
     assert all(list(f) == list(NODE_FEATURES_V2 + POD_FEATURES_V2) for f in features)
     assert all(f["workload_known"] == 1.0 for f in features)
+
+
+def test_run_refuses_a_bad_profile_or_percentage_before_starting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scheduler.cli import main
+
+    config = tmp_path / "scheduler.yaml"
+    config.write_text("profile:\n  - {name: KubejouleEnergy, weight: -2}\n")
+    assert main(["run", "--config", str(config), "--no-leader-elect"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error" in err
+    assert "profile[0] (KubejouleEnergy): a plugin weight must be >= 0, got -2" in err
+    config.write_text("kubernetes: {host: 'http://127.0.0.1:1'}\n")
+    code = main(["run", "--config", str(config), "--percentage-of-nodes-to-score", "150"])
+    assert code == 2
+    assert "percentageOfNodesToScore must be within 0..100, got 150" in capsys.readouterr().err
