@@ -173,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`python -m rl.sim_collector --out FILE --clusters N --seed S`: an MLP training log."""
     import argparse
     import json
+    import os
     import sys
 
     parser = argparse.ArgumentParser(prog="python -m rl.sim_collector", description=main.__doc__)
@@ -187,6 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     policies = [p for p in args.policies.split(",") if p]
     if args.clusters < 1 or args.hours <= 0 or not policies:
         print("--clusters and --hours must be positive, --policies non-empty", file=sys.stderr)
+        return 2
+    if os.path.exists(args.out) and os.path.getsize(args.out) > 0:
+        # The collector appends: a second run into the same file would train on both.
+        print(f"{args.out} exists: remove it first (the log is appended to)", file=sys.stderr)
         return 2
 
     def progress(index: int, draw: dict[str, Any]) -> None:

@@ -236,3 +236,5 @@ def test_the_training_log_draws_training_clusters_and_never_opens_the_heldout_se
     samples = load_samples([path])
     assert len(samples.rows) > 10 and len(samples.rows) == len(samples.joules)
     assert log_main(["--out", str(tmp_path / "x.jsonl"), "--clusters", "0"]) == 2
+    assert log_main(["--out", str(path), "--clusters", "1"]) == 2  # never appends to a log
+    assert read_records(path) == (records, 0)
