@@ -102,26 +102,11 @@ class HeuristicScorer:
     # -- the plugin's settings and node knowledge ----------------------------------------------
 
     @property
-    def delta_p_ref_watts(self) -> float:
-        return self.energy.delta_p_ref_watts
-
-    @property
     def max_staleness_seconds(self) -> float:
         return self.energy.max_staleness_seconds
 
-    @property
-    def consolidation(self) -> bool:
-        return self.energy.consolidation
-
-    @property
-    def consolidation_utilization(self) -> float:
-        return self.energy.consolidation_utilization
-
     def observe(self, telemetry: NodeTelemetry) -> None:
         self.energy.observe(telemetry)
-
-    def fitted(self, node: str) -> LinearFit | None:
-        return self.energy.fitted(node)
 
     def curve_for(self, node: str, telemetry: NodeTelemetry | None) -> tuple[PowerCurve, str] | None:
         return self.energy.curve_for(node, telemetry)

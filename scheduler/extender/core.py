@@ -31,6 +31,7 @@ from scheduler.extender.wire import (
     body_limit_for,
     to_extender_score,
 )
+from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
 from scheduler.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState
 from scheduler.scorer import HeuristicScorer
 from scheduler.telemetry.samples import NodeSample
@@ -39,9 +40,6 @@ from scheduler.telemetry.store import TelemetryStore
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "Extender"]
 
 log = logging.getLogger(__name__)
-
-MODE_SHADOW = "shadow"
-MODE_ACTIVE = "active"
 
 
 class Extender:

@@ -48,9 +48,6 @@ class NodeHistory:
         self.version += 1
         return True
 
-    def __len__(self) -> int:
-        return len(self._points)
-
     def fit(self) -> LinearFit | None:
         return self._fit
 
