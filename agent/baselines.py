@@ -10,6 +10,8 @@ complete. A counter that goes backwards, or grows by more than the CPUs could ru
 from __future__ import annotations
 
 from agent.cgroups import ContainerCgroup, PodCgroup
+from agent.energy import ImplausibleError
+from agent.procstat import CpuDelta
 from agent.snapshot import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap
 
 # A cgroup's CPU in an interval beyond this many times all the CPU time that passed (every CPU's
@@ -17,6 +19,18 @@ from agent.snapshot import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap
 # for read skew (the cgroups are read just after /proc/stat) on short or idle intervals.
 CPU_SKEW_MARGIN = 2.0
 CPU_SKEW_SLACK_SECONDS = 1.0
+
+
+def check_elapsed(delta: CpuDelta, cpus: int, interval_seconds: float) -> None:
+    """/proc/stat's CPU time in an interval cannot exceed what its CPUs could run (with the same
+    margin as a cgroup's: read skew on short intervals); ImplausibleError otherwise. Without
+    per-CPU lines (cpus 0) there is nothing to bound it by."""
+    bound = CPU_SKEW_MARGIN * cpus * interval_seconds + CPU_SKEW_SLACK_SECONDS
+    if cpus > 0 and delta.elapsed_cpu_seconds > bound:
+        raise ImplausibleError(
+            f"/proc/stat counted {delta.elapsed_cpu_seconds:.6g} s of CPU time in {interval_seconds:g} s on "
+            f"{cpus} CPUs (more than {bound:.6g} s)"
+        )
 
 
 class CpuUnknown(Exception):

@@ -336,3 +336,19 @@ def process_pod(fs: HostFS, pid: int, layout: CgroupLayout) -> str | None:
                     return uid
             return None
     raise ValueError(f"{fs.proc(pid, 'cgroup')} has no line for the CPU accounting hierarchy")
+
+
+def pod_pids(fs: HostFS, layout: CgroupLayout, pod: PodCgroup) -> list[int]:
+    """The processes of one pod (its cgroup.procs and its children's), read on demand when the
+    reading was made without membership; an unreadable file gives no pids."""
+    reader = _Reader(fs, layout, containers=False)
+    directory = f"{layout.root}/{pod.path}"
+    pids = reader.pids(directory) if layout.version == 1 else []
+    try:
+        names = fs.listdir(directory)
+    except OSError:
+        return pids
+    for name in names:
+        if _child_kind(name) is not None:
+            pids.extend(reader.pids(f"{directory}/{name}"))
+    return pids

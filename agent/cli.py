@@ -196,6 +196,7 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
     an API the agent logs it once and exports pod-UID series as before."""
     from agent.network import NetworkReader, with_network
     from agent.podmeta import with_pod_names
+    from agent.podprocs import PodProcesses
 
     log = logging.getLogger("kubejoule.agent")
     node = service.sampler.node
@@ -232,12 +233,13 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
             service.stoppers.append(client.close)
     if args.network:
         network = NetworkReader(args.procfs)
+        pod_processes = PodProcesses(HostFS(args.procfs, args.sysfs))  # one live process per pod, when the read had no cgroup.procs
 
         def add_network(snapshot: Snapshot, raw: Any) -> Snapshot:
-            pods = raw.cgroups.pods if raw.cgroups is not None else {}
-            return with_network(snapshot, network.read({uid: sorted(pod.pids) for uid, pod in pods.items()}))
+            return with_network(snapshot, network.read(pod_processes.pids(raw.cgroups)))
 
         service.enrichers.append(add_network)
+        service.stoppers.append(pod_processes.close)
 
 
 def cluster_data_once(args: argparse.Namespace, snapshot: Snapshot, raw: Any) -> Snapshot:

@@ -144,12 +144,15 @@ def _read_int(fs: HostFS, path: Path) -> int:
     return value
 
 
-def _read_optional_int(fs: HostFS, path: Path) -> int | None:
+def _read_metadata(fs: HostFS, path: Path) -> int | None:
+    """A zone's range or power bound: None when it is 0, not a u64 or cannot be read (as good as
+    absent: a wrap then is a gap, the ceiling the zone kind's); ValueError when it is there but is
+    not a number."""
     try:
         value = _read_int(fs, path)
-    except (OSError, ValueError):
+    except OSError:
         return None
-    return value if value < COUNTER_LIMIT_UJ else None  # not a u64: as good as unreadable
+    return value if 0 < value < COUNTER_LIMIT_UJ else None
 
 
 def _socket_for(name: str, indices: tuple[int, ...], parent: Zone | None) -> int | None:
@@ -218,6 +221,9 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
         if not name:
             errors[zone_id] = f"{directory / 'name'} is empty"
             continue
+        if not (name.isascii() and name.isprintable()):  # the kernel's names are plain ASCII words
+            errors[zone_id] = f"{directory / 'name'} is not a zone name: {name[:40]!r}"
+            continue
         parent_id = zone_id_for(control, indices[:-1]) if len(indices) > 1 else None
         parent = zones.get(parent_id) if parent_id else None
         try:
@@ -225,20 +231,27 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
         except OSError as exc:
             errors[zone_id] = _describe_os_error(directory, exc)
             continue
-        powers = [
-            value
-            for entry in listing
-            if _CONSTRAINT_MAX_POWER.match(entry)
-            and (value := _read_optional_int(fs, directory / entry)) is not None
-            and value > 0
-        ]
+        # The range and the power bounds are optional, but one that is there and is not a
+        # number makes the zone's counter untrustworthy (its wraps, its ceiling): a gap.
+        try:
+            powers = [
+                value
+                for entry in listing
+                if _CONSTRAINT_MAX_POWER.match(entry)
+                and (value := _read_metadata(fs, directory / entry)) is not None
+                and value > 0
+            ]
+            max_range = _read_metadata(fs, directory / "max_energy_range_uj") if "max_energy_range_uj" in listing else None
+        except ValueError as exc:
+            errors[zone_id] = f"{directory}: {exc}"
+            continue
         zones[zone_id] = Zone(
             zone_id=zone_id,
             control_type=control,
             indices=indices,
             name=name,
             socket=_socket_for(name, indices, parent),
-            max_energy_range_uj=_read_optional_int(fs, directory / "max_energy_range_uj"),
+            max_energy_range_uj=max_range,
             max_power_uw=max(powers) if powers else None,
         )
     # mmio zones repeat the MSR zone of the same name (same package, other access path).

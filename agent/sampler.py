@@ -35,7 +35,13 @@ from agent.attribution import (
     split_idle,
     split_pods,
 )
-from agent.baselines import ABSENT, CPU_SKEW_MARGIN, CPU_SKEW_SLACK_SECONDS, interval_cpu
+from agent.baselines import (
+    ABSENT,
+    CPU_SKEW_MARGIN,
+    CPU_SKEW_SLACK_SECONDS,
+    check_elapsed,
+    interval_cpu,
+)
 from agent.cgroups import CgroupReading, process_pod, read_cgroups
 from agent.energy import ImplausibleError
 from agent.hostfs import HostFS
@@ -180,8 +186,10 @@ class Sampler:
         if before.cpu is not None and after.cpu is not None:
             try:
                 delta = cpu_delta(before.cpu, after.cpu)
+                check_elapsed(delta, max(before.cpu.cpus, after.cpu.cpus), interval)
             except ImplausibleError as exc:
                 gaps.append(Gap("cpu", str(exc), GAP_IMPLAUSIBLE))
+                delta = None
             else:
                 busy = delta.busy_seconds
                 utilization = delta.utilization
@@ -207,7 +215,7 @@ class Sampler:
         pods, host_watts, skewed, part_watts, part_cpu, membership = self._pods(
             before, after, idle.active_watts, busy, cpu_bound, gaps
         )
-        vms, busy_processes = self._views(before, after, part_watts, part_cpu, membership, gaps)
+        vms, busy_processes = self._views(before, after, part_watts, part_cpu, membership, cpu_bound, gaps)
 
         breached = False
         pod_watts = [p.watts for p in pods]
@@ -339,6 +347,7 @@ class Sampler:
         part_watts: dict[str | None, float | None],
         part_cpu: dict[str | None, float | None],
         membership: Mapping[int, str | None],
+        cpu_bound: float | None,
         gaps: list[Gap],
     ) -> tuple[tuple[VMPower, ...], tuple[ProcessPower, ...]]:
         """VMs and processes: each one's share of the part (pod or host) that contains it."""
@@ -372,6 +381,10 @@ class Sampler:
             if pid in unknown_pids:
                 continue
             ticks = cpu_ticks_delta(previous.get(pid), stat)
+            if cpu_bound is not None and ticks * tick > cpu_bound:  # a corrupt stat line
+                gaps.append(Gap("processes", f"pid {pid}: {ticks * tick:.6g} s of CPU in an interval in which all "
+                                f"CPUs together ran less than {cpu_bound:.6g} s", GAP_IMPLAUSIBLE))
+                continue
             part = membership.get(pid)
             if is_vm:
                 if pid in after.unplaced_vms:

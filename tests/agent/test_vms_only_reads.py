@@ -185,6 +185,19 @@ def test_light_and_full_reads_give_the_same_vms_over_real_cgroups(tmp_path: Path
             assert after[0].cgroups is not None and after[0].cgroups.pods[UID].pids == frozenset()
             assert after[1].cgroups is not None and in_pod.pid in after[1].cgroups.pods[UID].pids
             assert not any(g.what == "vms" for g in snaps[0].gaps)
+            # the network read still gets a live process per pod, read for that pod alone
+            from agent.podprocs import PodProcesses
+
+            kept = PodProcesses(fs)
+            try:
+                assert kept.pids(after[0].cgroups) == {UID: [in_pod.pid]}
+                assert kept.pids(after[0].cgroups) == {UID: [in_pod.pid]}  # kept, not re-read
+                assert kept.pids(after[1].cgroups)[UID] == sorted(after[1].cgroups.pods[UID].pids)  # full: all
+                os.killpg(in_pod.pid, 9)
+                in_pod.wait()
+                assert kept.pids(after[0].cgroups) == {UID: []}  # gone: never another process's pid
+            finally:
+                kept.close()
     finally:
         for path in reversed(made):
             with contextlib.suppress(OSError):
