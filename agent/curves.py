@@ -102,9 +102,14 @@ def top_slope(full_watts: float, ninety_watts: float) -> float:
     return slope if slope > 0.0 else 0.0
 
 
+def _per_row(values: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """A per-row array shaped to broadcast against `like` (rows, or rows × k)."""
+    return values.reshape((-1,) + (1,) * (like.ndim - 1))
+
+
 def points_watts(points: np.ndarray, utilization: np.ndarray) -> np.ndarray:
     """PowerCurve.extended_watts() row by row for curves given as their 11 points
-    (`points`: rows × 11, `utilization`: one value per row, may exceed 1).
+    (`points`: rows × 11, `utilization`: one value per row, or rows × k values; may exceed 1).
 
     Up to u = 1 the points are interpolated linearly, as PowerCurve.watts() does for a points
     curve (linear curves are exactly their points); past it, the last tenth's slope.
@@ -114,21 +119,23 @@ def points_watts(points: np.ndarray, utilization: np.ndarray) -> np.ndarray:
     u = np.asarray(utilization, dtype=np.float64)
     scaled = np.clip(u, 0.0, 1.0) * (POINT_COUNT - 1)
     low = np.minimum(scaled.astype(np.intp), POINT_COUNT - 2)
-    rows = np.arange(len(u))
+    rows = _per_row(np.arange(len(u)), u)
     below = points[rows, low]
     inside = below + (points[rows, low + 1] - below) * (scaled - low)
     slope = np.maximum((points[:, -1] - points[:, -2]) * (POINT_COUNT - 1), 0.0)
-    beyond = points[:, -1] + slope * (u - 1.0)
+    beyond = _per_row(points[:, -1], u) + _per_row(slope, u) * (u - 1.0)
     return np.where(u > 1.0, beyond, inside)
 
 
 def fan_watts(
     idle_watts: np.ndarray, max_watts: np.ndarray, r: np.ndarray, utilization: np.ndarray
 ) -> np.ndarray:
-    """PowerCurve.extended_watts() row by row for Fan et al. curves."""
+    """PowerCurve.extended_watts() row by row for Fan et al. curves (utilization: one value per
+    row, or rows × k values)."""
     import numpy as np
 
     u = np.asarray(utilization, dtype=np.float64)
+    idle_watts, max_watts, r = (_per_row(v, u) for v in (idle_watts, max_watts, r))
     span = max_watts - idle_watts
 
     def at(v: np.ndarray) -> np.ndarray:
@@ -173,7 +180,7 @@ def curve_columns(curves: Sequence[PowerCurve | None]) -> dict[str, np.ndarray]:
 
 def columns_watts(columns: Mapping[str, np.ndarray], utilization: np.ndarray) -> np.ndarray:
     """PowerCurve.extended_watts() of each row of `curve_columns()` (or any row subset of
-    them) at that row's utilization."""
+    them) at that row's utilization (one value per row, or rows × k values)."""
     import numpy as np
 
     watts = points_watts(columns["curve_points"], utilization)
@@ -182,5 +189,5 @@ def columns_watts(columns: Mapping[str, np.ndarray], utilization: np.ndarray) ->
         exact = fan_watts(
             columns["curve_fan_idle"], columns["curve_fan_max"], columns["curve_fan_r"], utilization
         )
-        watts = np.where(is_fan, exact, watts)
+        watts = np.where(_per_row(is_fan, watts), exact, watts)
     return watts

@@ -103,6 +103,9 @@ __all__ = [
 
 NAME = "KubejouleEnergy"
 
+# Distinct (curve, cores) kinds remembered before the table is emptied.
+MAX_KINDS = 65_536
+
 # u_ref of the consolidation price: the utilization a consolidated node is expected to run at.
 # Pods are packed by their requests, and CPU use runs well below requests in most clusters
 # (the bundled traces use 0.6 × the request at the median), so a node full of requests runs
@@ -187,6 +190,10 @@ class EnergyPlugin:
         self._exported: dict[str, tuple[PowerCurve, float | None]] = {}
         self._learned: dict[str, int] = {}  # node → changes to its history or exported curve
         self._prepared: dict[str, _Prepared] = {}
+        # (curve, cores) → a number never reused: rows with the same one share a worst-state
+        # price, computed once per pod however many nodes lack telemetry.
+        self._kinds: dict[tuple[PowerCurve, float], int] = {}
+        self._next_kind = 0
 
     # -- history and curves ---------------------------------------------------------------------
 
@@ -293,22 +300,33 @@ class EnergyPlugin:
                 version = learned
             assert telemetry is not None
             cores = telemetry.cores or node.info.cpu_cores
-            row = (_OK, telemetry.sample_time, u, cores, node.empty, curve)
+            row = (_OK, telemetry.sample_time, u, cores, node.empty, curve, self._kind(curve, cores))
         else:
             version = learned
             reason = _MISSING if u is None else _NO_CURVE
             sample_time = telemetry.sample_time if telemetry is not None else 0.0
             fallback, cores = self._fallback(node)
-            row = (reason, sample_time, 0.0, cores or 1.0, True, fallback if cores else None)
+            kind = self._kind(fallback, cores) if fallback is not None and cores else -1
+            row = (reason, sample_time, 0.0, cores or 1.0, True, fallback if kind >= 0 else None, kind)
         entry = self._prepared[name] = _Prepared(node, version, row)
         return entry
+
+    def _kind(self, curve: PowerCurve, cores: float) -> int:
+        key = (curve, float(cores))
+        kind = self._kinds.get(key)
+        if kind is None:
+            if len(self._kinds) >= MAX_KINDS:
+                self._kinds.clear()  # numbers are never reused, so old rows stay correct
+            kind = self._kinds[key] = self._next_kind
+            self._next_kind += 1
+        return kind
 
     def _columns(self, states: Sequence[NodeState]) -> Columns:
         rows = [self._row(state).row for state in states]
         count = len(rows)
         curves: list[PowerCurve | None] = [r[5] for r in rows]  # type: ignore[misc]
         columns = curve_columns(curves)
-        columns["priceable"] = np.fromiter((c is not None for c in curves), dtype=bool, count=count)
+        columns["kind"] = np.fromiter((r[6] for r in rows), dtype=np.int64, count=count)
         columns["reason"] = np.fromiter((r[0] for r in rows), dtype=np.int8, count=count)
         columns["sample_time"] = np.fromiter((r[1] for r in rows), dtype=np.float64, count=count)
         columns["utilization"] = np.fromiter((r[2] for r in rows), dtype=np.float64, count=count)
@@ -340,10 +358,12 @@ class EnergyPlugin:
                 cols, cols["rates"], self.consolidation_utilization, delta_u, delta, cols["empty"]
             )
         delta = np.maximum(delta, 0.0)
-        if not ok.all():
-            delta[~ok] = self._worst_price(cols, ~ok, delta_u, priced)
+        unknown = ~ok
+        if unknown.any():
+            known_curve = unknown & (cols["kind"] >= 0)
+            delta[known_curve] = self._worst_price(cols, np.flatnonzero(known_curve), delta_u, priced)
         score = MAX_NODE_SCORE * np.clip(1.0 - delta / self.delta_p_ref_watts, 0.0, 1.0)
-        score[~ok & ~cols["priceable"]] = MIN_NODE_SCORE
+        score[unknown & (cols["kind"] < 0)] = MIN_NODE_SCORE
         delta[~ok] = np.nan
         return EnergyScores(score=score, delta_watts=delta, reason=reason)
 
@@ -351,13 +371,20 @@ class EnergyPlugin:
         self, cols: Columns, rows: np.ndarray, delta_u: np.ndarray, priced: bool
     ) -> np.ndarray:
         """The price of `rows` at the worst state their nodes could be in (module docstring):
-        the consolidation share of an empty node, or the largest marginal over utilization."""
-        sub = {name: values[rows] for name, values in cols.items()}
-        step = delta_u[rows]
+        the consolidation share of an empty node, or the largest marginal over utilization.
+        Computed once per kind (curve and cores) among the rows."""
+        if not len(rows):
+            return np.zeros(0)
+        kinds, first, spread = np.unique(cols["kind"][rows], return_index=True, return_inverse=True)
+        picked = rows[first]
+        sub = {name: values[picked] for name, values in cols.items()}
+        step = delta_u[picked]
         if priced:
             up_to = np.maximum(self.consolidation_utilization, step)
-            return np.maximum(step * amortized_rate(sub, sub["rates"], up_to), 0.0)
-        return np.maximum(worst_marginal_watts(sub, step), 0.0)
+            worst = step * amortized_rate(sub, sub["rates"], up_to)
+        else:
+            worst = worst_marginal_watts(sub, step)
+        return np.maximum(worst, 0.0)[spread.reshape(-1)]
 
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
         return self.evaluate(pod, batch).score

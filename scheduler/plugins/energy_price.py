@@ -63,10 +63,7 @@ def worst_marginal_watts(cols: Columns, delta_u: np.ndarray) -> np.ndarray:
     is piecewise linear in u with breakpoints where u or u + Δu is a curve breakpoint, and
     constant past u = 1, so its maximum is at one of those points. For a Fan et al. curve
     (concave for r ≥ 1) it is at u = 0, which is among them."""
-    count = len(delta_u)
-    best = np.full(count, -np.inf)
-    for point in BREAKPOINTS.tolist():
-        for u in (np.full(count, point), np.maximum(point - delta_u, 0.0)):
-            step = columns_watts(cols, u + delta_u) - columns_watts(cols, u)
-            best = np.maximum(best, step)
-    return best
+    step = delta_u[:, None]
+    u = np.concatenate([np.broadcast_to(BREAKPOINTS, (len(delta_u), len(BREAKPOINTS))),
+                        np.maximum(BREAKPOINTS[None, :] - step, 0.0)], axis=1)
+    return (columns_watts(cols, u + step) - columns_watts(cols, u)).max(axis=1)

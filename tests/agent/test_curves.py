@@ -30,3 +30,15 @@ def test_extended_watts_by_hand() -> None:
     assert line.extended_watts(0.5) == 150.0
     assert line.extended_watts(1.5) == pytest.approx(250.0)  # slope 100 W per unit past 1
     assert CURVES[3].extended_watts(2.0) == 90.0  # a falling top never makes more load cheaper
+
+
+def test_columns_at_many_utilizations_per_row_equal_one_at_a_time() -> None:
+    """rows × k utilizations (the energy plugin's worst-state search) give exactly what k calls
+    with one utilization per row give."""
+    columns = curve_columns([*CURVES, None])
+    rng = np.random.default_rng(5)
+    grid = rng.uniform(-0.3, 2.5, size=(len(CURVES) + 1, 7))
+    together = columns_watts(columns, grid)
+    assert together.shape == grid.shape
+    for k in range(grid.shape[1]):
+        np.testing.assert_array_equal(together[:, k], columns_watts(columns, grid[:, k]))

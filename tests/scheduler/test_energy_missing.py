@@ -8,17 +8,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.curves import PowerCurve
+from agent.curves import PowerCurve, columns_watts, curve_columns
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.energy_price import worst_marginal_watts
 from scheduler.scorer import HeuristicScorer
 from scheduler.telemetry.discovery import StaticTargets
 from scheduler.telemetry.sources import AgentScrapeSource
@@ -173,3 +175,19 @@ def test_over_http_the_node_without_an_agent_never_scores_above_the_measured_one
                         scores = {entry["Host"]: entry["Score"] for entry in response.json()}
                         assert scores["dark"] <= scores["measured"], (utilization, cpu, form, scores)
                         assert scores["dark"] == 0  # no curve known for it: the floor
+
+
+@settings(max_examples=150, deadline=None)
+@given(points=curves(), delta_u=st.floats(0.001, 2.0))
+def test_the_worst_marginal_is_the_maximum_over_every_utilization(
+    points: tuple[float, ...], delta_u: float
+) -> None:
+    """worst_marginal_watts() against a dense search: never below any utilization's marginal,
+    and attained (within the grid's resolution) — it is the maximum, not a loose bound."""
+    cols = curve_columns([PowerCurve.from_points(points)])
+    worst = float(worst_marginal_watts(cols, np.array([delta_u]))[0])
+    grid = np.linspace(0.0, 2.5, 5001)[None, :]
+    steps = columns_watts(cols, grid + delta_u) - columns_watts(cols, grid)
+    assert steps.max() <= worst + 1e-9
+    slope = float(np.abs(np.diff(points)).max()) * 10 + 1.0
+    assert worst <= steps.max() + slope * 0.0005 + 1e-9
