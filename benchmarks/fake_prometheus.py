@@ -5,7 +5,8 @@ phase), for benchmarks/bench_scheduler.py. Runs as its own process, as a real Pr
     python benchmarks/fake_prometheus.py NODES PORT_FILE NOTIFY_PORT
 
 It writes its port to PORT_FILE and, after answering the last of the queries the scheduler's
-PrometheusSource makes per refresh, sends a datagram to 127.0.0.1:NOTIFY_PORT.
+PrometheusSource makes every refresh (the curves, read every minute, may follow), sends a
+datagram to 127.0.0.1:NOTIFY_PORT. A query it does not know is a 400, and said on stderr.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from scheduler.telemetry.exposition import (  # noqa: E402
     M_TIMESTAMP,
     M_UTILIZATION,
 )
-from scheduler.telemetry.sources import PrometheusSource  # noqa: E402
+from scheduler.telemetry.sources import POD_COUNT_QUERY, PrometheusSource  # noqa: E402
 
 CORES = (16, 32, 64)
 VARIANTS = 4  # value sets each node's agent cycles through, one per second
@@ -52,7 +53,7 @@ class _Series:
         self.names = node_names(size)
         self.phase = [rng.random() for _ in self.names]  # each agent samples on its own phase
         self.by_variant: dict[str, list[list[bytes]]] = {M_POWER: [], M_UTILIZATION: []}
-        curve_parts, pod_parts = [], []
+        curve_parts, pod_parts, count_parts = [], [], []
         for i, name in enumerate(self.names):
             labels = f'"node":"{name}","instance":"10.0.{i // 250}.{i % 250}:9102","job":"kubejoule-agent"'
             curve = curves[i % len(curves)]
@@ -69,17 +70,22 @@ class _Series:
                 _fragment(M_CURVE, labels + f',"utilization":"{k / 10:.1f}"', f"{points[k]:.3f}")
                 for k in range(len(points))
             )
-            for p in range(rng.randint(0, 30)):
+            pods = rng.randint(0, 30)
+            if pods:  # count by (node, owner_kind) (...): one series per node with pods
+                count_parts.append(f'{{"metric":{{"node":"{name}"}},"value":[@EVAL@,"{pods}"]}}'.encode())
+            for p in range(pods):
                 pod_labels = (f'{labels},"namespace":"team-{p % 7}","pod":"app-{i}-{p}-7d9f8b6c5d-x2v{p:02d}",'
                               f'"pod_uid":"{rng.getrandbits(128):032x}"')
                 pod_parts.append(_fragment(M_POD_POWER, pod_labels, f"{rng.uniform(0.5, 20):.2f}"))
-        self.static = {M_CURVE: b",".join(curve_parts), M_POD_POWER: b",".join(pod_parts)}
+        self.static = {M_CURVE: b",".join(curve_parts), M_POD_POWER: b",".join(pod_parts),
+                       POD_COUNT_QUERY: b",".join(count_parts)}
         self.labels = [
             f'"node":"{name}","instance":"10.0.{i // 250}.{i % 250}:9102","job":"kubejoule-agent"'
             for i, name in enumerate(self.names)
         ]
 
-    def answer(self, metric: str, now: float) -> bytes:
+    def answer(self, metric: str, now: float) -> bytes | None:
+        """The query's answer; None for a query this fake does not know."""
         if metric in self.static:
             result = self.static[metric]
         elif metric in self.by_variant:
@@ -93,7 +99,7 @@ class _Series:
                 for labels, phase in zip(self.labels, self.phase, strict=True)
             )
         else:
-            result = b""
+            return None
         body = b'{"status":"success","data":{"resultType":"vector","result":[' + result + b"]}}"
         return body.replace(EVAL, f"{now:.3f}".encode())
 
@@ -119,7 +125,11 @@ def serve_prometheus(size: int, port_file: str, notify_port: int) -> None:
             url = urlsplit(self.path)
             query = (parse_qs(url.query).get("query") or [""])[0]
             body = series.answer(query, time.time())
-            self.send_response(200)
+            status = 200
+            if body is None:  # loudly: a benchmark on silently missing series measures nothing
+                print(f"fake Prometheus: unknown query {query!r}", file=sys.stderr, flush=True)
+                body, status = b'{"status":"error","errorType":"bad_data","error":"unknown query"}', 400
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

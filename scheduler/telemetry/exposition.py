@@ -32,6 +32,8 @@ class _Partial:
     curve: dict[int, float] = field(default_factory=dict)
     pods: set[str] = field(default_factory=set)
     daemon_pods: set[str] = field(default_factory=set)
+    pod_total: int = 0  # pods counted by a query (Prometheus), besides the series in `pods`
+    daemon_total: int = 0
 
 
 def _finite(value: float) -> float | None:
@@ -85,6 +87,24 @@ class SeriesFolder:
             if labels.get("owner_kind") in NODE_BOUND_OWNER_KINDS:
                 part.daemon_pods.add(pod)
 
+    def add_pod_count(self, labels: Mapping[str, str], count: float) -> None:
+        """A node's pods counted elsewhere (`count by (node, owner_kind)` in PromQL)."""
+        node = labels.get("node")
+        if not node or not math.isfinite(count) or count < 0:
+            return
+        part = self.nodes.get(node)
+        if part is None:
+            part = self.nodes[node] = _Partial()
+        part.pod_total += int(count)
+        if labels.get("owner_kind") in NODE_BOUND_OWNER_KINDS:
+            part.daemon_total += int(count)
+
+    def set_curve(self, node: str, curve: Mapping[int, float]) -> None:
+        """A curve read earlier, for a node this round has series of (others are left out)."""
+        part = self.nodes.get(node)
+        if part is not None and not part.curve:
+            part.curve = dict(curve)
+
     def samples(self, source_name: str) -> FetchResult:
         result = FetchResult()
         for node, part in self.nodes.items():
@@ -106,8 +126,8 @@ class SeriesFolder:
                 curve_points=curve,
             )
             # Pod series exist only where power is known; without power the count is unknown.
-            pod_count = len(part.pods) if part.watts is not None else None
-            daemons = len(part.daemon_pods) if pod_count is not None else 0
+            pod_count = len(part.pods) + part.pod_total if part.watts is not None else None
+            daemons = len(part.daemon_pods) + part.daemon_total if pod_count is not None else 0
             result.samples[node] = NodeSample(telemetry, pod_count, source_name, daemons)
         return result
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -72,16 +73,39 @@ class AgentScrapeSource:
         self._client.close()
 
 
+# Per node: its pods, each once (two jobs scraping one agent give two series per pod), by the
+# owner kind a DaemonSet or static pod carries. One series per node and owner kind instead of
+# one per pod: at 5,000 nodes the pod series were most of a refresh's 30 MB.
+POD_COUNT_QUERY = (
+    f"count by (node, owner_kind) (group by (node, owner_kind, pod_uid, namespace, pod) ({M_POD_POWER}))"
+)
+# Calibration curves change when a node is recalibrated, not between refreshes: eleven series a
+# node are read again only this often (and after a failed read).
+CURVE_REFRESH_SECONDS = 60.0
+
+
 class PrometheusSource:
-    """Reads the agents' series from a Prometheus HTTP API (`/api/v1/query`)."""
+    """Reads the agents' series from a Prometheus HTTP API (`/api/v1/query`): every refresh the
+    node series and the per-node pod counts, the curves every CURVE_REFRESH_SECONDS."""
 
     name = "prometheus"
 
-    QUERIES: tuple[str, ...] = (M_POWER, M_UTILIZATION, M_CURVE, M_TIMESTAMP, M_POD_POWER)
+    QUERIES: tuple[str, ...] = (M_POWER, M_UTILIZATION, M_TIMESTAMP, POD_COUNT_QUERY)
+    CURVE_QUERY = M_CURVE
 
-    def __init__(self, url: str, timeout_seconds: float = 5.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout_seconds: float = 5.0,
+        curve_refresh_seconds: float = CURVE_REFRESH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._base = url.rstrip("/")
         self._client = httpx.Client(timeout=timeout_seconds)
+        self._curve_refresh = curve_refresh_seconds
+        self._clock = clock
+        self._curves: dict[str, dict[int, float]] = {}
+        self._curves_read: float | None = None
 
     def _query(self, promql: str) -> list[dict[str, Any]]:
         response = self._client.get(f"{self._base}/api/v1/query", params={"query": promql})
@@ -107,18 +131,43 @@ class PrometheusSource:
         collector = SeriesFolder()
         errors: list[tuple[str, str]] = []
         for metric in self.QUERIES:
-            try:
-                series = self._query(metric)
-            except (httpx.HTTPError, ValueError) as exc:
-                errors.append(("prometheus", f"{metric}: {exc}"))
+            series = self._series(metric, errors)
+            if series is None:
                 continue
-            # Newest timestamp last, so that the freshest duplicate (two jobs, a restart) wins.
-            for item in sorted(series, key=lambda s: float(s["value"][0])):
-                labels = item.get("metric") or {}
-                collector.add(metric, labels, float(item["value"][1]))
+            if metric == POD_COUNT_QUERY:
+                for item in series:
+                    collector.add_pod_count(item.get("metric") or {}, float(item["value"][1]))
+                continue
+            for item in series:
+                collector.add(metric, item.get("metric") or {}, float(item["value"][1]))
+        self._refresh_curves(errors)
+        for node, curve in self._curves.items():
+            collector.set_curve(node, curve)
         result = collector.samples(self.name)
         result.errors[:0] = errors
         return result
+
+    def _series(self, promql: str, errors: list[tuple[str, str]]) -> list[dict[str, Any]] | None:
+        try:
+            series = self._query(promql)
+        except (httpx.HTTPError, ValueError) as exc:
+            errors.append(("prometheus", f"{promql}: {exc}"))
+            return None
+        # Newest timestamp last, so that the freshest duplicate (two jobs, a restart) wins.
+        return sorted(series, key=lambda s: float(s["value"][0]))
+
+    def _refresh_curves(self, errors: list[tuple[str, str]]) -> None:
+        now = self._clock()
+        if self._curves_read is not None and now - self._curves_read < self._curve_refresh:
+            return
+        series = self._series(self.CURVE_QUERY, errors)
+        if series is None:
+            return  # keep the curves read before; try again next refresh
+        folder = SeriesFolder()
+        for item in series:
+            folder.add(M_CURVE, item.get("metric") or {}, float(item["value"][1]))
+        self._curves = {node: part.curve for node, part in folder.nodes.items() if part.curve}
+        self._curves_read = now
 
     def close(self) -> None:
         self._client.close()
