@@ -373,28 +373,3 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
             "horizon_s": _round(bound.horizon_s, 3),
         },
     }
-
-
-def _cell(value: Any, fmt: str) -> str:
-    return "—" if value is None else format(value, fmt)
-
-
-def format_table(document: dict[str, Any]) -> str:
-    """A Markdown table of a results document (runs in order, then the oracle)."""
-    lines = [
-        "| policy | energy kWh | vs default | slowdown mean % | slowdown p99 % | pending p99 s "
-        "| boots | never scheduled | gap closed |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, row in document["policies"].items():
-        vs, gap = row["energy_vs_default_pct"], row["gap_closed_pct"]
-        lines.append(
-            f"| {name} | {_cell(row['energy_kwh'], '.2f')} | "
-            f"{_cell(vs, '+.1f')}{'' if vs is None else ' %'} | "
-            f"{_cell(row['slowdown_mean'], '.2f')} | {_cell(row['slowdown_p99'], '.2f')} | "
-            f"{_cell(row['pending_seconds_p99'], '.0f')} | {_cell(row['boots'], 'g')} | "
-            f"{_cell(row['never_scheduled'], 'g')} | "
-            f"{_cell(gap, '.1f')}{'' if gap is None else ' %'} |"
-        )
-    lines.append(f"| oracle bound | {document['oracle']['energy_kwh']:.2f} | | | | | | | 100 % |")
-    return "\n".join(lines)

@@ -28,8 +28,9 @@ from typing import Any
 
 from rl import gate_run, train_cli
 from rl.autoscaler import EXPANDERS, AutoscalerModel
-from rl.benchmark import ClusterModel, format_table, results_json, run_benchmark, split_pair
+from rl.benchmark import ClusterModel, results_json, run_benchmark, split_pair
 from rl.policies import BUILTIN_POLICIES
+from rl.report import format_table, format_targets, has_headline, headline_targets
 from rl.sampling import TelemetryModel
 from rl.scenario import (
     DEFAULT_DAEMONSETS_FILE,
@@ -58,8 +59,9 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--trace", help="workload trace CSV (overrides the scenario's)")
     bench.add_argument(
         "--policies",
-        default=",".join(BUILTIN_POLICIES),
-        help=f"comma-separated (default: {','.join(BUILTIN_POLICIES)}); py:MODULE:ATTR for a Scorer",
+        help="comma-separated; POLICY@EXPANDER runs that pair only (default: the scenario's "
+        f"policies, else {','.join(BUILTIN_POLICIES)}); also default+extender:W, profile:FILE, "
+        "learned:PATH, py:MODULE:ATTR",
     )
     bench.add_argument("--seeds", type=int, default=3, help="tie-breaking seeds per policy")
     bench.add_argument(
@@ -172,7 +174,7 @@ def _usage(message: str) -> int:
     return 2
 
 
-def _cluster_model(args: argparse.Namespace, scenario: Scenario | None) -> ClusterModel:
+def cluster_model(args: argparse.Namespace, scenario: Scenario | None) -> ClusterModel:
     """The power regime, DaemonSets and telemetry from the options, the scenario's defaults
     filling what the options leave out. ValueError/ScenarioError/OSError on bad input."""
 
@@ -227,14 +229,17 @@ def _benchmark(args: argparse.Namespace) -> int:
     trace_file = args.trace or (str(scenario_path(scenario.trace_file)) if scenario else None)
     if not nodes_file or not trace_file:
         return _usage("give --scenario, or both --nodes and --trace")
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    given = args.policies
+    if given is None:
+        given = ",".join(scenario.policies if scenario and scenario.policies else BUILTIN_POLICIES)
+    policies = [p.strip() for p in given.split(",") if p.strip()]
     if not policies:
         return _usage("--policies is empty")
     expanders = [e.strip() for e in (args.expanders or "").split(",") if e.strip()]
     if args.power_off_visible and args.autoscaler:
         return _usage("--power-off-visible is an ablation of --autoscaler: give one of them")
     try:
-        cluster = _cluster_model(args, scenario)
+        cluster = cluster_model(args, scenario)
         for expander in expanders:  # (an unknown POLICY@X is an unknown policy)
             if expander not in EXPANDERS:
                 return _usage(f"unknown expander {expander!r}; known: {', '.join(EXPANDERS)}")
@@ -304,6 +309,9 @@ def _benchmark(args: argparse.Namespace) -> int:
 
         plot_benchmark(document, result.timelines, args.plot)
     print(format_table(document))
+    if has_headline(document):
+        print()
+        print(format_targets(headline_targets(document)))
     return 0
 
 

@@ -79,5 +79,9 @@ def plot_benchmark(
     bottom.set_title("Energy per policy")
     bottom.legend(loc="upper right", fontsize="small")
     bottom.grid(axis="y", alpha=0.3)
+    if len(policies) > 6:  # long POLICY@EXPANDER names: slanted, so they do not overlap
+        bottom.tick_params(axis="x", labelrotation=30, labelsize="small")
+        for label in bottom.get_xticklabels():
+            label.set_horizontalalignment("right")
     fig.savefig(Path(path), dpi=110)
     plt.close(fig)

@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from agent.curves import PowerCurve
+from rl.report import HEADLINE_POLICIES
 from scheduler.model import ContainerResources, NodeInfo, PodInfo, Resources
 
 TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
@@ -354,6 +355,7 @@ class Scenario:
     scan_interval_s: float = 10.0
     scale_down_unneeded_s: float = 600.0
     daemonsets_file: str = DEFAULT_DAEMONSETS_FILE
+    policies: tuple[str, ...] = ()  # run when --policies is not given (else every builtin)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -389,6 +391,7 @@ SCENARIOS: dict[str, Scenario] = {
             "defaults (10 s scans, scale-down after 10 min unneeded), boots of 120 s.",
             autoscaler=True,
             boot_seconds=120.0,
+            policies=HEADLINE_POLICIES,
         ),
     )
 }
