@@ -175,3 +175,45 @@ def summary(answers: Mapping[str, list[Answer]]) -> dict[str, Any]:
     return {
         name: {"count": len(a), "statuses": sorted({x.status for x in a})} for name, a in answers.items()
     }
+
+
+def flood(port: int, body: bytes, clients: int, rounds: int = 1) -> list[Answer]:
+    """`clients` concurrent posts of `body`, `rounds` times; every answer (status -1: none)."""
+    answers: list[Answer] = []
+
+    def one() -> None:
+        try:
+            answers.append(post(port, "/prioritize", body, timeout=300))
+        except OSError:
+            answers.append(Answer(-1))
+
+    for _ in range(rounds):
+        threads = [threading.Thread(target=one) for _ in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+    return answers
+
+
+def flood_process(port: int, clients: int, rounds: int, limit: int) -> subprocess.Popen[str]:
+    """The flood from a process of its own (its senders do not share the measuring client's
+    interpreter); `collect_flood` reads its answers."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.helpers.extender_process", str(port), str(clients), str(rounds), str(limit)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True,
+    )
+
+
+def collect_flood(proc: subprocess.Popen[str], timeout: float = 600) -> list[Answer]:
+    out, _ = proc.communicate(timeout=timeout)
+    return [Answer(a["status"], a["headers"], a["body"].encode("latin-1"), a["seconds"]) for a in json.loads(out)]
+
+
+if __name__ == "__main__":
+    port_, clients_, rounds_, limit_ = (int(v) for v in sys.argv[1:5])
+    got = flood(port_, maximal_body(limit_), clients_, rounds_)
+    print(json.dumps([
+        {"status": a.status, "headers": a.headers, "body": a.body.decode("latin-1"), "seconds": a.seconds}
+        for a in got
+    ]))
