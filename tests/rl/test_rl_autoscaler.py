@@ -171,6 +171,43 @@ def test_daemonset_load_is_in_the_power_and_the_requests_but_not_in_emptiness():
     assert late.run(Spy(), random.Random(0)).never_scheduled == 1
 
 
+def test_the_energy_price_takes_a_daemonset_only_node_for_empty():
+    """Issue 14: the consolidation price's empty-node branch fires on a node that runs only
+    DaemonSet pods. Two always-on 4-core nodes (100 → 200 W), the DaemonSet using 1 core on
+    each; pod 0 (1 core) goes to one of them, then pod 1 (1 core request) is priced. The node
+    with only the DaemonSet: Δu × a_n = 0.25 × min P(v)/v for v ≤ 0.5 = 0.25 × 150 / 0.5 = 75 W;
+    the node running pod 0 (u = 0.5): min(P(0.75) − P(0.5), 75) = 25 W."""
+    from rl.policies import make_policy
+    from scheduler.framework import CandidateBatch
+
+    nodes = [node("a-0", "a", 4, min_count=2), node("a-1", "a", 4, ordinal=1, min_count=2)]
+    cluster = ClusterModel(autoscaler=MODEL, daemonsets=(AGENT,))
+    policy = make_policy("kubejoule", nodes, cluster.policy_power_off())
+    energy = policy.profile.plugin("KubejouleEnergy")  # type: ignore[attr-defined]
+    priced: list[dict[str, tuple[float, bool]]] = []
+
+    class Spy:
+        name = "spy"
+
+        def reset(self, specs: Sequence[NodeSpec], rng: random.Random) -> None:
+            policy.reset(specs, rng)
+
+        def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+            deltas = energy.evaluate(pod, CandidateBatch.of(feasible, now)).delta_watts
+            priced.append({s.info.name: (float(d), s.empty) for s, d in zip(feasible, deltas, strict=True)})
+            return policy.choose(pod, feasible, now)
+
+    sim = Simulation(nodes, [pod(0, 0, 100, 1, 1), pod(1, 10, 100, 1, 1)], autoscaler=MODEL,
+                     daemonsets=[AGENT])
+    sim.run(Spy(), random.Random(0))
+    first, second = priced
+    assert sorted(first.values()) == [(pytest.approx(75.0), True)] * 2
+    busy = next(n for n, (_, empty) in second.items() if not empty)
+    idle = next(n for n in second if n != busy)
+    assert second[busy] == (pytest.approx(25.0), False)
+    assert second[idle] == (pytest.approx(75.0), True)
+
+
 def test_utilization_threshold_drains_and_restarts_pods():
     # Pod 0 fills a (always on); b boots at the t = 10 scan for pods 1 and 2. Once pod 1 is
     # done (t ≈ 110), b holds only pod 2 (0.5 of 4 cores, below the 0.5 threshold), which fits
