@@ -104,7 +104,7 @@ def test_no_policy_is_below_the_bound(cluster):
         TraceConfig(hours=3, arrivals_per_hour=40, duration_min_s=120, duration_max_s=3600), seed=7
     )
     bound = oracle_for(nodes, pods, cluster)
-    for name in BUILTIN_POLICIES:
+    for name in (*BUILTIN_POLICIES, "default+extender:5"):
         for seed in range(2):
             result = run_once(nodes, pods, name, seed, cluster=cluster)
             assert result.energy_joules >= bound.energy_joules, name
