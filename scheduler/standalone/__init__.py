@@ -4,14 +4,16 @@
 One pass per pod, as kube-scheduler does it:
 
 1. take the pod off the queue (`SchedulingQueue`);
-2. filter every node with kube-scheduler's default filters (`filters.py`), against the
-   requests of bound *and assumed* pods (`ClusterCache`);
-3. score the feasible nodes twice: with the energy scorer (the heuristic of `scorer.py`, or any
-   `Scorer`) and with kube-scheduler's default scoring (`kube_scoring.py`) — steps 2–4 are
-   `decide.py`, vectorized over the cache's node table;
-4. choose: `active` mode takes the energy-best node (ties broken by the default score, then at
-   random); `shadow` mode (the default) takes the node the default scoring picks and annotates
-   the pod with the energy recommendation (`kubejoule.io/recommended-node`, `kubejoule.io/scores`);
+2. filter every node with kube-scheduler's default filters (the framework's Filter plugins,
+   `scheduler/plugins/`), against the requests of bound *and assumed* pods (`ClusterCache`);
+3. score the feasible nodes (or kube-scheduler's percentageOfNodesToScore sample of them, an
+   option) with the scheduler's profile — the `profile:` of the configuration, by default
+   kubejoule's energy plugin (`scheduler.plugins.defaults.kubejoule_profile`) — and with
+   kube-scheduler's default profile, for comparison; steps 2–4 are `decide.py`, over one
+   candidate batch of the cache's nodes kept up to date pod after pod;
+4. choose, ties at random (`scheduler.framework.select_best`): `active` mode takes the
+   profile's best node; `shadow` mode (the default) takes the default profile's and annotates
+   the pod with the profile's pick (`kubejoule.io/recommended-node`, `kubejoule.io/scores`);
 5. assume the pod on that node and bind it through the Binding subresource (in a small pool of
    binder threads, so the next pod is decided while the API answers); emit a `Scheduled` Event;
    write the decision line (`collector.py`) and, later, its outcome line.

@@ -1,0 +1,146 @@
+"""The scheduler configuration's building blocks (`scheduler/config.py` documents the keys): the
+error every bad key or value raises, the value checkers each section uses, `listen`, and the
+`telemetry:` section."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.telemetry.discovery import parse_static_targets
+
+
+class ConfigError(ValueError):
+    """The configuration file is unreadable or has a wrong key or value."""
+
+
+@dataclass(frozen=True)
+class EndpointSliceConfig:
+    namespace: str = "kubejoule-system"
+    service: str = "kubejoule-agent"
+    port: str | None = "metrics"
+
+
+@dataclass(frozen=True)
+class AgentsConfig:
+    static: dict[str, str] = field(default_factory=dict)
+    endpoint_slices: EndpointSliceConfig | None = None
+    timeout_seconds: float = 2.0
+    max_parallel: int = 16
+
+
+@dataclass(frozen=True)
+class PrometheusConfig:
+    url: str
+    timeout_seconds: float = 5.0
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
+    prometheus: PrometheusConfig | None = None
+    metrics_server: bool = False
+    node_capacity_from_kubernetes: bool = False
+    node_cores: dict[str, float] = field(default_factory=dict)
+
+
+def _section(data: Any, where: str, allowed: set[str]) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(map(str, data)) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+    return dict(data)
+
+
+def _number(value: Any, where: str, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if positive and value <= 0:
+        raise ConfigError(f"{where}: must be positive, got {value!r}")
+    return float(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _opt_str(value: Any, where: str) -> str | None:
+    return None if value is None else _str(value, where)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` or `[::1]:PORT` → (host, port); an empty host means all addresses."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"listen: expected HOST:PORT, got {value!r}")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+def _agents(data: Any) -> AgentsConfig:
+    d = _section(data, "telemetry.agents", {"static", "endpoint_slices", "timeout_seconds", "max_parallel"})
+    static_raw = d.get("static") or {}
+    try:
+        if isinstance(static_raw, Mapping):
+            static = parse_static_targets(f"{k}={v}" for k, v in static_raw.items())
+        elif isinstance(static_raw, list):
+            static = parse_static_targets(str(item) for item in static_raw)
+        else:
+            raise ConfigError("telemetry.agents.static: expected a mapping or a list of node=url")
+    except ValueError as exc:
+        raise ConfigError(f"telemetry.agents.static: {exc}") from exc
+    slices = None
+    if d.get("endpoint_slices") is not None:
+        e = _section(d["endpoint_slices"], "telemetry.agents.endpoint_slices", {"namespace", "service", "port"})
+        slices = EndpointSliceConfig(
+            namespace=_str(e.get("namespace", "kubejoule-system"), "endpoint_slices.namespace"),
+            service=_str(e.get("service", "kubejoule-agent"), "endpoint_slices.service"),
+            port=_opt_str(e.get("port", "metrics"), "endpoint_slices.port"),
+        )
+    return AgentsConfig(
+        static=static,
+        endpoint_slices=slices,
+        timeout_seconds=_number(d.get("timeout_seconds", 2.0), "telemetry.agents.timeout_seconds"),
+        max_parallel=int(_number(d.get("max_parallel", 16), "telemetry.agents.max_parallel")),
+    )
+
+
+def _telemetry(data: Any) -> TelemetryConfig:
+    d = _section(
+        data,
+        "telemetry",
+        {"agents", "prometheus", "metrics_server", "node_capacity_from_kubernetes", "node_cores"},
+    )
+    cores_raw = d.get("node_cores") or {}
+    node_cores = {
+        str(node): _number(value, f"telemetry.node_cores.{node}")
+        for node, value in _section(cores_raw, "telemetry.node_cores", set(map(str, cores_raw))).items()
+    }
+    prometheus = None
+    if d.get("prometheus") is not None:
+        p = _section(d["prometheus"], "telemetry.prometheus", {"url", "timeout_seconds"})
+        prometheus = PrometheusConfig(
+            url=_str(p.get("url"), "telemetry.prometheus.url"),
+            timeout_seconds=_number(p.get("timeout_seconds", 5.0), "telemetry.prometheus.timeout_seconds"),
+        )
+    return TelemetryConfig(
+        agents=_agents(d.get("agents")),
+        prometheus=prometheus,
+        metrics_server=_bool(d.get("metrics_server", False), "telemetry.metrics_server"),
+        node_capacity_from_kubernetes=_bool(
+            d.get("node_capacity_from_kubernetes", False), "telemetry.node_capacity_from_kubernetes"
+        ),
+        node_cores=node_cores,
+    )
