@@ -110,9 +110,6 @@ class CandidateBatch:
             self._names = [state.info.name for state in self.states]
         return self._names
 
-    def column(self, name: str) -> np.ndarray:
-        return self._columns[name]
-
     # -- derived columns -------------------------------------------------------------------------
 
     def derived(self, key: Hashable, build: Builder, info_only: bool = False) -> Columns:
@@ -131,9 +128,6 @@ class CandidateBatch:
                 cols = build(self.states)
             entry = self._derived[key] = (build, cols, info_only)
         return entry[1]
-
-    def derived_keys(self) -> list[Hashable]:
-        return list(self._derived)
 
     def info_only_entries(self) -> dict[Hashable, tuple[Builder, Columns, bool]]:
         """The derived entries that depend only on the nodes' specs (to carry them over to a
@@ -203,11 +197,6 @@ def _pick(items: list, rows: list[int]) -> list:
     if len(rows) == 1:
         return [items[rows[0]]]
     return list(itemgetter(*rows)(items))
-
-
-def rows_changed(batch: CandidateBatch, states: Sequence[NodeState]) -> list[int]:
-    """Rows whose NodeState object is not the batch's (same node order assumed)."""
-    return [i for i, (a, b) in enumerate(zip(batch.states, states, strict=True)) if a is not b]
 
 
 def node_mask(

@@ -6,13 +6,12 @@ record what kubejoule's profile recommends. `active`: bind to kubejoule's recomm
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.model import NodeState, PodInfo, ScoreResult
+from scheduler.model import NodeState, PodInfo
 
 MODE_SHADOW = "shadow"
 MODE_ACTIVE = "active"
@@ -64,17 +63,6 @@ class Decision:
 
     def reason(self, index: int) -> str:
         return self.reason_names[int(self.reason_codes[index])]
-
-    def energy_results(self) -> list[ScoreResult]:
-        return [
-            ScoreResult(
-                s.info.name,
-                float(self.score[i]),
-                None if math.isnan(self.delta_watts[i]) else float(self.delta_watts[i]),
-                self.reason(i),
-            )
-            for i, s in enumerate(self.states)
-        ]
 
     def ranked(self, count: int) -> list[int]:
         """Indices of the `count` best scores (ties by node name)."""
