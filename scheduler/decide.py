@@ -80,6 +80,12 @@ class ProfileDecider:
         self._batch: CandidateBatch | None = None
         self._layout = -1
         self._versions = np.zeros(0, dtype=np.int64)
+        # The last sub-batch of candidates and its rows: the same rows next time (the same nodes
+        # full, tainted or cordoned) reuse it, patched with the rows changed since it was last
+        # brought up to date, instead of slicing every column anew. None after a rebuild.
+        self._sub: CandidateBatch | None = None
+        self._sub_rows = np.zeros(0, dtype=np.intp)
+        self._sub_stale: set[int] = set()
 
     def batch(self, table: NodeTable, now: float) -> CandidateBatch:
         """The candidate batch of every node in `table`, brought up to date."""
@@ -93,11 +99,28 @@ class ProfileDecider:
             kept = {} if changed is None else batch.info_only_entries()  # type: ignore[union-attr]
             batch = self._batch = CandidateBatch(table.states, now, columns, kept)
             self._layout = table.layout_version
+            self._sub = None
         elif len(changed):
             rows = changed.tolist()
             batch.update(rows, [table.states[row] for row in rows])
+            self._sub_stale.update(rows)
         self._versions = table.row_version.copy()
         return batch.at(now)
+
+    def candidates(self, batch: CandidateBatch, rows: np.ndarray) -> CandidateBatch:
+        """`batch.take(rows)`, reusing the previous sub-batch when the rows are the same."""
+        sub = self._sub
+        if sub is None or len(rows) != len(self._sub_rows) or not np.array_equal(rows, self._sub_rows):
+            sub = batch.take(rows)
+            self._sub = sub if sub is not batch else None
+            self._sub_rows = rows.copy()
+            self._sub_stale = set()
+            return sub
+        if self._sub_stale:
+            where = np.flatnonzero(np.isin(rows, list(self._sub_stale)))
+            sub.update(where.tolist(), [batch.states[row] for row in rows[where].tolist()])
+            self._sub_stale = set()
+        return sub.at(batch.now)
 
     def decide(
         self, pod: PodInfo, table: NodeTable, mode: str, rng: random.Random, now: float
@@ -110,7 +133,7 @@ class ProfileDecider:
         if len(rows) == 0:
             decision.summary = self.profile.failure_summary(pod, batch)
             return decision
-        candidates = batch.take(rows)
+        candidates = self.candidates(batch, rows)
         decision.states = list(candidates.states)
         decision.node_names = candidates.names
         given: dict[str, np.ndarray] = {}
