@@ -311,16 +311,9 @@ def build_scorer(config: Config) -> HeuristicScorer:
 
 
 def build_energy_plugin(config: Config) -> ScorePlugin:
-    """kubejoule's energy Score plugin with the `scorer:` section's settings."""
-    from scheduler.plugins.energy import EnergyPlugin
-
-    return EnergyPlugin(
-        delta_p_ref_watts=config.scorer.delta_p_ref_watts,
-        consolidation=config.scorer.consolidation,
-        consolidation_utilization=config.scorer.consolidation_utilization,
-        max_staleness_seconds=config.max_staleness_seconds,
-        curves=config.curves,
-    )
+    """kubejoule's energy Score plugin with the `scorer:` section's settings (the one
+    `build_scorer` wraps)."""
+    return build_scorer(config).energy
 
 
 def build_profile(config: Config, energy: ScorePlugin) -> Profile:

@@ -35,7 +35,6 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     """Wire the parts from the configuration and schedule until `stop` is set."""
     from scheduler.config import (
         build_api_client,
-        build_energy_plugin,
         build_profile,
         build_scorer,
         build_store,
@@ -45,8 +44,8 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     from scheduler.scheduler_metrics import serve
 
     api = build_api_client(config)
-    scorer = build_scorer(config)  # the decision features' energy inputs
-    profile = build_profile(config, build_energy_plugin(config))
+    scorer = build_scorer(config)  # the decision features' energy inputs…
+    profile = build_profile(config, scorer.energy)  # …from the plugin the profile scores with
     store = build_store(config, api)
     metrics = SchedulerMetrics()
     collector = outcomes = None
