@@ -520,10 +520,11 @@ def _wait_http(url: str, process: subprocess.Popen[str], seconds: float = 30) ->
             time.sleep(0.1)
 
 
-def test_run_the_local_extender_example(tmp_path: Path) -> None:
-    """README's "Locally, without a cluster": a local agent, the extender with the my.yaml the
-    comment describes, the curl command as written."""
-    block = find_block("README.md", "kubejoule-scheduler extender --listen 127.0.0.1:8888")
+@pytest.mark.parametrize("doc", ["README.md", "docs/scheduler.md"])
+def test_run_the_local_extender_example(tmp_path: Path, doc: str) -> None:
+    """"Locally, without a cluster": a local agent, the extender with the my.yaml the comment
+    describes, the curl command as written."""
+    block = find_block(doc, "kubejoule-scheduler extender --listen 127.0.0.1:8888")
     lines = logical_lines(block)
     my_yaml = re.search(r"#\s*my\.yaml:\s*(.+)$", next(line for line in lines if "my.yaml" in line))
     assert my_yaml, "the example says what my.yaml holds"
