@@ -1,7 +1,11 @@
 """kube-scheduler's default node filters, on plain data.
 
-The standalone scheduler, the extender and the simulator (`rl/`) all decide feasibility here,
-so a pod that the simulator places is a pod the real scheduler could place.
+The standalone scheduler, the extender and the simulator (`rl/`) all decide feasibility with
+these checks, so a pod that the simulator places is a pod the real scheduler could place. Each
+check is written once: the framework's Filter plugins (`scheduler/plugins/`) run the same
+functions over a candidate batch — the spec checks once per pod shape, the resource checks
+(`too_many_pods`, `lacks`) on arrays — and `filter_nodes` runs them node by node with each
+node's reasons.
 
 What is reproduced, in kube-scheduler's order (the first failing filter decides a node's
 reasons, as in the scheduling framework):
@@ -28,6 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler.model import (
     NodeInfo,
@@ -172,13 +177,24 @@ def matches_node_selector(pod: PodInfo, node: NodeInfo) -> bool:
 # --- resource fit ------------------------------------------------------------------------------
 
 
+def too_many_pods(pods_on_node: Any, allowed_pods: Any) -> Any:
+    """NodeResourcesFit's pod count check: one more pod would pass allocatable `pods`.
+    For ints or numpy arrays alike (the vectorized filter uses the same rule)."""
+    return pods_on_node + 1 > allowed_pods
+
+
+def lacks(want: int, allocatable: Any, requested: Any) -> Any:
+    """NodeResourcesFit's check of one resource: a request above what is free. A zero request
+    never fails, even on an over-committed node. For ints or numpy arrays alike."""
+    return (want > 0) & (want > allocatable - requested)
+
+
 def insufficient_resources(
     pod_requests: Resources, allocatable: Resources, requested: Resources, pods_on_node: int
 ) -> list[str]:
-    """NodeResourcesFit's reasons, in its order. A zero request never fails its resource, even
-    on an over-committed node; the pod count is always checked."""
+    """NodeResourcesFit's reasons, in its order; the pod count is always checked."""
     reasons: list[str] = []
-    if pods_on_node + 1 > allocatable.pods:
+    if too_many_pods(pods_on_node, allocatable.pods):
         reasons.append(REASON_TOO_MANY_PODS)
     checks = (
         ("cpu", pod_requests.cpu_millicores, allocatable.cpu_millicores, requested.cpu_millicores),
@@ -191,7 +207,7 @@ def insufficient_resources(
         ),
     )
     for name, want, alloc, used in checks:
-        if want > 0 and want > alloc - used:
+        if lacks(want, alloc, used):
             reasons.append(reason_insufficient(name))
     return reasons
 

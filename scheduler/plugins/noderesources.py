@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from scheduler.filters import insufficient_resources, pods_on_node
+from scheduler.filters import insufficient_resources, lacks, pods_on_node, too_many_pods
 from scheduler.framework.batch import CandidateBatch, Columns
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.model import NodeState, PodInfo
@@ -95,14 +95,17 @@ class NodeResourcesFit:
     # -- Filter --
 
     def filter(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+        """`insufficient_resources` over the batch: the same checks (`too_many_pods`, `lacks`),
+        on arrays; a resource the pod does not request is not looked at."""
         want = pod.requests
-        ok = batch.pod_count + 1 <= batch.alloc_pods
-        if want.cpu_millicores > 0:
-            ok &= want.cpu_millicores <= batch.alloc_cpu - batch.req_cpu
-        if want.memory_bytes > 0:
-            ok &= want.memory_bytes <= batch.alloc_mem - batch.req_mem
-        if want.ephemeral_storage_bytes > 0:
-            ok &= want.ephemeral_storage_bytes <= batch.alloc_eph - batch.req_eph
+        ok = ~too_many_pods(batch.pod_count, batch.alloc_pods)
+        for amount, alloc, used in (
+            (want.cpu_millicores, batch.alloc_cpu, batch.req_cpu),
+            (want.memory_bytes, batch.alloc_mem, batch.req_mem),
+            (want.ephemeral_storage_bytes, batch.alloc_eph, batch.req_eph),
+        ):
+            if amount > 0:
+                ok &= ~lacks(amount, alloc, used)
         return ok
 
     def reasons(self, pod: PodInfo, node: NodeState) -> tuple[str, ...]:
