@@ -4,7 +4,7 @@ orjson parses a 16 MiB `Nodes.items` body in one C call that holds the GIL for 6
 other request waits that long. Here the outer levels (`WALKED_DEPTH` of them: the body, `Nodes`,
 `items`) are walked in Python, and each value below them — one Node object — is parsed by the
 standard library's C scanner on its own, so other threads get the interpreter between two
-Nodes. What orjson refuses is refused here too (a ValueError): NaN and Infinity, numbers past a
+Nodes (a container of small elements is handed to the C scanner whole, see below). What orjson refuses is refused here too (a ValueError): NaN and Infinity, numbers past a
 double, lone surrogate escapes, bad UTF-8, nesting past the recursion limit, trailing data; what
 comes out is what orjson gives, except that an integer past 64 bits stays an exact integer
 (orjson makes it a double) — every quantity past int64 is refused afterwards either way.
@@ -19,6 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 WALKED_DEPTH = 3
+# A walked container whose elements turn out small (a NodeNames list, an object of many keys) is
+# parsed again, whole, by the C scanner once more than SMALL_ELEMENTS_BEFORE_RESCAN of its
+# elements were shorter than SMALL_ELEMENT_CHARS: walking millions of tiny elements in Python
+# would cost ~14 times orjson's CPU; parsing them in one call costs at most twice the walk so far.
+SMALL_ELEMENT_CHARS = 256
+SMALL_ELEMENTS_BEFORE_RESCAN = 16
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # A \uD800–\uDFFF escape: must be half of a valid pair (unless its backslash is escaped).
 _SURROGATE = re.compile(r"\\u([dD][89a-fA-F][0-9a-fA-F]{2})")
@@ -97,19 +103,26 @@ def _value(text: str, index: int, depth: int) -> tuple[Any, int]:
     return _scan(text, index)
 
 
-def _object(text: str, index: int, depth: int) -> tuple[dict[str, Any], int]:
+def _object(text: str, index: int, depth: int) -> tuple[Any, int]:
+    start = index - 1
     result: dict[str, Any] = {}
+    small = 0
     index = _skip(text, index)
     if text.startswith("}", index):
         return result, index + 1
     while True:
         if not text.startswith('"', index):
             raise ValueError(f"expected a key at char {index}")
+        member = index
         key, index = scanstring(text, index + 1, True)
         index = _skip(text, index)
         if not text.startswith(":", index):
             raise ValueError(f"expected ':' at char {index}")
         result[key], index = _value(text, _skip(text, index + 1), depth)
+        if index - member < SMALL_ELEMENT_CHARS:
+            small += 1
+            if small > SMALL_ELEMENTS_BEFORE_RESCAN:
+                return _scan(text, start)
         index = _skip(text, index)
         if text.startswith(",", index):
             index = _skip(text, index + 1)
@@ -119,14 +132,21 @@ def _object(text: str, index: int, depth: int) -> tuple[dict[str, Any], int]:
             raise ValueError(f"expected ',' or '}}' at char {index}")
 
 
-def _array(text: str, index: int, depth: int) -> tuple[list[Any], int]:
+def _array(text: str, index: int, depth: int) -> tuple[Any, int]:
+    start = index - 1
     result: list[Any] = []
+    small = 0
     index = _skip(text, index)
     if text.startswith("]", index):
         return result, index + 1
     while True:
+        element = index
         value, index = _value(text, index, depth)
         result.append(value)
+        if index - element < SMALL_ELEMENT_CHARS:
+            small += 1
+            if small > SMALL_ELEMENTS_BEFORE_RESCAN:
+                return _scan(text, start)
         index = _skip(text, index)
         if text.startswith(",", index):
             index = _skip(text, index + 1)

@@ -193,6 +193,27 @@ def test_the_walker_refuses_what_orjson_refuses_with_a_value_error(data: bytes) 
         jsonwalk.loads(data)
 
 
+def test_the_walker_hands_containers_of_small_elements_to_the_c_scanner_whole() -> None:
+    """NodeNames lists, objects of many keys, big elements then small ones: the same values as
+    orjson, and what orjson refuses inside them is still refused."""
+    big = {"x": "y" * 400}
+    docs = [
+        {"Pod": {"metadata": {"name": "p"}}, "NodeNames": [f"n{i}" for i in range(5000)]},
+        {f"k{i}": i for i in range(3000)},
+        {"Nodes": {"items": [big] * 20 + [1, "a", None] * 100 + [big] * 3}},
+        [[big] * 3, [0.5] * 200],
+    ]
+    for doc in docs:
+        data = json.dumps(doc).encode()
+        assert jsonwalk.loads(data) == orjson.loads(data)
+    names = json.dumps([f"n{i}" for i in range(100)]).encode()
+    for broken in (names[:-1] + b", NaN]", names[:-1] + b", 1e999]", names[:-1] + b', "\\ud800"]'):
+        with pytest.raises(ValueError):
+            orjson.loads(broken)
+        with pytest.raises(ValueError):
+            jsonwalk.loads(broken)
+
+
 def test_a_large_malformed_body_is_a_400_not_a_5xx() -> None:
     """Above LARGE_BODY_BYTES the walker parses: its errors are BadRequests too."""
     nodes = [node_object(f"n{i}") for i in range(1500)]
