@@ -52,7 +52,8 @@ class NodeBatch:
     """Many nodes prepared for scoring (their energy columns computed once), with a name index.
 
     `rows(names)` maps names to rows; a name the batch does not know maps to a sentinel row
-    past the nodes (a node without telemetry or spec), which callers score on its own."""
+    past the nodes: a node without telemetry, spec or history, scored as the kernel scores any
+    such node. Callers that know more of a node (its spec) score its own state instead."""
 
     def __init__(self, candidates: CandidateBatch) -> None:
         self.candidates = candidates  # the nodes and, as its last row, the sentinel
@@ -136,4 +137,7 @@ class HeuristicScorer:
         """Scores of the batch's nodes (or of `rows` of it) for one pod at `now`."""
         if rows is None:
             rows = np.arange(len(batch.names), dtype=np.intp)
-        return self.energy.evaluate(pod, batch.candidates.at(now).take(rows))
+        return self.energy.evaluate(pod, batch.candidates.at(now), rows=rows)
+
+    def knows(self, node: str) -> bool:
+        return self.energy.knows(node)

@@ -113,7 +113,10 @@ class Extender:
             redo = sorted(set(odd) | set(np.flatnonzero(unknown).tolist()))
             redo_states = [item_states[i] for i in redo]
         else:
-            redo = np.flatnonzero(unknown).tolist()
+            # A name the snapshot does not know scores as the batch's sentinel (no telemetry,
+            # no spec) unless its spec or something of its own is known.
+            redo = [i for i in np.flatnonzero(unknown).tolist()
+                    if self.states.has_spec(names[i]) or self.scorer.knows(names[i])]
             redo_states = self.states.for_names([names[i] for i in redo], prepared)
         if redo:
             singles = self.scorer.score(pod, redo_states, now)

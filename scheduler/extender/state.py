@@ -225,6 +225,10 @@ class NodeStates:
         """Every node with telemetry (or known to the cluster view), prepared for scoring."""
         return self.current().batch
 
+    def has_spec(self, name: str) -> bool:
+        """Whether a Node object for `name` was seen in a Nodes.items body."""
+        return name in self._node_infos
+
     def for_names(self, names: Sequence[str], prepared: Prepared) -> list[NodeState]:
         """The states of `names` (a node the snapshot does not know gets an empty state)."""
         states = prepared.states

@@ -266,6 +266,11 @@ class EnergyPlugin:
             curve = found[0] if found is not None else None
         return curve, float(cores) if cores and cores > 0 else 0.0
 
+    def knows(self, node: str) -> bool:
+        """Whether anything of `node`'s own (a configured or exported curve, a history) could
+        price it without telemetry; a node it does not know scores as any unknown node."""
+        return node in self._configured or node in self._exported or node in self._histories
+
     @staticmethod
     def utilization_with_assumed(node: NodeState) -> float | None:
         """u at the sample plus the CPU requested since, over the node's cores (may pass 1)."""
@@ -342,10 +347,16 @@ class EnergyPlugin:
 
     # -- scoring ------------------------------------------------------------------------------
 
-    def evaluate(self, pod: PodInfo, batch: CandidateBatch, with_idle: bool = True) -> EnergyScores:
-        """ΔP, score and reason for every row. `with_idle=False` leaves out the consolidation
-        price: the node's own power change only (what a power cap compares)."""
+    def evaluate(
+        self, pod: PodInfo, batch: CandidateBatch, with_idle: bool = True,
+        rows: np.ndarray | None = None,
+    ) -> EnergyScores:
+        """ΔP, score and reason for every row (or for `rows` of the batch, in that order).
+        `with_idle=False` leaves out the consolidation price: the node's own power change only
+        (what a power cap compares)."""
         cols = self.columns(batch)
+        if rows is not None:
+            cols = {name: values[rows] for name, values in cols.items()}
         reason = cols["reason"].copy()
         stale = (batch.now - cols["sample_time"]) > self.max_staleness_seconds
         reason[stale & (reason != _MISSING)] = _STALE

@@ -191,3 +191,31 @@ def test_the_worst_marginal_is_the_maximum_over_every_utilization(
     assert steps.max() <= worst + 1e-9
     slope = float(np.abs(np.diff(points)).max()) * 10 + 1.0
     assert worst <= steps.max() + slope * 0.0005 + 1e-9
+
+
+def test_over_http_a_configured_curve_prices_a_node_without_an_agent_in_both_forms() -> None:
+    """`dark` has no agent but a configured curve: once its Node object has been seen, both forms
+    price it at its curve's worst step (a line: the same as measured), not at the floor; a name
+    the extender knows nothing of stays at the floor."""
+    line = PowerCurve.linear(50, 130)  # 80 W per unit; 1 CPU of 4 → 20 W → 100 × (1 − 20/50) = 60
+    with text_server() as agents:
+        agents.pages["/measured/metrics"] = agent_exposition(
+            "measured", time.time(), utilization=0.5, curve=line.as_points()
+        )
+        store = TelemetryStore(
+            [AgentScrapeSource(StaticTargets({"measured": agents.url("/measured/metrics")}))],
+            node_cores=lambda: {"measured": 4.0},
+        )
+        extender = Extender(HeuristicScorer(delta_p_ref_watts=50.0, curves={"dark": line}), store,
+                            mode="active")
+        store.refresh_once()
+        with TestClient(create_app(extender, manage_store=False)) as client:
+            the_pod = {"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+                       "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+            items = {"items": [node_object("dark", "4"), node_object("measured", "4")]}
+            by_items = client.post("/prioritize", json={"Pod": the_pod, "Nodes": items}).json()
+            by_names = client.post("/prioritize", json={
+                "Pod": the_pod, "NodeNames": ["dark", "measured", "nobody"]}).json()
+    assert by_items == [{"Host": "dark", "Score": 6}, {"Host": "measured", "Score": 6}]
+    assert by_names == [{"Host": "dark", "Score": 6}, {"Host": "measured", "Score": 6},
+                        {"Host": "nobody", "Score": 0}]
