@@ -68,10 +68,6 @@ class NodeBatch:
     def state(self, row: int) -> NodeState:
         return self.candidates.states[row]
 
-    def update(self, rows: Sequence[int], states: Sequence[NodeState]) -> None:
-        """Replace the nodes of `rows` by new states of the same nodes (their columns only)."""
-        self.candidates.update(rows, states)
-
 
 _SENTINEL = NodeState(NodeInfo("", Resources()))
 

@@ -1,6 +1,6 @@
 """The energy plugin's prices over curve columns (`agent.curves.curve_columns`), one row per
-node: the marginal watts of a load step, the consolidation price and its amortized rate, and
-the worst-case price of a node whose utilization is not known. The formulas and their
+node: the consolidation price and its amortized rate, and the worst-case price of a node whose
+utilization is not known. The formulas and their
 reasoning are in `scheduler.plugins.energy`'s docstring; the autoscaler expander
 (`scheduler.autoscaler.choice`) prices node groups with the same functions, on one row.
 """
@@ -37,12 +37,6 @@ def amortized_rate(cols: Columns, rates: np.ndarray, up_to: np.ndarray) -> np.nd
     within = RATE_GRID[None, :] <= up_to[:, None] + 1e-12
     rate = np.where(within, rates, np.inf).min(axis=1)
     return np.minimum(rate, columns_watts(cols, up_to) / up_to)
-
-
-def marginal_watts(cols: Columns, before: np.ndarray, utilization: np.ndarray,
-                   delta_u: np.ndarray) -> np.ndarray:
-    """P(u + Δu) − P(u) per row, P continued past u = 1 (`before` is P(u))."""
-    return columns_watts(cols, utilization + delta_u) - before
 
 
 def consolidation_price(
