@@ -46,10 +46,12 @@ def same_plugin(a: ScorePlugin, b: ScorePlugin) -> bool:
 
 
 def energy_of(profile: Profile) -> ScorePlugin | None:
-    """The profile's energy plugin (the one that explains its scores in watts), if any."""
+    """The profile's energy plugin (the one that explains its scores in watts), if any —
+    also when it enters through the extender's view (`ExtenderScore` wraps it)."""
     for plugin, _ in profile.scores:
-        if isinstance(plugin, energy_plugin_module.EnergyPlugin):
-            return plugin
+        inner = getattr(plugin, "plugin", plugin)
+        if isinstance(inner, energy_plugin_module.EnergyPlugin):
+            return inner
     return None
 
 
@@ -140,7 +142,7 @@ class ProfileDecider:
         energy = self.energy
         if energy is not None:
             evaluated = energy.evaluate(pod, candidates)  # type: ignore[attr-defined]
-            if getattr(energy, "normalize", None) is None:
+            if getattr(energy, "normalize", None) is None:  # (by name: not the wrapped one)
                 given[energy.name] = evaluated.score
             decision.score = np.asarray(evaluated.score, dtype=np.float64)
             decision.delta_watts = np.asarray(evaluated.delta_watts, dtype=np.float64)

@@ -184,12 +184,14 @@ def test_decider_equals_the_profile_on_fresh_batches(
         recommended = batch.names[select_best(want, pick)]
         assert (got.recommended, got.default_choice) == (recommended, default_choice)
         assert got.chosen == (recommended if mode == MODE_ACTIVE else default_choice)
-        evaluated = reference.plugin("KubejouleEnergy") if kind != "entries" else None
-        if evaluated is not None:  # the energy details are the energy plugin's
-            scores = evaluated.evaluate(info, batch)  # type: ignore[attr-defined]
-            np.testing.assert_allclose(got.score, scores.score, rtol=0, atol=1e-9)
-            np.testing.assert_allclose(got.delta_watts, scores.delta_watts, rtol=0, atol=1e-9)
-            assert [got.reason(j) for j in range(len(got.names))] == scores.reasons()
+        # The energy details are the energy plugin's (also behind the extender's view).
+        evaluated = reference.plugin(
+            "KubejouleEnergy" if kind != "entries" else "extender:KubejouleEnergy"
+        )
+        scores = getattr(evaluated, "plugin", evaluated).evaluate(info, batch)  # type: ignore[attr-defined]
+        np.testing.assert_allclose(got.score, scores.score, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(got.delta_watts, scores.delta_watts, rtol=0, atol=1e-9)
+        assert [got.reason(j) for j in range(len(got.names))] == scores.reasons()
         assert got.chosen is not None
         cache.assume(info, got.chosen, now + i * 0.01)  # the next pod sees this one
     assert 0 < infeasible < 150  # the random cases cover both outcomes
