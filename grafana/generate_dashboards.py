@@ -619,7 +619,7 @@ SCHEDULER = Dashboard(
         ),
         Panel(
             "Fallbacks by reason",
-            "Nodes scored neutral (50) per second for want of usable telemetry.",
+            "Nodes scored without usable telemetry (priced at their worst state) per second.",
             (
                 Target(
                     "sum by (reason) (rate(kubejoule_scheduler_fallbacks_total[$__rate_interval]))",
@@ -631,7 +631,7 @@ SCHEDULER = Dashboard(
         Panel(
             "Telemetry age per node",
             "Age of the newest telemetry the scheduler holds for each node; "
-            "past max_staleness_seconds (30 s) the node scores neutral.",
+            "past max_staleness_seconds (30 s) the node is priced at its worst state.",
             (Target("max by (node) (kubejoule_scheduler_telemetry_age_seconds)", "{{node}}"),),
             unit="s",
         ),

@@ -125,7 +125,7 @@ def run_extender(args: argparse.Namespace) -> int:
         "on" if extender.cluster is not None else "off",
     )
     if not store.sources:
-        log.warning("no telemetry source configured: every node will score neutral (50)")
+        log.warning("no telemetry source configured: every node is priced at its worst state (0 without a configured curve)")
     app = create_app(extender)
     # Everything allocated so far lives as long as the process: keep it out of the cyclic
     # collector's generations so a full collection never walks it on the request path.

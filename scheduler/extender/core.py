@@ -2,7 +2,8 @@
 
 Modes: `shadow` (default) answers every node the same neutral score and filters nothing, and
 records what it would have chosen; `active` answers the energy scores and applies power caps.
-Missing or stale telemetry never filters a node and never earns more than the neutral score.
+Missing or stale telemetry never filters a node and never scores above a measured node of its
+kind (the energy plugin prices it at its worst state, scheduler/plugins/energy.py).
 Scoring reads the TelemetryStore's cached view: no I/O on the request path.
 """
 

@@ -109,7 +109,7 @@ class ExtenderMetrics:
         )
         self.fallbacks = Counter(
             "kubejoule_scheduler_fallbacks",
-            "Nodes scored neutral (50) for want of usable telemetry, by reason.",
+            "Nodes scored without usable telemetry (priced at their worst state), by reason.",
             ["reason"],
             registry=self.registry,
         )
