@@ -229,6 +229,7 @@ def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False
             print(f"  {size} nodes {form}: {len(timings['spread'])} spread + "
                   f"{len(timings['after_refresh'])} after-refresh requests", file=sys.stderr, flush=True)
         results["fallbacks"] = _fallbacks(f"http://127.0.0.1:{port}/metrics")
+        results["in_process"] = in_process_cpu(size)
         results["parse"] = {**parse_comparison(bodies["Nodes.items"]), "nodes": size} if compare_parsers else None
         return results
     finally:
@@ -259,6 +260,43 @@ def parse_comparison(body: bytes, repeat: int = 5) -> dict[str, float]:
     times["ratio"] = times["json_ms"] / times["orjson_ms"]
     times["body_mib"] = len(body) / 2**20
     return times
+
+
+def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
+    """The code's own cost, without HTTP or a loaded machine's waiting: thread CPU time of one
+    NodeNames request (parse + score + encode) and of one store refresh's merge, fits and batch
+    preparation, in this process over a fixed source."""
+    from agent.curves import PowerCurve
+    from scheduler.extender.core import Extender
+    from scheduler.extender.wire import json_response, parse_args
+    from scheduler.model import NodeTelemetry
+    from scheduler.scorer import HeuristicScorer
+    from scheduler.telemetry.samples import NodeSample
+    from scheduler.telemetry.store import TelemetryStore
+    from tests.helpers.sched_sources import FixedSource
+
+    now, rng = time.time(), random.Random(1)
+    curves = [PowerCurve.linear(90, 300).as_points(), PowerCurve.fan(60, 250, 1.4).as_points()]
+    names = node_names(size)
+    samples = {
+        name: NodeSample(NodeTelemetry(name, now - 1, 150.0, "rapl", rng.random(), float(node_cores(i)),
+                                       rng.choice(curves)), pod_count=rng.randint(0, 30))
+        for i, name in enumerate(names)
+    }
+    store = TelemetryStore([FixedSource(samples)], clock=lambda: now)
+    store.refresh_once()
+    extender = Extender(HeuristicScorer(delta_p_ref_watts=20.0, consolidation=True), store, mode="active",
+                        clock=lambda: now)
+    body = orjson.dumps({"Pod": POD, "NodeNames": names})
+    for _ in range(5):
+        json_response(extender.prioritize(parse_args(body, extender.states.node_info)))
+    started = time.thread_time()
+    for _ in range(requests):
+        json_response(extender.prioritize(parse_args(body, extender.states.node_info)))
+    request_ms = (time.thread_time() - started) / requests * 1000.0
+    started = time.thread_time()
+    store.refresh_once()
+    return {"request_cpu_ms": request_ms, "refresh_cpu_ms": (time.thread_time() - started) * 1000.0}
 
 
 def _load_average() -> list[float]:
@@ -300,6 +338,13 @@ def table(result: dict[str, Any]) -> str:
     fallbacks = {size: r["fallbacks"] for size, r in result["sizes"].items()}
     lines.append("")
     lines.append(f"Neutral fallbacks (stale/missing telemetry) during the runs: {fallbacks}.")
+    for size, per_size in result["sizes"].items():
+        cpu = per_size.get("in_process")
+        if cpu:
+            lines.append(
+                f"In process, {int(size):,} nodes: {cpu['request_cpu_ms']:.2f} ms of CPU per NodeNames request "
+                f"(parse + score + encode), {cpu['refresh_cpu_ms']:.0f} ms per refresh (merge, fits, batch)."
+            )
     parse = next((r["parse"] for r in result["sizes"].values() if r.get("parse")), None)
     if parse:
         lines.append(
