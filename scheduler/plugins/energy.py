@@ -66,6 +66,7 @@ in docs/scheduler.md and docs/rl.md.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -193,7 +194,7 @@ class EnergyPlugin:
         # (curve, cores) → a number never reused: rows with the same one share a worst-state
         # price, computed once per pod however many nodes lack telemetry.
         self._kinds: dict[tuple[PowerCurve, float], int] = {}
-        self._next_kind = 0
+        self._kind_numbers = itertools.count()  # next() is atomic: request and refresh threads
 
     # -- history and curves ---------------------------------------------------------------------
 
@@ -322,8 +323,7 @@ class EnergyPlugin:
         if kind is None:
             if len(self._kinds) >= MAX_KINDS:
                 self._kinds.clear()  # numbers are never reused, so old rows stay correct
-            kind = self._kinds[key] = self._next_kind
-            self._next_kind += 1
+            kind = self._kinds.setdefault(key, next(self._kind_numbers))
         return kind
 
     def _columns(self, states: Sequence[NodeState]) -> Columns:
