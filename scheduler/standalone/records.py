@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from scheduler.collector import CandidateRecord, DecisionCollector, OutcomeTracker
 from scheduler.decide import Decision
 from scheduler.model import NodeState, PodInfo
+
+log = logging.getLogger(__name__)
 
 Features = Callable[[PodInfo, NodeState, float], Mapping[str, float | None]]
 
@@ -94,16 +97,27 @@ def recorded_before_binding(
 ) -> Iterator[None]:
     """Around the bind call: the decision line is written (through to the kernel) before the
     block runs, so no bound pod lacks its line whatever kills the process; if the block raises
-    (the binding failed) an `abandoned` line follows, else the outcome is tracked."""
+    (the binding failed) an `abandoned` line follows, else the outcome is tracked. A log that
+    cannot be written (a full disk) is logged and the pod still bound: scheduling never stops
+    for the decision log."""
     if collector is None:
         yield
         return
-    decision_id = record_decision(
-        collector, outcomes, features, scorer_name, mode, pod, decision, wall, track=False
-    )
+    try:
+        decision_id: str | None = record_decision(
+            collector, outcomes, features, scorer_name, mode, pod, decision, wall, track=False
+        )
+    except OSError:
+        log.exception("decision log not written; binding %s without its line", pod.key)
+        decision_id = None
     try:
         yield
     except BaseException as exc:
-        collector.record_abandoned(decision_id, f"binding failed: {type(exc).__name__}: {exc}")
+        if decision_id is not None:
+            try:
+                collector.record_abandoned(decision_id, f"binding failed: {type(exc).__name__}: {exc}")
+            except OSError:
+                log.exception("decision log not written (abandoned line of %s)", pod.key)
         raise
-    track_outcome(outcomes, decision, decision_id, wall)
+    if decision_id is not None:
+        track_outcome(outcomes, decision, decision_id, wall)

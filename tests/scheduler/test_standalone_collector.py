@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -332,3 +333,86 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
     assert record["candidates"][0]["telemetry_age_seconds"] == 10.0
     assert record["candidates"][1]["reason"] == "stale"
     assert len(memory.decisions) == 2 and recorder.errors == 0
+
+
+def _scheduled_with_log(tmp_path: Path, collector: DecisionCollector, before_bind: Any = None,
+                        failures: int = 0) -> tuple[list[dict], str | None]:
+    """One pod scheduled by the standalone scheduler against kmock's emulator; `before_bind`
+    runs as each binding is sent; `failures` bindings are refused first (a 500)."""
+    from scheduler.plugins.energy import EnergyPlugin
+    from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
+    from tests.helpers.standalone_harness import make_scheduler, running, wait_for
+    from tests.helpers.standalone_kmock import EmulatedCluster
+    from tests.helpers.standalone_objects import node
+
+    with EmulatedCluster() as cluster:
+        cluster.create_node(node("n0"))
+        cluster.fail_next_bindings(failures)
+        cluster.create_pod(pod("p", requests={"cpu": "100m"}))
+        scheduler = make_scheduler(
+            cluster.url, EnergyPlugin(), StandaloneConfig(mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05),
+            collector=collector, outcomes=OutcomeTracker(collector, 60.0),
+        )
+        if before_bind is not None:
+            bind = scheduler.api.bind
+
+            def checked(pod_info: PodInfo, node_name: str) -> None:
+                before_bind()
+                bind(pod_info, node_name)
+
+            scheduler.api.bind = checked  # type: ignore[method-assign]
+        with running(scheduler):
+            bound = wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound")
+            scheduler.drain()
+            tracked = len(scheduler.outcomes) if scheduler.outcomes is not None else 0
+    collector.close()
+    assert tracked == 1  # the outcome of the binding that took effect, only
+    return read_records(collector.path)[0], bound
+
+
+def test_the_decision_line_is_in_the_file_before_the_binding_is_sent(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    seen: list[list[str]] = []
+    # No fsync for a minute: what the binding sees is what write(2) put in the file.
+    collector = DecisionCollector(CollectorConfig(str(path), flush_interval_seconds=60.0, batch_records=10**6))
+    records, bound = _scheduled_with_log(
+        tmp_path, collector, lambda: seen.append([r["type"] for r in read_records(path)[0]])
+    )
+    assert bound == "n0" and seen == [["decision"]]
+    [decision] = records
+    assert (decision["pod"]["name"], decision["chosen"]) == ("p", "n0")
+
+
+def test_a_failed_binding_is_followed_by_an_abandoned_line(tmp_path: Path) -> None:
+    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+    records, bound = _scheduled_with_log(tmp_path, collector, failures=1)
+    assert bound == "n0"
+    first, abandoned, second = records  # the refused attempt, then the retry
+    assert [r["type"] for r in records] == ["decision", "abandoned", "decision"]
+    assert abandoned["id"] == first["id"] != second["id"]
+    assert "binding failed" in abandoned["reason"]
+
+
+def test_a_log_that_cannot_be_written_does_not_stop_scheduling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+
+    def full(record: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(collector, "write", full)
+    from scheduler.plugins.energy import EnergyPlugin
+    from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
+    from tests.helpers.standalone_harness import make_scheduler, running, wait_for
+    from tests.helpers.standalone_kmock import EmulatedCluster
+    from tests.helpers.standalone_objects import node
+
+    with EmulatedCluster() as cluster:
+        cluster.create_node(node("n0"))
+        cluster.create_pod(pod("p", requests={"cpu": "100m"}))
+        scheduler = make_scheduler(cluster.url, EnergyPlugin(), StandaloneConfig(mode=MODE_ACTIVE, seed=1),
+                                   collector=collector)
+        with running(scheduler):
+            assert wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound") == "n0"
+    collector.close()
