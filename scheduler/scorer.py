@@ -34,7 +34,6 @@ from scheduler.plugins.energy import (
     EnergyScores,
     LinearFit,
     NodeHistory,
-    request_cores,
 )
 
 __all__ = [
@@ -109,7 +108,6 @@ class HeuristicScorer:
         return self.energy.curve_for(node, telemetry)
 
     utilization_with_assumed = staticmethod(EnergyPlugin.utilization_with_assumed)
-    request_cores = staticmethod(request_cores)
 
     def delta_watts(
         self, pod: PodInfo, node: NodeState, now: float, with_idle: bool = True
