@@ -360,7 +360,7 @@ def _scheduled_with_log(tmp_path: Path, collector: DecisionCollector, before_bin
                 before_bind()
                 bind(pod_info, node_name)
 
-            scheduler.api.bind = checked  # type: ignore[method-assign]
+            scheduler.api.bind = checked  # type: ignore[method-assign,assignment]
         with running(scheduler):
             bound = wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound")
             scheduler.drain()
