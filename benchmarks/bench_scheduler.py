@@ -4,9 +4,10 @@
 Per cluster size (1,000 and 5,000 nodes):
 
 * a fake Prometheus HTTP API (its own process, like a real Prometheus) serves the agents' series
-  for every node — power, utilization, the 11-point calibration curve, the sample time and one
-  `kubejoule_pod_power_watts` series per pod (0–30 pods a node) — with new values and sample
-  times every second, each node's agent on its own phase;
+  for every node — power, utilization, the 11-point calibration curve, the sample time, and
+  the pods (0–30 a node) as one `kubejoule_pod_power_watts` series per pod or as the per-node
+  count PrometheusSource asks for — with new values and sample times every second, each node's
+  agent on its own phase (a query it does not know is an error, never an empty answer);
 * the extender is `python -m scheduler.cli extender --config FILE` (uvicorn, active mode,
   `refresh_seconds: 1`, the Prometheus source, `node_cores` for the NodeNames form, no cluster
   watch — there is no API server here);
@@ -22,7 +23,8 @@ Every answer is checked (HTTP 200, one score per node, not all neutral), and the
 `kubejoule_scheduler_fallbacks_total` is read at the end: a node scored neutral for stale or
 missing telemetry would make the figures flatter than the real path.
 
-Also: orjson against the standard library's `json` parsing the 5,000-node `Nodes.items` body.
+Also: orjson against the standard library's `json` parsing the largest `Nodes.items` body, and
+the code's own CPU per request and per refresh in process (`in_process_cpu`).
 
 Targets (issue 15): p99 ≤ 10 ms at 1,000 nodes, ≤ 50 ms at 5,000, both forms.
 
