@@ -38,6 +38,7 @@ listed: its usage file is all that is read.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,8 +184,10 @@ def parse_pids(data: bytes) -> list[int]:
 class _Reader:
     """One pass over the kubepods tree; collects pods and real read errors."""
 
-    def __init__(self, fs: HostFS, layout: CgroupLayout, containers: bool, membership: bool = True) -> None:
+    def __init__(self, fs: HostFS, layout: CgroupLayout, containers: bool, membership: bool = True,
+                 kept: KeptUsageFiles | None = None) -> None:
         self.fs = fs
+        self.kept = kept
         self.layout = layout
         self.containers = containers
         self.membership = membership
@@ -198,7 +201,7 @@ class _Reader:
         """CPU seconds; None when the read failed (recorded); GONE when the cgroup was removed."""
         path = f"{directory}/{self.usage_name}"
         try:
-            data = self.fs.read_if_exists(path)
+            data = self.kept.read(path) if self.kept is not None else self.fs.read_if_exists(path)
             if data is None:
                 return GONE  # removed while we read: churn
             return parse_usage_seconds(self.layout.version, data)
@@ -273,16 +276,78 @@ def _child_kind(name: str) -> tuple[str | None, str] | tuple[()] | None:
     return () if _MONITOR.match(name) is not None else None
 
 
-def read_cgroups(fs: HostFS, containers: bool = True, membership: bool = True) -> CgroupReading:
+class KeptUsageFiles:
+    """The usage files' descriptors, kept between reads on a real cgroupfs: pread at offset 0
+    regenerates a cgroup file (a seq_file) for about a tenth of open + read + close. A removed
+    cgroup's descriptor reads ENODEV, and the path is then read afresh (gone, or a new cgroup of
+    that name). Plain files (fixture trees, whose tests replace files by rename) are never kept:
+    they have a size, cgroupfs files do not. Not used when reads are recorded (snapshots)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._open: dict[str, int] = {}
+        self._seen: set[str] = set()
+
+    def read(self, path: str) -> bytes | None:
+        """The file's bytes; None when it is not there (the cgroup was removed); OSError else."""
+        self._seen.add(path)
+        fd = self._open.get(path)
+        if fd is not None:
+            try:
+                return os.pread(fd, 4096, 0)
+            except OSError:
+                os.close(self._open.pop(path))
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            data = os.read(fd, 65536)
+            keep = len(self._open) < self.limit and os.fstat(fd).st_size == 0
+        except BaseException:
+            os.close(fd)
+            raise
+        if keep:
+            self._open[path] = fd
+        else:
+            os.close(fd)
+        return data
+
+    def sweep(self) -> None:
+        """Close the descriptors of files not read since the last sweep (cgroups gone)."""
+        for path in [p for p in self._open if p not in self._seen]:
+            os.close(self._open.pop(path))
+        self._seen.clear()
+
+    def close(self) -> None:
+        for fd in self._open.values():
+            os.close(fd)
+        self._open.clear()
+
+    @property
+    def open_descriptors(self) -> int:
+        return len(self._open)
+
+
+def read_cgroups(fs: HostFS, containers: bool = True, membership: bool = True,
+                 kept: KeptUsageFiles | None = None) -> CgroupReading:
     """Every pod's CPU time, (with `membership`) processes and (with `containers`) containers'
-    CPU time, as the kubelet laid them out."""
+    CPU time, as the kubelet laid them out; usage files through KEPT descriptors when given."""
+    try:
+        return _read_cgroups(fs, containers, membership, kept)
+    finally:
+        if kept is not None:
+            kept.sweep()
+
+
+def _read_cgroups(fs: HostFS, containers: bool, membership: bool, kept: KeptUsageFiles | None) -> CgroupReading:
     layout, reason = detect_layout(fs)
     if layout is None:  # with a reason, cgroups are there but unreadable: pods may exist unseen
         return CgroupReading(None, errors=(reason,) if reason else (), incomplete=reason is not None)
     pods: dict[str, PodCgroup] = {}
     if layout.kubepods is None:
         return CgroupReading(layout, pods)
-    reader = _Reader(fs, layout, containers, membership)
+    reader = _Reader(fs, layout, containers, membership, None if fs.record else kept)
     top = str(layout.kubepods)
     for name in reader.subdirs(top):
         directory = f"{top}/{name}"

@@ -26,7 +26,7 @@ import resource
 from typing import NamedTuple
 
 from agent.hostfs import HostFS
-from agent.vms import is_qemu_comm
+from agent.vms import QEMU_COMM_PREFIXES
 
 _STAT_SIZE = 4096  # a stat line is far shorter
 _UNREADABLE = b""  # what a fetch returns for a stat that is there but cannot be read (never a stat line)
@@ -99,10 +99,13 @@ class ProcessReader:
         self._last: dict[str, tuple[bytes, ProcStat]] = {}
         self._directory: int | None = None
         self._budget = 0
+        self.cgroup_descriptors = 0  # left for the pod usage files the sampler keeps open (agent/cgroups.py)
         self.failed: frozenset[int] = frozenset()  # pids whose stat was there but unreadable last read
         if self.keep_open:
             soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-            self._budget = max(0, (soft if soft != resource.RLIM_INFINITY else 65536) - self.RESERVED_DESCRIPTORS)
+            limit = soft if soft != resource.RLIM_INFINITY else 65536
+            self.cgroup_descriptors = min(2048, limit // 4)
+            self._budget = max(0, limit - self.RESERVED_DESCRIPTORS - self.cgroup_descriptors)
 
     def read(self) -> tuple[dict[int, ProcStat], int]:
         """Every process's CPU time; returns (processes by pid, how many stat files were garbage).
@@ -117,21 +120,13 @@ class ProcessReader:
         last = self._last
         parsed: dict[str, tuple[bytes, ProcStat]] = {}
         failed: list[int] = []
-        listed: set[str] | None = set() if self.vms_only else None
+        if self.vms_only:
+            names, unreadable = self._qemu_names(names)
+            unparsable += len(unreadable)
+            failed.extend(unreadable)
         for name in names:
             if not name.isdigit():
                 continue
-            if listed is not None:
-                comm = self._fetch_comm(name)
-                if comm is None:
-                    continue  # exited
-                listed.add(name)
-                if comm is _UNREADABLE:
-                    unparsable += 1
-                    failed.append(int(name))
-                    continue
-                if not is_qemu_comm(comm):
-                    continue
             data = fetch(name)
             if data is None:
                 continue  # exited between the listing and the read (ESRCH, ENOENT)
@@ -152,20 +147,41 @@ class ProcessReader:
         if self._open and len(self._open) > len(processes):
             for name in [n for n in self._open if int(n) not in processes]:
                 os.close(self._open.pop(name))
-        if listed is not None and len(self._comm_open) > len(listed):
-            for name in [n for n in self._comm_open if n not in listed]:
-                os.close(self._comm_open.pop(name))
         return processes, unparsable
 
-    def _fetch_comm(self, name: str) -> bytes | None:
-        """/proc/<pid>/comm through a kept descriptor (vms_only: a real procfs)."""
-        fd = self._comm_open.get(name)
-        if fd is not None:
-            try:
-                return os.pread(fd, 64, 0)
-            except OSError:  # exited (a reused pid is another task): read afresh
-                os.close(self._comm_open.pop(name))
-        return self._open_and_read(name, "comm", self._comm_open)
+    def _qemu_names(self, names: list[str]) -> tuple[list[str], list[int]]:
+        """(the listed processes whose comm is qemu's, the pids whose comm could not be read),
+        from /proc/<pid>/comm through kept descriptors. The hot loop of `run`: kept lean."""
+        kept = self._comm_open
+        pread = os.pread
+        qemu: list[str] = []
+        unreadable: list[int] = []
+        alive = 0
+        for name in names:
+            fd = kept.get(name)
+            comm: bytes | None
+            if fd is not None:
+                try:
+                    comm = pread(fd, 64, 0)
+                except OSError:  # exited (a reused pid is another task): read afresh
+                    os.close(kept.pop(name))
+                    comm = self._open_and_read(name, "comm", kept)
+            elif name.isdigit():
+                comm = self._open_and_read(name, "comm", kept)
+            else:
+                continue
+            if comm is None:
+                continue  # exited
+            alive += 1
+            if comm.startswith(QEMU_COMM_PREFIXES):
+                qemu.append(name)
+            elif not comm:
+                unreadable.append(int(name))
+        if len(kept) > alive:  # descriptors of processes that exited
+            listed = set(names)
+            for name in [n for n in kept if n not in listed]:
+                os.close(kept.pop(name))
+        return qemu, unreadable
 
     def _fetch_recorded(self, name: str) -> bytes | None:
         try:

@@ -52,6 +52,7 @@ POWERCAP_CLASS = ("class", "powercap")
 CLASS_LISTING = "class/powercap"
 _ZONE_ID = re.compile(r"^(?P<control>[a-z0-9_-]+)(?P<indices>(?::[0-9a-f]+)+)$")
 _PACKAGE_NAME = re.compile(r"^package-(?P<socket>\d+)(?:-die-\d+)?$")
+_ZONE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _CONSTRAINT_MAX_POWER = re.compile(r"^constraint_\d+_max_power_uw$")
 
 PERMISSION_HINT = (
@@ -221,7 +222,7 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
         if not name:
             errors[zone_id] = f"{directory / 'name'} is empty"
             continue
-        if not (name.isascii() and name.isprintable()):  # the kernel's names are plain ASCII words
+        if not _ZONE_NAME.match(name):  # the kernel's names are plain ASCII words ("package-0", "dram")
             errors[zone_id] = f"{directory / 'name'} is not a zone name: {name[:40]!r}"
             continue
         parent_id = zone_id_for(control, indices[:-1]) if len(indices) > 1 else None

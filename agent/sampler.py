@@ -42,10 +42,10 @@ from agent.baselines import (
     check_elapsed,
     interval_cpu,
 )
-from agent.cgroups import CgroupReading, process_pod, read_cgroups
+from agent.cgroups import CgroupReading, KeptUsageFiles, process_pod, read_cgroups
 from agent.energy import ImplausibleError
 from agent.hostfs import HostFS
-from agent.processes import ProcessReader, ProcStat, cpu_ticks_delta
+from agent.processes import ProcessReader, ProcStat
 from agent.procstat import CpuDelta, CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
 from agent.profile import CalibrationProfile
 from agent.rapl import NO_POWERCAP_HINT, RaplReading, compute_power, read_rapl
@@ -59,10 +59,9 @@ from agent.snapshot import (
     ContainerPower,
     Gap,
     PodPower,
-    ProcessPower,
     Snapshot,
-    VMPower,
 )
+from agent.views import process_views
 from agent.vms import VMIdentity, is_qemu_comm, read_vm_identity
 
 log = logging.getLogger("kubejoule.agent.sampler")
@@ -111,6 +110,8 @@ class Sampler:
         self.containers = containers  # read each container's CPU time (the pod's is always read)
         self.ticks_per_second = clock_ticks_per_second()
         self._processes = ProcessReader(fs, vms_only=process_top == 0)
+        # pod usage files kept open on a real cgroupfs, in the descriptors the process reader leaves
+        self._usage = KeptUsageFiles(limit=self._processes.cgroup_descriptors)
         # A VM's identity by (pid, start time): its command line is read and parsed once, not
         # every interval (a process's start time tells a reused pid apart).
         self._vm_identities: dict[tuple[int, int], VMIdentity] = {}
@@ -118,6 +119,7 @@ class Sampler:
     def close(self) -> None:
         """Release the descriptors kept between reads."""
         self._processes.close()
+        self._usage.close()
 
     def read(self) -> RawSample:
         rapl = read_rapl(self.fs)
@@ -129,7 +131,7 @@ class Sampler:
             cpu_error = f"cannot read {self.fs.proc('stat')}: {exc}"
         monotonic, wall = time.monotonic(), time.time()
         light = self._processes.vms_only
-        cgroups = read_cgroups(self.fs, self.containers, membership=not light)
+        cgroups = read_cgroups(self.fs, self.containers, membership=not light, kept=self._usage)
         processes, unparsable = self._processes.read()
         vms: dict[int, VMIdentity] = {}
         known, identities = self._vm_identities, {}
@@ -215,7 +217,8 @@ class Sampler:
         pods, host_watts, skewed, part_watts, part_cpu, membership = self._pods(
             before, after, idle.active_watts, busy, cpu_bound, gaps
         )
-        vms, busy_processes = self._views(before, after, part_watts, part_cpu, membership, cpu_bound, gaps)
+        vms, busy_processes = process_views(before, after, part_watts, part_cpu, membership, cpu_bound, gaps,
+                                            self.ticks_per_second, self.process_top)
 
         breached = False
         pod_watts = [p.watts for p in pods]
@@ -339,92 +342,3 @@ class Sampler:
         part_cpu: dict[str | None, float | None] = {uid: c for uid, c in known.items()}
         part_cpu[None] = host_cpu
         return tuple(pods), host_watts, split.skew_scaled, part_watts, part_cpu, membership
-
-    def _views(
-        self,
-        before: RawSample,
-        after: RawSample,
-        part_watts: dict[str | None, float | None],
-        part_cpu: dict[str | None, float | None],
-        membership: Mapping[int, str | None],
-        cpu_bound: float | None,
-        gaps: list[Gap],
-    ) -> tuple[tuple[VMPower, ...], tuple[ProcessPower, ...]]:
-        """VMs and processes: each one's share of the part (pod or host) that contains it."""
-        if after.unparsable_processes:
-            gaps.append(Gap("processes", f"{after.unparsable_processes} /proc/<pid>/stat (or comm) file(s) could "
-                                         "not be read or parsed", GAP_UNREADABLE))
-        tick = 1.0 / self.ticks_per_second
-        previous = before.processes
-        vm_pids = after.vms
-        if after.vm_pods is not None:
-            membership = {**membership, **after.vm_pods}
-        if after.unplaced_vms:
-            gaps.append(Gap("vms", f"{len(after.unplaced_vms)} VM process(es) whose /proc/<pid>/cgroup could not be "
-                                   "read: their pod, and so their watts, unknown", GAP_UNREADABLE))
-        # A process whose previous read failed is not new: its CPU since then spans more than
-        # this interval, so it is left out of this interval's views (a VM is listed as unknown).
-        unknown_pids = {pid for pid in before.failed_processes if pid in after.processes}
-        if unknown_pids:
-            gaps.append(Gap("processes", f"{len(unknown_pids)} process(es) whose previous read failed have no CPU "
-                                         "time this interval", GAP_INCOMPLETE))
-        # VMs are shared among the VMs of their part, processes among the processes of theirs:
-        # a VM's watts do not depend on whether process views are on.
-        vm_members: dict[str | None, dict[int | str, float]] = {}
-        vm_cpu: dict[int, float | None] = {}
-        members: dict[str | None, dict[int | str, float]] = {}
-        views = self.process_top > 0
-        for pid, stat in after.processes.items():
-            is_vm = pid in vm_pids
-            if not is_vm and (not views or previous.get(pid) is stat):
-                continue  # no process views, or the reader reused the parse: no CPU used
-            if pid in unknown_pids:
-                continue
-            ticks = cpu_ticks_delta(previous.get(pid), stat)
-            if cpu_bound is not None and ticks * tick > cpu_bound:  # a corrupt stat line
-                gaps.append(Gap("processes", f"pid {pid}: {ticks * tick:.6g} s of CPU in an interval in which all "
-                                f"CPUs together ran less than {cpu_bound:.6g} s", GAP_IMPLAUSIBLE))
-                continue
-            part = membership.get(pid)
-            if is_vm:
-                if pid in after.unplaced_vms:
-                    vm_cpu[pid] = ticks * tick  # its CPU is known, not which part to share
-                else:
-                    vm_members.setdefault(part, {})[pid] = ticks * tick
-            if ticks and views:
-                members.setdefault(part, {})[pid] = ticks * tick
-        vm_watts: dict[int, float | None] = {}
-        for part, member_cpu in vm_members.items():
-            for key, value in share_within(part_watts.get(part), part_cpu.get(part), member_cpu).items():
-                assert isinstance(key, int)
-                vm_watts[key] = value
-                vm_cpu[key] = member_cpu[key]
-        watts: dict[int, float | None] = {}
-        cpu: dict[int, float] = {}
-        for part, member_cpu in members.items():
-            shares = share_within(part_watts.get(part), part_cpu.get(part), member_cpu)
-            for key, value in shares.items():
-                assert isinstance(key, int)
-                watts[key] = value
-                cpu[key] = member_cpu[key]
-        # VMs whose process read failed this time still exist: listed as unknown, so they keep their counters.
-        failed_vms = {pid: identity for pid, identity in before.vms.items() if pid in after.failed_processes}
-        vms = tuple(
-            sorted(
-                (
-                    VMPower(identity.name, identity.uuid, pid, membership.get(pid), vm_cpu.get(pid), vm_watts.get(pid))
-                    for pid, identity in (*after.vms.items(), *failed_vms.items())
-                ),
-                key=lambda vm: (vm.name, vm.pid),
-            )
-        )
-        processes: tuple[ProcessPower, ...] = ()
-        if self.process_top > 0:  # all busy ones, busiest first: the top N and the energy counters
-            busiest = sorted(
-                (pid for pid, seconds in cpu.items() if seconds > 0),
-                key=lambda pid: (-(watts[pid] or 0.0), -cpu[pid], pid),
-            )
-            processes = tuple(
-                ProcessPower(pid, after.processes[pid].comm_text, cpu[pid], watts[pid]) for pid in busiest
-            )
-        return vms, processes

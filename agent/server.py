@@ -305,7 +305,9 @@ def serve(service: AgentService) -> int:
             log.error("cannot listen", extra={"fields": {"listen": f"{service.listen[0]}:{service.listen[1]}",
                                                          "error": str(exc)}})
             return 1
-        while not stop.wait(0.5):
+        # A signal interrupts the wait at once (its handler runs in this thread and sets `stop`):
+        # a long timeout, not a poll, so the main thread does not wake twice a second for nothing.
+        while not stop.wait(3600.0):
             pass
         log.info("stopping", extra={"fields": {"signal": received[0] if received else None}})
         service.stop()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from agent.hostfs import HostFS
 
 # comm is at most 15 characters: "qemu-system-x86_64" shows as "qemu-system-x86".
-_QEMU_PREFIXES = (b"qemu-system-", b"qemu-kvm")
+QEMU_COMM_PREFIXES = (b"qemu-system-", b"qemu-kvm")
 _NAME_OPTIONS = (b"-name", b"--name")
 _UUID_OPTIONS = (b"-uuid", b"--uuid")
 
@@ -26,7 +26,7 @@ class VMIdentity:
 
 
 def is_qemu_comm(comm: bytes) -> bool:
-    return comm.startswith(_QEMU_PREFIXES)
+    return comm.startswith(QEMU_COMM_PREFIXES)
 
 
 def _qemu_option_values(value: str) -> list[str]:
