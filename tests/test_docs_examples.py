@@ -37,7 +37,6 @@ import shlex
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -290,8 +289,6 @@ def unelided(text: str) -> str:
 
 
 def yaml_kind(block: Block, data: Any) -> str:
-    from scheduler.config import config_from_dict  # noqa: F401 (the keys below are its own)
-
     if isinstance(data, dict) and data.get("schema") == "kubejoule.calibration/v1":
         return "profile"
     if isinstance(data, dict) and data.get("kind") == "KubeSchedulerConfiguration":
@@ -555,8 +552,3 @@ def test_run_the_local_extender_example(tmp_path: Path, doc: str) -> None:
     assert [entry["Host"] for entry in scores] == [host]
     assert 0 <= scores[0]["Score"] <= 10
 
-
-def test_yaml_block_text_is_dedented_like_the_docs() -> None:
-    # Indented fences (inside list items) are read relative to their fence.
-    indented = [b for b in BLOCKS if b.lang == "yaml" and b.text != textwrap.dedent(b.text)]
-    assert not indented, [b.where for b in indented]
