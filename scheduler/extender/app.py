@@ -56,8 +56,7 @@ def create_app(
     budget = BodyBudget(
         DEFAULT_INFLIGHT_BODY_BYTES if inflight_body_bytes is None else inflight_body_bytes
     )
-    small = ThreadPoolExecutor(SMALL_REQUEST_THREADS, thread_name_prefix="extender-request")
-    large = ThreadPoolExecutor(1, thread_name_prefix="extender-large-request")
+    pools = _Pools()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -70,8 +69,7 @@ def create_app(
         finally:
             if manage_store:
                 extender.stop()
-            small.shutdown(wait=False, cancel_futures=True)
-            large.shutdown(wait=False, cancel_futures=True)
+            pools.shutdown()
             sys.setswitchinterval(switch_interval)
 
     app = FastAPI(title="kubejoule scheduler extender", lifespan=lifespan, docs_url=None, redoc_url=None)
@@ -90,7 +88,7 @@ def create_app(
         started = time.perf_counter()
         try:
             async with admitted_body(request, extender.body_limit(), budget) as body:
-                pool = large if len(body) > LARGE_BODY_BYTES else small
+                pool = pools.get(len(body) > LARGE_BODY_BYTES)
                 loop = asyncio.get_running_loop()
                 response, pending = await loop.run_in_executor(pool, work, body, answer)
                 # The decision lines first (the budget still holds the body: the decision
@@ -132,6 +130,28 @@ def create_app(
         return JSONResponse({"Error": f"{request.method} is not allowed on {request.url.path}"}, 405)
 
     return app
+
+
+class _Pools:
+    """The request threads: one for large bodies, a few for small ones; made when first needed
+    (again after a shutdown: an app may be served more than once)."""
+
+    def __init__(self) -> None:
+        self._pools: dict[bool, ThreadPoolExecutor] = {}
+
+    def get(self, large: bool) -> ThreadPoolExecutor:
+        pool = self._pools.get(large)
+        if pool is None:
+            pool = self._pools[large] = ThreadPoolExecutor(
+                1 if large else SMALL_REQUEST_THREADS,
+                thread_name_prefix="extender-large-request" if large else "extender-request",
+            )
+        return pool
+
+    def shutdown(self) -> None:
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 async def _written(pending: list[Pending]) -> None:
