@@ -149,6 +149,7 @@ def test_daemonsets_parse_and_the_bundled_default():
     assert (agent.cpu_request, agent.cpu_usage) == (0.02, 0.0083)
     assert agent.requests().cpu_millicores == 20 and agent.requests().pods == 1
     assert parse_daemonsets([]) == [] and parse_daemonsets(None) == []
+    assert load_daemonsets(scenario_path("daemonsets-none.yaml")) == []  # the ablation's file
     assert parse_daemonsets([{"name": "x", "cpu_request": 0.1}]) == [DaemonSetSpec("x", 0.1, 0.0)]
     for bad in ({"a": 1}, [{"cpu_request": 1}], [{"name": "x", "cpu_usage": -1}],
                 [{"name": "x"}, {"name": "x"}]):
