@@ -64,9 +64,11 @@ OTHER_PROGRAMS = {
     "sleep": "shell glue",
     "while": "a wall-meter polling loop (needs ipmitool and a BMC)",
     "ipmitool": "needs a BMC",
-    "cp": "shell glue",
-    "grep": "shell glue",
 }
+OTHER_PROGRAMS.update(dict.fromkeys(
+    ("cp", "grep", "echo", "cat", "cd", "mkdir", "rm", "export", "printf", "jq", "head", "tail", "wc", "ls"),
+    "shell glue",
+))
 # YAML blocks that are Kubernetes (or Prometheus) fragments, by their first line: parsed only.
 OTHER_YAML = {
     "spec:": "a Pod spec fragment (schedulerName)",
