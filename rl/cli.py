@@ -7,7 +7,8 @@ kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
                        [--boot-seconds S] [--boot-joules J] [--daemonsets FILE]
                        [--sample-seconds S | --perfect-telemetry]
                        --out results.json [--plot results.png]
-kubejoule-rl benchmark --scenario heterogeneous-autoscaler --out results.json
+kubejoule-rl benchmark --scenario heterogeneous-autoscaler --out results.json   # the headline
+kubejoule-rl benchmark ... --policies default,kubejoule,default+extender:5,profile:FILE,peaks@kubejoule
 kubejoule-rl trace --out trace.csv [--family diurnal|batch-services|bursts] [--hours H] [--seed S] ...
 kubejoule-rl gate --candidate PATH|POLICY [--baseline heuristic] --heldout DIR --out gate.json
                   [--report gate.md]
@@ -240,6 +241,9 @@ def _benchmark(args: argparse.Namespace) -> int:
         return _usage("--power-off-visible is an ablation of --autoscaler: give one of them")
     try:
         cluster = cluster_model(args, scenario)
+        if args.policies is None and cluster.autoscaler is None:
+            # The scenario's list without its expanders: an ablation without the autoscaler.
+            policies = list(dict.fromkeys(split_pair(p)[0] for p in policies))
         for expander in expanders:  # (an unknown POLICY@X is an unknown policy)
             if expander not in EXPANDERS:
                 return _usage(f"unknown expander {expander!r}; known: {', '.join(EXPANDERS)}")

@@ -106,3 +106,17 @@ def test_the_headline_scenario_runs_its_policies_and_prints_the_targets(inputs, 
     assert printed.startswith(format_table(doc))
     assert "| kubejoule@kubejoule ≥ 25 % less energy than default@random |" in printed
     assert printed.count(" met |") + printed.count(" MISSED |") == len(headline_targets(doc))
+
+
+def test_the_headline_scenario_as_an_ablation_runs_its_schedulers_without_expanders(inputs, tmp_path, capsys):  # noqa: F811
+    nodes, trace = inputs
+    out = tmp_path / "r.json"
+    code = main(
+        ["benchmark", "--scenario", HEADLINE_SCENARIO, "--nodes", str(nodes), "--trace", str(trace),
+         "--power-off-visible", "--seeds", "1", "--out", str(out), "--no-progress"]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert list(json.loads(out.read_text())["policies"]) == [
+        "default", "kubejoule", "default+extender:1", "default+extender:5", "default+extender:12",
+        "heuristic", "mostallocated", "peaks", "trimaran",
+    ]
