@@ -68,7 +68,7 @@ class ProfileFileError(ValueError):
 
 
 def largest_full_load_watts(nodes: Sequence[NodeSpec]) -> float:
-    """ΔP_ref of `heuristic` and `kubejoule` (module docstring)."""
+    """ΔP_ref of `heuristic` (module docstring)."""
     return max(20.0, max((n.curve.max_watts for n in nodes), default=20.0))
 
 

@@ -102,6 +102,13 @@ def test_a_profile_file_gives_the_named_profiles_totals(tmp_path: Path):
         "- {name: KubejouleEnergy, weight: 5, extender: true}\n"
     )
     assert totals(f"profile:{path}") == totals("default+extender:5")
+    # With the configuration's scorer: section beside it, ΔP_ref 10 W: a 100·(1 − 6/10) = 40 → 4,
+    # b 15 W → 0.
+    config = tmp_path / "config.yaml"
+    config.write_text("scorer: {delta_p_ref_watts: 10}\nprofile:\n" + "".join(
+        "  " + line + "\n" for line in path.read_text().splitlines()
+    ))
+    assert totals(f"profile:{config}") == {"a": 424 + 4 * 5 * 10, "b": 474}
     packing = tmp_path / "packing.yaml"
     packing.write_text(
         "- name: NodeResourcesFit\n"
@@ -122,6 +129,9 @@ def test_a_profile_file_gives_the_named_profiles_totals(tmp_path: Path):
         ("- {name: TaintToleration, args: {x: 1}}", "TaintToleration"),
         ("- {name: NodeResourcesFit}\n- {name: NodeResourcesFit}", "twice"),
         ("- [", "YAML"),
+        ("scorer: {colour: red}\nprofile: [{name: NodeResourcesFit}]", "colour"),
+        ("scorer: {delta_p_ref_watts: -1}\nprofile: [{name: KubejouleEnergy}]", "delta_p_ref_watts"),
+        ("profiles: []", "profiles"),
     ],
 )
 def test_bad_profile_files_are_refused_with_the_reason(tmp_path: Path, text: str, reason: str):
