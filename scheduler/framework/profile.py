@@ -138,12 +138,3 @@ class Profile:
                 total = total + scores * weight
         names = tuple(plugin.name for plugin, _ in self.scores)
         return Scored(names, self._weights, plugin_scores, np.asarray(total))
-
-    def select(self, pod: PodInfo, batch: CandidateBatch, rng: random.Random) -> int | None:
-        """The row kube-scheduler would bind the pod to among the batch's feasible rows, or None
-        when none is feasible."""
-        rows = np.flatnonzero(self.feasible(pod, batch))
-        if len(rows) == 0:
-            return None
-        scored = self.score(pod, batch.take(rows))
-        return int(rows[select_best(scored.total, rng)])

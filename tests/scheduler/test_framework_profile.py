@@ -122,7 +122,7 @@ def test_ties_are_uniform(ties: int) -> None:
     assert max(counts.values()) < 2.0 * min(counts.values()) + 20
 
 
-def test_select_returns_a_feasible_row_only() -> None:
+def test_filters_then_scores_then_the_best_feasible_row() -> None:
     class EvenOnly:
         name = "even"
 
@@ -135,7 +135,10 @@ def test_select_returns_a_feasible_row_only() -> None:
     best = Fixed("s", {"n0": 1, "n1": 100, "n2": 50, "n3": 99})
     profile = Profile("p", filters=[EvenOnly()], scores=[(best, 1)])
     batch = CandidateBatch.of(_states(4))
-    assert profile.select(POD, batch, random.Random(0)) == 2
+    rows = np.flatnonzero(profile.feasible(POD, batch))
+    assert rows.tolist() == [0, 2]
+    scored = profile.score(POD, batch.take(rows))
+    assert int(rows[select_best(scored.total, random.Random(0))]) == 2
     assert profile.failure_summary(POD, batch) == "0/4 nodes are available: 2 odd."
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.framework import CandidateBatch, ScorePlugin, normalized
+from scheduler.framework import CandidateBatch, ScorePlugin, normalized, select_best
 from scheduler.model import DEFAULT_MEMORY_REQUEST_BYTES, PodInfo
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.noderesources import (
@@ -270,5 +270,4 @@ def test_default_profile_spreads_like_least_allocated() -> None:
     )
     idle = node_state(node("idle"))
     batch = CandidateBatch.of([busy, idle])
-    assert default_profile().select(p, batch, random.Random(0)) == 1  # idle
-    assert default_profile().select(p, CandidateBatch.of([]), random.Random(0)) is None
+    assert select_best(default_profile().score(p, batch).total, random.Random(0)) == 1  # idle
