@@ -271,7 +271,7 @@ def _in_worker_thread(work: Callable[[_NamespaceWorker], T]) -> T:
     return result[0]
 
 
-def _ns_identity(path: Path) -> tuple[int, int]:
+def _ns_identity(path: Path | str) -> tuple[int, int]:
     st = os.stat(path)
     return (st.st_dev, st.st_ino)
 
@@ -348,7 +348,7 @@ class NetworkReader:
                     continue
                 seen[identity] = uid
                 try:
-                    with Rtnetlink() if identity == own else worker.socket_in(path) as nl:
+                    with Rtnetlink() if identity == own else worker.socket_in(Path(path)) as nl:
                         rx, tx = pod_bytes(nl.stats())
                 except OSError as exc:
                     pods.append(PodNetwork(uid, False, None, None, f"cannot enter {path}: {exc.strerror or exc}"))
@@ -363,12 +363,12 @@ class NetworkReader:
         except OSError as exc:  # e.g. no thread of our own to switch namespaces in
             return NetworkSample(node_error=f"cannot read network counters: {exc}")
 
-    def _pod_namespace(self, pids: Sequence[int]) -> tuple[tuple[int, int], Path] | str | None:
+    def _pod_namespace(self, pids: Sequence[int]) -> tuple[tuple[int, int], str] | str | None:
         """(identity, path) of the pod's namespace; an error text when it is not readable; None
         when none of its processes exists any more."""
         error = None
         for pid in pids:
-            path = self.procfs / str(pid) / "ns" / "net"
+            path = f"{self.procfs}/{pid}/ns/net"  # a string: 100 pods' Path objects cost more than the stats
             try:
                 return (_ns_identity(path), path)
             except (FileNotFoundError, ProcessLookupError):

@@ -101,6 +101,8 @@ class ProcessReader:
         self._budget = 0
         self.cgroup_descriptors = 0  # left for the pod usage files the sampler keeps open (agent/cgroups.py)
         self.failed: frozenset[int] = frozenset()  # pids whose stat was there but unreadable last read
+        # vms_only: processes that became qemu (exec) since the last read, whose CPU time then is unknown
+        self.execed: frozenset[int] = frozenset()
         if self.keep_open:
             soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             limit = soft if soft != resource.RLIM_INFINITY else 65536
@@ -153,9 +155,11 @@ class ProcessReader:
         """(the listed processes whose comm is qemu's, the pids whose comm could not be read),
         from /proc/<pid>/comm through kept descriptors. The hot loop of `run`: kept lean."""
         kept = self._comm_open
+        last = self._last
         pread = os.pread
         qemu: list[str] = []
         unreadable: list[int] = []
+        execed: list[int] = []
         alive = 0
         for name in names:
             fd = kept.get(name)
@@ -166,6 +170,7 @@ class ProcessReader:
                 except OSError:  # exited (a reused pid is another task): read afresh
                     os.close(kept.pop(name))
                     comm = self._open_and_read(name, "comm", kept)
+                    fd = None
             elif name.isdigit():
                 comm = self._open_and_read(name, "comm", kept)
             else:
@@ -175,8 +180,13 @@ class ProcessReader:
             alive += 1
             if comm.startswith(QEMU_COMM_PREFIXES):
                 qemu.append(name)
+                if fd is not None and name not in last:
+                    # the same task as last read, which was not qemu then: it exec'd, and its
+                    # CPU time at the last read was not read
+                    execed.append(int(name))
             elif not comm:
                 unreadable.append(int(name))
+        self.execed = frozenset(execed)
         if len(kept) > alive:  # descriptors of processes that exited
             listed = set(names)
             for name in [n for n in kept if n not in listed]:

@@ -91,6 +91,9 @@ class RawSample:
     # part), and the VMs whose /proc/<pid>/cgroup could not be read. None: from the cgroups.
     vm_pods: Mapping[int, str | None] | None = None
     unplaced_vms: frozenset[int] = frozenset()
+    # Read without other processes' stat: processes that exec'd into qemu since the last read
+    # (their CPU time then was not read, so this interval's is unknown).
+    execed: frozenset[int] = frozenset()
 
 
 class Sampler:
@@ -157,7 +160,7 @@ class Sampler:
                     unplaced.add(pid)
         return RawSample(
             monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed,
-            vm_pods, frozenset(unplaced),
+            vm_pods, frozenset(unplaced), self._processes.execed if light else frozenset(),
         )
 
     def compute(

@@ -4,7 +4,8 @@
 CPU than the part (tick rounding, read skew) they are scaled to fit — VMs among the part's VMs,
 processes among its processes — so a VM's watts never depend on whether process views are on
 (`process_top` 0 reads only the VMs' stat: agent/processes.py). A process whose previous read
-failed, or whose ticks grew beyond what the CPUs could run, gets no view that interval.
+failed, that exec'd into qemu since it (its CPU time then was not read), or whose ticks grew
+beyond what the CPUs could run, gets no view that interval.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ def process_views(
                                "read: their pod, and so their watts, unknown", GAP_UNREADABLE))
     # A process whose previous read failed is not new: its CPU since then spans more than
     # this interval, so it is left out of this interval's views (a VM is listed as unknown).
-    unknown_pids = {pid for pid in before.failed_processes if pid in after.processes}
+    unknown_pids = {pid for pid in before.failed_processes if pid in after.processes} | after.execed
     if unknown_pids:
-        gaps.append(Gap("processes", f"{len(unknown_pids)} process(es) whose previous read failed have no CPU "
-                                     "time this interval", GAP_INCOMPLETE))
+        gaps.append(Gap("processes", f"{len(unknown_pids)} process(es) whose previous read failed (or that "
+                                     "exec'd into qemu since) have no CPU time this interval", GAP_INCOMPLETE))
     # VMs are shared among the VMs of their part, processes among the processes of theirs:
     # a VM's watts do not depend on whether process views are on.
     vm_members: dict[str | None, dict[int | str, float]] = {}

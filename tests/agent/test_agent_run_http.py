@@ -130,17 +130,39 @@ def test_run_serves_design_metrics_with_exact_energy_and_a_clean_shutdown(tmp_pa
     assert all("time" in entry and "level" in entry for entry in agent.logs)  # structured
 
 
+NGINX = "a2" * 32  # web's nginx container, pid 2101
+EVERY_COUNTER = [
+    ("kubejoule_node_energy_joules_total", {}), ("kubejoule_node_idle_energy_joules_total", {}),
+    ("kubejoule_node_active_energy_joules_total", {}), ("kubejoule_host_energy_joules_total", {}),
+    ("kubejoule_zone_energy_joules_total", {"zone": "package"}), ("kubejoule_pod_energy_joules_total", {"pod_uid": WEB}),
+    ("kubejoule_container_energy_joules_total", {"container_id": NGINX}),
+    ("kubejoule_process_energy_joules_total", {"pid": "2101"}), ("kubejoule_vm_energy_joules_total", {"vm": "win10"}),
+]
+
+
 def test_energy_counters_stay_monotonic_across_a_rapl_wrap() -> None:
-    agent = AgentProcess(TREE, interval=0.25, hermetic=True)
+    agent = AgentProcess(TREE, interval=0.25, hermetic=True, args=["--containers", "--process-top", "20"])
     max_range = int((agent.sysfs / "class/powercap/intel-rapl:0/max_energy_range_uj").read_text())
     agent.set_energy_uj("intel-rapl:0", max_range - 5_000_000)  # 5 J below the wrap, before start
+
+    def step(joules_uj: int) -> None:
+        agent.advance(energy_uj={"intel-rapl:0": joules_uj}, cpu_ticks={"user": 100, "idle": 100},
+                      cgroup_cpu={NGINX: 0.2}, process_ticks={2101: 20, 3001: 10})
+
     with agent:
         first = agent.value("kubejoule_zone_energy_joules_total", zone="package")
-        agent.advance(energy_uj={"intel-rapl:0": 12_000_000}, cpu_ticks={"user": 100, "idle": 100})
+        totals = [{name: agent.value(name, **labels) for name, labels in EVERY_COUNTER}]
+        step(12_000_000)
         assert int((agent.sysfs / "class/powercap/intel-rapl:0/energy_uj").read_text()) == 7_000_000  # wrapped
         second = agent.value("kubejoule_zone_energy_joules_total", zone="package")
-        agent.advance(energy_uj={"intel-rapl:0": 3_000_000}, cpu_ticks={"user": 100, "idle": 100})
+        totals.append({name: agent.value(name, **labels) for name, labels in EVERY_COUNTER})
+        step(3_000_000)
         third = agent.value("kubejoule_zone_energy_joules_total", zone="package")
+        totals.append({name: agent.value(name, **labels) for name, labels in EVERY_COUNTER})
+        # every family, the opt-in container and process ones included, only grows across the wrap
+        for name, _labels in EVERY_COUNTER:
+            series = [value for t in totals[1:] if (value := t[name]) is not None]
+            assert len(series) == 2 and series == sorted(series) and series[-1] > 0, (name, totals)
         assert first == 0.0
         assert second == pytest.approx(12.0, rel=1e-9)
         assert third == pytest.approx(15.0, rel=1e-9)

@@ -66,6 +66,11 @@ def test_vms_only_reads_the_qemu_processes_stat_and_sees_an_exec_into_qemu(tmp_p
                 time.sleep(0.1)
             assert becomes.pid in later and later[becomes.pid].comm == b"qemu-system-x86"
             assert later[becomes.pid].start_ticks == everything[becomes.pid].start_ticks  # same process
+            # its CPU time at the read before was not read: this interval is unknown for it, not
+            # its lifetime's CPU (a full read would have had its stat); the next read knows it
+            assert light.execed == {becomes.pid}
+            again, _ = light.read()
+            assert becomes.pid in again and light.execed == frozenset()
             assert light.open_descriptors >= len(everything) - 20  # comm descriptors are kept
         finally:
             light.close()
@@ -236,6 +241,13 @@ def test_a_vms_watts_do_not_depend_on_process_views() -> None:
         if top:  # the process views are scaled to fit the host part: 7 s of ticks in 4 s
             assert sum(p.watts or 0.0 for p in snap.processes) == pytest.approx(20.0)
     assert watts[0] == watts[10] == pytest.approx(20.0 * 1.0 / 4.0)
+    # a VM that exec'd into qemu since the last read: unknown this interval, never its lifetime CPU
+    import dataclasses
+
+    snap = Sampler(HostFS(), "n1", process_top=0).compute(before, dataclasses.replace(after, execed=frozenset({50})))
+    (vm,) = snap.vms
+    assert vm.watts is None and vm.cpu_seconds is None
+    assert any(g.what == "processes" and g.kind == "incomplete" and "exec" in g.reason for g in snap.gaps)
 
 
 def test_kept_usage_descriptors_read_fresh_values_and_let_go_of_removed_cgroups(tmp_path: Path) -> None:
