@@ -201,3 +201,82 @@ def test_the_cluster_cache_gives_v2_workloads():
 
     features = V2Features(HeuristicScorer(), cache.workload)(POD, NODES[0], 1704067250.0)
     assert features["owner_job"] == 1.0 and features["workload_known"] == 1.0
+
+
+def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
+    """What ships — the scheduler's defaults, the deployed ConfigMap, the example configuration —
+    scores with the heuristic (the energy plugin), unless models/<x>-gate.json says `promote` for
+    the model it names."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from scheduler.config import (
+        Config,
+        build_energy_plugin,
+        build_profile,
+        build_scorer,
+        config_from_dict,
+    )
+    from scheduler.plugins.energy import EnergyPlugin
+
+    root = Path(__file__).resolve().parents[2]
+    gates = {
+        p.name.removesuffix("-gate.json"): json.loads(p.read_text())
+        for p in (root / "models").glob("*-gate.json")
+    }
+    assert {"dqn", "mlp"} <= set(gates)  # the shipped models were gated
+    for name, gate in gates.items():
+        assert gate["verdict"] in ("promote", "refuse")
+        assert gate["candidate"].endswith(f"models/{name}.npz"), gate["candidate"]  # this model
+        assert gate["baseline"] == "heuristic"
+        assert (gate["verdict"] == "promote") == (not gate["reasons"]), gate["reasons"]
+    promoted = {name for name, gate in gates.items() if gate["verdict"] == "promote"}
+
+    configmap = yaml.safe_load((root / "daemonset/base/scheduler-configmap.yaml").read_text())
+    shipped = {
+        "defaults": None,
+        "daemonset/base/scheduler-configmap.yaml": yaml.safe_load(
+            configmap["data"]["scheduler.yaml"]
+        ),
+        "scheduler/examples/extender-config.yaml": yaml.safe_load(
+            (root / "scheduler/examples/extender-config.yaml").read_text()
+        ),
+    }
+    for where, data in shipped.items():
+        config = Config() if data is None else config_from_dict(data)
+        named = set(re.findall(r"models/([\w.-]+?)\.(?:npz|pt)", json.dumps(data)))
+        assert named <= promoted, (where, named, promoted)
+        if named:
+            continue
+        # No promoted model named: the heuristic scores, in the extender and the standalone.
+        assert config.scorer.name == "heuristic", where
+        assert isinstance(build_scorer(config), HeuristicScorer), where
+        plugins = [
+            plugin for plugin, _ in build_profile(config, build_energy_plugin(config)).scores
+        ]
+        assert not [p for p in plugins if isinstance(p, LearnedPlugin)], where
+        assert any(isinstance(p, EnergyPlugin) for p in plugins), where
+
+
+def test_a_configured_profile_serves_the_learned_plugin(tmp_path):
+    from scheduler.config import ConfigError, build_energy_plugin, build_profile, config_from_dict
+
+    path = write_model(tmp_path / "m.npz")
+    config = config_from_dict(
+        {"profile": [{"name": "learned", "args": {"model": str(path)}, "weight": 2}]}
+    )
+    profile = build_profile(config, build_energy_plugin(config))
+    ((plugin, weight),) = profile.scores
+    assert isinstance(plugin, LearnedPlugin) and weight == 2
+    batch = CandidateBatch.of(NODES, 105.0)
+    expected = [r.score for r in LearnedPlugin(path).scorer.score(POD, NODES, 105.0)]
+    assert plugin.score(POD, batch).tolist() == expected
+    with pytest.raises((ConfigError, ValueError), match="model"):
+        bad = config_from_dict({"profile": [{"name": "learned", "args": {"path": str(path)}}]})
+        build_profile(bad, build_energy_plugin(bad))
+    v1 = write_model(tmp_path / "v1.npz", schema=FEATURE_SCHEMA, width=FEATURE_SCHEMA.width)
+    with pytest.raises((ConfigError, ModelError), match="feature schema"):
+        other = config_from_dict({"profile": [{"name": "learned", "args": {"model": str(v1)}}]})
+        build_profile(other, build_energy_plugin(other))
