@@ -29,9 +29,13 @@ def add_parser(sub: Any) -> None:
         "--out", required=True, help="checkpoint path (.pt); .npz and .png go beside it"
     )
     train.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    train.add_argument("--minutes", type=float, default=5.0, help="dqn: wall-clock budget (default 5)")
     train.add_argument(
-        "--steps", type=int, help="dqn: self-play decisions instead (exact, reproducible; --minutes is then ignored)"
+        "--minutes", type=float, default=5.0, help="dqn: wall-clock budget (default 5)"
+    )
+    train.add_argument(
+        "--steps",
+        type=int,
+        help="dqn: self-play decisions instead (exact, reproducible; --minutes is then ignored)",
     )
     train.add_argument(
         "--demo-episodes", type=int, default=6, help="dqn: heuristic demonstration episodes (6)"
