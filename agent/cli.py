@@ -236,7 +236,8 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
         pod_processes = PodProcesses(HostFS(args.procfs, args.sysfs))  # one live process per pod, when the read had no cgroup.procs
 
         def add_network(snapshot: Snapshot, raw: Any) -> Snapshot:
-            return with_network(snapshot, network.read(pod_processes.pids(raw.cgroups)))
+            pids = pod_processes.pids(raw.cgroups)
+            return with_network(snapshot, network.read(pids, pod_processes.namespaces))
 
         service.enrichers.append(add_network)
         service.stoppers.append(pod_processes.close)

@@ -310,14 +310,19 @@ class NetworkReader:
                 self._host_fallback_logged = True
             return own
 
-    def read(self, pod_pids: Mapping[str, Sequence[int]]) -> NetworkSample:
-        """One reading of the node's interfaces and of the pods (uid → some of their pids)."""
+    def read(
+        self, pod_pids: Mapping[str, Sequence[int]],
+        namespaces: Mapping[str, tuple[tuple[int, int], str]] | None = None,
+    ) -> NetworkSample:
+        """One reading of the node's interfaces and of the pods (uid → some of their pids);
+        NAMESPACES: pods whose namespace (identity, path) the caller already has."""
         try:
             own: tuple[int, int] | None = _ns_identity(Path("/proc/thread-self/ns/net"))
         except OSError:
             own = None
         host = self._host_identity(own)
-        targets = {uid: self._pod_namespace(pids) for uid, pids in pod_pids.items()}
+        known = namespaces or {}
+        targets = {uid: known[uid] if uid in known else self._pod_namespace(pids) for uid, pids in pod_pids.items()}
 
         def work(worker: _NamespaceWorker) -> NetworkSample:
             node_error = None

@@ -22,17 +22,25 @@ class PodProcesses:
     def __init__(self, fs: HostFS) -> None:
         self.fs = fs
         self._kept: dict[str, tuple[int, int]] = {}  # pod uid -> (pid, descriptor of /proc/<pid>)
+        # After pids(): each kept process's network namespace (identity, path), from the same stat
+        # that found it alive, so the network read need not stat it again.
+        self.namespaces: dict[str, tuple[tuple[int, int], str]] = {}
 
     def pids(self, reading: CgroupReading | None) -> dict[str, list[int]]:
         """uid -> some of the pod's pids (all of them when the reading has them; else one live one)."""
         pods = reading.pods if reading is not None else {}
+        self.namespaces = {}
         if reading is None or reading.layout is None or any(pod.pids for pod in pods.values()):
             return {uid: sorted(pod.pids) for uid, pod in pods.items()}
         out: dict[str, list[int]] = {}
+        namespaces = self.namespaces
+        procfs = self.fs.procfs
         for uid, pod in pods.items():
             kept = self._kept.get(uid)
-            if kept is not None and self._alive(kept[1]):
+            identity = self._namespace(kept[1]) if kept is not None else None
+            if kept is not None and identity is not None:
                 out[uid] = [kept[0]]
+                namespaces[uid] = (identity, f"{procfs}/{kept[0]}/ns/net")
                 continue
             if kept is not None:
                 os.close(self._kept.pop(uid)[1])
@@ -49,12 +57,14 @@ class PodProcesses:
         return out
 
     @staticmethod
-    def _alive(fd: int) -> bool:
+    def _namespace(fd: int) -> tuple[int, int] | None:
+        """The kept process's network namespace identity; None once it has exited (or it
+        cannot be seen: the network read then says why)."""
         try:
-            os.stat("ns/net", dir_fd=fd)
+            st = os.stat("ns/net", dir_fd=fd)
         except OSError:
-            return False
-        return True
+            return None
+        return (st.st_dev, st.st_ino)
 
     def _forget(self, pods: Mapping[str, object]) -> None:
         for uid in [uid for uid in self._kept if uid not in pods]:

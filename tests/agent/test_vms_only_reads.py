@@ -197,10 +197,13 @@ def test_light_and_full_reads_give_the_same_vms_over_real_cgroups(tmp_path: Path
             try:
                 assert kept.pids(after[0].cgroups) == {UID: [in_pod.pid]}
                 assert kept.pids(after[0].cgroups) == {UID: [in_pod.pid]}  # kept, not re-read
+                st = os.stat(f"/proc/{in_pod.pid}/ns/net")  # and its namespace from the same look
+                assert kept.namespaces == {UID: ((st.st_dev, st.st_ino), f"/proc/{in_pod.pid}/ns/net")}
                 assert kept.pids(after[1].cgroups)[UID] == sorted(after[1].cgroups.pods[UID].pids)  # full: all
                 os.killpg(in_pod.pid, 9)
                 in_pod.wait()
                 assert kept.pids(after[0].cgroups) == {UID: []}  # gone: never another process's pid
+                assert kept.namespaces == {}
             finally:
                 kept.close()
     finally:
