@@ -64,7 +64,7 @@ bench: venv
 # The learned scorers in models/ and their gate reports (models/README.md, docs/learned.md):
 # the DQN from an exact step budget, the MLP from a decision log the simulator writes on random
 # training clusters (seed 2; never rl/heldout), both gated on rl/heldout, then the headline
-# scenario. Budget (measured, models/README.md): about 7.5 CPU-minutes (DQN 4.3, the log 1.3,
+# scenario. Budget (measured, models/README.md): 388 CPU-s, 6.5 min (in CPU-minutes: DQN 4.3, the log 1.3,
 # the MLP 0.4, each gate 0.6, the headline 0.4); torch uses one thread. DQN_STEPS was chosen
 # on a validation set from training seeds, never on rl/heldout.
 DQN_STEPS ?= 60000
