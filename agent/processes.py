@@ -16,6 +16,9 @@ on a real procfs, every process's `/proc/<pid>/comm` is read (the same name as s
 which the kernel generates for about a quarter of a stat line's cost) and only the qemu
 processes' stat: the others' CPU time is used by nothing then. comm is re-read every interval,
 never cached: a process that execs into qemu keeps its pid and start time but changes its comm.
+Its CPU time at the last read was not read, so for that one interval it is in `execed` (a qemu
+process not read last time whose start time is before the last read began), never counted
+from 0 as a new process would be.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import time
 from typing import NamedTuple
 
 from agent.hostfs import HostFS
@@ -103,6 +107,11 @@ class ProcessReader:
         self.failed: frozenset[int] = frozenset()  # pids whose stat was there but unreadable last read
         # vms_only: processes that became qemu (exec) since the last read, whose CPU time then is unknown
         self.execed: frozenset[int] = frozenset()
+        self._last_read_ticks: int | None = None  # CLOCK_BOOTTIME in clock ticks when the last read began
+        try:
+            self._ticks = int(os.sysconf("SC_CLK_TCK"))
+        except (ValueError, OSError):
+            self._ticks = 100
         if self.keep_open:
             soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             limit = soft if soft != resource.RLIM_INFINITY else 65536
@@ -122,6 +131,12 @@ class ProcessReader:
         last = self._last
         parsed: dict[str, tuple[bytes, ProcStat]] = {}
         failed: list[int] = []
+        # A qemu process not read last time that had started before the last read began was there
+        # then under another comm: it exec'd into qemu, and its CPU time then was not read.
+        # (Start times count from boot in ticks, as CLOCK_BOOTTIME does, in the reader's namespace.)
+        existed_before = self._last_read_ticks
+        self._last_read_ticks = int(time.clock_gettime(time.CLOCK_BOOTTIME) * self._ticks)
+        execed: list[int] = []
         if self.vms_only:
             names, unreadable = self._qemu_names(names)
             unparsable += len(unreadable)
@@ -142,10 +157,13 @@ class ProcessReader:
                     unparsable += 1
                     failed.append(int(name))
                     continue
+            if previous is None and self.vms_only and existed_before is not None and stat.start_ticks < existed_before:
+                execed.append(stat.pid)
             parsed[name] = (data, stat)
             processes[stat.pid] = stat
         self._last = parsed
         self.failed = frozenset(failed)
+        self.execed = frozenset(execed)
         if self._open and len(self._open) > len(processes):
             for name in [n for n in self._open if int(n) not in processes]:
                 os.close(self._open.pop(name))
@@ -155,11 +173,9 @@ class ProcessReader:
         """(the listed processes whose comm is qemu's, the pids whose comm could not be read),
         from /proc/<pid>/comm through kept descriptors. The hot loop of `run`: kept lean."""
         kept = self._comm_open
-        last = self._last
         pread = os.pread
         qemu: list[str] = []
         unreadable: list[int] = []
-        execed: list[int] = []
         alive = 0
         for name in names:
             fd = kept.get(name)
@@ -170,7 +186,6 @@ class ProcessReader:
                 except OSError:  # exited (a reused pid is another task): read afresh
                     os.close(kept.pop(name))
                     comm = self._open_and_read(name, "comm", kept)
-                    fd = None
             elif name.isdigit():
                 comm = self._open_and_read(name, "comm", kept)
             else:
@@ -180,13 +195,8 @@ class ProcessReader:
             alive += 1
             if comm.startswith(QEMU_COMM_PREFIXES):
                 qemu.append(name)
-                if fd is not None and name not in last:
-                    # the same task as last read, which was not qemu then: it exec'd, and its
-                    # CPU time at the last read was not read
-                    execed.append(int(name))
             elif not comm:
                 unreadable.append(int(name))
-        self.execed = frozenset(execed)
         if len(kept) > alive:  # descriptors of processes that exited
             listed = set(names)
             for name in [n for n in kept if n not in listed]:

@@ -53,10 +53,13 @@ def test_vms_only_reads_the_qemu_processes_stat_and_sees_an_exec_into_qemu(tmp_p
     late = ["sh", "-c", f"sleep 0.8; exec {qemu} -name guest=late"]
     with processes([str(qemu), "-name", "guest=vm1"], ["sleep", "60"], late) as (vm, other, becomes):
         light = ProcessReader(HostFS(), vms_only=True)
+        unkept = ProcessReader(HostFS(), vms_only=True)
+        unkept._budget = 0  # no descriptor kept: the exec is still seen (by the start time)
         full = ProcessReader(HostFS())
         try:
             assert light.vms_only
             first, _ = light.read()
+            unkept.read()
             everything, _ = full.read()
             assert vm.pid in first and other.pid not in first and becomes.pid not in first
             assert first[vm.pid] == everything[vm.pid]  # the same parse as the full read
@@ -69,11 +72,16 @@ def test_vms_only_reads_the_qemu_processes_stat_and_sees_an_exec_into_qemu(tmp_p
             # its CPU time at the read before was not read: this interval is unknown for it, not
             # its lifetime's CPU (a full read would have had its stat); the next read knows it
             assert light.execed == {becomes.pid}
-            again, _ = light.read()
-            assert becomes.pid in again and light.execed == frozenset()
+            assert becomes.pid in unkept.read()[0] and unkept.execed == {becomes.pid}
+            assert unkept.open_descriptors == 0
+            with processes([str(qemu), "-name", "guest=fresh"]) as (fresh,):  # started after the last read
+                again, _ = light.read()
+                assert becomes.pid in again and fresh.pid in again
+                assert light.execed == frozenset()  # a new process counts from 0: not unknown
             assert light.open_descriptors >= len(everything) - 20  # comm descriptors are kept
         finally:
             light.close()
+            unkept.close()
             full.close()
     assert light.open_descriptors == 0
 
