@@ -341,23 +341,59 @@ def violations(case: Case, outcome: Outcome, truth: dict[str, Any]) -> list[str]
     return found
 
 
-@pytest.mark.parametrize("name", sorted(CORPUS))
-def test_corpus_case_verdict(name: str, truth: dict[str, Any]) -> None:
-    """exit 0, strict JSON, a gap with its reason and kind, no wrong number, no hang."""
+def run_case(name: str, truth: dict[str, Any]) -> list[str]:
     case = CORPUS[name]
-    if case.unreadable and os.geteuid() != 0:
-        pytest.skip("an unreadable case drops privileges to nobody, which needs root")
     with trees(case) as (before, after):
         unreadable = [after / path for path in case.unreadable]
         assert all(os.access(path, os.R_OK) for path in unreadable)  # root reads mode 000: hence nobody
         outcome = replay_in_child(before, after, NOBODY if case.unreadable else None, unreadable)
-    assert violations(case, outcome, truth) == []
+    return violations(case, outcome, truth)
+
+
+@pytest.fixture(scope="module")
+def verdicts(truth: dict[str, Any]) -> dict[str, list[str] | None]:
+    """Every case run once: its violations (None: not run here, an unreadable case without root)."""
+    root = os.geteuid() == 0
+    return {name: run_case(name, truth) if root or not CORPUS[name].unreadable else None for name in sorted(CORPUS)}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_corpus_case_verdict(name: str, verdicts: dict[str, list[str] | None]) -> None:
+    """exit 0, strict JSON, a gap with its reason and kind, no wrong number, no hang."""
+    if verdicts[name] is None:
+        pytest.skip("an unreadable case drops privileges to nobody, which needs root")
+    assert verdicts[name] == []
+
+
+def category(violation: str) -> str:
+    """What kind of failure a violation is, for the corpus' totals."""
+    if violation.startswith("hang"):
+        return "hangs"
+    if violation.startswith(("crash", "invalid record")):
+        return "crashes"
+    if violation.startswith("no gap"):
+        return "missing gaps"
+    if violation.startswith(("node power lost", "the unreadable path")):
+        return "other"
+    return "wrong numbers"  # a wrong value, a partial node, a pod charged or lost, a host from unknowns
+
+
+def test_corpus_totals(verdicts: dict[str, list[str] | None]) -> None:
+    """The corpus' targets, counted: 0 crashes, 0 wrong numbers, 0 hangs (and no verdict missing a gap)."""
+    found = [v for violations_ in verdicts.values() if violations_ for v in violations_]
+    totals = dict.fromkeys(("crashes", "wrong numbers", "hangs", "missing gaps", "other"), 0)
+    for violation in found:
+        totals[category(violation)] += 1
+    ran = sum(1 for v in verdicts.values() if v is not None)
+    assert ran == (len(CORPUS) if os.geteuid() == 0 else sum(1 for c in CORPUS.values() if not c.unreadable))
+    assert totals == {"crashes": 0, "wrong numbers": 0, "hangs": 0, "missing gaps": 0, "other": 0}, found
 
 
 def test_the_verdict_catches_what_it_is_for(truth: dict[str, Any]) -> None:
     """The checks themselves: a crash, a hang, NaN, a partial node and a wrong pod are found."""
     case = CORPUS["pod-cpu-stat-garbage"]
-    assert violations(case, Outcome(None), truth)[0].startswith("hang")
+    assert category(violations(case, Outcome(None), truth)[0]) == "hangs"
+    assert category(violations(case, Outcome(1, err="x"), truth)[0]) == "crashes"
     assert violations(case, Outcome(1, err="Traceback"), truth)[0].startswith("crash")
     good = replay_in_child(BASE / "before", BASE / "after", None, [])
     record = json.loads(good.out)
@@ -368,6 +404,7 @@ def test_the_verdict_catches_what_it_is_for(truth: dict[str, Any]) -> None:
     found = violations(CORPUS["dram-name-empty"], Outcome(0, json.dumps(partial)), truth)
     assert any("wrong number: node_watts = 25.0" in v for v in found)
     assert any("node power 25.0 W given" in v for v in found)
+    assert {category(v) for v in found} == {"wrong numbers", "missing gaps"}  # and no gap said why
     web = PODS["web-7d9f8"]["uid"]
     charged = dict(record, pods=[dict(p, cpu_seconds=301.6 if p["uid"] == web else p["cpu_seconds"])
                                  for p in record["pods"]])
