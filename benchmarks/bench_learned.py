@@ -6,10 +6,20 @@ candidate nodes, beside the heuristic's energy plugin on the same batch.
 Measured per call, as the extender or the standalone scheduler would call it for one pod:
 
 * `learned plugin`: `LearnedPlugin.score(pod, batch)` — feature schema v2 rows of every candidate
-  (the v1 part from the heuristic's scorer, the node workloads), then one batched numpy pass;
+  built from the batch's columns (the v1 part with the plugin's energy plugin, the node
+  workloads), then one batched numpy pass; it includes the energy plugin's evaluation, which a
+  profile that also scores with `KubejouleEnergy` shares (same plugin, same batch);
 * `forward pass only`: `NumpyModel.scores(rows)` on the rows computed once;
 * `energy plugin (heuristic)`: `EnergyPlugin.score(pod, batch)` on the same batch, the scorer the
   extender serves — its figure here is the scoring part of the extender's /prioritize p99.
+
+Each plugin is timed on three kinds of batch:
+
+* `next pod`: the batch the previous pod was scored on, at a new time (`batch.at(now)`): the
+  standalone scheduler's steady state, where derived columns are kept and patched;
+* `new batch`: a new CandidateBatch of the same NodeStates (per-node values cached per state);
+* `after refresh`: every node's telemetry re-sampled (new NodeStates): the first pod after a
+  telemetry refresh, where every pod-independent column is recomputed.
 
 Wall-clock p50/p99/max and the calling thread's CPU time (p50): on a shared machine the wall
 clock includes waiting for a core, the CPU time does not.
@@ -28,6 +38,8 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +117,18 @@ def _cluster(size: int) -> tuple[list[NodeState], dict[str, NodeWorkload]]:
     return states, workloads
 
 
+def _refreshed(states: list[NodeState], count: int) -> Iterator[list[NodeState]]:
+    """`count` (+1 for the warm call) new samples of every node, made before timing starts."""
+    made = []
+    for k in range(count + 1):
+        batch = []
+        for s in states:
+            assert s.telemetry is not None
+            batch.append(replace(s, telemetry=replace(s.telemetry, sample_time=NOW + 0.001 * (k + 1))))
+        made.append(batch)
+    return iter(made)
+
+
 def _times(call, repeats: int) -> dict[str, float]:
     call()  # warm: imports, caches, the first batch's derived columns
     samples, cpu = [], []
@@ -136,27 +160,33 @@ def measure(model: Path, repeats: int) -> dict[str, object]:
         def known(w: dict[str, NodeWorkload] = workloads) -> dict[str, NodeWorkload]:
             return w
 
-        learned = LearnedPlugin(model, workloads=known)
+        learned = LearnedPlugin(model, EnergyPlugin(), workloads=known)
         energy = EnergyPlugin()
         for state in states:
             assert state.telemetry is not None
             energy.observe(state.telemetry)
         rows = learned.scorer.rows(pod, states, NOW)
 
-        def score_learned(states=states, learned=learned) -> None:
-            learned.score(pod, CandidateBatch.of(states, NOW))
-
         def forward(rows: np.ndarray = rows, learned: LearnedPlugin = learned) -> None:
             learned.scorer.model.scores(rows)
 
-        def score_energy(states=states, energy=energy) -> None:
-            energy.score(pod, CandidateBatch.of(states, NOW))
-
-        results["sizes"][str(size)] = {  # type: ignore[index]
-            "learned plugin": _times(score_learned, repeats),
-            "forward pass only": _times(forward, repeats),
-            "energy plugin (heuristic)": _times(score_energy, repeats),
-        }
+        timed: dict[str, dict[str, float]] = {}
+        for what, plugin in (("learned plugin", learned), ("energy plugin (heuristic)", energy)):
+            kept = CandidateBatch.of(states, NOW)
+            plugin.score(pod, kept)
+            refreshed = _refreshed(states, repeats + 1)
+            timed[f"{what}, next pod"] = _times(
+                lambda p=plugin, b=kept: p.score(pod, b.at(NOW)), repeats
+            )
+            timed[f"{what}, new batch"] = _times(
+                lambda p=plugin, s=states: p.score(pod, CandidateBatch.of(s, NOW)), repeats
+            )
+            timed[f"{what}, after refresh"] = _times(
+                lambda p=plugin, r=refreshed: p.score(pod, CandidateBatch.of(next(r), NOW)),
+                repeats,
+            )
+        timed["forward pass only"] = _times(forward, repeats)
+        results["sizes"][str(size)] = timed  # type: ignore[index]
     results["load_average_after"] = os.getloadavg()[0]
     return results
 

@@ -34,12 +34,17 @@ requests nothing, as kube-scheduler scores it), `memory_request_gib` (GiB).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from agent.curves import PowerCurve
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import REASON_OK, NodeState, PodInfo
+from scheduler.model import REASON_OK, REASONS, NodeState, PodInfo
+from scheduler.plugins.energy import CURVE_FROM_FIT, EnergyPlugin, EnergyScores
 from scheduler.plugins.energy import request_cores as pod_request_cores
 from scheduler.scorer import HeuristicScorer
 
@@ -67,6 +72,7 @@ POD_FEATURES: tuple[str, ...] = ("cpu_request_cores", "memory_request_gib")
 
 MAX_AGE_SECONDS = 3600.0
 GIB = 2.0**30
+REASON_CODE_OK = REASONS.index(REASON_OK)
 
 Features = dict[str, float | None]
 
@@ -126,79 +132,182 @@ def pod_features(pod: PodInfo) -> Features:
     }
 
 
-def _ratio(part: float, whole: float) -> float | None:
-    return part / whole if whole > 0 else None
+
+# -- the node features of a whole batch at once ------------------------------------------------
+#
+# One implementation: `node_columns()` computes every candidate's node features as float64
+# columns (NaN where unknown) from the batch's core columns, the energy plugin's batch
+# evaluation and per-node values cached per NodeState; a model row encodes NaN as 0.0 (the
+# `*_known` flags say it is unknown), a collector's feature dict as None. A single node is a
+# batch of one (`node_features()`).
+
+EnergySource = HeuristicScorer | EnergyPlugin
+_NAN = float("nan")
+# A node's pod-independent values (`_NodeValues.row`), in this order.
+_VALUE_NAMES = (
+    "cores", "has_telemetry", "sample_time", "utilization", "watts", "measured",
+    "cpu_since", "pod_count", "curve_known", "idle_watts", "max_watts",
+)
+_VALUES_KEY = "kubejoule.features"  # the owner of the derived columns (with the energy plugin)
+MAX_CURVES = 65_536  # curves whose end points are kept before the table is emptied
+_NO_CHECK = object()  # a row whose curve cannot change while its NodeState stays the same
 
 
-def energy_deltas(
-    pod: PodInfo, nodes: Sequence[NodeState], now: float, scorer: HeuristicScorer
-) -> list[tuple[float | None, str]]:
-    """The energy plugin's (ΔP, reason) of every candidate, in one batch."""
-    scores = scorer.energy.evaluate(pod, CandidateBatch.of(nodes, now))
-    return [
-        (None if delta != delta else delta, reason)
-        for delta, reason in zip(scores.delta_watts.tolist(), scores.reasons(), strict=True)
-    ]
+def energy_plugin(scorer: EnergySource) -> EnergyPlugin:
+    """The energy plugin behind `scorer` (a HeuristicScorer wraps one)."""
+    return scorer.energy if isinstance(scorer, HeuristicScorer) else scorer
 
 
-def node_features(
-    pod: PodInfo,
-    node: NodeState,
-    now: float,
-    scorer: HeuristicScorer,
-    energy: tuple[float | None, str] | None = None,
-) -> Features:
-    """The node features of one candidate; `scorer` supplies curves, staleness limit and ΔP
-    (`energy`: the node's (ΔP, reason) from energy_deltas(), when already computed)."""
-    telemetry = node.telemetry
-    allocatable = node.info.allocatable
-    cores = (telemetry.cores if telemetry is not None else None) or node.info.cpu_cores or None
-    age = telemetry.age_seconds(now) if telemetry is not None else None
-    fresh = (
-        telemetry is not None
-        and telemetry.utilization is not None
-        and age is not None
-        and age <= scorer.max_staleness_seconds
-    )
-    found = scorer.curve_for(node.info.name, telemetry)
-    curve = found[0] if found is not None else None
-    delta, reason = energy if energy is not None else scorer.delta_watts(pod, node, now)
-    request_cores = pod_request_cores(pod)
+class _NodeValues:
+    """Per-node, pod-independent values of one energy plugin's nodes, cached per NodeState (and
+    per fitted line, for nodes whose curve is the line fitted to their history)."""
+
+    def __init__(self, energy: EnergyPlugin) -> None:
+        self.energy = energy
+        self._rows: dict[str, tuple[NodeState, object, tuple[float, ...]]] = {}
+        self._ends: dict[int, tuple[PowerCurve, float, float]] = {}  # id → curve, P(0), P(1)
+        self.last_workloads: tuple[list[object], dict[str, np.ndarray]] | None = None
+
+    def row(self, node: NodeState) -> tuple[float, ...]:
+        name = node.info.name
+        entry = self._rows.get(name)
+        if entry is not None and entry[0] is node and (
+            entry[1] is _NO_CHECK or entry[1] is self.energy.fitted(name)
+        ):
+            return entry[2]
+        telemetry = node.telemetry
+        cores = (telemetry.cores if telemetry is not None else None) or node.info.cpu_cores or None
+        found = self.energy.curve_for(name, telemetry)
+        check = _NO_CHECK
+        if found is None or found[1] == CURVE_FROM_FIT:
+            check = self.energy.fitted(name)  # the curve changes when the fit does
+        idle = top = _NAN
+        if found is not None:
+            ends = self._ends.get(id(found[0]))
+            if ends is None or ends[0] is not found[0]:
+                if len(self._ends) >= MAX_CURVES:
+                    self._ends.clear()
+                ends = self._ends[id(found[0])] = (found[0], found[0].watts(0.0), found[0].watts(1.0))
+            idle, top = ends[1], ends[2]
+        values = (
+            float(cores) if cores is not None else _NAN,
+            1.0 if telemetry is not None else 0.0,
+            telemetry.sample_time if telemetry is not None else 0.0,
+            _number(telemetry.utilization if telemetry is not None else None),
+            _number(telemetry.watts if telemetry is not None else None),
+            1.0 if telemetry is not None and telemetry.source == "rapl" else 0.0,
+            float(node.cpu_since_sample_cores),
+            float(node.pod_count),
+            1.0 if found is not None else 0.0,
+            idle,
+            top,
+        )
+        self._rows[name] = (node, check, values)
+        return values
+
+    def columns(self, states: Sequence[NodeState]) -> dict[str, np.ndarray]:
+        table = np.array([self.row(s) for s in states], dtype=np.float64).reshape(
+            len(states), len(_VALUE_NAMES)
+        )
+        return {name: table[:, k].copy() for k, name in enumerate(_VALUE_NAMES)}
+
+
+def _number(value: float | None) -> float:
+    return _NAN if value is None else float(value)
+
+
+_VALUES: weakref.WeakKeyDictionary[EnergyPlugin, _NodeValues] = weakref.WeakKeyDictionary()
+
+
+def node_values(energy: EnergyPlugin) -> _NodeValues:
+    """The per-node value cache of `energy` (one per plugin, shared by its callers)."""
+    values = _VALUES.get(energy)
+    if values is None:
+        values = _VALUES.setdefault(energy, _NodeValues(energy))
+    return values
+
+
+def _divide(top: np.ndarray | float, bottom: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    out = np.full(len(bottom), np.nan)
+    np.divide(top, bottom, out=out, where=valid)
+    return out
+
+
+def node_columns(
+    pod: PodInfo, batch: CandidateBatch, scorer: EnergySource, scores: EnergyScores | None = None
+) -> dict[str, np.ndarray]:
+    """Every candidate's node features (NODE_FEATURES) as float64 columns, NaN where unknown.
+    `scorer`'s energy plugin supplies ΔP (`scores`: its evaluation of `pod` over `batch`, when
+    already computed), curves and the staleness limit."""
+    energy = energy_plugin(scorer)
+    if scores is None:
+        scores = energy.evaluate(pod, batch)  # first: pricing teaches the plugin the samples
+    cache = node_values(energy)
+    v = batch.derived((_VALUES_KEY, energy), cache.columns)
+    cores = v["cores"]
+    with_cores = cores > 0
+    age = np.maximum(batch.now - v["sample_time"], 0.0)
+    has_telemetry = v["has_telemetry"] > 0.5
+    fresh = has_telemetry & ~np.isnan(v["utilization"]) & (age <= energy.max_staleness_seconds)
+    request = pod_request_cores(pod)
     return {
         "cpu_cores": cores,
-        "cpu_requested_ratio": _ratio(node.requested.cpu_millicores, allocatable.cpu_millicores),
-        "memory_requested_ratio": _ratio(node.requested.memory_bytes, allocatable.memory_bytes),
-        "pod_count": float(node.pod_count),
-        "empty": 1.0 if node.pod_count == 0 else 0.0,
-        "telemetry_fresh": 1.0 if fresh else 0.0,
-        "telemetry_age_seconds": min(age, MAX_AGE_SECONDS) if age is not None else None,
-        "utilization": telemetry.utilization if telemetry is not None else None,
-        "cpu_since_sample_ratio": _ratio(node.cpu_since_sample_cores, cores) if cores else None,
-        "watts": telemetry.watts if telemetry is not None else None,
-        "watts_measured": 1.0 if telemetry is not None and telemetry.source == "rapl" else 0.0,
-        "curve_known": 1.0 if curve is not None else 0.0,
-        "idle_watts": curve.watts(0.0) if curve is not None else None,
-        "max_watts": curve.watts(1.0) if curve is not None else None,
-        "pod_delta_utilization": request_cores / cores if cores else None,
-        "delta_watts": delta if reason == REASON_OK else None,
+        "cpu_requested_ratio": _divide(batch.req_cpu, batch.alloc_cpu, batch.alloc_cpu > 0),
+        "memory_requested_ratio": _divide(batch.req_mem, batch.alloc_mem, batch.alloc_mem > 0),
+        "pod_count": v["pod_count"],
+        "empty": (v["pod_count"] == 0).astype(np.float64),
+        "telemetry_fresh": fresh.astype(np.float64),
+        "telemetry_age_seconds": np.where(has_telemetry, np.minimum(age, MAX_AGE_SECONDS), np.nan),
+        "utilization": v["utilization"],
+        "cpu_since_sample_ratio": _divide(v["cpu_since"], cores, with_cores),
+        "watts": v["watts"],
+        "watts_measured": v["measured"],
+        "curve_known": v["curve_known"],
+        "idle_watts": v["idle_watts"],
+        "max_watts": v["max_watts"],
+        "pod_delta_utilization": _divide(request, cores, (cores != 0) & ~np.isnan(cores)),
+        "delta_watts": np.where(scores.reason == REASON_CODE_OK, scores.delta_watts, np.nan),
     }
+
+
+def encode_columns(
+    columns: Mapping[str, np.ndarray], names: Sequence[str], pod_row: Sequence[float]
+) -> np.ndarray:
+    """Model rows (n × (len(names) + len(pod_row))): the columns in `names` order, unknown
+    (NaN) → 0.0, then the pod's encoded features."""
+    count = len(columns[names[0]])
+    rows = np.empty((count, len(names) + len(pod_row)))
+    for k, name in enumerate(names):
+        rows[:, k] = columns[name]
+    rows[:, len(names):] = pod_row
+    np.nan_to_num(rows, copy=False, nan=0.0)
+    return rows
+
+
+def column_features(columns: Mapping[str, np.ndarray], row: int = 0) -> Features:
+    """One row of the columns as a feature dict (NaN → None, as the collector writes it)."""
+    out: Features = {}
+    for name, values in columns.items():
+        value = float(values[row])
+        out[name] = None if value != value else value
+    return out
+
+
+def node_features(pod: PodInfo, node: NodeState, now: float, scorer: EnergySource) -> Features:
+    """The node features of one candidate (a batch of one; None where unknown)."""
+    return column_features(node_columns(pod, CandidateBatch.of([node], now), scorer))
 
 
 def encode(features: Mapping[str, float | None], names: Sequence[str]) -> list[float]:
     """Features as numbers in schema order; unknown → 0.0 (its flag says it is unknown)."""
-    out = []
-    for name in names:
-        value = features[name]
-        out.append(0.0 if value is None else float(value))
-    return out
+    return [0.0 if features[name] is None else float(features[name]) for name in names]  # type: ignore[arg-type]
 
 
 def candidate_matrix(
-    pod: PodInfo, nodes: Sequence[NodeState], now: float, scorer: HeuristicScorer
+    pod: PodInfo, nodes: Sequence[NodeState], now: float, scorer: EnergySource
 ) -> list[list[float]]:
     """One row per candidate: encoded node features followed by the pod's features."""
+    columns = node_columns(pod, CandidateBatch.of(nodes, now), scorer)
     pod_row = encode(pod_features(pod), POD_FEATURES)
-    return [
-        encode(node_features(pod, node, now, scorer, energy), NODE_FEATURES) + pod_row
-        for node, energy in zip(nodes, energy_deltas(pod, nodes, now, scorer), strict=True)
-    ]
+    rows: list[list[float]] = encode_columns(columns, NODE_FEATURES, pod_row).tolist()
+    return rows

@@ -26,19 +26,27 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
+
+import numpy as np
 
 from scheduler.features import (
     NODE_FEATURES,
     POD_FEATURES,
+    EnergySource,
     Features,
     FeatureSchema,
+    column_features,
     encode,
-    energy_deltas,
-    node_features,
+    encode_columns,
+    energy_plugin,
+    node_columns,
+    node_values,
     pod_features,
 )
+from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeState, PodInfo
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyScores
 
 SCHEMA_VERSION_V2 = "kubejoule.features/v2"
 MAX_WORKLOAD_AGE_SECONDS = 86_400.0
@@ -77,31 +85,65 @@ class NodeWorkload:
     in_scale_down_window: bool = False
 
 
-def _age(now: float, since: float) -> float:
-    return min(max(0.0, now - since), MAX_WORKLOAD_AGE_SECONDS)
+# What rows_v2() accepts as the nodes' workloads: a mapping by node name, a function of the
+# name (the cluster cache's `workload`), or None (every workload unknown).
+Workloads = Mapping[str, NodeWorkload] | Callable[[str], NodeWorkload | None] | None
+
+# A workload's time-independent values: newest and oldest start, Job share, ready time, window.
+_WORKLOAD_VALUES = ("newest", "oldest", "job_share", "ready_since", "window")
+
+
+def _workload_row(workload: NodeWorkload | None) -> tuple[float, ...]:
+    if workload is None:
+        return (math.nan,) * 4 + (0.0,)
+    starts = workload.pod_start_times
+    ready = workload.ready_since
+    return (
+        max(starts) if starts else math.nan,
+        min(starts) if starts else math.nan,
+        workload.job_pods / len(starts) if starts else math.nan,
+        float(ready) if ready is not None else math.nan,
+        1.0 if workload.in_scale_down_window else 0.0,
+    )
+
+
+def _workload_values(found: list[NodeWorkload | None]) -> dict[str, np.ndarray]:
+    table = np.array([_workload_row(w) for w in found], dtype=np.float64).reshape(
+        len(found), len(_WORKLOAD_VALUES)
+    )
+    return {name: table[:, k].copy() for k, name in enumerate(_WORKLOAD_VALUES)}
+
+
+def _age(now: float, since: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(now - since, 0.0), MAX_WORKLOAD_AGE_SECONDS)  # NaN stays NaN
+
+
+def workload_columns(
+    found: list[NodeWorkload | None], now: float, cache: object = None
+) -> dict[str, np.ndarray]:
+    """The workload features of nodes whose workloads are `found` (None: unknown), as columns
+    (NaN where unknown). `cache` (a node_values() cache) keeps the last list's values: a
+    caller that passes the same workload objects again computes only the ages."""
+    last = getattr(cache, "last_workloads", None)
+    if last is not None and len(last[0]) == len(found) and all(map(is_, last[0], found)):
+        values = last[1]
+    else:
+        values = _workload_values(found)
+        if cache is not None:
+            cache.last_workloads = (found, values)  # type: ignore[attr-defined]
+    known = np.fromiter((w is not None for w in found), dtype=np.float64, count=len(found))
+    return {
+        "workload_known": known,
+        "youngest_pod_age_seconds": _age(now, values["newest"]),
+        "oldest_pod_age_seconds": _age(now, values["oldest"]),
+        "job_pod_share": values["job_share"],
+        "seconds_since_boot": _age(now, values["ready_since"]),
+        "in_scale_down_window": values["window"],
+    }
 
 
 def workload_features(workload: NodeWorkload | None, now: float) -> Features:
-    if workload is None:
-        return {
-            "workload_known": 0.0,
-            "youngest_pod_age_seconds": None,
-            "oldest_pod_age_seconds": None,
-            "job_pod_share": None,
-            "seconds_since_boot": None,
-            "in_scale_down_window": 0.0,
-        }
-    starts = workload.pod_start_times
-    return {
-        "workload_known": 1.0,
-        "youngest_pod_age_seconds": _age(now, max(starts)) if starts else None,
-        "oldest_pod_age_seconds": _age(now, min(starts)) if starts else None,
-        "job_pod_share": workload.job_pods / len(starts) if starts else None,
-        "seconds_since_boot": (
-            _age(now, workload.ready_since) if workload.ready_since is not None else None
-        ),
-        "in_scale_down_window": 1.0 if workload.in_scale_down_window else 0.0,
-    }
+    return column_features(workload_columns([workload], now))
 
 
 def pod_features_v2(pod: PodInfo) -> Features:
@@ -114,17 +156,51 @@ def pod_features_v2(pod: PodInfo) -> Features:
     return features
 
 
+def _lookup(workloads: Workloads) -> Callable[[str], NodeWorkload | None]:
+    if workloads is None:
+        return lambda name: None
+    if isinstance(workloads, Mapping):
+        return workloads.get
+    return workloads
+
+
+def node_columns_v2(
+    pod: PodInfo,
+    batch: CandidateBatch,
+    scorer: EnergySource,
+    workloads: Workloads = None,
+    scores: EnergyScores | None = None,
+) -> dict[str, np.ndarray]:
+    """Every candidate's v2 node features as columns (NaN where unknown): node_columns() and
+    the workload columns of each node's workload (looked up by name)."""
+    columns = node_columns(pod, batch, scorer, scores)
+    found = list(map(_lookup(workloads), batch.names))
+    columns.update(workload_columns(found, batch.now, node_values(energy_plugin(scorer))))
+    return columns
+
+
+def rows_v2(
+    pod: PodInfo,
+    batch: CandidateBatch,
+    scorer: EnergySource,
+    workloads: Workloads = None,
+    scores: EnergyScores | None = None,
+) -> np.ndarray:
+    """Model rows (candidates × FEATURE_SCHEMA_V2.width): v2 node features, then the pod's."""
+    columns = node_columns_v2(pod, batch, scorer, workloads, scores)
+    return encode_columns(columns, NODE_FEATURES_V2, encode(pod_features_v2(pod), POD_FEATURES_V2))
+
+
 def node_features_v2(
     pod: PodInfo,
     node: NodeState,
     now: float,
-    scorer: HeuristicScorer,
+    scorer: EnergySource,
     workload: NodeWorkload | None,
-    energy: tuple[float | None, str] | None = None,
 ) -> Features:
-    features = node_features(pod, node, now, scorer, energy)
-    features.update(workload_features(workload, now))
-    return features
+    """The v2 node features of one candidate (a batch of one; None where unknown)."""
+    batch = CandidateBatch.of([node], now)
+    return column_features(node_columns_v2(pod, batch, scorer, lambda name: workload))
 
 
 class V2Features:
@@ -133,7 +209,7 @@ class V2Features:
 
     schema = FEATURE_SCHEMA_V2
 
-    def __init__(self, scorer: HeuristicScorer, workload: Callable[[str], NodeWorkload | None]):
+    def __init__(self, scorer: EnergySource, workload: Callable[[str], NodeWorkload | None]):
         self.scorer = scorer
         self.workload = workload
 
@@ -147,17 +223,8 @@ def candidate_matrix_v2(
     pod: PodInfo,
     nodes: Sequence[NodeState],
     now: float,
-    scorer: HeuristicScorer,
+    scorer: EnergySource,
     workloads: Mapping[str, NodeWorkload] | None = None,
-) -> list[list[float]]:
+) -> np.ndarray:
     """One row per candidate: encoded v2 node features followed by the pod's v2 features."""
-    pod_row = encode(pod_features_v2(pod), POD_FEATURES_V2)
-    known = workloads or {}
-    return [
-        encode(
-            node_features_v2(pod, node, now, scorer, known.get(node.info.name), energy),
-            NODE_FEATURES_V2,
-        )
-        + pod_row
-        for node, energy in zip(nodes, energy_deltas(pod, nodes, now, scorer), strict=True)
-    ]
+    return rows_v2(pod, CandidateBatch.of(nodes, now), scorer, workloads)

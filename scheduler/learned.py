@@ -13,28 +13,33 @@ A model file (`.npz`, written by `rl.dqn`/`rl.mlp` beside their `.pt` checkpoint
 
 Score: `100 / (1 + exp(−sign × (output − center) / spread))`, a fixed map stored with the model,
 so a score depends only on the node and the pod. A row whose telemetry is missing or stale
-(`telemetry_fresh` = 0) gets the neutral 50, as the heuristic gives it. A model built for
+(`telemetry_fresh` = 0) scores 0, the floor — the energy plugin's score for a node it cannot
+price — so a node without fresh telemetry is never preferred over a measured one by this plugin
+(missing data never wins; docs/learned.md says why not a worst-state price). A model built for
 another feature schema is refused with `ModelError` naming both schemas.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from scheduler.features import FeatureSchema, SchemaMismatch
-from scheduler.features_v2 import FEATURE_SCHEMA_V2, NodeWorkload, candidate_matrix_v2
-from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.model import NEUTRAL_SCORE, REASON_OK, REASON_STALE, NodeState, PodInfo, ScoreResult
-from scheduler.scorer import HeuristicScorer
+from scheduler.features import EnergySource, FeatureSchema, SchemaMismatch
+from scheduler.features_v2 import FEATURE_SCHEMA_V2, Workloads, rows_v2
+from scheduler.framework.batch import CandidateBatch
+from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
+from scheduler.model import REASON_OK, REASON_STALE, NodeState, PodInfo, ScoreResult
+from scheduler.plugins.energy import EnergyScores
 
 NAME = "learned"
 KINDS = ("dqn", "mlp")
+# The score of a node without fresh telemetry: the floor, never above a measured node's.
+UNMEASURED_SCORE = float(MIN_NODE_SCORE)
 
 
 class ModelError(ValueError):
@@ -154,33 +159,41 @@ def load_numpy_model(
 
 class LearnedScorer:
     """A model as a `Scorer` (scheduler.model): features of every candidate, one batched pass,
-    the fixed score map; neutral 50 where telemetry is missing or stale.
+    the fixed score map; 0 (UNMEASURED_SCORE) where telemetry is missing or stale.
 
-    `feature_scorer` supplies the v1 features that come from the heuristic (curves, ΔP,
-    staleness limit); `workloads`, if given, the nodes' v2 workload (else unknown)."""
+    `feature_scorer` (the energy plugin, or a HeuristicScorer around it) supplies the v1
+    features that come from the heuristic (curves, ΔP, staleness limit); `workloads`, if given,
+    returns the nodes' v2 workloads — a mapping by name or a function of the name (else
+    unknown)."""
 
     name = NAME
 
     def __init__(
         self,
         model: NumpyModel,
-        feature_scorer: HeuristicScorer,
-        workloads: Any = None,
+        feature_scorer: EnergySource,
+        workloads: Callable[[], Workloads] | None = None,
     ) -> None:
         self.model = model
         self.feature_scorer = feature_scorer
-        self.workloads = workloads  # callable → Mapping[str, NodeWorkload], or None
+        self.workloads = workloads
         self._fresh = model.schema.node_features.index("telemetry_fresh")
 
+    def batch_rows(
+        self, pod: PodInfo, batch: CandidateBatch, scores: EnergyScores | None = None
+    ) -> np.ndarray:
+        """The v2 rows of every candidate of `batch`, built from its columns (`scores`: the
+        energy plugin's evaluation of `pod` over `batch`, when already computed)."""
+        known = self.workloads() if self.workloads is not None else None
+        return rows_v2(pod, batch, self.feature_scorer, known, scores)
+
     def rows(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> np.ndarray:
-        known: Mapping[str, NodeWorkload] | None = self.workloads() if self.workloads else None
-        matrix = candidate_matrix_v2(pod, nodes, now, self.feature_scorer, known)
-        return np.asarray(matrix, dtype=np.float64).reshape(len(nodes), self.model.schema.width)
+        return self.batch_rows(pod, CandidateBatch.of(nodes, now))
 
     def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Scores and a fresh-telemetry mask for encoded rows."""
         fresh = rows[:, self._fresh] > 0.5
-        scores = np.full(len(rows), NEUTRAL_SCORE)
+        scores = np.full(len(rows), UNMEASURED_SCORE, dtype=np.float64)
         if fresh.any():
             scores[fresh] = self.model.scores(rows[fresh])
         return scores, fresh

@@ -3,9 +3,15 @@ a numpy forward pass (`scheduler.learned`) — the scheduler never needs torch.
 
 Configuration: `{name: learned, args: {model: PATH}}` (PATH: the `.npz` exported beside the
 `.pt` checkpoint, or the `.pt` path, whose `.npz` sibling is loaded). Scores are absolute 0–100
-from the model's fixed score map, one batched pass over the candidates, neutral 50 where the
-telemetry is missing or stale; no NormalizeScore step, so a node's score never depends on the
+from the model's fixed score map, one batched pass over the candidates, 0 (the floor) where the
+telemetry is missing or stale, so missing data never wins; no NormalizeScore step, so a node's score never depends on the
 other candidates. A model built for another feature schema refuses to load (ModelError).
+
+The v1 features that come from the heuristic (curves, ΔP, staleness limit) are computed with
+`energy`, the scheduler's configured energy plugin (the profile's `KubejouleEnergy`, built by
+`scheduler.config.build_scorer` from the `scorer:` section), as training computed them with the
+simulator's; the v2 workload features with `workload(name)`, the standalone scheduler's cluster
+cache (`ClusterCache.workload`), or unknown without one.
 """
 
 from __future__ import annotations
@@ -16,13 +22,16 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.features import EnergySource
 from scheduler.features_v2 import NodeWorkload
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learned import LearnedScorer, load_numpy_model
 from scheduler.model import PodInfo
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 
 NAME = "learned"
+
+WorkloadLookup = Callable[[str], NodeWorkload | None]
 
 
 class LearnedPlugin:
@@ -31,25 +40,30 @@ class LearnedPlugin:
     def __init__(
         self,
         model: str | Path,
-        feature_scorer: HeuristicScorer | None = None,
+        energy: EnergySource | None = None,
+        workload: WorkloadLookup | None = None,
         workloads: Callable[[], Mapping[str, NodeWorkload]] | None = None,
     ) -> None:
-        self.scorer = LearnedScorer(
-            load_numpy_model(model), feature_scorer or HeuristicScorer(), workloads
-        )
+        """`energy`: the plugin the v1 features are computed with (default: a default
+        EnergyPlugin, which the scheduler replaces by its configured one); `workload(name)` or
+        `workloads()` (a mapping by name): the nodes' v2 workloads."""
+        if workload is not None and workloads is not None:
+            raise ValueError("give workload or workloads, not both")
+        source: Any = workloads if workloads is not None else (lambda: workload) if workload else None
+        self.scorer = LearnedScorer(load_numpy_model(model), energy or EnergyPlugin(), source)
 
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
         if len(batch) == 0:
             return np.zeros(0)
-        rows = self.scorer.rows(pod, batch.states, batch.now)
-        return self.scorer.score_rows(rows)[0]
+        return self.scorer.score_rows(self.scorer.batch_rows(pod, batch))[0]
 
 
 def from_args(
-    args: Mapping[str, Any], feature_scorer: HeuristicScorer | None = None
+    args: Mapping[str, Any],
+    energy: EnergySource | None = None,
+    workload: WorkloadLookup | None = None,
 ) -> LearnedPlugin:
     """The plugin from its configuration arguments (`model: PATH`)."""
-    unknown = set(args) - {"model"}
-    if unknown or not isinstance(args.get("model"), str) or not args["model"]:
-        raise ValueError(f"learned plugin: args must be {{model: PATH}}, got {dict(args)}")
-    return LearnedPlugin(args["model"], feature_scorer)
+    if set(args) != {"model"} or not isinstance(args.get("model"), str) or not args["model"]:
+        raise ValueError(f"learned takes args {{model: PATH}}, got {dict(args)!r}")
+    return LearnedPlugin(args["model"], energy, workload)

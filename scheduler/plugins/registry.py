@@ -48,11 +48,14 @@ ENTRY_KEYS = ("name", "weight", "args", "extender")
 
 @dataclass(frozen=True)
 class PluginContext:
-    """What plugins are built from besides their args: the scheduler's energy plugin and the
-    configured power curves (PEAKS fits its models to them)."""
+    """What plugins are built from besides their args: the scheduler's energy plugin, the
+    configured power curves (PEAKS fits its models to them) and, where the scheduler knows
+    them, the nodes' workloads (`workload(name)` → a `NodeWorkload`: the standalone
+    scheduler's cluster cache; `learned` computes its v2 features with both)."""
 
     energy: ScorePlugin | None = None
     curves: Mapping[str, PowerCurve] = field(default_factory=dict)
+    workload: Callable[[str], Any] | None = None
 
 
 def _no_args(name: str, plugin: Callable[[], ScorePlugin]) -> Callable[..., ScorePlugin]:
@@ -107,11 +110,14 @@ def _load_variation(args: Mapping[str, Any], context: PluginContext) -> ScorePlu
 
 
 def _learned(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    from scheduler.plugins.learned import LearnedPlugin
+    """The model's features are computed as in training: with the scheduler's configured energy
+    plugin (the one `KubejouleEnergy` scores with) and the cluster cache's node workloads."""
+    from scheduler.plugins.energy import EnergyPlugin
+    from scheduler.plugins.learned import from_args
 
-    if set(args) != {"model"}:
-        raise ValueError(f"learned takes args {{model: PATH}}, got {dict(args)!r}")
-    return LearnedPlugin(str(args["model"]))
+    if not isinstance(context.energy, EnergyPlugin):
+        raise ValueError("learned: needs the scheduler's energy plugin for its features")
+    return from_args(args, context.energy, context.workload)
 
 
 BUILDERS: dict[str, Callable[[Mapping[str, Any], PluginContext], ScorePlugin]] = {

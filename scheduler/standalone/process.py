@@ -45,7 +45,8 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
 
     api = build_api_client(config)
     scorer = build_scorer(config)  # the decision features' energy inputs…
-    profile = build_profile(config, scorer.energy)  # …from the plugin the profile scores with
+    # …from the plugin the profile scores with; `learned` reads the cluster cache's workloads
+    profile = build_profile(config, scorer.energy, lambda name: scheduler.cache.workload(name))
     store = build_store(config, api)
     metrics = SchedulerMetrics()
     collector = outcomes = None

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.curves import PowerCurve
 from scheduler.features import candidate_matrix, node_features
-from scheduler.features_v2 import V2Features, NodeWorkload, candidate_matrix_v2
+from scheduler.features_v2 import NodeWorkload, V2Features, candidate_matrix_v2
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.scorer import HeuristicScorer
 

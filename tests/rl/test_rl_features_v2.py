@@ -182,3 +182,40 @@ def test_trace_command_writes_a_family(tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["trace", "--out", str(out), "--family", "nope"])
     assert exc.value.code == 2
+
+
+@pytest.fixture(scope="module")
+def reference():
+    import gzip
+    import json
+
+    from tests.helpers.features_cases import FIXTURE
+
+    with gzip.open(FIXTURE, "rt") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_vectorized_rows_equal_the_per_node_builder(reference, seed):
+    """The rows built from the batch's columns equal, bit for bit, what the per-node Python
+    builder gave on random clusters (tests/fixtures/features_rows.json.gz, captured from it by
+    tests/fixtures/make_features_rows.py before the rows were vectorized): v1 and v2 model rows,
+    the collectors' feature dicts (None where unknown) and the shipped models' scores — where
+    telemetry is fresh; elsewhere the learned plugin now scores 0 where it gave 50."""
+    import numpy as np
+
+    from scheduler.learned import UNMEASURED_SCORE
+    from tests.helpers.features_cases import SEEDS, compute, model_scores
+
+    assert seed in SEEDS
+    want = reference[str(seed)]
+    got = compute(seed)
+    for key in ("v2_rows", "v1_rows"):
+        assert [np.asarray(rows, dtype=float).tolist() for rows in got[key]] == want[key], key
+    assert got["v2_features"] == want["v2_features"]
+    assert got["v1_features"] == want["v1_features"]
+    fresh = NODE_FEATURES_V2.index("telemetry_fresh")
+    for model, scores in model_scores(seed).items():
+        for pod_scores, rows, old in zip(scores, want["v2_rows"], want["scores"][model], strict=True):
+            expected = [s if row[fresh] else UNMEASURED_SCORE for s, row in zip(old, rows, strict=True)]
+            assert pod_scores == expected, model

@@ -15,7 +15,7 @@ from scheduler.features import FEATURE_SCHEMA
 from scheduler.features_v2 import FEATURE_SCHEMA_V2
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learned import (
-    NEUTRAL_SCORE,
+    UNMEASURED_SCORE,
     LearnedScorer,
     ModelError,
     ScoreMap,
@@ -100,13 +100,46 @@ def test_a_node_scores_the_same_whatever_the_other_candidates(tmp_path):
         assert {r.node: r.score for r in scorer.score(POD, reordered[::-1], 105.0)} == together
 
 
-def test_stale_or_missing_telemetry_scores_neutral(tmp_path):
+def test_stale_or_missing_telemetry_scores_zero(tmp_path):
     scorer = LearnedScorer(load_numpy_model(write_model(tmp_path / "m.npz")), HeuristicScorer())
     stale = node("stale", sample_time=0.0)
     missing = NodeState(info=NodeInfo("missing", Resources(8000, 2**34, 110)))
     results = scorer.score(POD, [NODES[0], stale, missing], 105.0)
-    assert [(r.score, r.reason) for r in results[1:]] == [(NEUTRAL_SCORE, "stale")] * 2
-    assert results[0].reason == "ok" and results[0].score != NEUTRAL_SCORE
+    assert [(r.score, r.reason) for r in results[1:]] == [(UNMEASURED_SCORE, "stale")] * 2
+    assert UNMEASURED_SCORE == 0.0
+    assert results[0].reason == "ok" and results[0].score > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_measured_twin_is_never_below_its_unmeasured_twin(tmp_path, seed):
+    """Missing data never wins (issue 17 item 5): whatever the model and the pod, a node
+    without fresh telemetry (none, stale, or no utilization) scores at most what its measured
+    twin scores, alone or among other candidates."""
+    rng = np.random.default_rng(seed)
+    path = write_model(tmp_path / "m.npz", seed=seed, kind="mlp" if seed % 2 else "dqn")
+    plugin = LearnedPlugin(path)
+    for _ in range(5):
+        cores = int(rng.choice([2, 8, 32]))
+        u = float(rng.uniform(0, 1))
+        measured = node("twin", cores=cores, utilization=u, sample_time=104.0)
+        assert measured.telemetry is not None
+        unmeasured = [
+            NodeState(info=measured.info, requested=measured.requested, pod_count=2),
+            node("twin", cores=cores, utilization=u, sample_time=104.0 - 3600),
+            NodeState(
+                info=measured.info,
+                requested=measured.requested,
+                telemetry=NodeTelemetry("twin", 104.0, watts=90.0, source="rapl", cores=cores),
+                pod_count=2,
+            ),
+        ]
+        pod = PodInfo("ns", "p", "u", Resources(int(rng.integers(0, 8000)), 2**29, 1))
+        (best,) = plugin.score(pod, CandidateBatch.of([measured], 105.0)).tolist()
+        for other in unmeasured:
+            (score,) = plugin.score(pod, CandidateBatch.of([other], 105.0)).tolist()
+            assert score == UNMEASURED_SCORE <= best
+            together = plugin.score(pod, CandidateBatch.of([other, *NODES, measured], 105.0))
+            assert together[0] == score and together[-1] == best
 
 
 def test_the_plugin_scores_a_batch_as_the_scorer_does(tmp_path):
@@ -280,3 +313,56 @@ def test_a_configured_profile_serves_the_learned_plugin(tmp_path):
     with pytest.raises((ConfigError, ModelError), match="feature schema"):
         other = config_from_dict({"profile": [{"name": "learned", "args": {"model": str(v1)}}]})
         build_profile(other, build_energy_plugin(other))
+
+
+def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
+    """The registry's `learned` entry scores with the scheduler's configured energy plugin (the
+    profile's KubejouleEnergy: consolidation, ΔP_ref) and the cluster cache's node workloads,
+    not a default scorer with every workload unknown."""
+    from scheduler.config import build_profile, build_scorer, config_from_dict
+    from scheduler.features_v2 import NODE_FEATURES_V2, NodeWorkload, rows_v2
+
+    path = write_model(tmp_path / "m.npz")
+    config = config_from_dict(
+        {
+            "scorer": {"delta_p_ref_watts": 222.0, "consolidation": True},
+            "profile": [{"name": "KubejouleEnergy"}, {"name": "learned", "args": {"model": str(path)}}],
+        }
+    )
+    energy = build_scorer(config).energy
+    known = {"a": NodeWorkload(pod_start_times=(50.0, 90.0), job_pods=1, ready_since=0.0)}
+    profile = build_profile(config, energy, known.get)
+    (first, _), (plugin, _) = profile.scores
+    assert first is energy and isinstance(plugin, LearnedPlugin)
+    assert plugin.scorer.feature_scorer is energy
+    batch = CandidateBatch.of(NODES, 105.0)
+    rows = plugin.scorer.batch_rows(POD, batch)
+    column = {name: rows[:, k] for k, name in enumerate(NODE_FEATURES_V2)}
+    assert column["workload_known"].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert column["youngest_pod_age_seconds"][0] == 15.0
+    # ΔP is the configured plugin's (consolidation on), which differs from a default plugin's.
+    assert column["delta_watts"].tolist() == energy.evaluate(POD, batch).delta_watts.tolist()
+    default = rows_v2(POD, batch, HeuristicScorer(), known)
+    assert default[:, NODE_FEATURES_V2.index("delta_watts")].tolist() != column["delta_watts"].tolist()
+    scores = plugin.score(POD, batch)
+    expected = LearnedScorer(load_numpy_model(path), energy, lambda: known).score(POD, NODES, 105.0)
+    assert scores.tolist() == [r.score for r in expected]
+
+
+def test_the_plugin_on_a_kept_batch_scores_as_on_a_new_one(tmp_path):
+    """The standalone scheduler keeps one batch and patches the rows a placement changes: the
+    cached per-node columns follow (the rows equal a new batch's)."""
+    from dataclasses import replace
+
+    plugin = LearnedPlugin(write_model(tmp_path / "m.npz"))
+    kept = CandidateBatch.of(NODES, 105.0)
+    plugin.score(POD, kept)
+    placed = replace(NODES[2], requested=Resources(2500, 2**30, 1), pod_count=1,
+                     cpu_since_sample_cores=0.5)
+    kept.update([2], [placed])
+    now = [*NODES[:2], placed, NODES[3]]
+    later = kept.at(110.0)
+    assert plugin.score(POD, later).tolist() == plugin.score(POD, CandidateBatch.of(now, 110.0)).tolist()
+    assert (plugin.scorer.batch_rows(POD, later) == plugin.scorer.rows(POD, now, 110.0)).all()
+    sub = later.take([3, 2])
+    assert plugin.score(POD, sub).tolist() == plugin.score(POD, later).tolist()[::-1][:2]
