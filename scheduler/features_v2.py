@@ -86,8 +86,13 @@ class NodeWorkload:
 
 
 # What rows_v2() accepts as the nodes' workloads: a mapping by node name, a function of the
-# name (the cluster cache's `workload`), or None (every workload unknown).
-Workloads = Mapping[str, NodeWorkload] | Callable[[str], NodeWorkload | None] | None
+# name (the cluster cache's `workload`), a list in the batch's row order, or None (unknown).
+Workloads = (
+    Mapping[str, NodeWorkload]
+    | Callable[[str], NodeWorkload | None]
+    | list[NodeWorkload | None]
+    | None
+)
 
 # A workload's time-independent values: newest and oldest start, Job share, ready time, window.
 _WORKLOAD_VALUES = ("newest", "oldest", "job_share", "ready_since", "window")
@@ -156,12 +161,15 @@ def pod_features_v2(pod: PodInfo) -> Features:
     return features
 
 
-def _lookup(workloads: Workloads) -> Callable[[str], NodeWorkload | None]:
+def _found(workloads: Workloads, names: Sequence[str]) -> list[NodeWorkload | None]:
+    if isinstance(workloads, list):
+        if len(workloads) != len(names):
+            raise ValueError(f"{len(workloads)} workloads for {len(names)} candidates")
+        return workloads
     if workloads is None:
-        return lambda name: None
-    if isinstance(workloads, Mapping):
-        return workloads.get
-    return workloads
+        return [None] * len(names)
+    lookup = workloads.get if isinstance(workloads, Mapping) else workloads
+    return list(map(lookup, names))
 
 
 def node_columns_v2(
@@ -174,7 +182,7 @@ def node_columns_v2(
     """Every candidate's v2 node features as columns (NaN where unknown): node_columns() and
     the workload columns of each node's workload (looked up by name)."""
     columns = node_columns(pod, batch, scorer, scores)
-    found = list(map(_lookup(workloads), batch.names))
+    found = _found(workloads, batch.names)
     columns.update(workload_columns(found, batch.now, node_values(energy_plugin(scorer))))
     return columns
 

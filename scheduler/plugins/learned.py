@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from scheduler.features import EnergySource
-from scheduler.features_v2 import NodeWorkload
+from scheduler.features_v2 import NodeWorkload, rows_v2
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learned import LearnedScorer, load_numpy_model
-from scheduler.model import PodInfo
+from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 
 NAME = "learned"
@@ -49,13 +49,38 @@ class LearnedPlugin:
         `workloads()` (a mapping by name): the nodes' v2 workloads."""
         if workload is not None and workloads is not None:
             raise ValueError("give workload or workloads, not both")
-        source: Any = workloads if workloads is not None else (lambda: workload) if workload else None
-        self.scorer = LearnedScorer(load_numpy_model(model), energy or EnergyPlugin(), source)
+        self.scorer = LearnedScorer(load_numpy_model(model), energy or EnergyPlugin(), workloads)
+        self.workload = workload
+        # name → (the NodeState it was read for, its workload): see _workloads()
+        self._read: dict[str, tuple[NodeState, NodeWorkload | None]] = {}
+
+    def _workloads(self, batch: CandidateBatch) -> list[NodeWorkload | None]:
+        """`workload(name)` of every candidate, read again only for nodes whose NodeState is
+        not the one it was read for: the cluster cache writes a new state for a node whenever
+        a pod is placed on or removed from it, and a new NodeInfo when its spec (taints)
+        changes, which is all a workload is made of (its ages are computed from `now`)."""
+        assert self.workload is not None
+        read, lookup = self._read, self.workload
+        if len(read) > 4 * len(batch) + 1024:
+            read.clear()  # nodes that left the cluster
+        found: list[NodeWorkload | None] = []
+        for name, state in zip(batch.names, batch.states, strict=True):
+            entry = read.get(name)
+            if entry is None or entry[0] is not state:
+                entry = read[name] = (state, lookup(name))
+            found.append(entry[1])
+        return found
+
+    def rows(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+        """The v2 rows of every candidate, as the model sees them."""
+        if self.workload is not None:
+            return rows_v2(pod, batch, self.scorer.feature_scorer, self._workloads(batch))
+        return self.scorer.batch_rows(pod, batch)
 
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
         if len(batch) == 0:
             return np.zeros(0)
-        return self.scorer.score_rows(self.scorer.batch_rows(pod, batch))[0]
+        return self.scorer.score_rows(self.rows(pod, batch))[0]
 
 
 def from_args(

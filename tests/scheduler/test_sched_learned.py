@@ -336,7 +336,7 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     assert first is energy and isinstance(plugin, LearnedPlugin)
     assert plugin.scorer.feature_scorer is energy
     batch = CandidateBatch.of(NODES, 105.0)
-    rows = plugin.scorer.batch_rows(POD, batch)
+    rows = plugin.rows(POD, batch)
     column = {name: rows[:, k] for k, name in enumerate(NODE_FEATURES_V2)}
     assert column["workload_known"].tolist() == [1.0, 0.0, 0.0, 0.0]
     assert column["youngest_pod_age_seconds"][0] == 15.0
@@ -366,3 +366,29 @@ def test_the_plugin_on_a_kept_batch_scores_as_on_a_new_one(tmp_path):
     assert (plugin.scorer.batch_rows(POD, later) == plugin.scorer.rows(POD, now, 110.0)).all()
     sub = later.take([3, 2])
     assert plugin.score(POD, sub).tolist() == plugin.score(POD, later).tolist()[::-1][:2]
+
+
+def test_the_cluster_cache_workloads_are_read_again_only_for_changed_nodes(tmp_path):
+    from dataclasses import replace
+
+    from scheduler.features_v2 import NodeWorkload
+
+    known = {n.info.name: NodeWorkload(pod_start_times=(float(i),)) for i, n in enumerate(NODES)}
+    reads: list[str] = []
+
+    def workload(name):
+        reads.append(name)
+        return known[name]
+
+    path = write_model(tmp_path / "m.npz")
+    plugin = LearnedPlugin(path, workload=workload)
+    by_mapping = LearnedPlugin(path, workloads=lambda: known)
+    batch = CandidateBatch.of(NODES, 105.0)
+    assert plugin.score(POD, batch).tolist() == by_mapping.score(POD, batch).tolist()
+    assert plugin.score(POD, batch.at(106.0)).tolist() == by_mapping.score(POD, batch.at(106.0)).tolist()
+    assert sorted(reads) == ["a", "b", "c", "d"]  # once each while the states stay the same
+    known["c"] = NodeWorkload(pod_start_times=(100.0, 104.0), job_pods=2)
+    placed = replace(NODES[2], pod_count=2)
+    batch.update([2], [placed])
+    assert plugin.score(POD, batch).tolist() == by_mapping.score(POD, batch).tolist()
+    assert reads[4:] == ["c"]
