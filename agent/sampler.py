@@ -42,7 +42,8 @@ from agent.baselines import (
     check_elapsed,
     interval_cpu,
 )
-from agent.cgroups import CgroupReading, KeptUsageFiles, process_pod, read_cgroups
+from agent.cgroupfs import KeptUsageFiles, process_pod
+from agent.cgroups import CgroupReading, read_cgroups
 from agent.energy import ImplausibleError
 from agent.hostfs import HostFS
 from agent.processes import ProcessReader, ProcStat

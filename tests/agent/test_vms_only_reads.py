@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cgroups import CgroupLayout, process_pod
+from agent.cgroupfs import process_pod
+from agent.cgroups import CgroupLayout
 from agent.hostfs import HostFS
 from agent.processes import ProcessReader
 from agent.sampler import Sampler
@@ -266,7 +267,8 @@ def test_kept_usage_descriptors_read_fresh_values_and_let_go_of_removed_cgroups(
     and its descriptor is closed; plain files (fixture trees) are never kept."""
     import sys
 
-    from agent.cgroups import KeptUsageFiles, parse_usage_seconds
+    from agent.cgroupfs import KeptUsageFiles
+    from agent.cgroups import parse_usage_seconds
 
     plain = tmp_path / "cpu.stat"
     plain.write_text("usage_usec 5\n")
