@@ -61,7 +61,8 @@ def parse_proc_stat(text: str, ticks_per_second: int | None = None) -> CpuTimes:
                     f"the 'cpu' line of /proc/stat has {len(fields)} fields, fewer than the {len(_FIELDS)} "
                     f"({' '.join(_FIELDS)}) every kernel since 2.6.11 writes"
                 )
-            bad = [f for f in fields if not f.isdigit()]  # isdigit: no sign, no '.', no 'inf'/'nan'
+            # ASCII digits only: no sign, no '.', no 'inf'/'nan', no other script's digits
+            bad = [f for f in fields if not (f.isascii() and f.isdigit())]
             if bad:
                 raise ValueError(f"the 'cpu' line of /proc/stat has a field that is not a tick count: {bad[0][:40]!r}")
             total = [int(v) / ticks for v in fields]

@@ -136,10 +136,10 @@ def _read_int(fs: HostFS, path: Path) -> int:
     text = fs.read_text(path).strip()
     if not text:
         raise ValueError(f"{path.name} is empty")
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{path.name} is not a number: {text[:40]!r}") from None
+    digits = text[1:] if text.startswith("-") else text
+    if not (digits.isascii() and digits.isdigit()):  # as the kernel writes it: no '+', '_' or other digits
+        raise ValueError(f"{path.name} is not a number: {text[:40]!r}")
+    value = int(text)
     if value < 0:
         raise ValueError(f"{path.name} is negative: {value}")
     return value

@@ -121,6 +121,10 @@ CORPUS: dict[str, Case] = {
     "counter-garbage": Case(text(f"{RAPL}/energy_uj", "12a4\n"), "zone intel-rapl:0", ("unreadable",), False),
     "counter-empty": Case(text(f"{RAPL}/energy_uj", ""), "zone intel-rapl:0", ("unreadable",), False),
     "counter-negative": Case(text(f"{RAPL}/energy_uj", "-5\n"), "zone intel-rapl:0", ("unreadable",), False),
+    "counter-other-digits": Case(text(f"{RAPL}/energy_uj", "١٠٥٠٠٠٠٠٠٠\n"), "zone intel-rapl:0", ("unreadable",),
+                                 False),  # Arabic-Indic digits: int() would take them
+    "counter-underscores": Case(text(f"{RAPL}/energy_uj", "1_050_000_000\n"), "zone intel-rapl:0",
+                                ("unreadable",), False),
     "counter-unreadable": Case(mode_000(f"{RAPL}/energy_uj"), "zone intel-rapl:0", ("unreadable",), False,
                                (f"{RAPL}/energy_uj",)),
     "dram-counter-above-max-range": Case(text(f"{DRAM}/energy_uj", f"{10 ** 15}\n"), "zone intel-rapl:0:1",
@@ -140,6 +144,7 @@ CORPUS: dict[str, Case] = {
     "proc-stat-nan": Case(stat_fields("10300 0 nan 100400 0 0 0 0 0 0"), "cpu", ("unreadable",), True),
     "proc-stat-negative": Case(stat_fields("10300 -5 5100 100400 0 0 0 0 0 0"), "cpu", ("unreadable",), True),
     "proc-stat-missing-fields": Case(stat_fields("10300 0 5100"), "cpu", ("unreadable",), True),
+    "proc-stat-other-digits": Case(stat_fields("١٠٣٠٠ 0 5100 100400 0 0 0 0 0 0"), "cpu", ("unreadable",), True),
     "proc-stat-backwards": Case(stat_fields("9000 0 5100 100400 0 0 0 0 0 0"), "cpu", ("implausible",), True),
     "proc-stat-empty": Case(text("proc/stat", ""), "cpu", ("unreadable",), True),
     "proc-stat-unreadable": Case(mode_000("proc/stat"), "cpu", ("unreadable",), True, ("proc/stat",)),
