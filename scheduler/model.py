@@ -585,8 +585,9 @@ class NodeState:
         return self.pod_count - self.daemon_pod_count <= 0
 
 
-# The score every node gets where a scorer must not express a preference (shadow mode; the
-# learned scorer without fresh telemetry), on the 0–100 scale.
+# The score every node gets where a scorer must not express a preference (shadow mode), on the
+# 0–100 scale. (A node without fresh telemetry gets no neutral score: docs/scheduler.md,
+# "Missing telemetry never wins".)
 NEUTRAL_SCORE = 50.0
 
 # Why a score is or is not from fresh telemetry (ScoreResult.reason); batch scores carry them
