@@ -38,7 +38,6 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,24 +116,23 @@ def _cluster(size: int) -> tuple[list[NodeState], dict[str, NodeWorkload]]:
     return states, workloads
 
 
-def _refreshed(states: list[NodeState], count: int) -> Iterator[list[NodeState]]:
-    """`count` (+1 for the warm call) new samples of every node, made before timing starts."""
+def _refreshed(states: list[NodeState], k: int) -> list[NodeState]:
+    """Every node's telemetry re-sampled (new NodeStates), made before its timed call."""
     made = []
-    for k in range(count + 1):
-        batch = []
-        for s in states:
-            assert s.telemetry is not None
-            batch.append(replace(s, telemetry=replace(s.telemetry, sample_time=NOW + 0.001 * (k + 1))))
-        made.append(batch)
-    return iter(made)
+    for s in states:
+        assert s.telemetry is not None
+        made.append(replace(s, telemetry=replace(s.telemetry, sample_time=NOW + 0.001 * k)))
+    return made
 
 
-def _times(call, repeats: int) -> dict[str, float]:
-    call()  # warm: imports, caches, the first batch's derived columns
+def _times(call, repeats: int, prepare=None) -> dict[str, float]:
+    """`call(prepare(k))` timed `repeats` times (`prepare`, untimed: its argument, if any)."""
+    call(prepare(0) if prepare else None)  # warm: imports, caches, the first batch's columns
     samples, cpu = [], []
-    for _ in range(repeats):
+    for k in range(repeats):
+        arg = prepare(k + 1) if prepare else None
         started, started_cpu = time.perf_counter(), time.thread_time()
-        call()
+        call(arg)
         samples.append((time.perf_counter() - started) * 1000.0)
         cpu.append((time.thread_time() - started_cpu) * 1000.0)
     a = np.asarray(samples)
@@ -167,23 +165,23 @@ def measure(model: Path, repeats: int) -> dict[str, object]:
             energy.observe(state.telemetry)
         rows = learned.scorer.rows(pod, states, NOW)
 
-        def forward(rows: np.ndarray = rows, learned: LearnedPlugin = learned) -> None:
+        def forward(_: object, rows: np.ndarray = rows, learned: LearnedPlugin = learned) -> None:
             learned.scorer.model.scores(rows)
 
         timed: dict[str, dict[str, float]] = {}
         for what, plugin in (("learned plugin", learned), ("energy plugin (heuristic)", energy)):
             kept = CandidateBatch.of(states, NOW)
             plugin.score(pod, kept)
-            refreshed = _refreshed(states, repeats + 1)
             timed[f"{what}, next pod"] = _times(
-                lambda p=plugin, b=kept: p.score(pod, b.at(NOW)), repeats
+                lambda _, p=plugin, b=kept: p.score(pod, b.at(NOW)), repeats
             )
             timed[f"{what}, new batch"] = _times(
-                lambda p=plugin, s=states: p.score(pod, CandidateBatch.of(s, NOW)), repeats
+                lambda _, p=plugin, s=states: p.score(pod, CandidateBatch.of(s, NOW)), repeats
             )
             timed[f"{what}, after refresh"] = _times(
-                lambda p=plugin, r=refreshed: p.score(pod, CandidateBatch.of(next(r), NOW)),
+                lambda fresh, p=plugin: p.score(pod, CandidateBatch.of(fresh, NOW)),
                 repeats,
+                lambda k, s=states: _refreshed(s, k),
             )
         timed["forward pass only"] = _times(forward, repeats)
         results["sizes"][str(size)] = timed  # type: ignore[index]
