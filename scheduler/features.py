@@ -163,10 +163,17 @@ class _NodeValues:
     per fitted line, for nodes whose curve is the line fitted to their history)."""
 
     def __init__(self, energy: EnergyPlugin) -> None:
-        self.energy = energy
+        # weakly: the cache is the value of a WeakKeyDictionary keyed by the plugin
+        self._energy = weakref.ref(energy)
         self._rows: dict[str, tuple[NodeState, object, tuple[float, ...]]] = {}
         self._ends: dict[int, tuple[PowerCurve, float, float]] = {}  # id → curve, P(0), P(1)
         self.last_workloads: tuple[list[object], dict[str, np.ndarray]] | None = None
+
+    @property
+    def energy(self) -> EnergyPlugin:
+        energy = self._energy()
+        assert energy is not None, "the energy plugin is gone"
+        return energy
 
     def row(self, node: NodeState) -> tuple[float, ...]:
         name = node.info.name

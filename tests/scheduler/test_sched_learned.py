@@ -392,3 +392,20 @@ def test_the_cluster_cache_workloads_are_read_again_only_for_changed_nodes(tmp_p
     batch.update([2], [placed])
     assert plugin.score(POD, batch).tolist() == by_mapping.score(POD, batch).tolist()
     assert reads[4:] == ["c"]
+
+
+def test_the_feature_cache_does_not_keep_energy_plugins_alive():
+    """The per-node value cache is kept per energy plugin, weakly: the simulator and training
+    make a plugin per run, and none may outlive its run through the cache."""
+    import gc
+    import weakref
+
+    from scheduler.features import node_features
+    from scheduler.plugins.energy import EnergyPlugin
+
+    energy = EnergyPlugin()
+    assert node_features(POD, NODES[0], 105.0, energy)["curve_known"] == 1.0
+    gone = weakref.ref(energy)
+    del energy
+    gc.collect()
+    assert gone() is None
