@@ -175,19 +175,19 @@ class _NodeValues:
         assert energy is not None, "the energy plugin is gone"
         return energy
 
-    def row(self, node: NodeState) -> tuple[float, ...]:
+    def row(self, node: NodeState, energy: EnergyPlugin) -> tuple[float, ...]:
         name = node.info.name
         entry = self._rows.get(name)
         if entry is not None and entry[0] is node and (
-            entry[1] is _NO_CHECK or entry[1] is self.energy.fitted(name)
+            entry[1] is _NO_CHECK or entry[1] is energy.fitted(name)
         ):
             return entry[2]
         telemetry = node.telemetry
         cores = (telemetry.cores if telemetry is not None else None) or node.info.cpu_cores or None
-        found = self.energy.curve_for(name, telemetry)
+        found = energy.curve_for(name, telemetry)
         check = _NO_CHECK
         if found is None or found[1] == CURVE_FROM_FIT:
-            check = self.energy.fitted(name)  # the curve changes when the fit does
+            check = energy.fitted(name)  # the curve changes when the fit does
         idle = top = _NAN
         if found is not None:
             ends = self._ends.get(id(found[0]))
@@ -213,7 +213,8 @@ class _NodeValues:
         return values
 
     def columns(self, states: Sequence[NodeState]) -> dict[str, np.ndarray]:
-        table = np.array([self.row(s) for s in states], dtype=np.float64).reshape(
+        energy, row = self.energy, self.row
+        table = np.array([row(s, energy) for s in states], dtype=np.float64).reshape(
             len(states), len(_VALUE_NAMES)
         )
         return {name: table[:, k].copy() for k, name in enumerate(_VALUE_NAMES)}
