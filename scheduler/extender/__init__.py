@@ -1,7 +1,7 @@
 """kube-scheduler extender (v1 JSON) serving the energy scorer: `POST /filter`, `POST /prioritize`.
 
 * `wire` — kube-scheduler's extender/v1 JSON: request parsing, the HostPriorityList encoder;
-* `decisions` — one `Decision` per call, recorders, the recommendation;
+* `decisions` — one `ExtenderCall` per call (what the decision log records of it), recorders, the recommendation;
 * `state` — node states from the TelemetryStore (and the cluster view), the prepared batch;
 * `caps` — power caps (`/filter`);
 * `metrics` — the extender's Prometheus metrics;
@@ -11,12 +11,12 @@
 
 from scheduler.extender.app import create_app
 from scheduler.extender.core import MODE_ACTIVE, MODE_SHADOW, Extender
-from scheduler.extender.decisions import Decision, DecisionRecorder, MemoryRecorder
+from scheduler.extender.decisions import DecisionRecorder, ExtenderCall, MemoryRecorder
 
 __all__ = [
     "MODE_ACTIVE",
     "MODE_SHADOW",
-    "Decision",
+    "ExtenderCall",
     "DecisionRecorder",
     "Extender",
     "MemoryRecorder",

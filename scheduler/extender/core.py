@@ -18,8 +18,8 @@ import numpy as np
 
 from scheduler.extender.caps import over_caps
 from scheduler.extender.decisions import (
-    Decision,
     DecisionRecorder,
+    ExtenderCall,
     MemoryRecorder,
     recommend_batch,
 )
@@ -142,7 +142,7 @@ class Extender:
             return states
 
         self._record(
-            Decision("prioritize", self.mode, now, pod, nodes, lambda: scores.results(names), recommended)
+            ExtenderCall("prioritize", self.mode, now, pod, nodes, lambda: scores.results(names), recommended)
         )
         if self.mode == MODE_SHADOW:
             return HostPriorityList(names, [to_extender_score(NEUTRAL_SCORE)] * len(names))
@@ -160,7 +160,7 @@ class Extender:
         )
         if failed:
             self.metrics.filtered.labels(self.mode).inc(len(failed))
-        self._record(Decision("filter", self.mode, now, args.pod, tuple(nodes), (), None, failed))
+        self._record(ExtenderCall("filter", self.mode, now, args.pod, tuple(nodes), (), None, failed))
         if self.mode == MODE_SHADOW:
             failed = {}
         result: dict[str, Any] = {
@@ -186,7 +186,7 @@ class Extender:
             }
         return result
 
-    def _record(self, decision: Decision) -> None:
+    def _record(self, decision: ExtenderCall) -> None:
         try:
             self.recorder.record(decision)
         except Exception:  # recording must never fail a scheduling request

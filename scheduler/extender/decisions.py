@@ -1,4 +1,4 @@
-"""What the extender would have chosen: one `Decision` per call, and where decisions go."""
+"""What the extender would have chosen: one `ExtenderCall` per call (what the decision log records of it), and where decisions go."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from scheduler.scorer import REASON_OK, REASONS, BatchScores
 log = logging.getLogger(__name__)
 
 
-class Decision:
+class ExtenderCall:
     """One extender call as the decision collector needs it.
 
     `nodes` and `results` may be built lazily (large batches): the first access pays for them,
@@ -63,7 +63,7 @@ class DecisionRecorder(Protocol):
     hands the request a `Pending` write to wait for, see `awaiting_writes`).
     A recorder with a `stats()` method (counts by name) gets them exported in /metrics."""
 
-    def record(self, decision: Decision) -> None: ...
+    def record(self, decision: ExtenderCall) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,9 @@ class MemoryRecorder:
     """Keeps the last `size` decisions in memory and logs each recommendation."""
 
     def __init__(self, size: int = 1000) -> None:
-        self.decisions: deque[Decision] = deque(maxlen=size)
+        self.decisions: deque[ExtenderCall] = deque(maxlen=size)
 
-    def record(self, decision: Decision) -> None:
+    def record(self, decision: ExtenderCall) -> None:
         self.decisions.append(decision)
         if decision.verb == "prioritize":
             log.info(

@@ -11,7 +11,7 @@ from typing import Any
 
 from scheduler.background import BackgroundQueue
 from scheduler.collector import CandidateRecord, DecisionCollector
-from scheduler.extender.decisions import Decision, Pending, expect_write
+from scheduler.extender.decisions import ExtenderCall, Pending, expect_write
 from scheduler.model import PodInfo
 
 log = logging.getLogger(__name__)
@@ -54,11 +54,11 @@ class ExtenderRecorder:
         self.scorer = scorer
         self.write_wait_seconds = write_wait_seconds
         self.late = 0
-        self._worker: BackgroundQueue[tuple[Decision, Future[bool], float]] = BackgroundQueue(
+        self._worker: BackgroundQueue[tuple[ExtenderCall, Future[bool], float]] = BackgroundQueue(
             "decision-recorder", queue_size, self._record, self._failed
         )
 
-    def record(self, decision: Decision) -> None:
+    def record(self, decision: ExtenderCall) -> None:
         """On the request path: forward to `also`, enqueue, announce the pending line."""
         if self.also is not None:
             self.also.record(decision)
@@ -97,7 +97,7 @@ class ExtenderRecorder:
         are dropped. Close the collector after this."""
         self._worker.stop(timeout_seconds)
 
-    def _record(self, item: tuple[Decision, Future[bool], float]) -> None:
+    def _record(self, item: tuple[ExtenderCall, Future[bool], float]) -> None:
         decision, written, queued_at = item
         try:
             self._write(decision)
@@ -108,7 +108,7 @@ class ExtenderRecorder:
             self.late += 1
         written.set_result(True)
 
-    def _write(self, decision: Decision) -> None:
+    def _write(self, decision: ExtenderCall) -> None:
         wall = float(decision.wall_time)
         results = sorted(decision.results, key=lambda r: (-r.score, r.node))
         limit = self.collector.config.max_candidates

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agent.curves import PowerCurve
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
-from scheduler.extender.decisions import Decision, MemoryRecorder
+from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
 from scheduler.extender.wire import ExtenderArgs, json_response, parse_args, to_extender_score
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.scorer import HeuristicScorer
@@ -133,9 +133,9 @@ def telemetry() -> dict[str, NodeSample]:
 
 class Recorder:
     def __init__(self) -> None:
-        self.decisions: list[Decision] = []
+        self.decisions: list[ExtenderCall] = []
 
-    def record(self, decision: Decision) -> None:
+    def record(self, decision: ExtenderCall) -> None:
         self.decisions.append(decision)
 
 
@@ -399,7 +399,7 @@ def test_wrong_method(active: tuple[Extender, TestClient]) -> None:
 
 def test_a_failing_recorder_does_not_fail_the_request() -> None:
     class Broken:
-        def record(self, decision: Decision) -> None:
+        def record(self, decision: ExtenderCall) -> None:
             raise OSError("disk full")
 
     extender = make_extender(recorder=Broken())

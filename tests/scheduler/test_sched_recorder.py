@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from scheduler.collector import CollectorConfig, DecisionCollector, read_records
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
-from scheduler.extender.decisions import Decision, MemoryRecorder
+from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
 from scheduler.extender.recorder import ExtenderRecorder
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
 from scheduler.scorer import HeuristicScorer
@@ -123,8 +123,8 @@ def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: 
     nodes = [NodeState(NodeInfo("a", Resources(8000)))]
     results = [ScoreResult("a", 80.0, 4.0)]
 
-    def decision(wall: float) -> Decision:
-        return Decision("prioritize", "shadow", wall, pod, nodes, results, "a")
+    def decision(wall: float) -> ExtenderCall:
+        return ExtenderCall("prioritize", "shadow", wall, pod, nodes, results, "a")
 
     for wall in (1.0, 2.0, 3.0):
         recorder.record(decision(wall))
@@ -151,7 +151,7 @@ def test_a_failing_record_is_counted_and_the_thread_goes_on(tmp_path: Path) -> N
     pod = PodInfo.from_k8s(_pod("p"))
     nodes = [NodeState(NodeInfo("a", Resources(8000)))]
     for wall in (1.0, 2.0):
-        recorder.record(Decision("prioritize", "shadow", wall, pod, nodes, [ScoreResult("a", 80.0)], "a"))
+        recorder.record(ExtenderCall("prioritize", "shadow", wall, pod, nodes, [ScoreResult("a", 80.0)], "a"))
     recorder.close()
     collector.close()
     records, _ = read_records(tmp_path / "d.jsonl")

@@ -281,7 +281,7 @@ def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
 
 
 def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
-    from scheduler.extender.decisions import Decision, MemoryRecorder
+    from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
     from scheduler.extender.recorder import ExtenderRecorder
     from scheduler.model import NodeInfo, NodeState, Resources, ScoreResult
 
@@ -303,7 +303,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
         ScoreResult("n2", 50.0, None, "stale"),
     ]
     recorder.record(
-        Decision(
+        ExtenderCall(
             verb="prioritize",
             mode="shadow",
             wall_time=100.0,
@@ -314,7 +314,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
         )
     )
     recorder.record(
-        Decision(
+        ExtenderCall(
             verb="filter",
             mode="shadow",
             wall_time=101.0,
