@@ -370,11 +370,21 @@ fi
 
 done_intervals=0
 while [ "$STOP" = 0 ] && { [ "$intervals" -lt 0 ] || [ "$done_intervals" -lt "$intervals" ]; }; do
-    if ! "$SLEEP_CMD" "$INTERVAL_SECONDS" && [ "$STOP" = 0 ]; then
+    # The wait runs in the background so that a signal ends the wait at once. A foreground
+    # sleep is not enough: bash drops a SIGINT that arrives while a foreground command is
+    # exiting normally (its "wait and cooperative exit" rule), so a Ctrl-C could be lost.
+    "$SLEEP_CMD" "$INTERVAL_SECONDS" &
+    sleeper=$!
+    if wait "$sleeper"; then sleep_status=0; else sleep_status=$?; fi
+    if [ "$STOP" != 0 ]; then
+        kill "$sleeper" 2>/dev/null || true
+        wait "$sleeper" 2>/dev/null || true
+        break
+    fi
+    if [ "$sleep_status" != 0 ]; then
         echo "kvm_power_monitor: '$SLEEP_CMD $INTERVAL_SECONDS' failed" >&2
         exit 1
     fi
-    [ "$STOP" = 0 ] || break
     sample
     print_interval
     remember
