@@ -31,7 +31,7 @@ from gymnasium import spaces
 
 from rl.policies import KubeDefaultPolicy, heuristic_scorer
 from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import Decision, PowerOffModel, Simulation
+from rl.simulator import PlacementRequest, PowerOffModel, Simulation
 from scheduler.features import FEATURE_SCHEMA, candidate_matrix
 
 # Every v1 feature is far below this (watts of one server, ages capped at 3,600 s, ≤ 110 pods);
@@ -77,7 +77,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
         self.action_space = spaces.Discrete(len(self.nodes))
         self._names = [n.name for n in self.nodes]
         self._sim: Simulation | None = None
-        self._decision: Decision | None = None
+        self._decision: PlacementRequest | None = None
         self._scorer = heuristic_scorer(self.nodes, power_off)
         self._fallback = KubeDefaultPolicy()
         self._energy_mark = 0.0

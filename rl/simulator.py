@@ -197,7 +197,7 @@ class SimResult:
 
 
 @dataclass(frozen=True)
-class Decision:
+class PlacementRequest:
     """A pod waiting to be placed, and the feasible nodes (as the scheduler would see them)."""
 
     pod: PodSpec
@@ -256,7 +256,7 @@ class Simulation:
         self.pending_pod_seconds = 0.0
         self._outcomes: list[PodOutcome] = []
         self._done = 0
-        self._pending_decision: Decision | None = None
+        self._pending_decision: PlacementRequest | None = None
         self._finished = False
         self._boots = 0
         self.scale_ups = 0
@@ -554,7 +554,7 @@ class Simulation:
     def power_state(self, name: str) -> str:
         return self._by_name[name].state
 
-    def next_decision(self) -> Decision | None:
+    def next_decision(self) -> PlacementRequest | None:
         """Run events until a pod needs placing; None when the run is over."""
         if self._pending_decision is not None:
             return self._pending_decision
@@ -564,7 +564,7 @@ class Simulation:
                 info = self._infos[index]
                 feasible = filter_nodes(info, self.candidate_states()).feasible
                 if feasible:
-                    self._pending_decision = Decision(
+                    self._pending_decision = PlacementRequest(
                         self.pods[index], info, tuple(feasible), self.now
                     )
                     return self._pending_decision

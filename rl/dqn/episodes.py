@@ -31,7 +31,7 @@ from rl.scenario import (
     load_daemonsets,
     scenario_path,
 )
-from rl.simulator import Decision, PowerOffModel, Simulation
+from rl.simulator import PlacementRequest, PowerOffModel, Simulation
 from rl.tracegen import FAMILIES
 from scheduler.features_v2 import candidate_matrix_v2
 from scheduler.scorer import HeuristicScorer
@@ -111,7 +111,7 @@ class Episode:
         )
         self.scorer: HeuristicScorer = heuristic_scorer(nodes, cluster.policy_power_off())
         self.reward = reward
-        self.decision: Decision | None = self.sim.next_decision()
+        self.decision: PlacementRequest | None = self.sim.next_decision()
 
     def rows(self) -> np.ndarray:
         """Feature rows (feasible × width) of the pending decision."""
