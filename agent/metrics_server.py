@@ -17,9 +17,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
+from agent.kubetime import parse_timestamp
 from agent.podmeta import PodMeta
 from agent.quantity import parse_quantity
 from agent.snapshot import Snapshot
@@ -39,16 +39,6 @@ def parse_duration_seconds(text: str | None) -> float | None:
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
     return sum(float(n) * units[u] for n, u in parts)
-
-
-def parse_timestamp(text: str | None) -> float | None:
-    """RFC 3339 ("2024-05-01T10:00:00Z") as Unix seconds; None when absent or unreadable."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from agent.kubetime import parse_timestamp
 from scheduler.features_v2 import NodeWorkload
 from scheduler.model import (
     NodeInfo,
@@ -51,25 +51,15 @@ def _name(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def parse_time(value: Any) -> float | None:
-    """An RFC 3339 timestamp ("2024-05-01T10:00:00Z") as epoch seconds, None if absent/bad."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def placed_time(pod: Mapping[str, Any]) -> float:
     """When a pod we did not place ourselves was placed: its PodScheduled condition's
     transition time, else its creation time, else 0 (long ago)."""
     for condition in (pod.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-            t = parse_time(condition.get("lastTransitionTime"))
+            t = parse_timestamp(condition.get("lastTransitionTime"))
             if t is not None:
                 return t
-    return parse_time((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
+    return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
 
 
 @dataclass
@@ -179,8 +169,8 @@ class ClusterCache:
     def workload(self, node: str) -> NodeWorkload:
         """The node's workload for feature schema v2: placement times and Job share of its pods
         other than DaemonSet and mirror pods; in the scale-down window when cluster-autoscaler
-        has marked it a deletion candidate (its soft taint). The ready time is not read from
-        the Node's conditions (None: unknown)."""
+        has marked it a deletion candidate (its soft taint); ready since its Ready condition's
+        last transition to True (None: unknown)."""
         with self._lock:
             pods = [
                 p for p in self._by_node.get(node, {}).values() if not is_node_daemon_pod(p.info)
@@ -189,7 +179,7 @@ class ClusterCache:
         return NodeWorkload(
             pod_start_times=tuple(p.placed_at for p in pods),
             job_pods=sum(1 for p in pods if p.info.owner_kind == "Job"),
-            ready_since=None,
+            ready_since=info.ready_since if info is not None else None,
             in_scale_down_window=info is not None
             and any(t.key == SCALE_DOWN_CANDIDATE_TAINT for t in info.taints),
         )

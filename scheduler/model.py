@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent.kubetime import parse_timestamp
 from agent.quantity import quantity_units
 
 # -- reading Kubernetes JSON -----------------------------------------------------------------------
@@ -488,6 +489,8 @@ class NodeInfo:
     unschedulable: bool = False
     # status.capacity (TargetLoadPacking and PEAKS divide by it); None = same as allocatable.
     capacity: Resources | None = None
+    # When the Ready condition last became True (epoch seconds); None: not ready or unknown.
+    ready_since: float | None = None
 
     @property
     def cpu_capacity_millicores(self) -> int:
@@ -509,11 +512,14 @@ class NodeInfo:
         spec = _object(node.get("spec"), "spec")
         status = _object(node.get("status"), "status")
         conditions = _objects(status.get("conditions"), "status.conditions")
-        ready = any(
-            _text(c.get("type"), f"{path}.type") == "Ready"
-            and _text(c.get("status"), f"{path}.status") == "True"
+        ready_conditions = [
+            c
             for path, c in conditions
-        )
+            if _text(c.get("type"), f"{path}.type") == "Ready"
+            and _text(c.get("status"), f"{path}.status") == "True"
+        ]
+        ready = bool(ready_conditions)
+        ready_since = parse_timestamp(ready_conditions[0].get("lastTransitionTime")) if ready else None
         # A node with no conditions at all (as in some extender payloads) is taken as ready.
         if not conditions:
             ready = True
@@ -542,6 +548,7 @@ class NodeInfo:
                 if status.get("capacity")
                 else None
             ),
+            ready_since=ready_since,
         )
 
 

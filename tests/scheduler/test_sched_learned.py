@@ -193,7 +193,15 @@ def test_the_cluster_cache_gives_v2_workloads():
         [
             {
                 "metadata": {"name": "n1"},
-                "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}},
+                "status": {
+                    "allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"},
+                    "conditions": [
+                        {"type": "MemoryPressure", "status": "False",
+                         "lastTransitionTime": "2023-12-31T00:00:00Z"},
+                        {"type": "Ready", "status": "True",
+                         "lastTransitionTime": "2024-01-01T00:00:05Z"},
+                    ],
+                },
             },
             {
                 "metadata": {"name": "n2"},
@@ -230,10 +238,14 @@ def test_the_cluster_cache_gives_v2_workloads():
     assert sorted(busy.pod_start_times) == [1704067210.0, 1704067240.0]  # DaemonSet pod left out
     assert busy.job_pods == 1 and not busy.in_scale_down_window
     assert idle.pod_start_times == () and idle.in_scale_down_window
+    # Ready since its Ready condition's last transition; n2 has no conditions: unknown.
+    assert busy.ready_since == 1704067205.0 and idle.ready_since is None
     from scheduler.features_v2 import V2Features
 
     features = V2Features(HeuristicScorer(), cache.workload)(POD, NODES[0], 1704067250.0)
     assert features["owner_job"] == 1.0 and features["workload_known"] == 1.0
+    on_n1 = V2Features(HeuristicScorer(), cache.workload)(POD, node("n1"), 1704067250.0)
+    assert on_n1["seconds_since_boot"] == 45.0 and features["seconds_since_boot"] is None
 
 
 def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
