@@ -126,7 +126,7 @@ def run_extender(args: argparse.Namespace) -> int:
     )
     if not store.sources:
         log.warning("no telemetry source configured: every node is priced at its worst state (0 without a configured curve)")
-    app = create_app(extender)
+    app = create_app(extender, inflight_body_bytes=config.extender.inflight_body_bytes)
     # Everything allocated so far lives as long as the process: keep it out of the cyclic
     # collector's generations so a full collection never walks it on the request path.
     gc.freeze()

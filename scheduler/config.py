@@ -40,6 +40,7 @@ profile:                      # the standalone scheduler's Score plugins (docs/s
 percentage_of_nodes_to_score: null  # standalone: kube-scheduler's rule (0: adaptive); null: all
 extender:
   max_body_bytes: auto        # larger requests get 413; auto: 16 KiB per known node, ≥ 16 MiB
+  inflight_body_bytes: 67108864  # bodies held at once, all requests; beyond: 503 + Retry-After
   shadow_log_size: 1000       # recommendations kept in memory in shadow mode
   watch_cluster: auto         # watch Nodes and Pods to count pods bound since each sample:
                               # auto (on when a Kubernetes configuration is found) | true | false
@@ -102,6 +103,7 @@ class ScorerConfig:
 @dataclass(frozen=True)
 class ExtenderConfig:
     max_body_bytes: int | None = None  # None: derived from the cluster's size (extender/wire.py)
+    inflight_body_bytes: int | None = None  # None: DEFAULT_INFLIGHT_BODY_BYTES (extender/wire.py)
     shadow_log_size: int = 1000
     watch_cluster: bool | None = None  # None: auto, on when kubernetes_configured()
 
@@ -222,7 +224,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
     }
     default_cap = top.get("default_power_cap_watts")
     k = _section(top.get("kubernetes"), "kubernetes", {"host", "kubeconfig"})
-    e = _section(top.get("extender"), "extender", {"max_body_bytes", "shadow_log_size", "watch_cluster"})
+    e = _section(top.get("extender"), "extender", {"max_body_bytes", "inflight_body_bytes", "shadow_log_size", "watch_cluster"})
     watch = e.get("watch_cluster", "auto")
     curves = _curves(top.get("curves"))
     return Config(
@@ -248,6 +250,11 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
                 None
                 if e.get("max_body_bytes") in (None, "auto")
                 else int(_number(e["max_body_bytes"], "extender.max_body_bytes"))
+            ),
+            inflight_body_bytes=(
+                None
+                if e.get("inflight_body_bytes") is None
+                else int(_number(e["inflight_body_bytes"], "extender.inflight_body_bytes"))
             ),
             shadow_log_size=int(_number(e.get("shadow_log_size", 1000), "extender.shadow_log_size")),
             watch_cluster=None if watch in ("auto", None) else _bool(watch, "extender.watch_cluster"),

@@ -64,9 +64,11 @@ def test_full_config() -> None:
                 "prometheus": {"url": "http://prom:9090"},
                 "node_cores": {"a": 16},
             },
+            "extender": {"inflight_body_bytes": 32 * 2**20},
         }
     )
     assert config.scorer.delta_p_ref_watts == 35.5 and config.scorer.consolidation
+    assert config.extender.inflight_body_bytes == 32 * 2**20
     assert config.curves["a"] == PowerCurve.linear(80, 250)
     assert config.curves["b"].watts(0.55) == pytest.approx(155.0)
     assert (config.power_cap("a"), config.power_cap("z")) == (300.0, 500.0)
@@ -93,6 +95,8 @@ def test_full_config() -> None:
         ({"telemetry": {"prometheus": {"timeout_seconds": 1}}}, "prometheus.url"),
         ({"telemetry": {"agents": {"endpoint_slices": {"namespaces": "x"}}}}, "unknown key"),
         ({"power_caps_watts": {"a": -5}}, "positive"),
+        ({"extender": {"inflight_body_bytes": 0}}, "extender.inflight_body_bytes"),
+        ({"extender": {"inflight_body_bytes": "lots"}}, "extender.inflight_body_bytes"),
     ],
 )
 def test_config_errors_name_the_key(data: dict[str, Any], message: str) -> None:
@@ -196,3 +200,24 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
     [decision] = [r for r in records if r["type"] == "decision"]
     assert (decision["source"], decision["mode"], decision["recommended"]) == ("extender", "active", "frugal")
     assert {c["node"] for c in decision["candidates"]} == {"frugal", "hungry", "gone"}
+
+
+def test_the_extender_command_gives_the_app_the_configured_body_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """extender.inflight_body_bytes reaches the app's global budget; the example file states the
+    default the code uses."""
+    import uvicorn
+
+    from scheduler.extender.wire import DEFAULT_INFLIGHT_BODY_BYTES
+
+    assert load_config(EXAMPLES / "extender-config.yaml").extender.inflight_body_bytes == (
+        DEFAULT_INFLIGHT_BODY_BYTES
+    )
+    apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: apps.append(app))
+    config = tmp_path / "c.yaml"
+    config.write_text("extender: {inflight_body_bytes: 33554432, watch_cluster: false}\n")
+    assert main(["extender", "--config", str(config), "--listen", "127.0.0.1:18888"]) == 0
+    [app] = apps
+    assert app.state.body_budget.limit == 33554432
