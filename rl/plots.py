@@ -44,7 +44,7 @@ def plot_benchmark(
     import matplotlib.pyplot as plt
 
     policies = list(document["policies"])
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), constrained_layout=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 8), constrained_layout=True)
     for name in policies:
         timeline = timelines.get(name)
         if not timeline:
@@ -56,7 +56,8 @@ def plot_benchmark(
     top.set_ylabel(f"cluster power (kW, {bin_s / 60:.0f}-min mean)")
     top.set_title("Cluster power over time (seed 0)")
     top.grid(alpha=0.3)
-    top.legend(loc="upper right", fontsize="small", ncol=2)
+    # Legend beside the axes: inside, a dozen policies hide the peak hours they describe.
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0)
 
     energies = [document["policies"][n]["energy_kwh"] for n in policies]
     bars = bottom.bar(policies, energies, color="tab:blue", alpha=0.8)
@@ -77,6 +78,7 @@ def plot_benchmark(
     bottom.axhline(oracle, color="tab:red", linestyle="--", label=f"oracle bound {oracle:.1f} kWh")
     bottom.set_ylabel("energy (kWh, mean over seeds; line = min–max)")
     bottom.set_title("Energy per policy")
+    bottom.set_ylim(0, max(energies + [oracle]) * 1.2)  # headroom: the legend above the bars
     bottom.legend(loc="upper right", fontsize="small")
     bottom.grid(axis="y", alpha=0.3)
     if len(policies) > 6:  # long POLICY@EXPANDER names: slanted, so they do not overlap
