@@ -147,7 +147,10 @@ def run_autoscaler_expander(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    stop.wait()
+    # Bounded: a signal the kernel hands to one of gRPC's threads runs its Python handler only
+    # when this thread next runs Python code (an unbounded wait never would: CI saw it hang).
+    while not stop.wait(1.0):
+        pass
     log.info("stopping: finishing calls in flight (up to 5 s)")
     server.stop(grace=5).wait()
     if http is not None:
