@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from tests.helpers.expander_grpc import (  # noqa: E402
     self_signed,
     template_node,
 )
+from tests.helpers.processes import free_port  # noqa: E402
 
 TARGET_SECONDS = 2.5
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -51,12 +51,6 @@ node_groups:
   x3250-m3: {points: [41.6, 46.7, 52.3, 57.9, 65.4, 73, 80.7, 89.5, 99.6, 105, 113]}
   x3550-m3: {points: [58.4, 98, 109, 118, 128, 140, 153, 170, 189, 205, 222]}
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _request(groups: int, pods_per_option: int, shared: bool, form: str = "bytes") -> bytes:
@@ -104,7 +98,7 @@ def main() -> str:
         tls = self_signed(Path(tmp))
         config = Path(tmp) / "scheduler.yaml"
         config.write_text(CONFIG)
-        port, http_port = _free_port(), _free_port()
+        port, http_port = free_port(), free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "scheduler.cli", "autoscaler-expander", "--listen", f"127.0.0.1:{port}",
              "--tls-cert", str(tls.cert_path), "--tls-key", str(tls.key_path), "--config", str(config),

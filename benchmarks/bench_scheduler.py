@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 import orjson  # noqa: E402
 
 from benchmarks.fake_prometheus import node_cores, node_names  # noqa: E402
+from tests.helpers.processes import free_port, wait_http  # noqa: E402
 from tests.helpers.realistic_nodes import realistic_node  # noqa: E402
 
 SIZES = (1000, 5000)
@@ -77,28 +78,6 @@ POD = {
 
 
 # -- the client ----------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], seconds: float = 120.0) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} not ready after {seconds:.0f} s")
-        time.sleep(0.2)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -202,12 +181,12 @@ def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False
         }
         config_path = tmp / f"extender-{size}.yaml"
         config_path.write_text(json.dumps(config))  # JSON is YAML
-        port = _free_port()
+        port = free_port()
         extender = subprocess.Popen(
             [sys.executable, "-m", "scheduler.cli", "extender", "--listen", f"127.0.0.1:{port}",
              "--config", str(config_path), "--log-level", "warning"], cwd=ROOT,
         )
-        _wait_ready(f"http://127.0.0.1:{port}/readyz", extender)
+        wait_http(f"http://127.0.0.1:{port}/readyz", extender, 120.0)
         time.sleep(2.0)  # a few refreshes: the online fits and the first batches are in place
         bodies = {
             "NodeNames": orjson.dumps({"Pod": POD, "NodeNames": names}),

@@ -37,8 +37,6 @@ import shlex
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +44,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.helpers.processes import free_port, stop, wait_http
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -484,12 +484,6 @@ def _replace_option(args: list[str], option: str, value: str) -> list[str]:
     return [*args[: i + 1], value, *args[i + 2 :]]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def _background(args: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
     process = subprocess.Popen(args, cwd=cwd, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -497,26 +491,7 @@ def _background(args: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
-
-def _wait_http(url: str, process: subprocess.Popen[str], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        if process.poll() is not None:
-            raise AssertionError(f"{process.args!r} exited {process.returncode}: {process.stderr and process.stderr.read()}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+        stop(process)
 
 
 @pytest.mark.parametrize("doc", ["README.md", "docs/scheduler.md"])
@@ -530,7 +505,7 @@ def test_run_the_local_extender_example(tmp_path: Path, doc: str) -> None:
     host = socket.gethostname()
     config = yaml.safe_load(my_yaml.group(1).replace("HOST", host))
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
-    agent_port, extender_port = _free_port(), _free_port()
+    agent_port, extender_port = free_port(), free_port()
     agent = _documented(block, "kubejoule-agent", "run")
     agent = [a.replace("127.0.0.1:9102", f"127.0.0.1:{agent_port}") for a in agent]
     extender = _documented(block, "kubejoule-scheduler", "extender")
@@ -546,8 +521,8 @@ def test_run_the_local_extender_example(tmp_path: Path, doc: str) -> None:
                     tmp_path) as agent_process,
         _background([sys.executable, "-m", "scheduler.cli", *extender, "--no-watch-cluster"], tmp_path) as ext,
     ):
-        _wait_http(f"http://127.0.0.1:{agent_port}/readyz", agent_process)
-        _wait_http(f"http://127.0.0.1:{extender_port}/readyz", ext)
+        wait_http(f"http://127.0.0.1:{agent_port}/readyz", agent_process)
+        wait_http(f"http://127.0.0.1:{extender_port}/readyz", ext)
         answer = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=30)
     assert answer.returncode == 0, answer.stderr
     scores = json.loads(answer.stdout)

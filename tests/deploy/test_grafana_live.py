@@ -43,9 +43,9 @@ import pytest
 import yaml
 
 from tests.helpers.deploy_kustomize import build, user_kustomization
+from tests.helpers.processes import free_port, wait_http
 from tests.helpers.prometheus import (
     PrometheusProcess,
-    free_port,
     prometheus_server,
     require_prometheus,
 )
@@ -283,20 +283,6 @@ def _stop(processes: Sequence[subprocess.Popen[str]]) -> None:
             process.wait(5)
 
 
-def _wait_http(url: str, process: subprocess.Popen[str], timeout_seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            error = process.stderr.read() if process.stderr is not None else ""
-            raise RuntimeError(f"{process.args!r} exited with {process.returncode}: {error}")
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"{url} did not answer within {timeout_seconds} s")
-
-
 def _in_parallel(calls: Sequence[Callable[[], Any]]) -> None:
     """Run the calls in threads, wait for all, and raise the first error."""
     errors: list[BaseException] = []
@@ -446,8 +432,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         cleanup.callback(ticks.join, 10)
         cleanup.callback(stop_ticks.set)
 
-        _wait_http(extender_url + "/healthz", processes[0])
-        _wait_http(f"http://{address['standalone']}/healthz", processes[1])
+        wait_http(extender_url + "/healthz", processes[0])
+        wait_http(f"http://{address['standalone']}/healthz", processes[1])
         traffic = Traffic(
             extender_url,
             lambda i: cluster.create_pod(pod_object(f"batch-{i}", requests={"cpu": "50m"})),

@@ -18,7 +18,7 @@ from typing import Any
 
 from scheduler.collector import collector_files, read_records
 from tests.helpers.extender_process import ExtenderProcess, post, small_body, start_extender
-from tests.helpers.prometheus import free_port
+from tests.helpers.processes import free_port
 from tests.helpers.standalone_kmock import EmulatedCluster
 from tests.helpers.standalone_objects import node, pod
 

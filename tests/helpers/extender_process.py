@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from tests.helpers.prometheus import free_port
+from tests.helpers.processes import free_port
 from tests.helpers.realistic_nodes import realistic_node
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.helpers.processes import free_port
 
 PROMETHEUS_BINARY = "prometheus"
 SKIP_REASON = (
@@ -44,12 +45,6 @@ def require_prometheus() -> str:
     from tests.helpers.components import require_binary
 
     return require_binary(PROMETHEUS_BINARY, SKIP_REASON)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def scrape_configs_for(urls: Sequence[str], job: str = "kubejoule") -> list[dict[str, Any]]:

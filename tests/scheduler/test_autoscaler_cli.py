@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from tests.helpers.expander_grpc import (
     self_signed,
     template_node,
 )
+from tests.helpers.processes import free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "-m", "scheduler.cli", "autoscaler-expander"]
@@ -31,26 +30,6 @@ node_groups:
   ng-small: {model: linear, idle_watts: 30, max_watts: 60}
   c5.4xlarge: {points: [58.4, 98, 109, 118, 128, 140, 153, 170, 189, 205, 222]}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_healthy(url: str, process: subprocess.Popen[bytes], seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the expander exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=1) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError("the expander did not become healthy")
 
 
 def test_the_command_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -67,7 +46,7 @@ def test_the_command_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
-        wait_healthy(f"http://127.0.0.1:{http_port}/healthz", process)
+        wait_http(f"http://127.0.0.1:{http_port}/healthz", process)
         templates = {
             "ng-small": template_node("ng-small", "2", "4Gi"),
             "ng-large": template_node("ng-large", "24", "64Gi", {INSTANCE_TYPE: "c5.4xlarge"}),

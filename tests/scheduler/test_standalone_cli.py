@@ -13,7 +13,7 @@ import pytest
 from scheduler.collector import read_records
 from scheduler.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2
 from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
-from tests.helpers.prometheus import free_port
+from tests.helpers.processes import free_port
 from tests.helpers.sched_http import http_get
 from tests.helpers.standalone_harness import wait_for
 from tests.helpers.standalone_kmock import EmulatedCluster
