@@ -36,6 +36,7 @@ from scheduler.framework.sampling import NodeSampler
 from scheduler.model import PodInfo
 from scheduler.plugins import energy as energy_plugin_module
 from scheduler.plugins.defaults import default_profile
+from scheduler.plugins.extender import ExtenderScore
 
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "MODES", "Decision", "ProfileDecider"]
 
@@ -45,13 +46,14 @@ def same_plugin(a: ScorePlugin, b: ScorePlugin) -> bool:
     return type(a) is type(b) and a.name == b.name and vars(a) == vars(b)
 
 
-def energy_of(profile: Profile) -> ScorePlugin | None:
-    """The profile's energy plugin (the one that explains its scores in watts), if any —
-    also when it enters through the extender's view (`ExtenderScore` wraps it)."""
+def energy_of(profile: Profile) -> tuple[ScorePlugin, energy_plugin_module.EnergyPlugin] | None:
+    """(profile entry, energy plugin) for the profile's energy plugin (the one that explains
+    its scores in watts), if any; the entry is an `ExtenderScore` when the plugin enters
+    through the extender's view, else the plugin itself."""
     for plugin, _ in profile.scores:
         inner = getattr(plugin, "plugin", plugin)
         if isinstance(inner, energy_plugin_module.EnergyPlugin):
-            return inner
+            return plugin, inner
     return None
 
 
@@ -71,7 +73,9 @@ class ProfileDecider:
         self.profile = profile
         self.comparison = comparison if comparison is not None else default_profile()
         self.sampler = NodeSampler(percentage_of_nodes_to_score)
-        self.energy = energy_of(profile)
+        found = energy_of(profile)
+        self.energy_entry: ScorePlugin | None = found[0] if found is not None else None
+        self.energy: energy_plugin_module.EnergyPlugin | None = found[1] if found is not None else None
         mine = {plugin.name: plugin for plugin, _ in profile.scores}
         # The comparison's plugins the profile runs too: their scores are reused.
         self._shared = [
@@ -141,9 +145,17 @@ class ProfileDecider:
         given: dict[str, np.ndarray] = {}
         energy = self.energy
         if energy is not None:
-            evaluated = energy.evaluate(pod, candidates)  # type: ignore[attr-defined]
-            if getattr(energy, "normalize", None) is None:  # (by name: not the wrapped one)
-                given[energy.name] = evaluated.score
+            evaluated = energy.evaluate(pod, candidates)
+            # The profile's entry gets these scores too, as it would compute them: the energy
+            # plugin has no NormalizeScore, so its entry's scores are evaluated.score, or what
+            # kube-scheduler makes of them when the entry is the extender's view.
+            entry = self.energy_entry
+            assert entry is not None  # found with the plugin
+            given[entry.name] = (
+                entry.seen_by_kube_scheduler(evaluated.score)
+                if isinstance(entry, ExtenderScore)
+                else evaluated.score
+            )
             decision.score = np.asarray(evaluated.score, dtype=np.float64)
             decision.delta_watts = np.asarray(evaluated.delta_watts, dtype=np.float64)
             decision.reason_codes = np.asarray(evaluated.reason)

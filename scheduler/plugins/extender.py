@@ -40,5 +40,10 @@ class ExtenderScore:
         """The HostPriority scores the extender answers (0–10)."""
         return to_extender_scores(normalized(self.plugin, pod, batch))
 
+    @staticmethod
+    def seen_by_kube_scheduler(plugin_scores: np.ndarray) -> np.ndarray:
+        """The wrapped plugin's normalized 0–100 scores as kube-scheduler adds them up."""
+        return to_extender_scores(plugin_scores) * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
-        return self.extender_scores(pod, batch) * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        return self.seen_by_kube_scheduler(normalized(self.plugin, pod, batch))

@@ -197,6 +197,36 @@ def test_decider_equals_the_profile_on_fresh_batches(
     assert 0 < infeasible < 150  # the random cases cover both outcomes
 
 
+@pytest.mark.parametrize("kind", ["energy", "defaults+energy", "entries"])
+def test_the_energy_plugin_is_evaluated_once_per_decision(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision's energy details and the profile's energy entry (also the extender's view
+    of it) come from one evaluation."""
+    rng = random.Random(7)
+    now = time.time()
+    cache, telemetry, fan = _cluster(rng, now)
+    decider = ProfileDecider(_profile(kind, EnergyPlugin(delta_p_ref_watts=30.0, curves=fan)))
+    calls: list[int] = []
+    evaluate = EnergyPlugin.evaluate
+
+    def counted(self: EnergyPlugin, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(EnergyPlugin, "evaluate", counted)
+    decided = 0
+    for i in range(20):
+        info = PodInfo.from_k8s(_random_pod(rng, i))
+        calls.clear()
+        got = decider.decide(info, cache.table(telemetry.telemetry, telemetry.snapshot()), MODE_ACTIVE,
+                             random.Random(i), now)
+        if got.chosen is not None:
+            decided += 1
+            assert len(calls) == 1, info.key
+    assert decided > 0
+
+
 def test_a_profile_without_energy_plugin_explains_nothing_in_watts() -> None:
     cache = ClusterCache("kubejoule-scheduler")
     for i in range(5):
