@@ -30,6 +30,7 @@ import time
 from typing import NamedTuple
 
 from agent.hostfs import HostFS
+from agent.procstat import clock_ticks_per_second
 from agent.vms import QEMU_COMM_PREFIXES
 
 _STAT_SIZE = 4096  # a stat line is far shorter
@@ -108,10 +109,7 @@ class ProcessReader:
         # vms_only: processes that became qemu (exec) since the last read, whose CPU time then is unknown
         self.execed: frozenset[int] = frozenset()
         self._last_read_ticks: int | None = None  # CLOCK_BOOTTIME in clock ticks when the last read began
-        try:
-            self._ticks = int(os.sysconf("SC_CLK_TCK"))
-        except (ValueError, OSError):
-            self._ticks = 100
+        self._ticks = clock_ticks_per_second()
         if self.keep_open:
             soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             limit = soft if soft != resource.RLIM_INFINITY else 65536

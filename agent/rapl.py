@@ -240,7 +240,6 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
                 for entry in listing
                 if _CONSTRAINT_MAX_POWER.match(entry)
                 and (value := _read_metadata(fs, directory / entry)) is not None
-                and value > 0
             ]
             max_range = _read_metadata(fs, directory / "max_energy_range_uj") if "max_energy_range_uj" in listing else None
         except ValueError as exc:
