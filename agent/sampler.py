@@ -119,6 +119,7 @@ class Sampler:
         # A VM's identity by (pid, start time): its command line is read and parsed once, not
         # every interval (a process's start time tells a reused pid apart).
         self._vm_identities: dict[tuple[int, int], VMIdentity] = {}
+        self._vm_pods: dict[tuple[int, int], str | None] = {}  # (pid, start ticks) → pod uid
 
     def close(self) -> None:
         """Release the descriptors kept between reads."""
@@ -150,15 +151,23 @@ class Sampler:
         vm_pods: dict[int, str | None] | None = None
         unplaced: set[int] = set()
         if light:
+            # A process stays in the cgroup it started in (agent/podprocs.py): a VM's pod is
+            # read from /proc/<pid>/cgroup once per (pid, start time), like its identity.
             vm_pods = {}
+            known_pods, pods_now = self._vm_pods, {}
             for pid in vms:
                 if cgroups.layout is None:
                     vm_pods[pid] = None  # no pod cgroups to be in
                     continue
+                key = (pid, processes[pid].start_ticks)
+                if key in known_pods and not self.fs.record:
+                    vm_pods[pid] = pods_now[key] = known_pods[key]
+                    continue
                 try:
-                    vm_pods[pid] = process_pod(self.fs, pid, cgroups.layout)
+                    vm_pods[pid] = pods_now[key] = process_pod(self.fs, pid, cgroups.layout)
                 except (OSError, ValueError):
                     unplaced.add(pid)
+            self._vm_pods = pods_now
         return RawSample(
             monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed,
             vm_pods, frozenset(unplaced), self._processes.execed if light else frozenset(),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import agent.sampler as sampler_module
 from agent.cgroupfs import process_pod
 from agent.cgroups import CgroupLayout
 from agent.hostfs import HostFS
@@ -183,6 +184,15 @@ def test_light_and_full_reads_give_the_same_vms_over_real_cgroups(tmp_path: Path
                 # the same instants for both, so only what each read differs
                 snaps = [sampler.compute(b, a, 0.5) for sampler, b, a in
                          ((light, before[0], after[0]), (full, before[1], after[1]))]
+                # a VM's pod is read once per process: the next read keeps it
+                def read_again(*_: object) -> None:
+                    raise AssertionError("a known VM's /proc/<pid>/cgroup read again")
+
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(sampler_module, "process_pod", read_again)
+                    third = light.read()
+                assert third.vm_pods is not None and third.vm_pods[in_pod.pid] == UID
+                assert third.vm_pods[on_host.pid] is None and not third.unplaced_vms
             finally:
                 light.close()
                 full.close()
