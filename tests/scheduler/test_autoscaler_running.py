@@ -24,10 +24,11 @@ from tests.helpers.expander_grpc import (
     self_signed,
     template_node,
 )
+from tests.helpers.processes import free_port, wait_http
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.sched_kube import kube_emulator
 from tests.helpers.sched_sources import FixedSource
-from tests.scheduler.test_autoscaler_cli import COMMAND, ROOT, free_port, wait_healthy
+from tests.scheduler.test_autoscaler_cli import COMMAND, ROOT
 
 TYPE = "node.kubernetes.io/instance-type"
 LOW = tuple(float(40 + 5 * i) for i in range(11))  # 40 … 90 W
@@ -137,7 +138,7 @@ def test_the_command_with_running_curves(tmp_path: Path) -> None:
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         try:
-            wait_healthy(f"http://127.0.0.1:{http_port}/readyz", process)  # after a refresh
+            wait_http(f"http://127.0.0.1:{http_port}/readyz", process)  # after a refresh
             templates = {
                 "ng-known": template_node("ng-known", "8", "16Gi"),
                 "ng-running": template_node("ng-running", "8", "16Gi", {TYPE: "c5.xlarge"}),
