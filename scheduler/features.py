@@ -183,7 +183,7 @@ class _NodeValues:
         ):
             return entry[2]
         telemetry = node.telemetry
-        cores = (telemetry.cores if telemetry is not None else None) or node.info.cpu_cores or None
+        cores = node.cores or None
         found = energy.curve_for(name, telemetry)
         check = _NO_CHECK
         if found is None or found[1] == CURVE_FROM_FIT:

@@ -591,6 +591,11 @@ class NodeState:
         """No pods other than DaemonSet and mirror pods: the node a scale-down would remove."""
         return self.pod_count - self.daemon_pod_count <= 0
 
+    @property
+    def cores(self) -> float:
+        """The node's cores: as its agent counts them, else its allocatable CPU (0: unknown)."""
+        return (self.telemetry.cores if self.telemetry is not None else None) or self.info.cpu_cores
+
 
 # The score every node gets where a scorer must not express a preference (shadow mode), on the
 # 0–100 scale. (A node without fresh telemetry gets no neutral score: docs/scheduler.md,

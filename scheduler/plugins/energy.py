@@ -254,7 +254,7 @@ class EnergyPlugin:
         name = node.info.name
         telemetry = node.telemetry
         exported = self._exported.get(name)
-        cores = (telemetry.cores if telemetry is not None else None) or node.info.cpu_cores
+        cores = node.cores
         if not cores and exported is not None:
             cores = exported[1] or 0.0
         curve: PowerCurve | None = None
@@ -278,7 +278,7 @@ class EnergyPlugin:
         telemetry = node.telemetry
         if telemetry is None or telemetry.utilization is None:
             return None
-        cores = telemetry.cores or node.info.cpu_cores
+        cores = node.cores
         if not cores or cores <= 0:
             return None
         return max(0.0, telemetry.utilization) + max(0.0, node.cpu_since_sample_cores) / cores
@@ -305,7 +305,7 @@ class EnergyPlugin:
             if origin == CURVE_FROM_FIT:
                 version = learned
             assert telemetry is not None
-            cores = telemetry.cores or node.info.cpu_cores
+            cores = node.cores
             row = (_OK, telemetry.sample_time, u, cores, node.empty, curve, self._kind(curve, cores))
         else:
             version = learned
