@@ -23,6 +23,9 @@ MAX_POWER_MARGIN = 3.0
 # 400 W of DRAM; psys covers a whole platform). Beyond it the reading cannot be right.
 ZONE_CEILING_WATTS = {"package": 1_500.0, "core": 1_500.0, "uncore": 1_000.0, "dram": 1_000.0, "psys": 10_000.0}
 DEFAULT_ZONE_CEILING_WATTS = 10_000.0
+# The smallest constraint_*_max_power_uw a zone can have: below a watt it is no power bound of any
+# part sold (the smallest parts' package limits are a few watts), so it is not used as one.
+MIN_MAX_POWER_UW = 1_000_000
 
 
 class CounterError(ValueError):
@@ -75,6 +78,20 @@ def power_ceiling_watts(kind: str, max_power_uw: int | None) -> float:
     if max_power_uw:
         return MAX_POWER_MARGIN * uj_to_joules(max_power_uw)
     return ZONE_CEILING_WATTS.get(kind, DEFAULT_ZONE_CEILING_WATTS)
+
+
+def usable_max_power_uw(kind: str, max_power_uw: int | None) -> int | None:
+    """A zone's `constraint_*_max_power_uw` as a plausibility hint, or None when it cannot be one.
+
+    A hint never erases a measurement: it only tightens the zone's power ceiling and allows the
+    wrap-period check. So it is used only when it is a bound a zone of this kind could have —
+    at least a watt and at most the kind's own ceiling. A zero, a microwatt or 10^18 µW is no
+    such bound (it would refuse every reading, or make the wrap period 0 s): it is ignored, and
+    the kind's ceiling applies as for a zone without constraints."""
+    if max_power_uw is None:
+        return None
+    ceiling_uw = ZONE_CEILING_WATTS.get(kind, DEFAULT_ZONE_CEILING_WATTS) / MICRO
+    return max_power_uw if MIN_MAX_POWER_UW <= max_power_uw <= ceiling_uw else None
 
 
 def check_counter_uj(value_uj: int, max_energy_range_uj: int | None) -> None:

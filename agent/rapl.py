@@ -28,23 +28,13 @@ from pathlib import Path
 
 from agent.energy import (
     COUNTER_LIMIT_UJ,
-    CounterError,
     ImplausibleError,
     check_counter_uj,
-    check_power,
-    energy_delta_uj,
-    power_ceiling_watts,
-    uj_to_joules,
-    wrap_period_seconds,
+    usable_max_power_uw,
 )
 from agent.hostfs import HostFS
 from agent.snapshot import (
     GAP_IMPLAUSIBLE,
-    GAP_INCOMPLETE,
-    GAP_UNKNOWN,
-    GAP_UNREADABLE,
-    Gap,
-    ZonePower,
 )
 
 POWERCAP_CLASS = ("class", "powercap")
@@ -156,6 +146,15 @@ def _read_metadata(fs: HostFS, path: Path) -> int | None:
     return value if 0 < value < COUNTER_LIMIT_UJ else None
 
 
+def _read_hint(fs: HostFS, path: Path) -> int | None:
+    """A `constraint_*_max_power_uw`: None when it cannot be read or is not a number. It is a
+    plausibility hint, not a measurement: a bad one is ignored, never a reason to lose the zone."""
+    try:
+        return _read_int(fs, path)
+    except (OSError, ValueError):
+        return None
+
+
 def _socket_for(name: str, indices: tuple[int, ...], parent: Zone | None) -> int | None:
     if parent is not None:
         return parent.socket
@@ -232,19 +231,22 @@ def _discover(fs: HostFS) -> tuple[bool, dict[str, Zone], dict[str, str], dict[s
         except OSError as exc:
             errors[zone_id] = _describe_os_error(directory, exc)
             continue
-        # The range and the power bounds are optional, but one that is there and is not a
-        # number makes the zone's counter untrustworthy (its wraps, its ceiling): a gap.
+        # The range is optional, but one that is there and is not a number makes the zone's
+        # counter untrustworthy (its wraps): a gap. The power bounds are only hints for the
+        # plausibility check: one that is unreadable, garbage or absurd is ignored
+        # (energy.usable_max_power_uw), never a reason to lose a counter that reads fine.
         try:
-            powers = [
-                value
-                for entry in listing
-                if _CONSTRAINT_MAX_POWER.match(entry)
-                and (value := _read_metadata(fs, directory / entry)) is not None
-            ]
             max_range = _read_metadata(fs, directory / "max_energy_range_uj") if "max_energy_range_uj" in listing else None
         except ValueError as exc:
             errors[zone_id] = f"{directory}: {exc}"
             continue
+        kind = zone_kind(name)
+        powers = [
+            value
+            for entry in listing
+            if _CONSTRAINT_MAX_POWER.match(entry)
+            and (value := usable_max_power_uw(kind, _read_hint(fs, directory / entry))) is not None
+        ]
         zones[zone_id] = Zone(
             zone_id=zone_id,
             control_type=control,
@@ -284,7 +286,7 @@ def read_rapl(fs: HostFS) -> RaplReading:
     )
 
 
-def _counts_in_node_power(name: str) -> bool:
+def counts_in_node_power(name: str) -> bool:
     """Could a zone of this name be part of node power (psys, a package or its dram)?"""
     return name in ("psys", "dram", "package") or bool(_PACKAGE_NAME.match(name))
 
@@ -301,106 +303,3 @@ def node_zone_ids(zones: dict[str, Zone]) -> tuple[str, list[str]]:
         if z.name == "dram" and (z.is_top_level or (z.parent_id in zones and zones[z.parent_id].is_package))
     ]
     return "packages", sorted(packages) + sorted(drams)
-
-
-@dataclass(frozen=True)
-class NodePower:
-    watts: float | None
-    zones: tuple[ZonePower, ...]
-    gaps: tuple[Gap, ...]
-    present: bool
-    zone_ids: tuple[str, ...]
-    # RAPL is there but could not be read or identified (class/powercap unlistable, a zone whose
-    # name is unreadable): node power must stay a gap, never be estimated in its place
-    failing: bool = False
-
-
-def _zone_delta(
-    before: RaplReading, after: RaplReading, zone_id: str, zone: Zone | None, interval_seconds: float
-) -> tuple[float | None, str | None, str]:
-    """One zone's energy in the interval in joules, or (None, reason, gap kind)."""
-    if zone_id in after.errors:
-        return None, after.errors[zone_id], after.error_kinds.get(zone_id, GAP_UNREADABLE)
-    if zone_id in before.errors:
-        return None, before.errors[zone_id], before.error_kinds.get(zone_id, GAP_UNREADABLE)
-    if zone_id not in after.zones:
-        return None, f"zone {zone_id} disappeared between samples", GAP_UNKNOWN
-    if zone_id not in before.zones or zone is None:
-        return None, f"zone {zone_id} appeared between samples; its first delta comes next interval", GAP_UNKNOWN
-    max_range = after.zones[zone_id].max_energy_range_uj or before.zones[zone_id].max_energy_range_uj
-    period = wrap_period_seconds(max_range, zone.max_power_uw)
-    if period is not None and interval_seconds > period:
-        return None, (
-            f"interval {interval_seconds:g} s is longer than the counter's wrap period "
-            f"{period:.1f} s at the zone's maximum power: more than one wrap may have happened"
-        ), GAP_UNKNOWN
-    try:
-        joules = uj_to_joules(energy_delta_uj(before.energy_uj[zone_id], after.energy_uj[zone_id], max_range))
-        check_power(joules, interval_seconds, power_ceiling_watts(zone_kind(zone.name), zone.max_power_uw))
-    except ImplausibleError as exc:
-        return None, str(exc), GAP_IMPLAUSIBLE
-    except CounterError as exc:
-        return None, str(exc), GAP_UNKNOWN
-    return joules, None, GAP_UNKNOWN
-
-
-def _unidentified_in_node(kind: str, unidentified: list[str]) -> list[str]:
-    """Unidentified entries that may be part of node power: any of them when node power is
-    packages + dram (each may be a dram, a package or a psys); only top-level ones under psys
-    (a subzone is inside a package, which psys already covers)."""
-    if kind == "psys":
-        return [zid for zid in unidentified if zid.count(":") == 1]
-    return unidentified
-
-
-def compute_power(before: RaplReading, after: RaplReading, interval_seconds: float) -> NodePower:
-    """Zone and node watts between two readings; unknowns become gaps, never numbers."""
-    gaps: list[Gap] = []
-    if not after.present:
-        return NodePower(None, (), (), False, ())
-    for reading in (before, after):
-        if CLASS_LISTING in reading.errors:
-            unlisted = Gap("node", reading.errors[CLASS_LISTING], GAP_UNREADABLE)
-            return NodePower(None, (), (unlisted,), True, (), failing=True)
-    zone_powers: list[ZonePower] = []
-    known_joules: dict[str, float] = {}
-    for zone_id in sorted(set(before.zones) | set(after.zones) | set(before.errors) | set(after.errors)):
-        zone = after.zones.get(zone_id) or before.zones.get(zone_id)
-        joules, reason, gap_kind = _zone_delta(before, after, zone_id, zone, interval_seconds)
-        if joules is not None:
-            known_joules[zone_id] = joules
-        if reason is not None:
-            gaps.append(Gap(f"zone {zone_id}" + (f" ({zone.name})" if zone else ""), reason, gap_kind))
-        if zone is not None:
-            zone_powers.append(
-                ZonePower(
-                    zone=zone.name,
-                    zone_id=zone_id,
-                    socket=zone.socket,
-                    path=zone.rel_path,
-                    watts=None if joules is None else joules / interval_seconds,
-                    energy_joules=joules,
-                )
-            )
-    # Zones from both reads: a contributing zone that vanished makes node power unknown,
-    # rather than silently smaller.
-    kind, ids = node_zone_ids({**before.zones, **after.zones})
-    unidentified = sorted(set(before.unidentified) | set(after.unidentified))
-    doubtful = _unidentified_in_node(kind, unidentified)
-    watts: float | None = None
-    if doubtful:
-        gaps.append(Gap("node", (
-            f"node power is unknown: zone(s) {', '.join(doubtful)} cannot be identified (see their gaps) and "
-            f"may be part of it; the sum of the other zones would be a partial sum, not the node"
-        ), GAP_INCOMPLETE))
-    elif not ids:
-        gaps.append(Gap("node", NO_POWERCAP_HINT.format(path="class/powercap") + " (no package or psys zone)"))
-    elif not all(zid in known_joules for zid in ids):
-        missing = ", ".join(zid for zid in ids if zid not in known_joules)
-        gaps.append(Gap("node", f"node power ({kind}) is unknown because zone(s) {missing} have gaps", GAP_INCOMPLETE))
-    elif unplaced := sorted(e for e, name in {**before.unplaced, **after.unplaced}.items() if _counts_in_node_power(name)):
-        gaps.append(Gap("node", f"node power ({kind}) is unknown: powercap entry(s) {', '.join(unplaced)} "
-                                "look like part of it but their ids cannot be placed", GAP_INCOMPLETE))
-    else:
-        watts = sum(known_joules[zid] for zid in ids) / interval_seconds
-    return NodePower(watts, tuple(zone_powers), tuple(gaps), True, tuple(ids), failing=bool(doubtful))

@@ -49,7 +49,8 @@ from agent.hostfs import HostFS
 from agent.processes import ProcessReader, ProcStat
 from agent.procstat import CpuDelta, CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
 from agent.profile import CalibrationProfile
-from agent.rapl import NO_POWERCAP_HINT, RaplReading, compute_power, read_rapl
+from agent.rapl import NO_POWERCAP_HINT, RaplReading, read_rapl
+from agent.rapl_power import compute_power
 from agent.snapshot import (
     GAP_IMPLAUSIBLE,
     GAP_INCOMPLETE,

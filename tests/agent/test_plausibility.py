@@ -19,11 +19,13 @@ from agent.energy import (
     check_counter_uj,
     check_power,
     power_ceiling_watts,
+    usable_max_power_uw,
 )
 from agent.exporter import SnapshotCollector
 from agent.hostfs import HostFS
 from agent.procstat import CpuTimes, cpu_delta, parse_proc_stat
-from agent.rapl import RaplReading, Zone, compute_power, zone_kind
+from agent.rapl import RaplReading, Zone, zone_kind
+from agent.rapl_power import compute_power
 from agent.sampler import RawSample, Sampler
 from agent.snapshot import Snapshot
 
@@ -61,6 +63,28 @@ def test_power_ceiling_is_the_constraint_with_margin_else_the_kind_ceiling() -> 
         check_power(451.0 * 2, 2.0, 450.0)
     with pytest.raises(ImplausibleError):
         check_power(float("nan"), 2.0, 450.0)
+
+
+@pytest.mark.parametrize(
+    ("kind", "max_power_uw", "usable"),
+    [
+        ("package", 150_000_000, 150_000_000),  # a Xeon's 150 W: the hint tightens the ceiling to 450 W
+        ("package", 1_000_000, 1_000_000),  # 1 W: the smallest bound accepted
+        ("package", 999_999, None),  # below a watt: no zone's bound; it would refuse every reading
+        ("package", 1, None),
+        ("package", 0, None),
+        ("package", None, None),
+        ("package", 1_500_000_000, 1_500_000_000),  # the kind's own ceiling
+        ("package", 1_500_000_001, None),  # above it: no tighter than the kind's ceiling, ignored
+        ("package", 10**18, None),  # would make the wrap period 0 s and every interval a gap
+        ("dram", 1_000_000_001, None),  # dram's ceiling is 1000 W
+        ("psys", 5_000_000_000, 5_000_000_000),
+    ],
+)
+def test_a_max_power_hint_is_used_only_when_a_zone_could_have_it(
+    kind: str, max_power_uw: int | None, usable: int | None
+) -> None:
+    assert usable_max_power_uw(kind, max_power_uw) == usable
 
 
 def rapl(package_uj: int, dram_uj: int) -> RaplReading:

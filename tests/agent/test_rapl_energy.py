@@ -15,7 +15,8 @@ from agent.energy import (
     uj_to_joules,
     wrap_period_seconds,
 )
-from agent.rapl import RaplReading, Zone, compute_power, zone_kind
+from agent.rapl import RaplReading, Zone, zone_kind
+from agent.rapl_power import compute_power
 
 
 @pytest.mark.parametrize(
