@@ -1,8 +1,10 @@
-"""cluster-autoscaler's semantics in the simulator: scans, scale-up options, expanders, scale-down.
+"""cluster-autoscaler's semantics in the simulator: scans, scale-up options, expanders; the
+scale-down is rl/scaledown.py. The defaults are cluster-autoscaler's as it ships (sources:
+kubernetes/autoscaler at f7bb0c3623750695e1bb7f9f52269590f2974cbf, cluster-autoscaler/; the
+scale-down's are listed in rl/scaledown.py):
 
-Modelled on cluster-autoscaler's documented behaviour (its FAQ and flags):
-
-* It runs every `scan_interval_s` (`--scan-interval`, default 10 s); scans at t = 0, 10, 20, ….
+* It runs every `scan_interval_s` (`--scan-interval`, config/const.go DefaultScanInterval 10 s);
+  scans at t = 0, 10, 20, ….
 * Scale-up: the Pending pods (those the scheduler found no node for) that would not fit on nodes
   already starting (its "upcoming nodes") are the ones to serve. For every node group with
   powered-off nodes it estimates, from the group's template node (its allocatable with the
@@ -10,65 +12,96 @@ Modelled on cluster-autoscaler's documented behaviour (its FAQ and flags):
   (first-fit in Pending order, as its binpacking estimator, at most the group's off nodes): an
   *option*. The expander picks one option, and that many nodes of the group boot. One scale-up
   per scan.
-* Expanders: `random` (its default), `least-waste` (the least idle CPU plus idle memory, as
-  fractions of what the new nodes add), `most-pods` (the most Pending pods served), `priority`
-  (the group's `priority`; file order by default) and `kubejoule` (the least energy by the
-  groups' power curves, scheduler/autoscaler/choice.py — the same code the gRPC expander
-  serves; the simulator knows every group's curve, as the expander's `node_groups:` config
-  would). Ties go to a random
-  pick among the tied options, as cluster-autoscaler falls back to `random`.
-* Scale-down: a ready node whose group keeps more than `min_count` powered nodes and that has run
-  no pods other than DaemonSet pods for `scale_down_unneeded_s`
-  (`--scale-down-unneeded-time`, default 10 min) powers off at the scan. With
-  `utilization_threshold` (`--scale-down-utilization-threshold`; off by default here, 0.5 in
-  cluster-autoscaler) a node whose requests (DaemonSet pods included, the larger of CPU and
-  memory, over allocatable) stay below the threshold and whose pods would all fit on other ready
-  nodes is unneeded too; when it has been so for `scale_down_unneeded_s` it is drained — its pods
-  restart elsewhere from scratch (counted) — and powered off, one such node per scan.
+* Expanders: `least-waste` (the default: config/flags/flags.go `--expander` defaults to
+  expander.LeastWasteExpanderName since kubernetes/autoscaler PR #7631; before it `random`),
+  `random`, `most-pods` (the most Pending pods served), `priority` (the group's `priority`; file
+  order by default) and `kubejoule` (the least energy by the groups' power curves,
+  scheduler/autoscaler/choice.py — the same code the gRPC expander serves; the simulator knows
+  every group's curve, as the expander's `node_groups:` config would). least-waste is
+  expander/waste/waste.go `BestOptions`: for each option, with R the option's pods' container
+  requests and C the template node's *capacity* (status.capacity, not allocatable) × the node
+  count, score = (C_cpu − R_cpu) / C_cpu + (C_mem − R_mem) / C_mem (millicores, bytes; the
+  DaemonSet pods are not in R); the options with the exactly lowest score survive. Ties go to a
+  random pick among the tied options (the expander chain's final random fallback).
+* Scale-down: rl/scaledown.py. `OLD_DEFAULTS` is the ablation of this project before issue 22:
+  the random expander, no utilization-based scale-down (only empty nodes), no cool-downs.
 
-Not modelled: `--scale-down-delay-after-add` and the other cool-downs, balancing similar node
-groups, node-group backoff after failed boots, max-nodes-total.
+Not modelled: balancing similar node groups, node-group backoff after failed boots,
+max-nodes-total.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agent.curves import PowerCurve
+from rl.scaledown import ScaleDown, fits
 from scheduler.autoscaler.choice import GroupOption, best_options
-from scheduler.filters import filter_nodes
-from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.model import APP_CONTAINER, NodeInfo, PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.simulator import Simulation, _Node
 
 EXPANDERS = ("random", "least-waste", "most-pods", "priority", "kubejoule")
-DEFAULT_EXPANDER = "random"
+DEFAULT_EXPANDER = "least-waste"
 
 
 @dataclass(frozen=True)
 class AutoscalerModel:
-    scan_interval_s: float = 10.0
-    expander: str = DEFAULT_EXPANDER
+    """cluster-autoscaler's settings; every default is its shipped one (module docstrings)."""
+
+    scan_interval_s: float = 10.0  # --scan-interval
+    expander: str = DEFAULT_EXPANDER  # --expander
     boot_seconds: float = 120.0
     boot_joules: float | None = None  # None: boot seconds × the node's full-load watts
-    scale_down_unneeded_s: float = 600.0
-    utilization_threshold: float | None = None
+    scale_down_unneeded_s: float = 600.0  # --scale-down-unneeded-time
+    utilization_threshold: float | None = 0.5  # --scale-down-utilization-threshold; None: only
+    #                                            empty nodes (the OLD_DEFAULTS ablation)
+    ignore_daemonsets_utilization: bool = False  # --ignore-daemonsets-utilization
+    delay_after_add_s: float = 600.0  # --scale-down-delay-after-add
+    delay_after_delete_s: float = 0.0  # --scale-down-delay-after-delete
+    delay_after_failure_s: float = 180.0  # --scale-down-delay-after-failure
+    max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
+    max_drain_parallelism: int = 1  # --max-drain-parallelism
+    max_pod_eviction_s: float = 120.0  # --max-pod-eviction-time
 
     def __post_init__(self) -> None:
         if self.scan_interval_s <= 0:
             raise ValueError("scan interval must be > 0")
-        if self.boot_seconds < 0 or self.scale_down_unneeded_s < 0:
-            raise ValueError("boot and unneeded times must be >= 0")
+        times = (
+            self.boot_seconds, self.scale_down_unneeded_s, self.delay_after_add_s,
+            self.delay_after_delete_s, self.delay_after_failure_s, self.max_pod_eviction_s,
+        )
+        if not all(t >= 0 for t in times):
+            raise ValueError("boot, unneeded, delay and eviction times must be >= 0")
         if self.boot_joules is not None and self.boot_joules < 0:
             raise ValueError("boot_joules must be >= 0")
-        if self.utilization_threshold is not None and not 0 < self.utilization_threshold <= 1:
-            raise ValueError("the scale-down utilization threshold must be in (0, 1]")
+        if self.utilization_threshold is not None and not 0 <= self.utilization_threshold <= 1:
+            raise ValueError("the scale-down utilization threshold must be in [0, 1]")
+        if self.max_scale_down_parallelism < 1 or self.max_drain_parallelism < 1:
+            raise ValueError("the scale-down parallelism limits must be >= 1")
         if self.expander not in EXPANDERS:
             raise ValueError(f"unknown expander {self.expander!r}; known: {', '.join(EXPANDERS)}")
+
+
+def old_defaults(model: AutoscalerModel) -> AutoscalerModel:
+    """`model` with the OLD_DEFAULTS ablation's scale-down rules and expander."""
+    return replace(
+        model,
+        expander="random",
+        utilization_threshold=None,
+        delay_after_add_s=0.0,
+        delay_after_failure_s=0.0,
+    )
+
+
+# ABLATION: the autoscaler of this project before issue 22 (and, for the expander, of clusters
+# before kubernetes/autoscaler PR #7631): random expander, only empty nodes scaled down, no
+# scale-down cool-downs.
+OLD_DEFAULTS = old_defaults(AutoscalerModel())
 
 
 @dataclass(frozen=True)
@@ -88,11 +121,6 @@ class _Bin:
     pods: int
 
 
-def _fits(info: PodInfo, template: NodeInfo, requested: Resources, pods: int, daemons: int) -> bool:
-    state = NodeState(info=template, requested=requested, pod_count=pods, daemon_pod_count=daemons)
-    return bool(filter_nodes(info, [state]).feasible)
-
-
 def binpack(
     pods: Sequence[tuple[int, PodInfo]],
     template: NodeInfo,
@@ -106,13 +134,13 @@ def binpack(
     placed: list[int] = []
     for index, info in pods:
         for b in bins:
-            if _fits(info, template, b.requested, b.pods, daemon_pods):
+            if fits(info, template, b.requested, b.pods, daemon_pods):
                 b.requested = b.requested + info.requests
                 b.pods += 1
                 placed.append(index)
                 break
         else:
-            if len(bins) < max_nodes and _fits(
+            if len(bins) < max_nodes and fits(
                 info, template, daemon_requests, daemon_pods, daemon_pods
             ):
                 bins.append(_Bin(daemon_requests + info.requests, daemon_pods + 1))
@@ -121,17 +149,18 @@ def binpack(
 
 
 def least_waste_score(option: ScaleUpOption, infos: Callable[[int], PodInfo]) -> float:
-    """Idle CPU plus idle memory after the scale-up, each as a fraction of what the new nodes
-    add (cluster-autoscaler's least-waste expander)."""
-    alloc = option.template.allocatable
-    cpu = sum(infos(i).requests.cpu_millicores for i in option.pods)
-    memory = sum(infos(i).requests.memory_bytes for i in option.pods)
-    score = 0.0
-    for used, each in ((cpu, alloc.cpu_millicores), (memory, alloc.memory_bytes)):
-        total = each * option.node_count
-        if total > 0:
-            score += (total - used) / total
-    return score
+    """cluster-autoscaler's least-waste score (module docstring): idle CPU plus idle memory after
+    the scale-up, each as a fraction of the new nodes' capacity."""
+    capacity = option.template.capacity or option.template.allocatable
+    cpu = memory = 0
+    for index in option.pods:
+        for c in infos(index).container_resources():
+            if c.kind == APP_CONTAINER:  # pod.Spec.Containers: no init containers, no overhead
+                cpu += c.cpu_request_millicores or 0
+                memory += c.memory_request_bytes or 0
+    available_cpu = capacity.cpu_millicores * option.node_count
+    available_memory = capacity.memory_bytes * option.node_count
+    return (available_cpu - cpu) / available_cpu + (available_memory - memory) / available_memory
 
 
 ExpanderFunction = Callable[[Sequence[ScaleUpOption], random.Random], ScaleUpOption]
@@ -140,9 +169,10 @@ ExpanderFunction = Callable[[Sequence[ScaleUpOption], random.Random], ScaleUpOpt
 def _pick_best(
     options: Sequence[ScaleUpOption], key: Callable[[ScaleUpOption], float], rng: random.Random
 ) -> ScaleUpOption:
-    """The options with the lowest key; a random one of them on a tie."""
-    best = min(key(o) for o in options)
-    tied = [o for o in options if key(o) <= best + 1e-12]
+    """The options with the lowest key (exactly equal keys tie, as in waste.go); a random one of
+    them on a tie."""
+    keys = [key(o) for o in options]
+    tied = [o for o, k in zip(options, keys, strict=True) if k == min(keys)]
     return tied[0] if len(tied) == 1 else rng.choice(tied)
 
 
@@ -186,12 +216,13 @@ class Autoscaler:
 
     sim: Simulation
     model: AutoscalerModel
-    _unneeded_since: dict[str, float] = field(default_factory=dict)
+    scale_down: ScaleDown = field(init=False)
     _expander: ExpanderFunction | None = None
 
     def __post_init__(self) -> None:
         curves = {n.spec.group: n.spec.curve for n in self.sim.nodes}
         self._expander = make_expander(self.model.expander, self.sim.pod_info, curves)
+        self.scale_down = ScaleDown(self.sim, self.model)
 
     # -- one scan ---------------------------------------------------------------------------------
 
@@ -199,8 +230,8 @@ class Autoscaler:
         """One autoscaler loop at the simulation's current time. `idle`: no other event is due.
         Returns whether another scan is worth scheduling."""
         scaled_up = self._scale_up()
-        self._scale_down()
-        if not idle or scaled_up:
+        self.scale_down.scan(scaled_up)
+        if not idle or scaled_up or self.scale_down.draining:
             return True
         # Nothing else will happen unless a pod still runs, a node still boots, or a node could
         # still be scaled down: otherwise the Pending pods fit no group and never will.
@@ -220,7 +251,7 @@ class Autoscaler:
         for index in sim.waiting:
             info = sim.pod_info(index)
             for b, template in zip(upcoming, templates, strict=True):
-                if _fits(info, template, b.requested, b.pods, daemons):
+                if fits(info, template, b.requested, b.pods, daemons):
                     b.requested = b.requested + info.requests
                     b.pods += 1
                     break
@@ -258,70 +289,4 @@ class Autoscaler:
         for node in off[: chosen.node_count]:
             self.sim.boot(node, self.model.boot_seconds, self.model.boot_joules)
         self.sim.scale_ups += 1
-        return True
-
-    # -- scale-down -------------------------------------------------------------------------------
-
-    def _powered(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for n in self.sim.nodes:
-            if n.state != "off":
-                counts[n.spec.group] = counts.get(n.spec.group, 0) + 1
-        return counts
-
-    def _scale_down(self) -> None:
-        sim, now = self.sim, self.sim.now
-        powered = self._powered()
-        drained = False
-        for node in sim.nodes:
-            name = node.spec.name
-            if node.state != "on" or powered[node.spec.group] <= node.spec.min_count:
-                self._unneeded_since.pop(name, None)
-                continue
-            if node.empty:
-                since = node.empty_since_s
-            elif self._underutilized_and_movable(node):
-                since = self._unneeded_since.setdefault(name, now)
-            else:
-                self._unneeded_since.pop(name, None)
-                continue
-            if now - since < self.model.scale_down_unneeded_s:
-                continue
-            if not node.empty:
-                if drained:
-                    continue  # one non-empty node per scan
-                drained = True
-                sim.drain(node)
-            else:
-                sim.power_down(node)
-            self._unneeded_since.pop(name, None)
-            powered[node.spec.group] -= 1
-            sim.scale_downs += 1
-
-    def _underutilized_and_movable(self, node: _Node) -> bool:
-        threshold = self.model.utilization_threshold
-        if threshold is None:
-            return False
-        alloc = node.info.allocatable
-        shares = [
-            node.requested.cpu_millicores / alloc.cpu_millicores if alloc.cpu_millicores else 0.0,
-            node.requested.memory_bytes / alloc.memory_bytes if alloc.memory_bytes else 0.0,
-        ]
-        if max(shares) >= threshold:
-            return False
-        # Every pod must fit on the other ready nodes, placed one after another (first-fit).
-        others = [
-            (n.info, _Bin(n.requested, len(n.running) + n.daemon_pods), n.daemon_pods)
-            for n in self.sim.nodes
-            if n.state == "on" and n is not node
-        ]
-        for index in node.running:
-            info = self.sim.pod_info(index)
-            for template, b, daemons in others:
-                if _fits(info, template, b.requested, b.pods, daemons):
-                    b.requested = b.requested + info.requests
-                    b.pods += 1
-                    break
-            else:
-                return False
         return True

@@ -16,11 +16,15 @@ over seeds:
 * `gap_closed_pct`: `100 × (E_default − E) / (E_default − E_oracle)`, the share of the largest
   possible saving the policy achieved (`rl/oracle.py`);
 * `pending_seconds_mean`, `pending_seconds_p99`: per pod, arrival to (first) start;
-* `boots`, `scale_ups` (autoscaler scale-up decisions), `scale_downs` (nodes it powered off),
-  `restarted_pods` (drained by scale-down, restarted from scratch).
+* `boots`, `scale_ups` (autoscaler scale-up decisions), `scale_downs` (nodes it powered off);
+* scale-down's disruption (rl/workloads.py): `evictions` (pods evicted from drained nodes),
+  `restarted_pods` (of them, replaced by a pod that starts from scratch: Jobs),
+  `lost_cpu_hours` (CPU-hours the evicted pods had done and lost), `disrupted_workloads`
+  (workloads that lost a pod), `deleted_pods` (evicted and not recreated: bare pods).
 
-"default" is the run keyed `default` or, with several expanders, `default@random` (else the
-first `default@…`): kube-scheduler as shipped with cluster-autoscaler as shipped.
+"default" is the run keyed `default` or, with several expanders, `default@least-waste` (else
+`default@random`, else the first `default@…`): kube-scheduler as shipped with cluster-autoscaler
+as shipped.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from rl.progress import ProgressBar
 from rl.sampling import TelemetryModel, dropped_nodes
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulator import PowerOffModel, SimResult, Simulation
+from rl.workloads import WorkloadModel
 
 SCHEMA = "kubejoule.rl-benchmark/v1"
 JOULES_PER_KWH = 3.6e6
@@ -67,7 +72,11 @@ class RunSummary:
     pending_p99_s: float | None = None
     scale_ups: int = 0
     scale_downs: int = 0
+    evictions: int = 0
     restarted_pods: int = 0
+    lost_cpu_seconds: float = 0.0
+    disrupted_workloads: int = 0
+    deleted_pods: int = 0
 
     @classmethod
     def of(cls, policy: str, seed: int, result: SimResult) -> RunSummary:
@@ -87,7 +96,11 @@ class RunSummary:
             pending_p99_s=percentile_nearest_rank(pending, 99.0),
             scale_ups=result.scale_ups,
             scale_downs=result.scale_downs,
+            evictions=result.evictions,
             restarted_pods=result.restarted_pods,
+            lost_cpu_seconds=result.lost_cpu_seconds,
+            disrupted_workloads=result.disrupted_workloads,
+            deleted_pods=result.deleted_pods,
         )
 
 
@@ -114,6 +127,7 @@ class ClusterModel:
     daemonsets: tuple[DaemonSetSpec, ...] = ()
     telemetry: TelemetryModel | None = None  # None: perfect telemetry (ablation)
     telemetry_dropout: float = 0.0  # fault mode: each node's agent missing with this probability
+    workloads: WorkloadModel = field(default_factory=WorkloadModel)  # PDBs, pod startup time
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.telemetry_dropout <= 1.0:
@@ -159,6 +173,7 @@ def run_once(
         telemetry=cluster.telemetry,
         rng=random.Random(f"autoscaler-{seed}"),
         missing_telemetry=dropped_nodes([n.name for n in nodes], cluster.telemetry_dropout, seed),
+        workloads=cluster.workloads,
     )
     policy = make_policy(policy_name, nodes, cluster.policy_power_off())
     policy.reset(sim.specs, random.Random(seed))
@@ -289,10 +304,9 @@ def run_benchmark(
 
 def baseline_key(keys: Sequence[str]) -> str | None:
     """The run energy is compared with (module docstring)."""
-    if "default" in keys:
-        return "default"
-    if "default@random" in keys:
-        return "default@random"
+    for key in ("default", "default@least-waste", "default@random"):
+        if key in keys:
+            return key
     return next((k for k in keys if k.startswith("default@")), None)
 
 
@@ -332,7 +346,11 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
             "pending_seconds_p99": _round(_mean([r.pending_p99_s for r in runs]), 3),
             "scale_ups": _round(_mean([float(r.scale_ups) for r in runs]), 2),
             "scale_downs": _round(_mean([float(r.scale_downs) for r in runs]), 2),
+            "evictions": _round(_mean([float(r.evictions) for r in runs]), 2),
             "restarted_pods": _round(_mean([float(r.restarted_pods) for r in runs]), 2),
+            "lost_cpu_hours": _round(_mean([r.lost_cpu_seconds / 3600.0 for r in runs]), 3),
+            "disrupted_workloads": _round(_mean([float(r.disrupted_workloads) for r in runs]), 2),
+            "deleted_pods": _round(_mean([float(r.deleted_pods) for r in runs]), 2),
             "below_oracle": any(r.energy_joules < oracle_j for r in runs),
             "runs": [
                 {
@@ -348,7 +366,11 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
                     "pending_seconds_p99": _round(r.pending_p99_s, 3),
                     "scale_ups": r.scale_ups,
                     "scale_downs": r.scale_downs,
+                    "evictions": r.evictions,
                     "restarted_pods": r.restarted_pods,
+                    "lost_cpu_hours": _round(r.lost_cpu_seconds / 3600.0, 3),
+                    "disrupted_workloads": r.disrupted_workloads,
+                    "deleted_pods": r.deleted_pods,
                 }
                 for r in runs
             ],

@@ -1,15 +1,16 @@
 """`kubejoule-rl`: the cluster energy simulator's command line.
 
 kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
-                       [--autoscaler [--expanders random,least-waste,...] [--scan-interval S]
-                        [--scale-down-unneeded S] [--scale-down-utilization-threshold F]]
+                       [--autoscaler [--expanders least-waste,random,...] [--scan-interval S]
+                        [cluster-autoscaler's scale-down flags, rl/cluster_options.py]
+                        [--old-autoscaler-defaults] [--pdbs FILE] [--pod-startup-seconds S]]
                        [--power-off-visible | --power-off-after S]
                        [--boot-seconds S] [--boot-joules J] [--daemonsets FILE]
                        [--sample-seconds S | --perfect-telemetry]
                        --out results.json [--plot results.png]
 kubejoule-rl benchmark --scenario heterogeneous-autoscaler --out results.json   # the headline
 kubejoule-rl benchmark ... --policies default,kubejoule,default+extender:5,profile:FILE,peaks@kubejoule
-kubejoule-rl trace --out trace.csv [--family diurnal|batch-services|bursts] [--hours H] [--seed S] ...
+kubejoule-rl trace --out trace.csv [--pdbs pdbs.yaml] [--family diurnal|batch-services|bursts] [--seed S] ...
 kubejoule-rl gate --candidate PATH|POLICY [--baseline heuristic] --heldout DIR --out gate.json
                   [--report gate.md]
 kubejoule-rl train --algo dqn --minutes M --seed S [--steps N] --out models/dqn.pt
@@ -23,12 +24,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import Field, fields
+from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rl import gate_run, train_cli
-from rl.autoscaler import EXPANDERS, AutoscalerModel
+from rl import cluster_options, gate_run, train_cli
+from rl.autoscaler import DEFAULT_EXPANDER, EXPANDERS
 from rl.benchmark import ClusterModel, results_json, run_benchmark, split_pair
 from rl.policies import BUILTIN_POLICIES
 from rl.report import format_table, format_targets, has_headline, headline_targets
@@ -38,6 +39,7 @@ from rl.scenario import (
     SCENARIOS,
     Scenario,
     ScenarioError,
+    format_pdbs,
     format_trace,
     load_daemonsets,
     load_node_groups,
@@ -45,7 +47,7 @@ from rl.scenario import (
     scenario_path,
 )
 from rl.simulator import PowerOffModel
-from rl.tracegen import FAMILIES, TraceConfig, generate_family
+from rl.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -75,22 +77,10 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--expanders",
         help=f"comma-separated autoscaler expanders, one run each ({', '.join(EXPANDERS)}; "
-        "default random)",
+        f"default {DEFAULT_EXPANDER}, cluster-autoscaler's)",
     )
     bench.add_argument("--scan-interval", type=float, metavar="SECONDS", help="autoscaler scan period (10)")
-    bench.add_argument(
-        "--scale-down-unneeded",
-        type=float,
-        metavar="SECONDS",
-        help="a node without non-DaemonSet pods this long powers off (600)",
-    )
-    bench.add_argument(
-        "--scale-down-utilization-threshold",
-        type=float,
-        metavar="FRACTION",
-        help="also drain nodes whose requests stay below this share and whose pods fit elsewhere "
-        "(default: off)",
-    )
+    cluster_options.add_options(bench)
     bench.add_argument(
         "--power-off-visible",
         action="store_true",
@@ -151,6 +141,12 @@ def _build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--out", required=True, help="CSV path, or - for stdout")
     trace.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     trace.add_argument(
+        "--pdbs",
+        metavar="FILE",
+        help="also write the workloads' PodDisruptionBudgets (YAML; services: max_unavailable 1) "
+        "for `benchmark --pdbs`",
+    )
+    trace.add_argument(
         "--family",
         choices=FAMILIES,
         default="diurnal",
@@ -197,12 +193,9 @@ def cluster_model(args: argparse.Namespace, scenario: Scenario | None) -> Cluste
         autoscaler_on = False  # the ablation asked for explicitly replaces the scenario's autoscaler
     power_off = autoscaler = None
     if autoscaler_on:
-        autoscaler = AutoscalerModel(
-            scan_interval_s=pick(args.scan_interval, "scan_interval_s", 10.0),
-            boot_seconds=boot_seconds,
-            boot_joules=boot_joules,
-            scale_down_unneeded_s=unneeded,
-            utilization_threshold=args.scale_down_utilization_threshold,
+        autoscaler = cluster_options.autoscaler_model(
+            args, pick(args.scan_interval, "scan_interval_s", 10.0), boot_seconds, boot_joules,
+            unneeded,
         )
     elif visible_after is not None:
         power_off = PowerOffModel(visible_after, boot_seconds, boot_joules)
@@ -254,6 +247,7 @@ def _benchmark(args: argparse.Namespace) -> int:
             expanders = [cluster.autoscaler.expander]
         nodes = load_node_groups(nodes_file)
         pods = load_trace(trace_file)
+        cluster = replace(cluster, workloads=cluster_options.workload_model(args, scenario, pods))
         log = _decision_log(args.collector, nodes, cluster)
         try:
             result = run_benchmark(
@@ -282,9 +276,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         "pods": len(pods),
         "autoscaler": (
             {
-                "scan_interval_s": autoscaler.scan_interval_s,
-                "scale_down_unneeded_s": autoscaler.scale_down_unneeded_s,
-                "scale_down_utilization_threshold": autoscaler.utilization_threshold,
+                **cluster_options.describe(autoscaler),
                 "expanders": list(
                     dict.fromkeys(e for e in [*expanders, *(split_pair(p)[1] for p in policies)] if e)
                 ),
@@ -305,6 +297,11 @@ def _benchmark(args: argparse.Namespace) -> int:
             else "perfect"
         ),
         "telemetry_dropout": cluster.telemetry_dropout,
+        "workloads": {
+            "pdbs_file": cluster_options.pdbs_path(args, scenario),
+            "pdbs": len(cluster.workloads.pdbs),
+            "pod_startup_s": cluster.workloads.pod_startup_s,
+        },
     }
     document = results_json(result, description)
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
@@ -341,7 +338,12 @@ def _trace(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kubejoule-rl: {exc}", file=sys.stderr)
         return 2
-    text = format_trace(generate_family(args.family, config, args.seed))
+    pods = generate_family(args.family, config, args.seed)
+    text = format_trace(pods)
+    if args.pdbs:
+        pdbs = family_pdbs(pods)
+        Path(args.pdbs).write_text(format_pdbs(pdbs))
+        print(f"wrote {len(pdbs)} PDBs to {args.pdbs}", file=sys.stderr)
     if args.out == "-":
         sys.stdout.write(text)
     else:

@@ -2,13 +2,15 @@
 each, hand the paired results to `rl.gate.evaluate`.
 
 A held-out directory holds one folder per case, each with `nodes.yaml` and `trace.csv` and
-optionally `daemonsets.yaml` (else the bundled DaemonSets, as `kubejoule-rl benchmark` uses).
-Both sides run the same case with the same settings and the same tie-breaking seed.
+optionally `daemonsets.yaml` (else the bundled DaemonSets, as `kubejoule-rl benchmark` uses) and
+`pdbs.yaml` (the trace's PodDisruptionBudgets). Both sides run the same case with the same
+settings and the same tie-breaking seed.
 
-Semantics: cluster-autoscaler's (rl/autoscaler.py) with the `kubejoule` expander for both
-sides — only powered-on nodes are candidates, Pending pods make the autoscaler boot nodes
-(`boot_seconds`), nodes unneeded for `scale_down_unneeded_s` power off — DaemonSet pods on every
-node, and telemetry as the scheduler sees it (5 s samples and refreshes).
+Semantics: cluster-autoscaler's as it ships (rl/autoscaler.py, rl/scaledown.py: utilization
+scale-down at 0.5, the cool-downs, drains that respect the workloads), with the `kubejoule`
+expander for both sides — only powered-on nodes are candidates, Pending pods make the autoscaler
+boot nodes (`boot_seconds`), nodes unneeded for `scale_down_unneeded_s` go — DaemonSet pods on
+every node, and telemetry as the scheduler sees it (5 s samples and refreshes).
 """
 
 from __future__ import annotations
@@ -26,14 +28,17 @@ from rl.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     DaemonSetSpec,
     NodeSpec,
+    PdbSpec,
     PodSpec,
     ScenarioError,
     load_daemonsets,
     load_node_groups,
+    load_pdbs,
     load_trace,
     scenario_path,
 )
 from rl.simulator import SimResult
+from rl.workloads import WorkloadModel
 
 DEFAULT_SCALE_DOWN_UNNEEDED_S = 600.0
 DEFAULT_BOOT_SECONDS = 120.0
@@ -46,12 +51,14 @@ class HeldOutCase:
     nodes: list[NodeSpec]
     pods: list[PodSpec]
     daemonsets: tuple[DaemonSetSpec, ...]
+    pdbs: tuple[PdbSpec, ...] = ()
 
 
 def gate_cluster(
     daemonsets: tuple[DaemonSetSpec, ...],
     scale_down_unneeded_s: float = DEFAULT_SCALE_DOWN_UNNEEDED_S,
     boot_seconds: float = DEFAULT_BOOT_SECONDS,
+    pdbs: tuple[PdbSpec, ...] = (),
 ) -> ClusterModel:
     """The gate's cluster rules: autoscaler with the kubejoule expander, lagging telemetry."""
     return ClusterModel(
@@ -62,6 +69,7 @@ def gate_cluster(
         ),
         daemonsets=daemonsets,
         telemetry=TelemetryModel(),
+        workloads=WorkloadModel(pdbs),
     )
 
 
@@ -78,12 +86,15 @@ def load_cases(directory: str | Path) -> list[HeldOutCase]:
         daemonsets_file = folder / "daemonsets.yaml"
         if not daemonsets_file.exists():
             daemonsets_file = scenario_path(DEFAULT_DAEMONSETS_FILE)
+        pdbs_file = folder / "pdbs.yaml"
         try:
+            pods = load_trace(trace_file)
             case = HeldOutCase(
                 folder.name,
                 load_node_groups(nodes_file),
-                load_trace(trace_file),
+                pods,
                 tuple(load_daemonsets(daemonsets_file)),
+                load_pdbs(pdbs_file, pods) if pdbs_file.exists() else (),
             )
         except ScenarioError as exc:
             raise ScenarioError(f"{folder.name}: {exc}") from exc
@@ -97,7 +108,7 @@ def load_cases(directory: str | Path) -> list[HeldOutCase]:
 
 def _case_result(name: str, candidate: SimResult, baseline: SimResult) -> CaseResult:
     def pending(result: SimResult) -> tuple[float, ...]:
-        return tuple(o.start_s - o.submit_s for o in result.outcomes)
+        return tuple(o.pending_s for o in result.outcomes)  # arrival to first start
 
     return CaseResult(
         name=name,
@@ -124,7 +135,7 @@ def run_gate(
     """gate.json's document: both policies on every case, then the verdict."""
     results = []
     for case in cases:
-        cluster = gate_cluster(case.daemonsets, scale_down_unneeded_s, boot_seconds)
+        cluster = gate_cluster(case.daemonsets, scale_down_unneeded_s, boot_seconds, case.pdbs)
         runs = [
             run_once(case.nodes, case.pods, policy, seed, cluster=cluster)
             for policy in (candidate, baseline)

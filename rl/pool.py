@@ -125,9 +125,10 @@ def write_cases(
 ) -> None:
     """One folder per (family, size) under `out`, numbered in that order, case k drawn from
     `random.Random(seed_base + k)`: a random cluster, a load of 15–45 % of its cores, a trace of
-    the family over `hours[family]` (the layout `kubejoule-rl gate --heldout` reads)."""
-    from rl.scenario import format_trace
-    from rl.tracegen import FAMILIES
+    the family over `hours[family]` and its PDBs (the layout `kubejoule-rl gate --heldout`
+    reads)."""
+    from rl.scenario import format_pdbs, format_trace
+    from rl.tracegen import FAMILIES, family_pdbs
 
     root = Path(out)
     case = 0
@@ -144,6 +145,7 @@ def write_cases(
                 f"# {label} case {case}: seed {seed}, load {load}\n" + nodes_yaml(nodes)
             )
             (folder / "trace.csv").write_text(format_trace(pods))
+            (folder / "pdbs.yaml").write_text(format_pdbs(family_pdbs(pods)))
             print(f"{folder.name}: {len(nodes)} nodes, {len(pods)} pods, load {load}")
             case += 1
 

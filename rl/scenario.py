@@ -19,18 +19,13 @@ Node groups, as DESIGN.md specifies — a YAML list of
 `count` is the group's maximum size. DaemonSets (`load_daemonsets`): a YAML list of
 `{name, cpu_request, cpu_usage, mem_request_gib}` run on every powered-on node.
 
-Trace: CSV with the header `submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage`, optionally
-followed by `owner_kind` (Job, ReplicaSet, StatefulSet, …; empty for a bare pod) and/or `priority`
-(an integer, 0 when absent), in any order; one row per pod. `duration_s` is the run time with the CPU it wants (`cpu_usage` cores, the mean while
-running, which may exceed `cpu_request`); contention stretches it (see rl/simulator.py).
+Traces and PodDisruptionBudgets: rl/traces.py (their names are re-exported here).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -39,11 +34,23 @@ import yaml
 
 from agent.curves import PowerCurve
 from rl.report import HEADLINE_POLICIES
-from scheduler.model import ContainerResources, NodeInfo, PodInfo, Resources
+from rl.traces import (  # noqa: F401  (re-exported: the trace format's names)
+    GIB_BYTES,
+    TRACE_HEADER,
+    TRACE_OPTIONAL,
+    PdbSpec,
+    PodSpec,
+    ScenarioError,
+    format_pdbs,
+    format_trace,
+    load_pdbs,
+    load_trace,
+    parse_number,
+    parse_pdbs,
+    parse_trace,
+)
+from scheduler.model import NodeInfo, Resources
 
-TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
-TRACE_OPTIONAL = ("owner_kind", "priority")
-GIB_BYTES = 2**30
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
 
 
@@ -86,60 +93,6 @@ class NodeSpec:
         )
 
 
-@dataclass(frozen=True)
-class PodSpec:
-    """One pod of a trace. Times in seconds, CPU in cores, memory in GiB."""
-
-    index: int
-    submit_s: float
-    duration_s: float
-    cpu_request: float
-    mem_request_gib: float
-    cpu_usage: float
-    owner_kind: str | None = None  # the controlling owner's kind (feature schema v2)
-    priority: int = 0
-
-    @property
-    def work_core_seconds(self) -> float:
-        return self.cpu_usage * self.duration_s
-
-    def pod_info(self) -> PodInfo:
-        """One container requesting the trace's CPU and memory, without limits (a trace gives
-        none); a zero request is an absent key."""
-        cpu = round(self.cpu_request * 1000)
-        memory = round(self.mem_request_gib * GIB_BYTES)
-        return PodInfo(
-            namespace="sim",
-            name=f"pod-{self.index}",
-            uid=f"sim-{self.index}",
-            requests=Resources(cpu_millicores=cpu, memory_bytes=memory, pods=1),
-            containers=(
-                ContainerResources(
-                    name="main",
-                    cpu_request_millicores=cpu or None,
-                    memory_request_bytes=memory or None,
-                ),
-            ),
-            owner_kind=self.owner_kind,
-            priority=self.priority,
-        )
-
-
-class ScenarioError(ValueError):
-    """A node-group file or a trace that does not follow the format."""
-
-
-def _number(value: Any, what: str, minimum: float = 0.0, strict: bool = False) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ScenarioError(f"{what}: not a number: {value!r}") from exc
-    if number != number or number < minimum or (strict and number <= minimum):
-        bound = ">" if strict else ">="
-        raise ScenarioError(f"{what}: must be {bound} {minimum}, got {value!r}")
-    return number
-
-
 def parse_node_groups(data: Any) -> list[NodeSpec]:
     """Nodes from the parsed YAML (a list of groups), in file order, named `<group>-<i>`."""
     if not isinstance(data, list) or not data:
@@ -156,8 +109,8 @@ def parse_node_groups(data: Any) -> list[NodeSpec]:
         count = group.get("count", 1)
         if not isinstance(count, int) or count < 0:
             raise ScenarioError(f"node group {name}: count must be a non-negative integer")
-        cores = _number(group.get("cpu_cores"), f"node group {name}: cpu_cores", strict=True)
-        memory = _number(group.get("memory_gib"), f"node group {name}: memory_gib", strict=True)
+        cores = parse_number(group.get("cpu_cores"), f"node group {name}: cpu_cores", strict=True)
+        memory = parse_number(group.get("memory_gib"), f"node group {name}: memory_gib", strict=True)
         power = group.get("power")
         if not isinstance(power, Mapping):
             raise ScenarioError(f"node group {name}: power must be a mapping")
@@ -173,7 +126,7 @@ def parse_node_groups(data: Any) -> list[NodeSpec]:
         initial = _count(group, "initial_count", name, min_count, count)
         if initial < min_count:
             raise ScenarioError(f"node group {name}: initial_count must be >= min_count")
-        standby = _number(group.get("standby_watts", 0.0), f"node group {name}: standby_watts")
+        standby = parse_number(group.get("standby_watts", 0.0), f"node group {name}: standby_watts")
         priority = group.get("priority", len(data) - position)
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise ScenarioError(f"node group {name}: priority must be an integer")
@@ -208,84 +161,6 @@ def _load_yaml(path: str | Path) -> Any:
 
 def load_node_groups(path: str | Path) -> list[NodeSpec]:
     return parse_node_groups(_load_yaml(path))
-
-
-def _optional_columns(header: tuple[str, ...]) -> tuple[str, ...]:
-    required = len(TRACE_HEADER)
-    extra = header[required:]
-    if (
-        header[:required] != TRACE_HEADER
-        or len(set(extra)) != len(extra)
-        or any(name not in TRACE_OPTIONAL for name in extra)
-    ):
-        raise ScenarioError(
-            f"trace: header must be {','.join(TRACE_HEADER)} optionally followed by "
-            f"{' and/or '.join(TRACE_OPTIONAL)}, got {','.join(header)}"
-        )
-    return extra
-
-
-def _integer(value: str, what: str) -> int:
-    try:
-        return int(value.strip() or "0")
-    except ValueError as exc:
-        raise ScenarioError(f"{what}: not an integer: {value!r}") from exc
-
-
-def parse_trace(text: str) -> list[PodSpec]:
-    """Pods from trace CSV text, sorted by submit time (stable, so file order breaks ties)."""
-    reader = csv.reader(io.StringIO(text))
-    rows = [row for row in reader if row and any(cell.strip() for cell in row)]
-    if not rows:
-        raise ScenarioError("trace: empty")
-    header = tuple(cell.strip() for cell in rows[0])
-    extra = _optional_columns(header)
-    pods: list[PodSpec] = []
-    for line, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise ScenarioError(f"trace line {line}: expected {len(header)} fields")
-        submit, duration, request, memory, usage = row[: len(TRACE_HEADER)]
-        optional = dict(zip(extra, row[len(TRACE_HEADER) :], strict=True))
-        pods.append(
-            PodSpec(
-                index=len(pods),
-                submit_s=_number(submit, f"trace line {line}: submit_s"),
-                duration_s=_number(duration, f"trace line {line}: duration_s", strict=True),
-                cpu_request=_number(request, f"trace line {line}: cpu_request"),
-                mem_request_gib=_number(memory, f"trace line {line}: mem_request_gib"),
-                cpu_usage=_number(usage, f"trace line {line}: cpu_usage"),
-                owner_kind=optional.get("owner_kind", "").strip() or None,
-                priority=_integer(optional.get("priority", "0"), f"trace line {line}: priority"),
-            )
-        )
-    ordered = sorted(pods, key=lambda p: p.submit_s)
-    return [replace(p, index=i) for i, p in enumerate(ordered)]
-
-
-def load_trace(path: str | Path) -> list[PodSpec]:
-    return parse_trace(Path(path).read_text())
-
-
-def format_trace(pods: Iterable[PodSpec]) -> str:
-    """Trace CSV text (the inverse of parse_trace, to 6 significant decimals). The optional
-    columns are written when some pod has an owner kind or a priority."""
-    pods = list(pods)
-    extended = any(p.owner_kind is not None or p.priority != 0 for p in pods)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(TRACE_HEADER + (TRACE_OPTIONAL if extended else ()))
-    for p in pods:
-        row = [
-            f"{p.submit_s:.3f}",
-            f"{p.duration_s:.3f}",
-            f"{p.cpu_request:.3f}",
-            f"{p.mem_request_gib:.3f}",
-            f"{p.cpu_usage:.4f}",
-        ]
-        if extended:
-            row += [p.owner_kind or "", str(p.priority)]
-        writer.writerow(row)
-    return out.getvalue()
 
 
 @dataclass(frozen=True)
@@ -323,9 +198,9 @@ def parse_daemonsets(data: Any) -> list[DaemonSetSpec]:
         specs.append(
             DaemonSetSpec(
                 name,
-                _number(item.get("cpu_request", 0.0), f"daemonset {name}: cpu_request"),
-                _number(item.get("cpu_usage", 0.0), f"daemonset {name}: cpu_usage"),
-                _number(item.get("mem_request_gib", 0.0), f"daemonset {name}: mem_request_gib"),
+                parse_number(item.get("cpu_request", 0.0), f"daemonset {name}: cpu_request"),
+                parse_number(item.get("cpu_usage", 0.0), f"daemonset {name}: cpu_usage"),
+                parse_number(item.get("mem_request_gib", 0.0), f"daemonset {name}: mem_request_gib"),
             )
         )
     if len({d.name for d in specs}) != len(specs):
@@ -356,6 +231,7 @@ class Scenario:
     scale_down_unneeded_s: float = 600.0
     daemonsets_file: str = DEFAULT_DAEMONSETS_FILE
     policies: tuple[str, ...] = ()  # run when --policies is not given (else every builtin)
+    pdbs_file: str | None = None  # the trace's PodDisruptionBudgets
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -387,11 +263,13 @@ SCENARIOS: dict[str, Scenario] = {
             "heterogeneous-autoscaler.yaml",
             "trace-heterogeneous.csv",
             "The headline: the four server generations as autoscaled node groups (one node of "
-            "each of the two big kinds always on), DaemonSets on every node, cluster-autoscaler's "
-            "defaults (10 s scans, scale-down after 10 min unneeded), boots of 120 s.",
+            "each of the two big kinds always on), DaemonSets on every node, cluster-autoscaler "
+            "as it ships (10 s scans, least-waste, utilization scale-down at 0.5 after 10 min "
+            "unneeded, 10 min after a scale-up), the services' PDBs, boots of 120 s.",
             autoscaler=True,
             boot_seconds=120.0,
             policies=HEADLINE_POLICIES,
+            pdbs_file="trace-heterogeneous-pdbs.yaml",
         ),
     )
 }

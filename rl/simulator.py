@@ -16,6 +16,10 @@ Model (every number in joules, watts, seconds, cores):
   node becomes ready; it is counted once as unschedulable.
 * DaemonSet pods (`daemonsets`) run on every powered-on node: their requests, pod slots and CPU
   usage count on the node, and they never make it non-empty.
+* Evictions (cluster-autoscaler draining a node, rl/scaledown.py): what happens to an evicted pod
+  depends on its owner (rl/workloads.py, `PodLedger`): replaced with its remaining lifetime,
+  restarted from scratch, or deleted; a replacement is Pending from the eviction and starts
+  with `WorkloadModel.pod_startup_s`. A node being drained takes no new pods.
 * Three power regimes:
   - always on (neither `autoscaler` nor `power_off`): every node is on from 0 to the end;
   - `autoscaler` (rl/autoscaler.py): cluster-autoscaler's semantics. Only powered-on, ready
@@ -46,6 +50,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from rl.sampling import TelemetryModel, TelemetryRecorder
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
+from rl.simrecords import (  # noqa: F401  (re-exported: the simulator's value types)
+    PodOutcome,
+    PowerOffModel,
+    SimResult,
+    boot_joules_for,
+)
+from rl.workloads import DELETED, PodLedger, WorkloadModel
 from scheduler.features_v2 import NodeWorkload
 from scheduler.filters import filter_nodes
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
@@ -68,33 +79,6 @@ _SCAN = 4
 
 # A pod whose remaining run time is below this is finished (float round-off of rate × time).
 _DONE_EPSILON_SECONDS = 1e-9
-
-
-@dataclass(frozen=True)
-class PowerOffModel:
-    """The `--power-off-visible` ablation: nodes power off when empty for `after_seconds` and
-    stay visible; placing a pod on an off node boots it."""
-
-    after_seconds: float
-    boot_seconds: float = 120.0
-    # None: boot_seconds × the node's full-load watts (a boot keeps the machine busy).
-    boot_joules: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.after_seconds < 0 or self.boot_seconds < 0:
-            raise ValueError("power-off and boot times must be >= 0")
-        if self.boot_joules is not None and self.boot_joules < 0:
-            raise ValueError("boot_joules must be >= 0")
-
-    def joules_for(self, node: NodeSpec) -> float:
-        return boot_joules_for(node, self.boot_seconds, self.boot_joules)
-
-
-def boot_joules_for(node: NodeSpec, boot_seconds: float, boot_joules: float | None) -> float:
-    """One boot's energy: `boot_joules`, else boot_seconds × the node's full-load watts."""
-    if boot_joules is not None:
-        return boot_joules
-    return boot_seconds * node.curve.max_watts
 
 
 class Policy(Protocol):
@@ -126,6 +110,7 @@ class _Node:
     last_progress_s: float = 0.0
     version: int = 0  # bumps on every change; stale completion/power-off events are skipped
     boots: int = 0
+    deleting: bool = False  # cluster-autoscaler drains it (ToBeDeleted taint: no new pods)
     empty_since_s: float = 0.0  # when its last non-DaemonSet pod left (or it became ready)
     ready_since_s: float = 0.0  # when it last became ready (feature schema v2)
 
@@ -153,50 +138,6 @@ class _Node:
 
 
 @dataclass(frozen=True)
-class PodOutcome:
-    index: int
-    node: str
-    submit_s: float
-    start_s: float  # the last start (a drained pod restarts)
-    finish_s: float
-    duration_s: float
-    waited: bool  # found no feasible node at least once
-    first_start_s: float | None = None  # None: start_s
-
-    @property
-    def slowdown(self) -> float:
-        """(finish − submit) / duration − 1: 0 when the pod ran as fast as it wanted at once."""
-        return (self.finish_s - self.submit_s) / self.duration_s - 1.0
-
-    @property
-    def pending_s(self) -> float:
-        """Arrival to (first) start."""
-        first = self.start_s if self.first_start_s is None else self.first_start_s
-        return first - self.submit_s
-
-
-@dataclass
-class SimResult:
-    energy_joules: float
-    end_s: float
-    node_energy_joules: dict[str, float]
-    outcomes: list[PodOutcome]
-    unschedulable: int  # pods that found no feasible node at least once
-    never_scheduled: int  # pods still waiting when nothing else could happen
-    boots: int
-    timeline: list[tuple[float, float]]  # (time, cluster watts from then on)
-    scale_ups: int = 0  # autoscaler scale-up decisions (each boots one or more nodes)
-    scale_downs: int = 0  # nodes the autoscaler powered off
-    restarted_pods: int = 0  # pods drained by scale-down, restarted from scratch
-
-    def slowdowns(self) -> list[float]:
-        return [o.slowdown for o in self.outcomes]
-
-    def pending_seconds(self) -> list[float]:
-        return [o.pending_s for o in self.outcomes]
-
-
-@dataclass(frozen=True)
 class PlacementRequest:
     """A pod waiting to be placed, and the feasible nodes (as the scheduler would see them)."""
 
@@ -220,6 +161,7 @@ class Simulation:
         telemetry: TelemetryModel | None = None,
         rng: random.Random | None = None,
         missing_telemetry: frozenset[str] = frozenset(),
+        workloads: WorkloadModel | None = None,
     ) -> None:
         if not nodes:
             raise ValueError("a simulation needs at least one node")
@@ -261,7 +203,7 @@ class Simulation:
         self._boots = 0
         self.scale_ups = 0
         self.scale_downs = 0
-        self.restarted_pods = 0
+        self.ledger = PodLedger(self.pods, workloads or WorkloadModel())
         self.recorder = TelemetryRecorder(
             len(self._nodes),
             telemetry,
@@ -351,7 +293,7 @@ class Simulation:
 
     def _start_pod(self, node: _Node, index: int) -> None:
         pod = self.pods[index]
-        node.running[index] = pod.duration_s
+        node.running[index] = self.ledger.started(index, self.now)
         node.usage_cores += pod.cpu_usage
         self._start[index] = self.now
         self._first_start.setdefault(index, self.now)
@@ -384,6 +326,7 @@ class Simulation:
             pod = self.pods[index]
             node.usage_cores -= pod.cpu_usage
             node.requested = node.requested - self._infos[index].requests
+            self.ledger.finished(index)
             self._outcomes.append(
                 PodOutcome(
                     index=index,
@@ -397,15 +340,18 @@ class Simulation:
                 )
             )
             self._done += 1
+        self._after_removal(node)
+        self._arm_power_off(node)
+        if finished:
+            self._retry_waiting()
+
+    def _after_removal(self, node: _Node) -> None:
         if not node.running:
             # No float residue on a node left with its DaemonSet pods only.
             node.usage_cores = self._daemon_usage if node.daemon_pods else 0.0
             node.empty_since_s = self.now
         self._reschedule_completion(node)
         self._update_power(node)
-        self._arm_power_off(node)
-        if finished:
-            self._retry_waiting()
 
     def _retry_waiting(self) -> None:
         """Room was freed or a node became ready: every waiting pod gets another try, oldest
@@ -435,6 +381,10 @@ class Simulation:
     @property
     def nodes(self) -> Sequence[_Node]:
         return self._nodes
+
+    @property
+    def autoscaler(self) -> Autoscaler | None:
+        return self._autoscaler
 
     @property
     def waiting(self) -> Sequence[int]:
@@ -467,6 +417,7 @@ class Simulation:
     def power_down(self, node: _Node) -> None:
         """Power a node off; its DaemonSet pods stop with it."""
         node.state = OFF
+        node.deleting = False
         node.version += 1
         if node.daemon_pods:
             node.requested = node.requested - self._daemon_requests
@@ -474,21 +425,33 @@ class Simulation:
         node.usage_cores = 0.0
         self._set_power(node, node.spec.standby_watts)
 
-    def drain(self, node: _Node) -> list[int]:
-        """Evict the node's pods (they lose their progress and go back to the scheduling queue)
-        and power it off. Returns the evicted pods."""
+    def evict(self, node: _Node, index: int) -> str:
+        """Evict one pod (the eviction API's decision is the caller's): its fate by its owner
+        (rl/workloads.py); a replacement goes back to the scheduling queue, Pending from now."""
         self._progress(node)
-        evicted = sorted(node.running)
-        for index in evicted:
-            node.usage_cores -= self.pods[index].cpu_usage
-            node.requested = node.requested - self._infos[index].requests
-            del node.placed_at[index]
+        left = node.running.pop(index)
+        del node.placed_at[index]
+        node.usage_cores -= self.pods[index].cpu_usage
+        node.requested = node.requested - self._infos[index].requests
+        fate = self.ledger.evicted(index, left)
+        if fate == DELETED:
+            self._done += 1
+        else:
             del self._start[index]  # pending again until it restarts (pending_pod_seconds)
-        node.running.clear()
-        self.restarted_pods += len(evicted)
-        self._to_schedule.extend(evicted)
+            self._to_schedule.append(index)
+        self._after_removal(node)
+        return fate
+
+    def remove_node(self, node: _Node) -> None:
+        """Delete a node the autoscaler emptied: pods still on it (the trace's DaemonSet pods)
+        go with it, and it powers off."""
+        for index in sorted(node.running):
+            self.evict(node, index)
         self.power_down(node)
-        return evicted
+
+    def pdb_room(self, workload: str | None) -> int | None:
+        """The workload's PDB's disruptions allowed now (None without a PDB)."""
+        return self.ledger.pdb_room(workload, self.now)
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -524,10 +487,11 @@ class Simulation:
 
     def candidate_states(self) -> list[NodeState]:
         """The nodes the scheduler sees: under autoscaler semantics only powered-on, ready
-        ones; in the visible-power-off ablation and when always on, every node."""
+        ones not being drained; in the visible-power-off ablation and when always on, every
+        node."""
         if self._autoscaler is None:
             return self.node_states()
-        return [self.node_state(n) for n in self._nodes if n.state == ON]
+        return [self.node_state(n) for n in self._nodes if n.state == ON and not n.deleting]
 
     def workloads(self) -> dict[str, NodeWorkload]:
         """Per node, its pods' placement times and owners, when it became ready (None while off
@@ -577,6 +541,7 @@ class Simulation:
             self._advance(t)
             if kind == _ARRIVAL:
                 self._arrived += 1
+                self.ledger.arrived(target)
                 self._to_schedule.append(target)
                 continue
             if kind == _SCAN:
@@ -654,5 +619,9 @@ class Simulation:
             timeline=list(self.timeline),
             scale_ups=self.scale_ups,
             scale_downs=self.scale_downs,
-            restarted_pods=self.restarted_pods,
+            evictions=self.ledger.evictions,
+            restarted_pods=self.ledger.restarted_pods,
+            deleted_pods=self.ledger.deleted_pods,
+            lost_cpu_seconds=self.ledger.lost_cpu_seconds,
+            disrupted_workloads=self.ledger.disrupted_workloads,
         )

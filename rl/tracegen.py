@@ -13,7 +13,9 @@
 
 Families (`generate_family`, `kubejoule-rl trace --family`):
 
-* `diurnal` — the model above; pods carry no owner kind or priority (the original traces).
+* `diurnal` — the model above, with owners drawn on their own random stream (so the other
+  columns are those of the original traces): 60 % Deployment pods (`ReplicaSet`), 10 %
+  `StatefulSet` pods, 30 % single-pod `Job`s; priority 0.
 * `batch-services` — two populations where pod age and owner kind matter: long-running services
   (owner `ReplicaSet`, priority 1000, `services_share` of the arrivals, durations bounded Pareto
   on [2 h, 24 h], usage about half the request) beside short batch Jobs (owner `Job`, priority
@@ -22,6 +24,12 @@ Families (`generate_family`, `kubejoule-rl trace --family`):
 * `bursts` — only Jobs, in bursts (CI pipelines, cron fan-outs): burst starts are Poisson, each
   burst 1–`burst_max` pods at the same second, durations on [5 min, 60 min].
 
+Workloads (`workload` column): a service's pods share a Deployment (`svc-<request>-<k>`, k one of
+three drawn on the workload stream) or a StatefulSet (`db-<request>`) of their size, so a
+workload's pods have one template; a Job is one burst (`job-<n>`; a single pod in `diurnal`).
+`family_pdbs` gives every Deployment and StatefulSet a PodDisruptionBudget with
+`max_unavailable: 1`; Jobs have none. No pod is bare or annotated `safe-to-evict`.
+
 The same config, family and seed give the same trace, byte for byte.
 """
 
@@ -29,10 +37,10 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rl.scenario import PodSpec
+from rl.traces import PdbSpec, PodSpec
 
 DAY_SECONDS = 86_400.0
 
@@ -174,20 +182,56 @@ def _bursts(
     rate_scale: float,
     durations: tuple[float, float, float],
 ) -> list[PodSpec]:
-    """Jobs in bursts whose mean size keeps the pod rate at `rate_scale` × the configured one."""
+    """Jobs in bursts whose mean size keeps the pod rate at `rate_scale` × the configured one;
+    a burst is one Job."""
     burst_max = int(config.burst_max)
     mean_burst = (1 + burst_max) / 2
     pods = []
-    for start in _arrival_times(config, rng, rate_scale / mean_burst):
+    for burst, start in enumerate(_arrival_times(config, rng, rate_scale / mean_burst)):
         for _ in range(rng.randint(1, burst_max)):
-            pods.append(_pod(rng, config, start, durations, 0.9, "Job", 0))
+            pod = _pod(rng, config, start, durations, 0.9, "Job", 0)
+            pods.append(replace(pod, workload=f"job-{burst}"))
     return pods
+
+
+_DIURNAL_KINDS = ("ReplicaSet", "StatefulSet", "Job")
+_DIURNAL_WEIGHTS = (0.6, 0.1, 0.3)
+SERVICE_KINDS = ("ReplicaSet", "StatefulSet")
+
+
+def _millicores(cores: float) -> str:
+    return f"{round(cores * 1000)}m"
+
+
+def _with_workloads(pods: list[PodSpec], family: str, seed: int) -> list[PodSpec]:
+    """Owners (diurnal) and services' workloads, drawn on their own stream (module docstring)."""
+    names = random.Random(f"workloads-{family}-{seed}")
+    out = []
+    for i, pod in enumerate(pods):
+        kind = pod.owner_kind
+        if family == "diurnal":
+            kind = names.choices(_DIURNAL_KINDS, weights=_DIURNAL_WEIGHTS)[0]
+        workload = pod.workload
+        if kind == "ReplicaSet":
+            workload = f"svc-{_millicores(pod.cpu_request)}-{names.randrange(3)}"
+        elif kind == "StatefulSet":
+            workload = f"db-{_millicores(pod.cpu_request)}"
+        elif workload is None:
+            workload = f"job-{i}"
+        out.append(replace(pod, owner_kind=kind, workload=workload))
+    return out
+
+
+def family_pdbs(pods: list[PodSpec]) -> tuple[PdbSpec, ...]:
+    """A PDB with max_unavailable 1 for every service workload (Deployment, StatefulSet)."""
+    services = sorted({p.workload for p in pods if p.owner_kind in SERVICE_KINDS and p.workload})
+    return tuple(PdbSpec(w, max_unavailable=1) for w in services)
 
 
 def generate_family(family: str, config: TraceConfig, seed: int) -> list[PodSpec]:
     """A trace of one family (see the module docstring), sorted by submit time."""
     if family == "diurnal":
-        return generate_trace(config, seed)
+        return _with_workloads(generate_trace(config, seed), family, seed)
     rng = random.Random(seed)
     if family == "batch-services":
         share = config.services_share
@@ -201,16 +245,4 @@ def generate_family(family: str, config: TraceConfig, seed: int) -> list[PodSpec
     else:
         raise ValueError(f"unknown trace family {family!r}; known: {', '.join(FAMILIES)}")
     pods.sort(key=lambda p: p.submit_s)
-    return [
-        PodSpec(
-            i,
-            p.submit_s,
-            p.duration_s,
-            p.cpu_request,
-            p.mem_request_gib,
-            p.cpu_usage,
-            p.owner_kind,
-            p.priority,
-        )
-        for i, p in enumerate(pods)
-    ]
+    return _with_workloads([replace(p, index=i) for i, p in enumerate(pods)], family, seed)

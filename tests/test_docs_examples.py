@@ -10,7 +10,8 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
   keys) through `scheduler.config.config_from_dict`; a Pod through `scheduler.model.PodInfo`; a
   KubeSchedulerConfiguration's extenders
   are checked against kube-scheduler's Extender fields and the routes the extender serves; a
-  node-group list through `rl.scenario.parse_node_groups`. Any other YAML (Kubernetes manifest
+  node-group list through `rl.scenario.parse_node_groups`; a PodDisruptionBudget list through
+  `rl.scenario.parse_pdbs`. Any other YAML (Kubernetes manifest
   fragments) is listed in OTHER_YAML with what it is.
 * Command lines of ours (`kubejoule-agent`, `kubejoule-calibrate`, `kubejoule-scheduler`,
   `kubejoule-rl`, with or without `sudo`) in `sh`, `console` (`$ ` lines) and plain blocks are
@@ -21,6 +22,7 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
 * Lines of other programs (kubectl, docker, make, openssl, host scripts, …) are not run: each
   program is listed in OTHER_PROGRAMS with the reason.
 * `json`: must parse, unless it is an excerpt (`…` or `...` in it).
+* `csv`: a workload trace, through `rl.scenario.parse_trace`.
 * `python`: runs.
 * A plain block without a command line is text (a diagram, a formula, sample output).
 """
@@ -299,6 +301,8 @@ def yaml_kind(block: Block, data: Any) -> str:
         return "node-groups"
     if isinstance(data, dict) and data.get("kind") == "Pod":
         return "pod"
+    if isinstance(data, list) and data and all(isinstance(p, dict) and "workload" in p for p in data):
+        return "pdbs"
     if block.first in OTHER_YAML:
         return "other"
     return "scheduler-config"
@@ -337,6 +341,10 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
         from rl.scenario import parse_node_groups
 
         assert parse_node_groups(data)
+    elif kind == "pdbs":
+        from rl.scenario import parse_pdbs
+
+        assert len(parse_pdbs(block.text, block.where, [p["workload"] for p in data])) == len(data)
     elif kind == "scheduler-config":
         from scheduler.config import config_from_dict
 
@@ -376,11 +384,21 @@ def test_python_examples_run(block: Block) -> None:
     exec(compile(code, block.where, "exec"), {"__name__": "docs_example"})  # noqa: S102
 
 
+CSV_BLOCKS = _by_lang("csv")
+
+
+@pytest.mark.parametrize("block", CSV_BLOCKS, ids=[b.where for b in CSV_BLOCKS])
+def test_csv_examples_parse_as_traces(block: Block) -> None:
+    from rl.scenario import parse_trace
+
+    assert parse_trace(block.text, block.where)
+
+
 def test_every_block_is_classified() -> None:
     """Each block is run/parsed by a test above, or deliberately skipped with a reason."""
     unclassified = []
     for block in BLOCKS:
-        if block.skip is not None or block.lang in ("yaml", "python", "sh", "bash", "console"):
+        if block.skip is not None or block.lang in ("yaml", "python", "sh", "bash", "console", "csv"):
             continue
         if block.lang == "json":
             continue  # parsed, or an excerpt (… in it)

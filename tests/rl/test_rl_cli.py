@@ -70,7 +70,8 @@ def test_trace_command_is_deterministic(tmp_path, capsys):
     first = capsys.readouterr().out
     assert main(["trace", "--out", "-", "--hours", "1", "--seed", "9"]) == 0
     assert capsys.readouterr().out == first
-    assert first.splitlines()[0] == "submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage"
+    header = "submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage,owner_kind,priority,workload"
+    assert first.splitlines()[0] == header
     assert main(["trace", "--out", "-", "--hours", "1", "--seed", "10"]) == 0
     assert capsys.readouterr().out != first
 
@@ -137,12 +138,13 @@ def test_autoscaler_runs_every_policy_with_every_expander(inputs, tmp_path, caps
     assert list(doc["policies"]) == [
         "default@random", "default@least-waste", "heuristic@random", "heuristic@least-waste"
     ]
-    assert doc["baseline"] == "default@random"
-    assert doc["policies"]["default@random"]["energy_vs_default_pct"] == 0
+    # cluster-autoscaler's default expander is the baseline's (since PR #7631).
+    assert doc["baseline"] == "default@least-waste"
+    assert doc["policies"]["default@least-waste"]["energy_vs_default_pct"] == 0
     for row in doc["policies"].values():
         assert set(row) >= {
             "pending_seconds_mean", "pending_seconds_p99", "scale_ups", "scale_downs", "boots",
-            "restarted_pods",
+            "restarted_pods", "evictions", "lost_cpu_hours", "disrupted_workloads", "deleted_pods",
         }
         assert row["never_scheduled"] == 0 and not row["below_oracle"]
     assert doc["scenario"]["autoscaler"]["expanders"] == ["random", "least-waste"]

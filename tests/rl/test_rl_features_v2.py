@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
+from dataclasses import replace
 from statistics import median
 
 import pytest
@@ -54,7 +56,12 @@ def test_bad_optional_columns_are_refused(text):
 
 def test_families_are_deterministic_and_have_their_documented_shape():
     config = TraceConfig(hours=12, arrivals_per_hour=120)
-    assert generate_family("diurnal", config, 3) == generate_trace(config, 3)
+    # diurnal: the original model, with owners and workloads drawn on their own stream.
+    diurnal = generate_family("diurnal", config, 3)
+    assert [replace(p, owner_kind=None, workload=None) for p in diurnal] == generate_trace(config, 3)
+    kinds = Counter(p.owner_kind for p in diurnal)
+    assert set(kinds) == {"ReplicaSet", "StatefulSet", "Job"}
+    assert 0.5 < kinds["ReplicaSet"] / len(diurnal) < 0.7
     for family in FAMILIES:
         assert generate_family(family, config, 7) == generate_family(family, config, 7)
     mixed = generate_family("batch-services", config, 7)

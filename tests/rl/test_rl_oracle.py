@@ -14,7 +14,8 @@ from rl.policies import BUILTIN_POLICIES
 from rl.sampling import TelemetryModel
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulator import PowerOffModel
-from rl.tracegen import TraceConfig, generate_trace
+from rl.tracegen import TraceConfig, family_pdbs, generate_family, generate_trace
+from rl.workloads import WorkloadModel
 
 LINEAR = PowerCurve.linear(100.0, 200.0)
 
@@ -110,6 +111,31 @@ def test_no_policy_is_below_the_bound(cluster):
             assert result.energy_joules >= bound.energy_joules, name
             assert result.end_s >= bound.horizon_s - 1e-6
             assert result.never_scheduled == 0
+
+
+def test_no_policy_is_below_the_bound_under_the_shipped_scale_down():
+    # cluster-autoscaler's shipped rules draining nodes of a trace with Deployments, Jobs and
+    # PDBs (a shorter unneeded time and cool-down than shipped, so drains happen in 3 h).
+    nodes = [
+        replace(n, min_count=1 if n.group == "big" else 0, standby_watts=6.0) for n in _cluster()
+    ]
+    pods = generate_family(
+        "batch-services", TraceConfig(hours=3, arrivals_per_hour=40, duration_max_s=3600), seed=7
+    )
+    cluster = ClusterModel(
+        autoscaler=AutoscalerModel(boot_seconds=60, scale_down_unneeded_s=60, delay_after_add_s=60),
+        daemonsets=DAEMONS,
+        telemetry=TelemetryModel(),
+        workloads=WorkloadModel(family_pdbs(pods)),
+    )
+    bound = oracle_for(nodes, pods, cluster)
+    evictions = 0
+    for name in (*BUILTIN_POLICIES, "default+extender:5"):
+        result = run_once(nodes, pods, name, 0, cluster=cluster)
+        assert result.energy_joules >= bound.energy_joules, name
+        assert result.never_scheduled == 0 and result.deleted_pods == 0
+        evictions += result.evictions
+    assert evictions > 0  # the drains this test is about did happen
 
 
 def test_bound_with_daemonsets_standby_and_min_count_by_hand():

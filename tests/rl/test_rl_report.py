@@ -41,7 +41,7 @@ def row(kwh: float, default_kwh: float, slowdown: float = 0.5, p99: float = 10.0
 
 def document(**rows: dict[str, Any]) -> dict[str, Any]:
     policies = {
-        "default@random": row(20.0, 20.0),
+        "default@least-waste": row(20.0, 20.0),
         "kubejoule@kubejoule": row(14.0, 20.0),  # 30 % less
         "default+extender:5@kubejoule": row(16.0, 20.0),  # 20 % less
         "mostallocated@least-waste": row(16.0, 20.0),
@@ -104,7 +104,7 @@ def test_the_headline_scenario_runs_its_policies_and_prints_the_targets(inputs, 
     doc = json.loads(out.read_text())
     assert list(doc["policies"]) == list(HEADLINE_POLICIES) and has_headline(doc)
     assert printed.startswith(format_table(doc))
-    assert "| kubejoule@kubejoule ≥ 25 % less energy than default@random |" in printed
+    assert "| kubejoule@kubejoule ≥ 25 % less energy than default@least-waste |" in printed
     assert printed.count(" met |") + printed.count(" MISSED |") == len(headline_targets(doc))
 
 
