@@ -35,14 +35,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rl.autoscaler import EXPANDERS, AutoscalerModel
+from rl.autoscaler import EXPANDERS
+from rl.cluster import ClusterModel, simulation
 from rl.oracle import OracleBound, oracle_bound
 from rl.policies import make_policy
 from rl.progress import ProgressBar
-from rl.sampling import TelemetryModel, dropped_nodes
-from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from rl.simulator import PowerOffModel, SimResult, Simulation
-from rl.workloads import WorkloadModel
+from rl.scenario import NodeSpec, PodSpec
+from rl.simulator import PowerOffModel, SimResult
 
 SCHEMA = "kubejoule.rl-benchmark/v1"
 JOULES_PER_KWH = 3.6e6
@@ -118,34 +117,6 @@ class BenchmarkResult:
         return sum(r.energy_joules for r in runs) / len(runs)
 
 
-@dataclass(frozen=True)
-class ClusterModel:
-    """How the cluster behaves besides its nodes and trace (see rl/simulator.py)."""
-
-    power_off: PowerOffModel | None = None  # the visible-power-off ablation
-    autoscaler: AutoscalerModel | None = None
-    daemonsets: tuple[DaemonSetSpec, ...] = ()
-    telemetry: TelemetryModel | None = None  # None: perfect telemetry (ablation)
-    telemetry_dropout: float = 0.0  # fault mode: each node's agent missing with this probability
-    workloads: WorkloadModel = field(default_factory=WorkloadModel)  # PDBs, pod startup time
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.telemetry_dropout <= 1.0:
-            raise ValueError("the telemetry dropout must be a probability in [0, 1]")
-
-    @property
-    def daemon_cores(self) -> float:
-        return sum(d.cpu_usage for d in self.daemonsets)
-
-    def policy_power_off(self) -> PowerOffModel | None:
-        """What policies are told about power-off: nodes are powered off when empty (the
-        energy scorer's consolidation switch) under the autoscaler and in the ablation."""
-        if self.autoscaler is not None:
-            a = self.autoscaler
-            return PowerOffModel(a.scale_down_unneeded_s, a.boot_seconds, a.boot_joules)
-        return self.power_off
-
-
 def run_once(
     nodes: Sequence[NodeSpec],
     pods: Sequence[PodSpec],
@@ -163,18 +134,7 @@ def run_once(
     decided(sim, decision, chosen), finish(sim)."""
     if cluster is None:
         cluster = ClusterModel(power_off=power_off)
-    sim = Simulation(
-        nodes,
-        pods,
-        cluster.power_off,
-        record_timeline=record_timeline,
-        autoscaler=cluster.autoscaler,
-        daemonsets=cluster.daemonsets,
-        telemetry=cluster.telemetry,
-        rng=random.Random(f"autoscaler-{seed}"),
-        missing_telemetry=dropped_nodes([n.name for n in nodes], cluster.telemetry_dropout, seed),
-        workloads=cluster.workloads,
-    )
+    sim = simulation(nodes, pods, cluster, seed, record_timeline)
     policy = make_policy(policy_name, nodes, cluster.policy_power_off())
     policy.reset(sim.specs, random.Random(seed))
     label = label or policy_name
@@ -185,7 +145,7 @@ def run_once(
     if observer is not None:
         observer.start(sim, label, seed)
     while (decision := sim.next_decision()) is not None:
-        chosen = policy.choose(decision.info, decision.feasible, decision.now)
+        chosen = policy.choose(decision.info, decision.feasible, decision.now, decision.candidates)
         if observer is not None:
             observer.decided(sim, decision, chosen)
         sim.place(chosen)

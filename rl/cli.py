@@ -30,7 +30,8 @@ from typing import Any
 
 from rl import cluster_options, gate_run, train_cli
 from rl.autoscaler import DEFAULT_EXPANDER, EXPANDERS
-from rl.benchmark import ClusterModel, results_json, run_benchmark, split_pair
+from rl.benchmark import results_json, run_benchmark, split_pair
+from rl.cluster import ClusterModel
 from rl.policies import BUILTIN_POLICIES
 from rl.report import format_table, format_targets, has_headline, headline_targets
 from rl.sampling import TelemetryModel

@@ -29,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rl.cluster import ClusterModel, simulation
 from rl.policies import KubeDefaultPolicy, heuristic_scorer
 from rl.scenario import NodeSpec, PodSpec
 from rl.simulator import PlacementRequest, PowerOffModel, Simulation
@@ -89,7 +90,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
-        self._sim = Simulation(self.nodes, self.pods, self.power_off, record_timeline=False)
+        self._sim = simulation(self.nodes, self.pods, ClusterModel(power_off=self.power_off), 0)
         self._scorer = heuristic_scorer(self.nodes, self.power_off)
         tie_seed = int(self.np_random.integers(0, 2**31 - 1))
         self._fallback.reset(self.nodes, random.Random(tie_seed))
@@ -109,7 +110,9 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
         penalty = 0.0
         if name not in feasible:
             penalty = self.config.invalid_action_penalty
-            name = self._fallback.choose(decision.info, decision.feasible, decision.now)
+            name = self._fallback.choose(
+                decision.info, decision.feasible, decision.now, decision.candidates
+            )
         self._sim.place(name)
         self._decision = self._sim.next_decision()
         energy = self._sim.energy_joules - self._energy_mark

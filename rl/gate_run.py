@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from rl.autoscaler import AutoscalerModel
-from rl.benchmark import JOULES_PER_KWH, ClusterModel, run_once
+from rl.benchmark import JOULES_PER_KWH, run_once
+from rl.cluster import ClusterModel
 from rl.gate import CaseResult, evaluate
 from rl.sampling import TelemetryModel
 from rl.scenario import (

@@ -14,10 +14,15 @@
 | `learned:PATH` | a learned model (`.npz`, or a `.pt` with its `.npz` beside it) served by the scheduler's numpy scorer (`scheduler.learned`), feature schema v2 with the simulator's node workloads |
 | `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
 
-How the energy plugin is configured for each: `rl.profiles`. Every policy but `roundrobin`
-picks the highest score (profiles: the weighted total), ties uniformly at random among the
-best with kube-scheduler's reservoir sampling (`scheduler.framework.select_best`), using the
-run's seeded RNG.
+How the energy plugin is configured for each: `rl.profiles`. Every profile decides through the
+standalone scheduler's own `ProfileDecider` (`scheduler/decide.py`, active mode): the profile's
+filters, kube-scheduler's percentageOfNodesToScore sample for the policies that model
+kube-scheduler (adaptive, its default; every feasible node for kubejoule's own scheduler, as it
+ships), the highest weighted total, ties uniformly at random among the best with
+kube-scheduler's reservoir sampling (`scheduler.framework.select_best`) on the run's seeded RNG
+— which also breaks the ties of kube-scheduler's default profile, scored beside it for
+comparison as the standalone scheduler does. Scorer policies (`learned:`, `py:`) pick the
+highest score with the same tie-breaking.
 """
 
 from __future__ import annotations
@@ -32,13 +37,13 @@ import numpy as np
 from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, largest_full_load_watts, named_profile
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
-from scheduler.framework import CandidateBatch, Profile, select_best
+from scheduler.cluster_cache import NodeTable
+from scheduler.decide import MODE_ACTIVE, Decision, ProfileDecider
+from scheduler.framework import Profile, select_best
 from scheduler.learned import LearnedScorer, load_numpy_model
 from scheduler.model import NodeState, PodInfo, Scorer
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.noderesources import LEAST_ALLOCATED
-from scheduler.plugins.peaks import Peaks, models_from_config
-from scheduler.plugins.trimaran import TargetLoadPacking
 from scheduler.scorer import HeuristicScorer
 
 BUILTIN_POLICIES = (
@@ -46,28 +51,84 @@ BUILTIN_POLICIES = (
 )
 
 
-class ProfilePolicy:
-    """A scheduling profile as a policy: the best weighted total wins, ties at random."""
+class CandidateTable:
+    """The nodes the scheduler sees, as the standalone scheduler's cluster cache holds them: a
+    NodeTable whose rows are rewritten only where a node's state changed (and rebuilt when the
+    set of nodes changes: under the autoscaler, a node powered on or off), so ProfileDecider
+    patches its batch row by row as it does over the cache."""
 
-    def __init__(self, profile: Profile, name: str | None = None) -> None:
+    def __init__(self) -> None:
+        self.table: NodeTable | None = None
+        self._layout = 0
+
+    def update(self, states: Sequence[NodeState]) -> NodeTable:
+        table = self.table
+        if table is None or len(table) != len(states) or any(
+            name != s.info.name for name, s in zip(table.names, states, strict=True)
+        ):
+            self._layout += 1
+            table = self.table = NodeTable([s.info for s in states], self._layout)
+            for row, state in enumerate(states):
+                table.set_row(row, state)
+            return table
+        for row, state in enumerate(states):
+            if state != table.states[row]:
+                table.set_row(row, state)
+        return table
+
+
+class ProfilePolicy:
+    """A scheduling profile deciding as the standalone scheduler decides: its ProfileDecider
+    (`scheduler/decide.py`) in active mode over the nodes the scheduler sees — the same
+    filters, kube-scheduler's percentageOfNodesToScore sample when `percentage_of_nodes_to_score`
+    is set (0: adaptive), the batch reused and patched from pod to pod, kube-scheduler's default
+    profile scored beside it for comparison, ties at random from the run's seeded RNG."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        name: str | None = None,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        if not profile.filters:
+            raise ValueError(f"profile {profile.name!r} has no filters: it would bind anywhere")
         self.profile = profile
         self.name = name or profile.name
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._rng = random.Random(0)
+        self.reset((), self._rng)
 
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
         self._rng = rng
+        self.decider = ProfileDecider(
+            self.profile, percentage_of_nodes_to_score=self.percentage_of_nodes_to_score
+        )
+        self._candidates = CandidateTable()
 
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
-        # The simulator has already filtered: only the Score half of the profile runs here.
-        batch = CandidateBatch.of(feasible, now)
-        return batch.names[select_best(self.profile.score(pod, batch).total, self._rng)]
+    def decide(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> Decision:
+        """The standalone scheduler's decision over `nodes` (every node it sees)."""
+        table = self._candidates.update(nodes)
+        return self.decider.decide(pod, table, MODE_ACTIVE, self._rng, now)
+
+    def choose(
+        self,
+        pod: PodInfo,
+        feasible: Sequence[NodeState],
+        now: float,
+        candidates: Sequence[NodeState] = (),
+    ) -> str:
+        chosen = self.decide(pod, candidates or feasible, now).chosen
+        if chosen is None or all(s.info.name != chosen for s in feasible):
+            raise RuntimeError(f"{self.name} chose {chosen!r} for {pod.key}, not a feasible node")
+        return chosen
 
 
 class KubeDefaultPolicy(ProfilePolicy):
-    """kube-scheduler's default profile, NodeResourcesFit LeastAllocated or MostAllocated."""
+    """kube-scheduler's default profile, NodeResourcesFit LeastAllocated or MostAllocated,
+    scoring kube-scheduler's adaptive percentageOfNodesToScore sample."""
 
     def __init__(self, strategy: str = LEAST_ALLOCATED, name: str = "default") -> None:
-        super().__init__(default_profile(name, strategy))
+        super().__init__(default_profile(name, strategy), percentage_of_nodes_to_score=0)
 
 
 class RoundRobinPolicy:
@@ -83,7 +144,13 @@ class RoundRobinPolicy:
         self._order = {n.name: i for i, n in enumerate(nodes)}
         self._next = 0
 
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+    def choose(
+        self,
+        pod: PodInfo,
+        feasible: Sequence[NodeState],
+        now: float,
+        candidates: Sequence[NodeState] = (),
+    ) -> str:
         count = len(self._order)
         ranked = sorted(feasible, key=lambda s: (self._order[s.info.name] - self._next) % count)
         chosen = ranked[0].info.name
@@ -102,7 +169,13 @@ class ScorerPolicy:
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
         self._rng = rng
 
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+    def choose(
+        self,
+        pod: PodInfo,
+        feasible: Sequence[NodeState],
+        now: float,
+        candidates: Sequence[NodeState] = (),
+    ) -> str:
         results = self.scorer.score(pod, feasible, now)
         scores = np.array([r.score for r in results], dtype=np.float64)
         return results[select_best(scores, self._rng)].node
@@ -152,16 +225,11 @@ def make_policy(
     name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None = None
 ) -> Policy:
     """A fresh policy by name (see the module docstring)."""
-    profile = named_profile(name, nodes, power_off)
-    if profile is not None:
-        return ProfilePolicy(profile, name)
+    setup = named_profile(name, nodes, power_off)
+    if setup is not None:
+        return ProfilePolicy(setup.profile, name, setup.percentage_of_nodes_to_score)
     if name == "roundrobin":
         return RoundRobinPolicy()
-    if name == "peaks":
-        models = models_from_config({}, {n.name: n.curve for n in nodes})
-        return ProfilePolicy(Profile("peaks", (), [(Peaks(models), 1)]))
-    if name == "trimaran":
-        return ProfilePolicy(Profile("trimaran", (), [(TargetLoadPacking(), 1)]))
     if name.startswith("learned:"):
         return LearnedPolicy(name[len("learned:") :], nodes, power_off)
     if name.startswith("py:"):

@@ -9,7 +9,14 @@ Named profiles (built by `scheduler.plugins.defaults`, the code the scheduler it
 | `kubejoule` | the standalone scheduler's default profile (`kubejoule_profile()`) with the energy plugin |
 | `default+extender:W` | kube-scheduler's default profile plus the energy plugin through the extender at weight W (`extender_profile()`): its 0–10 answer × W × 10 |
 | `heuristic` | the energy plugin alone, weight 1 |
+| `peaks`, `trimaran` | scheduler-plugins' PEAKS (fitted to the simulated curves) or TargetLoadPacking alone |
 | `profile:FILE` | a profile YAML file (below) |
+
+Every profile runs kube-scheduler's default filters. The profiles that model kube-scheduler
+(`default`, `mostallocated`, `default+extender:W`, `peaks`, `trimaran`) score its adaptive
+percentageOfNodesToScore sample, as kube-scheduler does unless configured; kubejoule's own
+scheduler (`kubejoule`, `heuristic`, profile files) scores every feasible node, as it ships,
+unless a profile file sets `percentage_of_nodes_to_score` (the standalone configuration's key).
 
 The energy plugin (`scheduler.plugins.energy.EnergyPlugin`) is configured as the cluster runs
 it: consolidation on exactly where nodes power off (the autoscaler, or the visible power-off
@@ -33,7 +40,8 @@ standalone scheduler's configuration; the simulator has already filtered):
     - {name: NodeResourcesBalancedAllocation, weight: 1}
     - {name: KubejouleEnergy, weight: 5, extender: true}    # through the extender at weight 5
 
-or a mapping with that list under `profile:` and the configuration's `scorer:` section beside it
+or a mapping with that list under `profile:`, optionally `percentage_of_nodes_to_score`, and the
+configuration's `scorer:` section beside it
 (`delta_p_ref_watts`, `consolidation`, `consolidation_utilization`), which configures
 `KubejouleEnergy`: ΔP_ref defaults to the shipped 20 W and consolidation to the cluster's
 (on where nodes power off). PEAKS fits its models to the simulated nodes' curves.
@@ -42,6 +50,7 @@ or a mapping with that list under `profile:` and the configuration's `scorer:` s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +60,25 @@ from rl.scenario import NodeSpec
 from rl.simulator import PowerOffModel
 from scheduler.config import ConfigError, ScorerConfig, config_from_dict
 from scheduler.framework import Profile
-from scheduler.plugins.defaults import default_profile, extender_profile, kubejoule_profile
+from scheduler.plugins.defaults import (
+    default_filters,
+    default_profile,
+    extender_profile,
+    kubejoule_profile,
+)
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED
+from scheduler.plugins.peaks import Peaks, models_from_config
 from scheduler.plugins.registry import PluginContext, score_entries
+from scheduler.plugins.trimaran import TargetLoadPacking
 
 # The shipped configuration's ΔP_ref (scheduler/examples/extender-config.yaml, ScorerConfig).
 DEPLOYED_DELTA_P_REF_WATTS = ScorerConfig().delta_p_ref_watts
 EXTENDER_POLICY = "default+extender:"
 PROFILE_POLICY = "profile:"
 SCORER_KEYS = ("delta_p_ref_watts", "consolidation", "consolidation_utilization")
+PERCENTAGE_KEY = "percentage_of_nodes_to_score"
+FILE_KEYS = ("profile", "scorer", PERCENTAGE_KEY)
 
 
 class ProfileFileError(ValueError):
@@ -111,20 +129,45 @@ def extender_weight(name: str) -> int:
     return weight
 
 
-def named_profile(name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> Profile | None:
+@dataclass(frozen=True)
+class ProfileSetup:
+    """A profile and how many feasible nodes its scheduler scores: kube-scheduler's
+    percentageOfNodesToScore (0: its adaptive default), None for every feasible node (the
+    standalone scheduler's shipped default)."""
+
+    profile: Profile
+    percentage_of_nodes_to_score: int | None = None
+
+
+# kube-scheduler scores an adaptive sample of the feasible nodes unless configured otherwise
+# (KubeSchedulerConfiguration percentageOfNodesToScore unset: 0): the policies that model it.
+KUBE_SCHEDULER_PERCENTAGE = 0
+
+
+def named_profile(
+    name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None
+) -> ProfileSetup | None:
     """The profile of a named policy (module docstring), or None if `name` is not one."""
+    kube = KUBE_SCHEDULER_PERCENTAGE
     if name == "default":
-        return default_profile("default")
+        return ProfileSetup(default_profile("default"), kube)
     if name == "mostallocated":
-        return default_profile("mostallocated", MOST_ALLOCATED)
-    if name == "kubejoule":
-        return kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
-    if name == "heuristic":
-        plugin = energy_plugin(nodes, power_off, largest_full_load_watts(nodes))
-        return Profile("heuristic", (), [(plugin, 1)])
+        return ProfileSetup(default_profile("mostallocated", MOST_ALLOCATED), kube)
+    if name == "peaks":
+        models = models_from_config({}, {n.name: n.curve for n in nodes})
+        return ProfileSetup(Profile("peaks", default_filters(), [(Peaks(models), 1)]), kube)
+    if name == "trimaran":
+        return ProfileSetup(Profile("trimaran", default_filters(), [(TargetLoadPacking(), 1)]), kube)
     if name.startswith(EXTENDER_POLICY):
         plugin = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS)
-        return extender_profile(plugin, extender_weight(name), name)
+        return ProfileSetup(extender_profile(plugin, extender_weight(name), name), kube)
+    if name == "kubejoule":
+        return ProfileSetup(
+            kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
+        )
+    if name == "heuristic":
+        plugin = energy_plugin(nodes, power_off, largest_full_load_watts(nodes))
+        return ProfileSetup(Profile("heuristic", default_filters(), [(plugin, 1)]))
     if name.startswith(PROFILE_POLICY):
         return load_profile_file(name[len(PROFILE_POLICY) :], nodes, power_off, name)
     return None
@@ -135,28 +178,32 @@ def named_profile(name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel
 
 def profile_from_data(
     data: Any, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None, name: str = "profile"
-) -> Profile:
+) -> ProfileSetup:
     """A profile from a parsed profile file (module docstring). ProfileFileError on bad input."""
     scorer: Any = None
+    percentage: Any = None
     entries = data
     if isinstance(data, Mapping):
-        unknown = sorted(set(data) - {"profile", "scorer"})
+        unknown = sorted(set(data) - set(FILE_KEYS))
         if unknown:
-            raise ProfileFileError(f"unknown key(s) {unknown}; known: profile, scorer")
+            raise ProfileFileError(f"unknown key(s) {unknown}; known: {', '.join(FILE_KEYS)}")
         entries, scorer = data.get("profile"), data.get("scorer")
+        percentage = data.get(PERCENTAGE_KEY)
         if scorer is not None and not isinstance(scorer, Mapping):
             raise ProfileFileError("scorer: expected a mapping")
     try:
         energy = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS, scorer)
         context = PluginContext(energy, {n.name: n.curve for n in nodes})
-        return Profile(name, (), score_entries(entries, context))
-    except ValueError as exc:
+        profile = Profile(name, default_filters(), score_entries(entries, context))
+        config = config_from_dict({PERCENTAGE_KEY: percentage})
+    except (ValueError, ConfigError) as exc:
         raise ProfileFileError(str(exc)) from exc
+    return ProfileSetup(profile, config.percentage_of_nodes_to_score)
 
 
 def load_profile_file(
     path: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None, name: str | None = None
-) -> Profile:
+) -> ProfileSetup:
     if not path:
         raise ProfileFileError(f"give a file: {PROFILE_POLICY}FILE")
     try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rl.benchmark import ClusterModel
+from rl.cluster import ClusterModel
 from rl.policies import heuristic_scorer
 from rl.scenario import NodeSpec
 from scheduler.collector import CandidateRecord, DecisionCollector

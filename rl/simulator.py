@@ -82,13 +82,21 @@ _DONE_EPSILON_SECONDS = 1e-9
 
 
 class Policy(Protocol):
-    """Chooses a node for a pod among the feasible ones (all of which fit its requests)."""
+    """Chooses a node for a pod among the feasible ones (all of which fit its requests).
+    `candidates`: every node the scheduler sees, the feasible ones among them (a scheduler that
+    samples, as kube-scheduler's percentageOfNodesToScore, needs them); empty when unknown."""
 
     name: str
 
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None: ...
 
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str: ...
+    def choose(
+        self,
+        pod: PodInfo,
+        feasible: Sequence[NodeState],
+        now: float,
+        candidates: Sequence[NodeState] = (),
+    ) -> str: ...
 
 
 @dataclass
@@ -139,12 +147,14 @@ class _Node:
 
 @dataclass(frozen=True)
 class PlacementRequest:
-    """A pod waiting to be placed, and the feasible nodes (as the scheduler would see them)."""
+    """A pod waiting to be placed, and the feasible nodes (as the scheduler would see them)
+    among `candidates`, every node the scheduler sees."""
 
     pod: PodSpec
     info: PodInfo
     feasible: tuple[NodeState, ...]
     now: float
+    candidates: tuple[NodeState, ...] = ()
 
 
 class Simulation:
@@ -526,10 +536,11 @@ class Simulation:
             while self._to_schedule:
                 index = self._to_schedule.popleft()
                 info = self._infos[index]
-                feasible = filter_nodes(info, self.candidate_states()).feasible
+                candidates = self.candidate_states()
+                feasible = filter_nodes(info, candidates).feasible
                 if feasible:
                     self._pending_decision = PlacementRequest(
-                        self.pods[index], info, tuple(feasible), self.now
+                        self.pods[index], info, tuple(feasible), self.now, tuple(candidates)
                     )
                     return self._pending_decision
                 self._waited.add(index)
@@ -589,7 +600,9 @@ class Simulation:
     def run(self, policy: Policy, rng: random.Random) -> SimResult:
         policy.reset(self.specs, rng)
         while (decision := self.next_decision()) is not None:
-            self.place(policy.choose(decision.info, decision.feasible, decision.now))
+            self.place(
+                policy.choose(decision.info, decision.feasible, decision.now, decision.candidates)
+            )
         return self.result()
 
     @property

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rl.autoscaler import AutoscalerModel
-from rl.benchmark import ClusterModel
+from rl.cluster import ClusterModel, simulation
+from rl.gate_run import gate_cluster
 from rl.policies import heuristic_scorer
 from rl.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace
-from rl.sampling import TelemetryModel
 from rl.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     NodeSpec,
@@ -31,7 +30,7 @@ from rl.scenario import (
     load_daemonsets,
     scenario_path,
 )
-from rl.simulator import PlacementRequest, PowerOffModel, Simulation
+from rl.simulator import PlacementRequest, PowerOffModel
 from rl.tracegen import FAMILIES
 from scheduler.features_v2 import candidate_matrix_v2
 from scheduler.scorer import HeuristicScorer
@@ -40,18 +39,13 @@ from scheduler.scorer import HeuristicScorer
 def training_cluster(
     autoscaler: bool = True, unneeded_seconds: float = 600.0, boot_seconds: float = 120.0
 ) -> ClusterModel:
-    """The cluster rules of training: cluster-autoscaler's with the `kubejoule` expander, the
-    bundled DaemonSets and lagging telemetry (the gate's rules); or, with `autoscaler=False`,
-    the visible-power-off ablation without DaemonSets (used by the tiny tests)."""
+    """The cluster rules of training: the gate's (`rl.gate_run.gate_cluster`) with the bundled
+    DaemonSets; or, with `autoscaler=False`, the visible-power-off ablation without DaemonSets
+    (used by the tiny tests)."""
     if not autoscaler:
         return ClusterModel(power_off=PowerOffModel(unneeded_seconds, boot_seconds))
-    return ClusterModel(
-        autoscaler=AutoscalerModel(
-            expander="kubejoule", boot_seconds=boot_seconds, scale_down_unneeded_s=unneeded_seconds
-        ),
-        daemonsets=tuple(load_daemonsets(scenario_path(DEFAULT_DAEMONSETS_FILE))),
-        telemetry=TelemetryModel(),
-    )
+    daemonsets = tuple(load_daemonsets(scenario_path(DEFAULT_DAEMONSETS_FILE)))
+    return gate_cluster(daemonsets, unneeded_seconds, boot_seconds)
 
 
 @dataclass(frozen=True)
@@ -99,16 +93,7 @@ class Episode:
         cluster: ClusterModel,
         seed: int = 0,
     ) -> None:
-        self.sim = Simulation(
-            nodes,
-            pods,
-            cluster.power_off,
-            record_timeline=False,
-            autoscaler=cluster.autoscaler,
-            daemonsets=cluster.daemonsets,
-            telemetry=cluster.telemetry,
-            rng=random.Random(f"autoscaler-{seed}"),
-        )
+        self.sim = simulation(nodes, pods, cluster, seed)
         self.scorer: HeuristicScorer = heuristic_scorer(nodes, cluster.policy_power_off())
         self.reward = reward
         self.decision: PlacementRequest | None = self.sim.next_decision()

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from rl.benchmark import ClusterModel
+from rl.cluster import ClusterModel
 from rl.dqn.episodes import (
     Episode,
     RewardConfig,
@@ -168,7 +168,9 @@ def _demonstrations(
                 demos.add(t)
             decision = episode.decision
             assert decision is not None
-            chosen = heuristic.choose(decision.info, decision.feasible, decision.now)
+            chosen = heuristic.choose(
+                decision.info, decision.feasible, decision.now, decision.candidates
+            )
             action = episode.names().index(chosen)
             reward = episode.step(action)
             writer.add(rows, action, reward)

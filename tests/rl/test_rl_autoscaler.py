@@ -10,7 +10,8 @@ import pytest
 
 from agent.curves import PowerCurve
 from rl.autoscaler import AutoscalerModel, ScaleUpOption, least_waste_score
-from rl.benchmark import ClusterModel, run_once
+from rl.benchmark import run_once
+from rl.cluster import ClusterModel
 from rl.policies import BUILTIN_POLICIES
 from rl.sampling import TelemetryModel, dropped_nodes
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
@@ -154,7 +155,9 @@ def test_daemonset_load_is_in_the_power_and_the_requests_but_not_in_emptiness():
         def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
             pass
 
-        def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+        def choose(
+            self, pod: PodInfo, feasible: Sequence[NodeState], now: float, candidates: Sequence[NodeState] = ()
+        ) -> str:
             seen.extend(feasible)
             return feasible[0].info.name
 
@@ -193,7 +196,9 @@ def test_the_energy_price_takes_a_daemonset_only_node_for_empty():
         def reset(self, specs: Sequence[NodeSpec], rng: random.Random) -> None:
             policy.reset(specs, rng)
 
-        def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+        def choose(
+            self, pod: PodInfo, feasible: Sequence[NodeState], now: float, candidates: Sequence[NodeState] = ()
+        ) -> str:
             deltas = energy.evaluate(pod, CandidateBatch.of(feasible, now)).delta_watts
             priced.append({s.info.name: (float(d), s.empty) for s, d in zip(feasible, deltas, strict=True)})
             return policy.choose(pod, feasible, now)
@@ -234,7 +239,9 @@ class Recorder:
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
         pass
 
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+    def choose(
+        self, pod: PodInfo, feasible: Sequence[NodeState], now: float, candidates: Sequence[NodeState] = ()
+    ) -> str:
         self.shown.append((now, tuple(feasible)))
         return feasible[0].info.name
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from agent.curves import PowerCurve
-from rl.benchmark import ClusterModel
 from rl.cli import main
+from rl.cluster import ClusterModel
 from rl.dqn.episodes import Episode, RewardConfig
 from rl.dqn.network import RowMLP, load_checkpoint, masked_argmax, save_checkpoint
 from rl.dqn.replay import NStepWriter
@@ -99,6 +99,19 @@ def test_a_pending_pod_costs_reward():
         paid[weight] = episode.step(0)
         assert episode.decision is not None and episode.decision.now == 100.0
     assert paid[0.0] - paid[1.0] == pytest.approx(90.0 / 3600.0)
+
+
+def test_episodes_run_the_benchmarks_cluster_rules():
+    """Episodes are built by the benchmark's simulation factory: a rule of the cluster model —
+    here the telemetry-dropout fault, which episodes once dropped — reaches them."""
+    from rl.sampling import TelemetryModel
+
+    pods = [PodSpec(0, 0.0, 100.0, 1, 1, 1)]
+    for dropout, known in ((0.0, True), (1.0, False)):
+        cluster = ClusterModel(telemetry=TelemetryModel(), telemetry_dropout=dropout)
+        episode = Episode(TINY_NODES, pods, RewardConfig(), cluster)
+        assert episode.decision is not None
+        assert all((s.telemetry is not None) == known for s in episode.decision.feasible)
 
 
 def test_n_step_returns():

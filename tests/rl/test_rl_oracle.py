@@ -8,7 +8,8 @@ import pytest
 
 from agent.curves import PowerCurve
 from rl.autoscaler import AutoscalerModel
-from rl.benchmark import ClusterModel, oracle_for, run_once
+from rl.benchmark import oracle_for, run_once
+from rl.cluster import ClusterModel
 from rl.oracle import best_marginal_watts_per_core, best_watts_per_core, oracle_bound
 from rl.policies import BUILTIN_POLICIES
 from rl.sampling import TelemetryModel

@@ -3,6 +3,7 @@ runs the scheduler's own plugins (their formulas are tested in tests/scheduler/t
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -167,12 +168,16 @@ def test_heuristic_and_kubejoule_policies_run_the_energy_plugin(monkeypatch: pyt
     specs = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b", "c")]
     states = [make_node(n, 4, 8) for n in ("a", "b", "c")]
     seen: list[tuple[str, ...]] = []
+    evaluate = EnergyPlugin.evaluate
 
-    def prefer_c(self, pod, batch):
+    def prefer_c(self, pod, batch, *args, **kwargs):
         seen.append(tuple(batch.names))
-        return np.array([99.0 if n == "c" else 1.0 for n in batch.names])
+        scores = evaluate(self, pod, batch, *args, **kwargs)
+        return dataclasses.replace(
+            scores, score=np.array([99.0 if n == "c" else 1.0 for n in batch.names])
+        )
 
-    monkeypatch.setattr(EnergyPlugin, "score", prefer_c)
+    monkeypatch.setattr(EnergyPlugin, "evaluate", prefer_c)
     for name in ("heuristic", "kubejoule"):
         policy = make_policy(name, specs)
         policy.reset(specs, random.Random(0))

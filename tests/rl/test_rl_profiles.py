@@ -119,6 +119,26 @@ def test_a_profile_file_gives_the_named_profiles_totals(tmp_path: Path):
     assert choice(f"profile:{packing}") == "a"
 
 
+def test_profiles_score_the_nodes_their_scheduler_scores(tmp_path: Path):
+    """kube-scheduler's profiles score its adaptive percentageOfNodesToScore sample, kubejoule's
+    scheduler every feasible node as it ships, a profile file what it configures."""
+    for name in ("default", "mostallocated", "default+extender:5", "peaks", "trimaran"):
+        policy = make_policy(name, SPECS)
+        assert isinstance(policy, ProfilePolicy) and policy.profile.filters
+        assert policy.percentage_of_nodes_to_score == 0, name
+    for name in ("kubejoule", "heuristic"):
+        policy = make_policy(name, SPECS)
+        assert isinstance(policy, ProfilePolicy) and policy.profile.filters
+        assert policy.percentage_of_nodes_to_score is None, name
+    path = tmp_path / "sampled.yaml"
+    path.write_text("percentage_of_nodes_to_score: 30\nprofile: [{name: NodeResourcesFit}]\n")
+    policy = make_policy(f"profile:{path}", SPECS)
+    assert isinstance(policy, ProfilePolicy) and policy.percentage_of_nodes_to_score == 30
+    assert [type(f).__name__ for f in policy.profile.filters] == [
+        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -132,6 +152,8 @@ def test_a_profile_file_gives_the_named_profiles_totals(tmp_path: Path):
         ("scorer: {colour: red}\nprofile: [{name: NodeResourcesFit}]", "colour"),
         ("scorer: {delta_p_ref_watts: -1}\nprofile: [{name: KubejouleEnergy}]", "delta_p_ref_watts"),
         ("profiles: []", "profiles"),
+        ("percentage_of_nodes_to_score: 130\nprofile: [{name: NodeResourcesFit}]", "0..100"),
+        ("percentage_of_nodes_to_score: half\nprofile: [{name: NodeResourcesFit}]", "percentage"),
     ],
 )
 def test_bad_profile_files_are_refused_with_the_reason(tmp_path: Path, text: str, reason: str):

@@ -26,7 +26,9 @@ class FixedPolicy:
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
         pass
 
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+    def choose(
+        self, pod: PodInfo, feasible: Sequence[NodeState], now: float, candidates: Sequence[NodeState] = ()
+    ) -> str:
         index = int(pod.name.removeprefix("pod-"))
         wanted = self.placement[index]
         assert wanted in {s.info.name for s in feasible}
