@@ -33,9 +33,9 @@ from typing import Any
 import yaml
 
 from agent.curves import PowerCurve
+from rl.kubeobjects import GIB_BYTES, pod_object
 from rl.report import HEADLINE_POLICIES
 from rl.traces import (  # noqa: F401  (re-exported: the trace format's names)
-    GIB_BYTES,
     TRACE_HEADER,
     TRACE_OPTIONAL,
     PdbSpec,
@@ -49,7 +49,7 @@ from rl.traces import (  # noqa: F401  (re-exported: the trace format's names)
     parse_pdbs,
     parse_trace,
 )
-from scheduler.model import NodeInfo, Resources
+from scheduler.model import NodeInfo, PodInfo, Resources
 
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
 
@@ -172,12 +172,19 @@ class DaemonSetSpec:
     cpu_usage: float
     mem_request_gib: float = 0.0
 
-    def requests(self) -> Resources:
-        return Resources(
-            cpu_millicores=round(self.cpu_request * 1000),
-            memory_bytes=round(self.mem_request_gib * GIB_BYTES),
-            pods=1,
+    def pod_object(self, node_name: str | None = None) -> dict[str, Any]:
+        """The DaemonSet's pod (on `node_name`) as the Kubernetes API would show it."""
+        name = self.name if node_name is None else f"{self.name}-{node_name}"
+        return pod_object(
+            name, f"ds-{name}", self.cpu_request, self.mem_request_gib, "DaemonSet", self.name,
+            node_name=node_name,
         )
+
+    def pod_info(self) -> PodInfo:
+        return PodInfo.from_k8s(self.pod_object())
+
+    def requests(self) -> Resources:
+        return self.pod_info().requests
 
 
 DEFAULT_DAEMONSETS_FILE = "daemonsets-default.yaml"

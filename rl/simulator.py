@@ -99,6 +99,13 @@ class Policy(Protocol):
     ) -> str: ...
 
 
+def _nonzero_extra(info: PodInfo) -> Resources:
+    """What kube-scheduler's scoring adds to a pod's requests (`PodInfo.nonzero_requests`)."""
+    if info.nonzero_requests is None:
+        return Resources()
+    return info.nonzero_requests - info.requests
+
+
 @dataclass
 class _Node:
     spec: NodeSpec
@@ -182,7 +189,11 @@ class Simulation:
         self.power_off = power_off
         self.autoscaler_model = autoscaler
         self.daemonsets = tuple(daemonsets)
-        self._daemon_requests = sum((d.requests() for d in self.daemonsets), Resources())
+        daemon_infos = [d.pod_info() for d in self.daemonsets]
+        self._daemon_requests = sum((i.requests for i in daemon_infos), Resources())
+        # kube-scheduler's scoring counts 100 m / 200 MiB for a container without a CPU or
+        # memory request (NonZeroRequested): what that adds to the requests, where it does.
+        self._daemon_nonzero_extra = sum((_nonzero_extra(i) for i in daemon_infos), Resources())
         self._daemon_usage = sum(d.cpu_usage for d in self.daemonsets)
         self.record_timeline = record_timeline
         self.rng = rng or random.Random(0)
@@ -196,6 +207,11 @@ class Simulation:
         if len(self._by_name) != len(self._nodes):
             raise ValueError("node names must be unique")
         self._infos = [p.pod_info() for p in self.pods]
+        self._nonzero_extra = {
+            i: extra
+            for i, info in enumerate(self._infos)
+            if (extra := _nonzero_extra(info)) != Resources()
+        }
         self._events: list[tuple[float, int, int, int, int]] = []  # (t, kind, seq, target, version)
         self._seq = 0
         self._to_schedule: deque[int] = deque()
@@ -478,7 +494,20 @@ class Simulation:
             pod_count=len(node.running) + len(node.pending) + node.daemon_pods,
             daemon_pod_count=node.daemon_pods,
             pods_since_sample=self._pods_since_sample(node, telemetry),
+            nonzero_requested=self._nonzero_requested(node),
         )
+
+    def _nonzero_requested(self, node: _Node) -> Resources:
+        """kube-scheduler's NonZeroRequested of the node (its scoring's view of the requests)."""
+        total = node.requested
+        if node.daemon_pods:
+            total = total + self._daemon_nonzero_extra
+        if self._nonzero_extra:
+            for index in node.placed_at:
+                extra = self._nonzero_extra.get(index)
+                if extra is not None:
+                    total = total + extra
+        return total
 
     def _pods_since_sample(
         self, node: _Node, telemetry: NodeTelemetry | None

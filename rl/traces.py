@@ -29,17 +29,18 @@ import io
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from scheduler.model import ContainerResources, PodInfo, Resources
+from rl.kubeobjects import SAFE_TO_EVICT_ANNOTATION, pod_object
+from scheduler.model import PodInfo
 
 TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
 TRACE_OPTIONAL = ("owner_kind", "priority", "workload", "safe_to_evict")
 SAFE_TO_EVICT = {"true": True, "false": False, "": None}  # the annotation's values
-GIB_BYTES = 2**30
 
 
 class ScenarioError(ValueError):
@@ -76,26 +77,31 @@ class PodSpec:
     def work_core_seconds(self) -> float:
         return self.cpu_usage * self.duration_s
 
-    def pod_info(self) -> PodInfo:
-        """One container requesting the trace's CPU and memory, without limits (a trace gives
-        none); a zero request is an absent key."""
-        cpu = round(self.cpu_request * 1000)
-        memory = round(self.mem_request_gib * GIB_BYTES)
-        return PodInfo(
-            namespace="sim",
-            name=f"pod-{self.index}",
-            uid=f"sim-{self.index}",
-            requests=Resources(cpu_millicores=cpu, memory_bytes=memory, pods=1),
-            containers=(
-                ContainerResources(
-                    name="main",
-                    cpu_request_millicores=cpu or None,
-                    memory_request_bytes=memory or None,
-                ),
-            ),
-            owner_kind=self.owner_kind,
+    def pod_object(self) -> dict[str, Any]:
+        """The pod as the Kubernetes API would show it (`rl.kubeobjects`): its workload is
+        its controller's name, `safe_to_evict` cluster-autoscaler's annotation."""
+        annotations = {}
+        if self.safe_to_evict is not None:
+            annotations[SAFE_TO_EVICT_ANNOTATION] = "true" if self.safe_to_evict else "false"
+        return pod_object(
+            f"pod-{self.index}",
+            f"sim-{self.index}",
+            self.cpu_request,
+            self.mem_request_gib,
+            self.owner_kind,
+            self.workload,
             priority=self.priority,
+            annotations=annotations,
         )
+
+    def pod_info(self) -> PodInfo:
+        """The pod as the scheduler reads it (one container requesting the trace's CPU and
+        memory, no limits; a zero request is an absent key), parsed once per pod."""
+        return self._parsed
+
+    @cached_property
+    def _parsed(self) -> PodInfo:
+        return PodInfo.from_k8s(self.pod_object())
 
 
 def _optional_columns(header: tuple[str, ...], source: str) -> tuple[str, ...]:

@@ -50,7 +50,9 @@ class Pinned:
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
         pass
 
-    def choose(self, pod: PodInfo, feasible: Sequence[NodeState], now: float) -> str:
+    def choose(
+        self, pod: PodInfo, feasible: Sequence[NodeState], now: float, candidates: Sequence[NodeState] = ()
+    ) -> str:
         index = int(pod.name.split("-")[1])
         names = [s.info.name for s in feasible]
         first_time = index not in self.placed
