@@ -54,8 +54,10 @@ demo: venv
 	$(BIN)/kubejoule-rl benchmark --scenario heterogeneous-autoscaler --seeds 3 --out $(DEMO_OUT)/results.json --plot $(DEMO_OUT)/results.png
 	@echo "results: $(DEMO_OUT)/results.json, plots: $(DEMO_OUT)/results.png"
 
-# The gRPC expander's protobuf code (committed; a test checks it matches its .proto files).
+# The protobuf code of the agent's PodResources client and the gRPC expander (committed; tests
+# check it matches its .proto files).
 protos: venv
+	$(BIN)/python -m agent.protos.generate
 	$(BIN)/python -m scheduler.autoscaler.protos.generate
 
 bench: venv

@@ -15,11 +15,19 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from agent import __version__
+from agent.cluster_cli import (
+    attach_cluster_data,
+    cluster_data_once,
+    kubernetes_options,
+    validate_kube,
+)
+from agent.devices_cli import device_options, open_gpus, open_platform, validate_devices
+from agent.gpu_source import GpuSource
 from agent.hostfs import HostFS, copy_preserving_links
 from agent.options import non_negative_int, positive_float, positive_int
+from agent.platform import PlatformPoller
 from agent.profile import CalibrationProfile, ProfileError, load_profile
 from agent.report import format_snapshot
 from agent.sampler import DEFAULT_PROCESS_TOP, Sampler, default_node_name
@@ -50,9 +58,11 @@ def attribution_options(process_top_default: int = DEFAULT_PROCESS_TOP) -> argpa
     return options
 
 
-def make_sampler(args: argparse.Namespace, fs: HostFS | None = None) -> Sampler:
+def make_sampler(args: argparse.Namespace, fs: HostFS | None = None, gpus: GpuSource | None = None,
+                 platform: PlatformPoller | None = None) -> Sampler:
     """The Sampler for parsed options: the one place options turn into a configured sampler, so
-    later parts (Kubernetes metadata, estimation) extend it here for every command at once."""
+    later parts (Kubernetes metadata, estimation) extend it here for every command at once.
+    GPUs and the BMC are opened by the commands that read them (`once`, `run`)."""
     host = fs if fs is not None else HostFS(args.procfs, args.sysfs)
     profile: CalibrationProfile | None = getattr(args, "profile", None)
     return Sampler(
@@ -62,6 +72,8 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None) -> Sampler:
         process_top=getattr(args, "process_top", DEFAULT_PROCESS_TOP),
         # `run` reads containers' CPU only when it exports them; the records always list them
         containers=getattr(args, "containers", True),
+        gpus=gpus,
+        platform=platform.state if platform is not None else None,
     )
 
 
@@ -90,11 +102,22 @@ def emit(snapshot: Snapshot, as_json: bool) -> None:
 
 
 def cmd_once(args: argparse.Namespace) -> int:
-    sampler = make_sampler(args)
-    before = sampler.read()
-    time.sleep(args.interval)
-    after = sampler.read()
-    emit(cluster_data_once(args, sampler.compute(before, after), after), args.json)
+    node = args.node or default_node_name()
+    gpus = open_gpus(args, say=lambda line: print(line, file=sys.stderr))
+    platform = open_platform(args, node)
+    sampler = make_sampler(args, gpus=gpus, platform=platform)
+    try:
+        before = sampler.read()
+        started = time.monotonic()
+        if platform is not None:
+            platform.poll()  # one BMC reading, within its deadline, while the interval passes
+        time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
+        after = sampler.read()
+        emit(cluster_data_once(args, sampler.compute(before, after), after), args.json)
+    finally:
+        sampler.close()
+        if platform is not None:
+            platform.client.close()
     return 0
 
 
@@ -149,7 +172,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         ExportLevels(containers=args.containers, process_top=args.process_top),
         model_points=profile.model_points() if profile is not None else (),
     )
-    service = AgentService(make_sampler(args), collector, args.interval, args.listen_address)
+    node = args.node or default_node_name()
+    gpus, platform = open_gpus(args), open_platform(args, node)
+    service = AgentService(make_sampler(args, gpus=gpus, platform=platform), collector, args.interval,
+                           args.listen_address)
+    if gpus is not None:
+        collector.count_error("gpu", 0)
+    if platform is not None:
+        collector.count_error("platform", 0)
+        platform.start()
+        service.stoppers.append(platform.stop)
     logging.getLogger("kubejoule.agent").info("starting", extra={"fields": {
         "node": service.sampler.node, "interval_seconds": args.interval, "procfs": str(args.procfs),
         "sysfs": str(args.sysfs), "calibration": str(args.calibration) if args.calibration else None,
@@ -163,134 +195,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return serve(service)
 
 
-def kubernetes_options(run: bool = True) -> argparse.ArgumentParser:
-    """Options for pod names, Metrics Server and network counters (docs/agent-kubernetes.md)."""
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument(
-        "--kubeconfig", type=Path, default=None, metavar="FILE",
-        help="kubeconfig for the API (default: the pod's service account, else $KUBECONFIG or ~/.kube/config)",
-    )
-    options.add_argument(
-        "--no-kube", action="store_true",
-        help="do not use the Kubernetes API: pod series keep their pod_uid with empty names, no Metrics Server",
-    )
-    options.add_argument(
-        "--metrics-server", action=argparse.BooleanOptionalAction, default=True,
-        help="read metrics.k8s.io for this node and its pods (default: on when the API is used)",
-    )
-    if run:
-        options.add_argument(
-            "--metrics-server-interval", type=positive_float, default=None, metavar="SECONDS",
-            help="seconds between Metrics Server reads (default: --interval, at least 15: its resolution)",
-        )
-    options.add_argument(
-        "--network", action=argparse.BooleanOptionalAction, default=True,
-        help="node interface and per-pod byte counters (default on; pods need CAP_SYS_ADMIN and CAP_SYS_PTRACE)",
-    )
-    return options
-
-
-def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
-    """Start what `run` adds to each snapshot: pod names from a watch of this node's pods,
-    Metrics Server usage, network counters. Nothing here can stop the energy series: without
-    an API the agent logs it once and exports pod-UID series as before."""
-    from agent.network import NetworkReader, with_network
-    from agent.podmeta import with_pod_names
-    from agent.podprocs import PodProcesses
-
-    log = logging.getLogger("kubejoule.agent")
-    node = service.sampler.node
-    if not args.no_kube:
-        from agent.kube import KubeClient, KubeConfigError, NodePodWatch
-        from agent.metrics_server import MetricsServerReader, with_metrics_server
-        from agent.podmeta import PodMetadataCache
-
-        try:
-            client = KubeClient.connect(args.kubeconfig)
-        except KubeConfigError as exc:
-            log.warning("no Kubernetes API: pod series keep their pod_uid with empty names, no Metrics Server "
-                        "series", extra={"fields": {"reason": str(exc)}})
-        else:
-            cache = PodMetadataCache()
-            service.collector.count_error("kube_api", 0)
-            watch = NodePodWatch(client, node, cache, on_error=lambda _exc: service.collector.count_error("kube_api"))
-            watch.start()
-            service.stoppers.append(watch.stop)
-            service.enrichers.append(lambda snapshot, _raw: with_pod_names(snapshot, cache))
-            log.info("watching this node's pods", extra={"fields": {"api": client.server, "node": node}})
-            if args.metrics_server:
-                service.collector.count_error("metrics_server", 0)
-                reader = MetricsServerReader(
-                    client, node, cache.pods,
-                    period_seconds=args.metrics_server_interval or max(args.interval, 15.0),
-                    on_error=lambda: service.collector.count_error("metrics_server"),
-                )
-                reader.start()
-                service.stoppers.append(reader.stop)
-                service.enrichers.append(
-                    lambda snapshot, _raw: with_metrics_server(snapshot, reader.latest(snapshot.timestamp))
-                )
-            service.stoppers.append(client.close)
-    if args.network:
-        network = NetworkReader(args.procfs)
-        pod_processes = PodProcesses(HostFS(args.procfs, args.sysfs))  # one live process per pod, when the read had no cgroup.procs
-
-        def add_network(snapshot: Snapshot, raw: Any) -> Snapshot:
-            pids = pod_processes.pids(raw.cgroups)
-            return with_network(snapshot, network.read(pids, pod_processes.namespaces))
-
-        service.enrichers.append(add_network)
-        service.stoppers.append(pod_processes.close)
-
-
-def cluster_data_once(args: argparse.Namespace, snapshot: Snapshot, raw: Any) -> Snapshot:
-    """`once`: pod names from one list of this node's pods, one Metrics Server read, network
-    counters. Quiet when no API is configured; a configured API that fails is said on stderr."""
-    from agent.network import NetworkReader, with_network
-    from agent.podmeta import PodMetadataCache, with_pod_names
-
-    if not args.no_kube:
-        from agent.kube import KubeClient, KubeConfigError, KubeError
-        from agent.metrics_server import MetricsServerReader, with_metrics_server
-
-        try:
-            client = KubeClient.connect(args.kubeconfig, request_timeout_seconds=3.0)
-        except KubeConfigError:
-            client = None
-        if client is not None:
-            cache = PodMetadataCache()
-            try:
-                cache.replace(client.list_node_pods(snapshot.node).items)
-                snapshot = with_pod_names(snapshot, cache)
-                if args.metrics_server:
-                    reader = MetricsServerReader(client, snapshot.node, cache.pods)
-                    if reader.read_once():
-                        snapshot = with_metrics_server(snapshot, reader.latest(snapshot.timestamp))
-            except KubeError as exc:
-                print(f"pod names unknown: {exc}", file=sys.stderr)
-            finally:
-                client.close()
-    if args.network:
-        pods = raw.cgroups.pods if raw.cgroups is not None else {}
-        snapshot = with_network(snapshot, NetworkReader(args.procfs).read({u: sorted(p.pids) for u, p in pods.items()}))
-    return snapshot
-
-
 def cmd_top(args: argparse.Namespace) -> int:
     from agent.top import run_top
 
     return run_top(make_sampler(args), args.interval, count=args.count, rows=args.rows)
 
 
-def _validate_kube(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.kubeconfig is not None and args.no_kube:
-        parser.error("--kubeconfig and --no-kube contradict each other")
-    if args.kubeconfig is not None and not args.kubeconfig.is_file():
-        parser.error(f"--kubeconfig {args.kubeconfig}: no such file")
-
-
 def _validate_once(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    _validate_kube(parser, args)
+    validate_kube(parser, args)
+    validate_devices(parser, args)
     _validate_sampling(parser, args)
 
 
@@ -301,7 +214,8 @@ def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         args.listen_address = parse_listen(args.listen)
     except ValueError as exc:
         parser.error(str(exc))
-    _validate_kube(parser, args)
+    validate_kube(parser, args)
+    validate_devices(parser, args)
     _validate_sampling(parser, args)
 
 
@@ -315,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     sampling = attribution_options()
 
     once = sub.add_parser(
-        "once", parents=[common, sampling, kubernetes_options(run=False)], help="take two samples and print the record"
+        "once", parents=[common, sampling, kubernetes_options(run=False), device_options()], help="take two samples and print the record"
     )
     once.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")
     once.add_argument("--json", action="store_true", help="print the JSON sample record")
@@ -333,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=cmd_replay, validate=_validate_replay)
 
     run = sub.add_parser(
-        "run", parents=[common, attribution_options(process_top_default=0), kubernetes_options()],
+        "run", parents=[common, attribution_options(process_top_default=0), kubernetes_options(), device_options()],
         help="sample every interval and serve /metrics, /healthz, /readyz",
     )
     run.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")

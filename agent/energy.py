@@ -1,16 +1,20 @@
-"""RAPL counter arithmetic, in one place: microjoule deltas with wraparound, and unit conversion.
+"""Energy counter arithmetic, in one place: deltas with wraparound, unit conversion, plausibility.
 
 RAPL counters are microjoules that wrap at `max_energy_range_uj`: the kernel reports the true
-energy modulo that range. Converting to joules happens once, here, at the reader.
+energy modulo that range. NVML's total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`) is
+millijoules in an unsigned 64-bit integer: it wraps at 2^64. Both go through `energy_delta`, in
+the counter's own unit; converting to joules happens once, at the reader (`uj_to_joules`,
+`mj_to_joules`).
 
 Plausibility is checked here too, before anything is published: a counter reading outside its
-range, or an interval's energy that no zone of its kind can draw, is `ImplausibleError` — a gap
+range, or an interval's energy that no device of its kind can draw, is `ImplausibleError` — a gap
 with kind `implausible`, never a number (DESIGN.md, "Plausibility").
 """
 
 from __future__ import annotations
 
 MICRO = 1e-6
+MILLI = 1e-3
 
 
 # energy_uj is a u64 in the kernel (and the range a u64): anything at or above 2^64 is not a counter.
@@ -36,37 +40,42 @@ class ImplausibleError(CounterError):
     """A value that was read but cannot be right (out of range, beyond a physical bound)."""
 
 
-def energy_delta_uj(previous_uj: int, current_uj: int, max_energy_range_uj: int | None) -> int:
-    """Energy between two readings of one counter, in microjoules.
+def energy_delta(previous: int, current: int, max_range: int | None) -> int:
+    """Energy between two readings of one counter, in the counter's unit (µJ for RAPL, mJ for NVML).
 
     `current - previous` when the counter did not fall; otherwise the counter wrapped once,
-    and the delta is `current + (max_energy_range_uj - previous)`. With no usable range
+    and the delta is `current + (max_range - previous)` (`max_energy_range_uj` for RAPL, 2^64
+    for NVML's u64). With no usable range
     (unreadable, zero, or smaller than the previous reading) a falling counter is an error,
     never a negative or zero reading.
     """
-    if previous_uj < 0 or current_uj < 0:
+    if previous < 0 or current < 0:
         raise CounterError("negative counter value")
-    if current_uj >= previous_uj:
-        return current_uj - previous_uj
-    if not max_energy_range_uj or max_energy_range_uj <= 0:
+    if current >= previous:
+        return current - previous
+    if not max_range or max_range <= 0:
         raise CounterError(
             "counter fell (wrapped or reset) and max_energy_range_uj is unreadable or zero, "
             "so the energy in this interval is unknown"
         )
-    if previous_uj > max_energy_range_uj:
+    if previous > max_range:
         raise CounterError(
-            f"counter fell from {previous_uj} but max_energy_range_uj is {max_energy_range_uj}: "
+            f"counter fell from {previous} but its range is {max_range}: "
             "the counter was reset, not wrapped"
         )
-    return current_uj + (max_energy_range_uj - previous_uj)
+    return current + (max_range - previous)
 
 
 def uj_to_joules(microjoules: int | float) -> float:
     return float(microjoules) * MICRO
 
 
+def mj_to_joules(millijoules: int | float) -> float:
+    return float(millijoules) * MILLI
+
+
 def wrap_period_seconds(max_energy_range_uj: int | None, max_power_uw: int | None) -> float | None:
-    """How long the counter takes to wrap at the zone's maximum power (µJ / µW = s)."""
+    """How long the counter takes to wrap at the device's maximum power (µJ / µW = mJ / mW = s)."""
     if not max_energy_range_uj or not max_power_uw or max_power_uw <= 0:
         return None
     return max_energy_range_uj / max_power_uw

@@ -71,10 +71,13 @@ class Totals:
     active: dict[tuple[str, str], float] = field(default_factory=dict)  # by (source, idle_source)
     zones: dict[tuple[str, str], float] = field(default_factory=dict)  # by (zone kind, socket)
     host: dict[str, float] = field(default_factory=dict)  # one series: key ""
-    pods: EntityTotals[str] = field(default_factory=EntityTotals)  # by uid
+    pods: EntityTotals[tuple[str, str]] = field(default_factory=EntityTotals)  # by (uid, component)
     containers: EntityTotals[str] = field(default_factory=EntityTotals)  # by container id
     vms: EntityTotals[tuple[str, str]] = field(default_factory=EntityTotals)  # by (name, uuid)
     processes: EntityTotals[tuple[int, str]] = field(default_factory=EntityTotals)  # by (pid, comm)
+    gpus: EntityTotals[tuple[str, str, str]] = field(default_factory=EntityTotals)  # by (index, uuid, name)
+    gpu_unattributed: dict[str, float] = field(default_factory=dict)  # one series: key ""
+    platform_other: dict[str, float] = field(default_factory=dict)  # one series: key ""
     errors: dict[str, float] = field(default_factory=dict)
 
 
@@ -87,10 +90,13 @@ class TotalsView:
     active: Mapping[tuple[str, str], float]
     zones: Mapping[tuple[str, str], float]
     host: Mapping[str, float]
-    pods: Mapping[str, float]
+    pods: Mapping[tuple[str, str], float]
     containers: Mapping[str, float]
     vms: Mapping[tuple[str, str], float]
     processes: Mapping[tuple[int, str], float]
+    gpus: Mapping[tuple[str, str, str], float]
+    gpu_unattributed: Mapping[str, float]
+    platform_other: Mapping[str, float]
     errors: Mapping[str, float]
 
     @classmethod
@@ -98,5 +104,6 @@ class TotalsView:
         # Entity maps are replaced, never mutated, by EntityTotals.advance: no copy needed.
         return cls(
             dict(totals.node), dict(totals.idle), dict(totals.active), dict(totals.zones), dict(totals.host),
-            totals.pods.live, totals.containers.live, totals.vms.live, totals.processes.live, dict(totals.errors),
+            totals.pods.live, totals.containers.live, totals.vms.live, totals.processes.live, totals.gpus.live,
+            dict(totals.gpu_unattributed), dict(totals.platform_other), dict(totals.errors),
         )

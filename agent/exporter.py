@@ -22,8 +22,23 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from agent.energy_totals import Totals, TotalsView, add_energy
+from agent.exporter_sections import (
+    gpu_families,
+    gpu_key,
+    metrics_server_families,
+    network_families,
+    platform_families,
+)
 from agent.rapl import zone_kind
-from agent.snapshot import GAP_IMPLAUSIBLE, SOURCE_ESTIMATED, Gap, Snapshot, VMPower, ZonePower
+from agent.snapshot import (
+    GAP_IMPLAUSIBLE,
+    SOURCE_ESTIMATED,
+    Gap,
+    PodPower,
+    Snapshot,
+    VMPower,
+    ZonePower,
+)
 
 PREFIX = "kubejoule_"
 _Item = TypeVar("_Item")
@@ -35,8 +50,12 @@ ERROR_KINDS = ("rapl", "procstat", "cgroup", "process", "invariant", "read_skew"
 def error_kind(gap: Gap) -> str | None:
     """The errors_total kind a gap counts as; None for gaps that only follow from another."""
     what = gap.what
-    if what == "node" or what.startswith("zone"):
+    if what in ("node", "rapl") or what.startswith("zone"):
         return "rapl"
+    if what.startswith("gpu "):
+        return "gpu"
+    if what == "platform":
+        return "platform"
     if what == "cpu":
         return "procstat"
     if what == "cgroups":
@@ -92,6 +111,11 @@ def _zone_series(zones: Iterable[ZonePower]) -> dict[tuple[str, str], tuple[floa
     return series
 
 
+def _components(pod: PodPower) -> list[tuple[str, float | None]]:
+    """A pod's series: its CPU-side share, and its GPU share when it holds or used a GPU."""
+    return [("cpu", pod.watts), ("gpu", pod.gpu_watts)] if pod.gpu else [("cpu", pod.watts)]
+
+
 def _vm_key(vm: VMPower) -> tuple[str, str]:
     return vm.name, _label(vm.uuid)
 
@@ -136,7 +160,11 @@ class SnapshotCollector(Collector):
             totals = self._totals
             self._add_node_energy(snapshot, totals)
             if self.levels.pods:
-                totals.pods.advance((pod.uid, _joules(pod.watts, interval)) for pod in snapshot.pods)
+                totals.pods.advance(
+                    ((pod.uid, component), _joules(watts, interval))
+                    for pod in snapshot.pods
+                    for component, watts in _components(pod)
+                )
             if self.levels.containers:
                 totals.containers.advance(
                     (c.id, _joules(c.watts, interval)) for pod in snapshot.pods for c in pod.containers
@@ -171,6 +199,11 @@ class SnapshotCollector(Collector):
         add_energy(totals.host, "", _joules(snapshot.host_watts, interval))
         for key, (_, joules) in _zone_series(snapshot.zones).items():
             add_energy(totals.zones, key, joules)
+        if snapshot.gpus:
+            totals.gpus.advance((gpu_key(g), _joules(g.watts, interval)) for g in snapshot.gpus)
+            add_energy(totals.gpu_unattributed, "", _joules(snapshot.gpu_unattributed_watts, interval))
+        if snapshot.platform is not None and snapshot.platform.watts is not None:
+            add_energy(totals.platform_other, "", _joules(snapshot.platform.other_watts, interval))
 
     def describe(self) -> Iterable[Metric]:
         return []  # series depend on the snapshot; nothing to check at registration
@@ -198,8 +231,10 @@ class SnapshotCollector(Collector):
             yield from self._vms(snap, totals)
         if self.levels.process_top > 0:
             yield from self._processes(snap, totals)
-        yield from self._metrics_server(snap)
-        yield from self._network(snap)
+        yield from gpu_families(snap, totals.gpus, totals.gpu_unattributed.get(""))
+        yield from platform_families(snap, totals.platform_other.get(""))
+        yield from metrics_server_families(snap, self.levels.pods)
+        yield from network_families(snap, self.levels.pods)
         yield errors
 
     def _node(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
@@ -293,15 +328,18 @@ class SnapshotCollector(Collector):
         yield timestamp
 
     def _pods(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
-        labels = ["node", "namespace", "pod", "pod_uid"]
-        power = GaugeMetricFamily(PREFIX + "pod_power_watts", "Pod power.", labels=labels)
-        energy = CounterMetricFamily(PREFIX + "pod_energy_joules", "Pod energy since the agent started.", labels=labels)
+        labels = ["node", "namespace", "pod", "pod_uid", "component"]
+        power = GaugeMetricFamily(PREFIX + "pod_power_watts", "Pod power, by component: its share of the CPU "
+                                  "side (cpu) and of the GPUs (gpu).", labels=labels)
+        energy = CounterMetricFamily(PREFIX + "pod_energy_joules", "Pod energy since the agent started, by "
+                                     "component.", labels=labels)
         for pod in snap.pods:
-            values = [snap.node, _label(pod.namespace), _label(pod.name), pod.uid]
-            if pod.watts is not None:
-                power.add_metric(values, pod.watts)
-            if pod.uid in totals.pods:
-                energy.add_metric(values, totals.pods[pod.uid])
+            for component, watts in _components(pod):
+                values = [snap.node, _label(pod.namespace), _label(pod.name), pod.uid, component]
+                if watts is not None:
+                    power.add_metric(values, watts)
+                if (pod.uid, component) in totals.pods:
+                    energy.add_metric(values, totals.pods[(pod.uid, component)])
         yield power
         yield energy
 
@@ -350,59 +388,3 @@ class SnapshotCollector(Collector):
                 energy.add_metric(values, totals.processes[(proc.pid, proc.comm)])
         yield power
         yield energy
-
-    # Sections added by agent/metrics_server.py and agent/network.py (plain record data in
-    # Snapshot.extra); absent sections give empty families, never zeros.
-
-    def _metrics_server(self, snap: Snapshot) -> Iterator[Metric]:
-        section = snap.extra_value("metrics_server") or {}
-        node_usage = section.get("node") or {}
-        pod_labels = ["node", "namespace", "pod", "pod_uid"]
-        families = {
-            "node_cpu_usage_cores": ("Node CPU usage from Metrics Server (metrics.k8s.io), in cores.", ["node"]),
-            "node_memory_working_set_bytes": ("Node memory working set from Metrics Server.", ["node"]),
-            "pod_cpu_usage_cores": ("Pod CPU usage from Metrics Server, in cores.", pod_labels),
-            "pod_memory_working_set_bytes": ("Pod memory working set from Metrics Server.", pod_labels),
-            "metrics_server_age_seconds": ("Age of the Metrics Server data: sample time minus its timestamp.", ["node"]),
-        }
-        out = {name: GaugeMetricFamily(PREFIX + name, text, labels=labels) for name, (text, labels) in families.items()}
-        if section:
-            out["metrics_server_age_seconds"].add_metric([snap.node], section["age_seconds"])
-        for key, name in (("cpu_cores", "node_cpu_usage_cores"), ("memory_working_set_bytes", "node_memory_working_set_bytes")):
-            if node_usage.get(key) is not None:
-                out[name].add_metric([snap.node], node_usage[key])
-        if self.levels.pods:
-            for pod in section.get("pods") or []:
-                values = [snap.node, _label(pod["namespace"]), _label(pod["name"]), pod["uid"]]
-                if pod.get("cpu_cores") is not None:
-                    out["pod_cpu_usage_cores"].add_metric(values, pod["cpu_cores"])
-                if pod.get("memory_working_set_bytes") is not None:
-                    out["pod_memory_working_set_bytes"].add_metric(values, pod["memory_working_set_bytes"])
-        yield from out.values()
-
-    def _network(self, snap: Snapshot) -> Iterator[Metric]:
-        section = snap.extra_value("network") or {}
-        node_bytes = CounterMetricFamily(
-            PREFIX + "node_network_bytes", "Bytes through the node's network interfaces (kernel counters; "
-            "loopback and veth left out).", labels=["node", "interface", "direction"],
-        )
-        for interface in section.get("interfaces") or []:
-            for direction in ("rx", "tx"):
-                node_bytes.add_metric([snap.node, interface["interface"], direction], interface[f"{direction}_bytes"])
-        yield node_bytes
-        if not self.levels.pods:
-            return
-        pod_bytes = CounterMetricFamily(
-            PREFIX + "pod_network_bytes", "Bytes through a pod's own interfaces, loopback left out (none for "
-            "host-network pods: theirs are the node's).", labels=["node", "namespace", "pod", "pod_uid", "direction"],
-        )
-        for pod in section.get("pods") or []:
-            if pod.get("host_network"):
-                continue
-            for direction in ("rx", "tx"):
-                value = pod.get(f"{direction}_bytes")
-                if value is not None:
-                    pod_bytes.add_metric(
-                        [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), pod["uid"], direction], value
-                    )
-        yield pod_bytes

@@ -117,6 +117,14 @@ class PodMetadataCache:
             return None
         return entry[0]
 
+    def uid_of(self, namespace: str, name: str) -> str | None:
+        """The UID of the live pod NAMESPACE/NAME on this node, if the watch knows it."""
+        with self._lock:
+            for meta in self._live.values():
+                if meta.name == name and meta.namespace == namespace:
+                    return meta.uid
+        return None
+
     def pods(self) -> list[PodMeta]:
         """The pods on the node now (not the deleted ones)."""
         with self._lock:

@@ -11,7 +11,7 @@ from agent.energy import (
     CounterError,
     ImplausibleError,
     check_power,
-    energy_delta_uj,
+    energy_delta,
     power_ceiling_watts,
     uj_to_joules,
     wrap_period_seconds,
@@ -67,7 +67,7 @@ def _zone_delta(
             f"{period:.1f} s at the zone's maximum power: more than one wrap may have happened"
         ), GAP_UNKNOWN
     try:
-        joules = uj_to_joules(energy_delta_uj(before.energy_uj[zone_id], after.energy_uj[zone_id], max_range))
+        joules = uj_to_joules(energy_delta(before.energy_uj[zone_id], after.energy_uj[zone_id], max_range))
         check_power(joules, interval_seconds, power_ceiling_watts(zone_kind(zone.name), zone.max_power_uw))
     except ImplausibleError as exc:
         return None, str(exc), GAP_IMPLAUSIBLE

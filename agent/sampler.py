@@ -25,8 +25,8 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from agent.attribution import (
     invariant_error,
@@ -44,7 +44,10 @@ from agent.baselines import (
 )
 from agent.cgroupfs import KeptUsageFiles, process_pod
 from agent.cgroups import CgroupReading, read_cgroups
+from agent.composition import PlatformState, compose
 from agent.energy import ImplausibleError
+from agent.gpu_power import GpuSample, compute_gpus
+from agent.gpu_source import GpuSource
 from agent.hostfs import HostFS
 from agent.processes import ProcessReader, ProcStat
 from agent.procstat import CpuDelta, CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
@@ -96,6 +99,8 @@ class RawSample:
     # Read without other processes' stat: processes that exec'd into qemu since the last read
     # (their CPU time then was not read, so this interval's is unknown).
     execed: frozenset[int] = frozenset()
+    gpus: GpuSample | None = None  # with GPUs read through NVML
+    platform: PlatformState | None = None  # with a BMC: its latest reading when this read was taken
 
 
 class Sampler:
@@ -107,12 +112,16 @@ class Sampler:
         profile: CalibrationProfile | None = None,
         process_top: int = DEFAULT_PROCESS_TOP,
         containers: bool = True,
+        gpus: GpuSource | None = None,
+        platform: Callable[[], PlatformState] | None = None,
     ) -> None:
         self.fs = fs
         self.node = node or default_node_name()
         self.profile = profile
         self.process_top = process_top
         self.containers = containers  # read each container's CPU time (the pod's is always read)
+        self.gpus = gpus  # GPUs through NVML (agent/gpu_source.py)
+        self.platform = platform  # the BMC's latest reading (agent/platform.py: PlatformPoller.state)
         self.ticks_per_second = clock_ticks_per_second()
         self._processes = ProcessReader(fs, vms_only=process_top == 0)
         # pod usage files kept open on a real cgroupfs, in the descriptors the process reader leaves
@@ -123,9 +132,11 @@ class Sampler:
         self._vm_pods: dict[tuple[int, int], str | None] = {}  # (pid, start ticks) → pod uid
 
     def close(self) -> None:
-        """Release the descriptors kept between reads."""
+        """Release the descriptors kept between reads (and NVML)."""
         self._processes.close()
         self._usage.close()
+        if self.gpus is not None:
+            self.gpus.close()
 
     def read(self) -> RawSample:
         rapl = read_rapl(self.fs)
@@ -138,6 +149,8 @@ class Sampler:
         monotonic, wall = time.monotonic(), time.time()
         light = self._processes.vms_only
         cgroups = read_cgroups(self.fs, self.containers, membership=not light, kept=self._usage)
+        gpus = self.gpus.sample(self.fs, cgroups.layout) if self.gpus is not None else None
+        platform = self.platform() if self.platform is not None else None
         processes, unparsable = self._processes.read()
         vms: dict[int, VMIdentity] = {}
         known, identities = self._vm_identities, {}
@@ -171,7 +184,7 @@ class Sampler:
             self._vm_pods = pods_now
         return RawSample(
             monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed,
-            vm_pods, frozenset(unplaced), self._processes.execed if light else frozenset(),
+            vm_pods, frozenset(unplaced), self._processes.execed if light else frozenset(), gpus, platform,
         )
 
     def compute(
@@ -234,27 +247,7 @@ class Sampler:
         vms, busy_processes = process_views(before, after, part_watts, part_cpu, membership, cpu_bound, gaps,
                                             self.ticks_per_second, self.process_top)
 
-        breached = False
-        pod_watts = [p.watts for p in pods]
-        if (
-            node_watts is not None
-            and idle.idle_watts is not None
-            and host_watts is not None
-            and all(w is not None for w in pod_watts)
-        ):
-            known = [w for w in pod_watts if w is not None]
-            if not invariant_holds(node_watts, idle.idle_watts, known, host_watts):
-                breached = True
-                log.warning(
-                    "attribution invariant breached: pods + host + idle != node",
-                    extra={"fields": {
-                        "node_watts": node_watts, "idle_watts": idle.idle_watts,
-                        "pods_watts": sum(known), "host_watts": host_watts,
-                        "relative_error": invariant_error(node_watts, idle.idle_watts, known, host_watts),
-                    }},
-                )
-
-        return Snapshot(
+        snapshot = Snapshot(
             node=self.node,
             interval_seconds=interval,
             timestamp=after.wall,
@@ -273,10 +266,13 @@ class Sampler:
             gaps=tuple(gaps),
             busy_processes=busy_processes,
             live_pids=frozenset(after.processes) if self.process_top > 0 else frozenset(),
-            invariant_breached=breached,
             skew_scaled=skewed,
             extra=self._calibration_extra(node_watts),
         )
+        # The GPUs are read a few milliseconds after RAPL, every time: over the same interval, so
+        # their energy counters are exact sums of their counters' deltas, as the zones' are.
+        gpus = compute_gpus(before.gpus, after.gpus, interval) if before.gpus and after.gpus else None
+        return check_invariant(compose(snapshot, gpus, after.platform))
 
     def _calibration_extra(self, node_watts: float | None) -> tuple[tuple[str, object], ...]:
         """Wall power from the profile's RAPL-to-wall correction (always an estimate)."""
@@ -356,3 +352,25 @@ class Sampler:
         part_cpu: dict[str | None, float | None] = {uid: c for uid, c in known.items()}
         part_cpu[None] = host_cpu
         return tuple(pods), host_watts, split.skew_scaled, part_watts, part_cpu, membership
+
+
+def check_invariant(snapshot: Snapshot) -> Snapshot:
+    """Σ pods (CPU and GPU shares) + host + idle + unattributed GPU power = node, when all are
+    known; a breach is logged with the numbers and flagged (the exporter counts it)."""
+    node, idle, host = snapshot.node_watts, snapshot.idle_watts, snapshot.host_watts
+    shares = [p.watts for p in snapshot.pods] + [p.gpu_watts for p in snapshot.pods if p.gpu]
+    unattributed = snapshot.gpu_unattributed_watts or 0.0
+    if node is None or idle is None or host is None or any(w is None for w in shares):
+        return snapshot
+    known = [w for w in shares if w is not None] + [unattributed]
+    if invariant_holds(node, idle, known, host):
+        return snapshot
+    log.warning(
+        "attribution invariant breached: pods + host + idle != node",
+        extra={"fields": {
+            "node_watts": node, "idle_watts": idle, "pods_watts": sum(known) - unattributed,
+            "gpu_unattributed_watts": unattributed, "host_watts": host,
+            "relative_error": invariant_error(node, idle, known, host),
+        }},
+    )
+    return replace(snapshot, invariant_breached=True)

@@ -14,6 +14,7 @@ SCHEMA = "kubejoule.sample/v1"
 
 SOURCE_RAPL = "rapl"
 SOURCE_ESTIMATED = "estimated"
+SOURCE_PLATFORM = "platform"  # the BMC's reading of the whole platform (agent/platform.py)
 SOURCE_NONE = "none"
 
 IDLE_FROM_UTILIZATION = "utilization"
@@ -69,13 +70,15 @@ class PodPower:
     uid: str
     qos: str | None
     cpu_seconds: float | None  # None: unknown this interval (a gap says why)
-    watts: float | None
+    watts: float | None  # its share of the CPU side (component "cpu")
     containers: tuple[ContainerPower, ...] = ()
     namespace: str | None = None
     name: str | None = None
+    gpu_watts: float | None = None  # its share of the GPUs (component "gpu"); None: none, or unknown
+    gpu: bool = False  # it holds or used a GPU: then gpu_watts None means unknown (a gap says why)
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "uid": self.uid,
             "namespace": self.namespace,
             "name": self.name,
@@ -84,6 +87,9 @@ class PodPower:
             "watts": self.watts,
             "containers": [c.to_record() for c in self.containers],
         }
+        if self.gpu:
+            record["gpu_watts"] = self.gpu_watts
+        return record
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,25 @@ class ProcessPower:
 
 
 @dataclass(frozen=True)
+class PlatformPower:
+    """The BMC's reading of the whole platform and what is inside it (agent/composition.py)."""
+
+    watts: float | None  # None: not used this interval (a `platform` gap says why)
+    age_seconds: float | None
+    reading: str | None  # "EnvironmentMetrics" (PowerWatts) or "PowerControl" (PowerConsumedWatts)
+    chassis: str | None  # the chassis' Redfish path
+    other_watts: float | None  # platform − CPU side − GPUs: fans, power supplies, disks, NICs
+    cpu_watts: float | None  # the CPU side inside it (RAPL, or estimated)
+    gpu_watts: float | None  # the GPUs inside it
+    energy_kwh: float | None = None  # the BMC's own energy counter, where it has one
+
+    def to_record(self) -> dict[str, Any]:
+        return {"watts": self.watts, "age_seconds": self.age_seconds, "reading": self.reading,
+                "chassis": self.chassis, "other_watts": self.other_watts, "cpu_watts": self.cpu_watts,
+                "gpu_watts": self.gpu_watts, "energy_kwh": self.energy_kwh}
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """What one interval measured. Watts are None when unknown — never 0 in their place."""
 
@@ -145,6 +170,11 @@ class Snapshot:
     # Attribution bookkeeping, counted by the exporter.
     invariant_breached: bool = False
     skew_scaled: bool = False
+    # GPUs (agent/gpu_power.GpuPower, one per device) and the platform reading, when the agent
+    # reads them; GPU power that could not be split between pods, host and idle.
+    gpus: tuple[Any, ...] = ()
+    platform: PlatformPower | None = None
+    gpu_unattributed_watts: float | None = None
     # Extensions from later parts (calibration, Metrics Server, network) live in `extra`
     # as plain data, so the core record stays stable.
     extra: tuple[tuple[str, Any], ...] = ()
@@ -179,6 +209,11 @@ class Snapshot:
             "processes": [p.to_record() for p in self.processes],
             "gaps": [g.to_record() for g in self.gaps],
         }
+        if self.gpus:
+            record["gpus"] = [g.to_record() for g in self.gpus]
+            record["gpu_unattributed_watts"] = self.gpu_unattributed_watts
+        if self.platform is not None:
+            record["platform"] = self.platform.to_record()
         for key, value in self.extra:
             record.setdefault(key, value)
         return strict_record(record)
@@ -215,6 +250,7 @@ __all__ = [
     "GAP_UNKNOWN",
     "GAP_UNREADABLE",
     "Gap",
+    "PlatformPower",
     "PodPower",
     "ProcessPower",
     "Snapshot",

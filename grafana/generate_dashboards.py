@@ -243,6 +243,9 @@ NAMESPACES = Variable("namespace", "Namespace", "kubejoule_pod_power_watts", "na
 SEL = 'node=~"$node"'
 SEL_NS = 'node=~"$node", namespace=~"$namespace"'
 ONE = 'node="$node"'
+ONE_PLATFORM = ONE + ', source="platform"'
+SEL_NS_CPU = SEL_NS + ', component="cpu"'  # a pod's CPU-side share: one series per pod
+SEL_NS_GPU = SEL_NS + ', component="gpu"'
 
 CLUSTER = Dashboard(
     uid="kubejoule-cluster",
@@ -269,7 +272,8 @@ CLUSTER = Dashboard(
         ),
         stat_tile(
             "Nodes by power source",
-            "How many nodes report measured (rapl) or estimated power, or none.",
+            "How many nodes report measured power (rapl: RAPL and GPUs; platform: the BMC) or "
+            "estimated power, or none.",
             (Target(f"count by (source) (kubejoule_node_power_watts{{{SEL}}})", "{{source}}"),),
             unit="short",
         ),
@@ -281,8 +285,8 @@ CLUSTER = Dashboard(
         ),
         Panel(
             "Node power: measured vs estimated",
-            "Cluster power split by source: rapl is measured by the "
-            "hardware's counters, estimated comes from a calibration curve.",
+            "Cluster power split by source: rapl is measured by the hardware's counters (with "
+            "the GPUs), platform by the BMC, estimated comes from a calibration curve.",
             (Target(f"sum by (source) ({rate('node_energy', SEL)})", "{{source}}"),),
             stack=True,
         ),
@@ -316,10 +320,22 @@ CLUSTER = Dashboard(
             "the active part splits between pods and everything else (host).",
             (
                 Target(f"sum({rate('node_idle_energy', SEL)})", "idle"),
-                Target(f"sum({rate('pod_energy', SEL)})", "pods"),
+                Target(f"sum by (component) ({rate('pod_energy', SEL)})", "pods ({{component}})"),
                 Target(f"sum({rate('host_energy', SEL)})", "host"),
+                Target(f"sum({rate('gpu_unattributed_energy', SEL)})", "GPU, not split"),
             ),
             stack=True,
+        ),
+        Panel(
+            "GPU power per node",
+            "Power of each node's GPUs (NVML's energy counters), summed per node.",
+            (Target(f"sum by (node) ({rate('gpu_energy', SEL)})", "{{node}}"),),
+        ),
+        Panel(
+            "Platform beyond CPU and GPUs",
+            "Where a BMC reports the whole platform: what neither RAPL nor NVML sees (fans, power "
+            "supplies, disks, NICs), per node. It is charged to idle, never to pods.",
+            (Target(f"sum by (node) ({rate('node_platform_other_energy', SEL)})", "{{node}}"),),
         ),
         Panel(
             "Energy by namespace (time range)",
@@ -377,8 +393,11 @@ NODE = Dashboard(
         ),
         stat_tile(
             "Sample age",
-            "Seconds since the agent's latest sample.",
-            (Target(f"time() - kubejoule_sample_timestamp_seconds{{{ONE}}}", "age"),),
+            "Seconds since the agent's latest sample, and the age of its BMC reading.",
+            (
+                Target(f"time() - kubejoule_sample_timestamp_seconds{{{ONE}}}", "sample"),
+                Target(f"kubejoule_node_platform_reading_age_seconds{{{ONE}}}", "BMC ({{reading}})"),
+            ),
             unit="s",
         ),
         stat_tile(
@@ -392,11 +411,31 @@ NODE = Dashboard(
         ),
         Panel(
             "Idle vs active",
-            "Idle (static) power, and the active part split into pods and host.",
+            "Idle (static) power, and the active part split into pods (CPU and GPU shares) and host.",
             (
                 Target(rate("node_idle_energy", ONE), "idle ({{idle_source}})"),
-                Target(f"sum({rate('pod_energy', ONE)})", "pods"),
+                Target(f"sum by (component) ({rate('pod_energy', ONE)})", "pods ({{component}})"),
                 Target(rate("host_energy", ONE), "host"),
+            ),
+            stack=True,
+        ),
+        Panel(
+            "GPUs",
+            "Each GPU's power (NVML: its energy counter, else its power reading).",
+            (Target(rate("gpu_energy", ONE), "GPU {{gpu}} {{gpu_name}}"),),
+        ),
+        Panel(
+            "Platform: CPU side, GPUs and the rest",
+            "The BMC's platform reading split into what RAPL sees, what the GPUs draw, and the "
+            "rest (fans, power supplies, disks, NICs: charged to idle).",
+            (
+                Target(
+                    f"sum({rate('node_energy', ONE_PLATFORM)}) - sum({rate('gpu_energy', ONE)})"
+                    f" - sum({rate('node_platform_other_energy', ONE)})",
+                    "CPU side (RAPL)",
+                ),
+                Target(f"sum({rate('gpu_energy', ONE)})", "GPUs"),
+                Target(f"sum({rate('node_platform_other_energy', ONE)})", "rest of the platform"),
             ),
             stack=True,
         ),
@@ -408,8 +447,8 @@ NODE = Dashboard(
         ),
         Panel(
             "Pods",
-            "The ten pods on this node using the most power.",
-            (Target(f"topk(10, {rate('pod_energy', ONE)})", "{{namespace}}/{{pod}}"),),
+            "The ten pods on this node using the most power (CPU and GPU shares).",
+            (Target(f"topk(10, sum by (namespace, pod) ({rate('pod_energy', ONE)}))", "{{namespace}}/{{pod}}"),),
         ),
         Panel(
             "Virtual machines",
@@ -510,12 +549,22 @@ WORKLOADS = Dashboard(
             stack=True,
         ),
         Panel(
+            "GPU power by namespace",
+            "Pods' share of the GPUs (component gpu), summed by namespace.",
+            (
+                Target(
+                    f"sum by (namespace) ({rate('pod_energy', SEL_NS_GPU)})", "{{namespace}}"
+                ),
+            ),
+            stack=True,
+        ),
+        Panel(
             "Watts per CPU core used",
-            "Pod power over Metrics Server's CPU usage, by namespace: what a core "
+            "Pods' CPU-side power over Metrics Server's CPU usage, by namespace: what a core "
             "of work costs in each namespace.",
             (
                 Target(
-                    f"sum by (namespace) ({rate('pod_energy', SEL_NS)}) / "
+                    f"sum by (namespace) ({rate('pod_energy', SEL_NS_CPU)}) / "
                     f"sum by (namespace) (kubejoule_pod_cpu_usage_cores{{{SEL_NS}}})",
                     "{{namespace}}",
                 ),
@@ -550,7 +599,8 @@ WORKLOADS = Dashboard(
             "How many pods the agents attribute energy to.",
             (
                 Target(
-                    f"count by (namespace) (kubejoule_pod_power_watts{{{SEL_NS}}})", "{{namespace}}"
+                    f"count by (namespace) (kubejoule_pod_power_watts{{{SEL_NS_CPU}}})",
+                    "{{namespace}}",
                 ),
             ),
             unit="short",

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.energy import CounterError, energy_delta_uj, uj_to_joules, wrap_period_seconds
+from agent.energy import CounterError, energy_delta, uj_to_joules, wrap_period_seconds
 from agent.hostfs import HostFS
 from agent.rapl import POWERCAP_CLASS, Zone, discover_zones, node_zone_ids
 
@@ -326,7 +326,7 @@ def _watts(values: list[int], change_times: list[float], max_range: int | None) 
     total = 0
     try:
         for previous, current in zip(values, values[1:], strict=False):
-            total += energy_delta_uj(previous, current, max_range)
+            total += energy_delta(previous, current, max_range)
     except CounterError:
         return None
     return uj_to_joules(total) / (change_times[-1] - change_times[0])

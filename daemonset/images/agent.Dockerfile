@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 # The node agent image: the agent package and its core dependencies only (psutil, pyroute2,
-# prometheus-client, kubernetes, pyyaml, numpy). No scheduler, no fastapi, no torch.
+# prometheus-client, kubernetes, pyyaml, numpy, nvidia-ml-py, grpcio, protobuf). No scheduler, no
+# fastapi, no torch, no CUDA: NVML is the driver's own libnvidia-ml.so.1, which NVIDIA's container
+# runtime mounts on GPU nodes (daemonset/components/gpu).
 # Build from the repository root:
 #   docker build -f daemonset/images/agent.Dockerfile -t ghcr.io/kubejoule/kubejoule-agent:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm

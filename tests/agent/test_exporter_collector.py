@@ -8,7 +8,17 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.exporter import ERROR_KINDS, ExportLevels, SnapshotCollector
-from agent.snapshot import ContainerPower, Gap, PodPower, ProcessPower, Snapshot, VMPower, ZonePower
+from agent.gpu_power import GpuPower
+from agent.snapshot import (
+    ContainerPower,
+    Gap,
+    PlatformPower,
+    PodPower,
+    ProcessPower,
+    Snapshot,
+    VMPower,
+    ZonePower,
+)
 from tests.helpers.agent_metrics import documented_metrics, exposed_labels
 
 POD_A = "aaaaaaaa-0000-0000-0000-000000000001"
@@ -56,9 +66,9 @@ def test_node_pods_and_vms_by_default_containers_and_processes_only_when_asked()
     get = registry.get_sample_value
     assert get("kubejoule_node_power_watts", {"node": "n1", "source": "rapl"}) == 50.0
     assert get("kubejoule_node_idle_power_watts", {"node": "n1", "source": "rapl", "idle_source": "utilization"}) == 20.0
-    assert get("kubejoule_pod_power_watts", {"node": "n1", "namespace": "shop", "pod": "web-1", "pod_uid": POD_A}) == 12.0
+    assert get("kubejoule_pod_power_watts", {"node": "n1", "namespace": "shop", "pod": "web-1", "pod_uid": POD_A, "component": "cpu"}) == 12.0
     # names unknown (no API yet): the uid with empty names, still exported
-    assert get("kubejoule_pod_power_watts", {"node": "n1", "namespace": "", "pod": "", "pod_uid": POD_B}) == 6.0
+    assert get("kubejoule_pod_power_watts", {"node": "n1", "namespace": "", "pod": "", "pod_uid": POD_B, "component": "cpu"}) == 6.0
     assert get("kubejoule_vm_power_watts", {"node": "n1", "vm": "win10", "vm_uuid": ""}) == 3.0
     assert get("kubejoule_host_power_watts", {"node": "n1"}) == 12.0
     text = generate_latest(registry).decode()
@@ -80,7 +90,7 @@ def test_energy_counters_sum_intervals_skip_gaps_and_never_fall() -> None:
     get = registry.get_sample_value
     node = {"node": "n1", "source": "rapl"}
     package = {"node": "n1", "zone": "package", "socket": "0"}
-    pod = {"node": "n1", "namespace": "shop", "pod": "web-1", "pod_uid": POD_A}
+    pod = {"node": "n1", "namespace": "shop", "pod": "web-1", "pod_uid": POD_A, "component": "cpu"}
     collector.update(snapshot(50.0, 2.0, 90.0))
     assert get("kubejoule_node_energy_joules_total", node) == 100.0
     assert get("kubejoule_zone_energy_joules_total", package) == 90.0
@@ -164,7 +174,7 @@ def test_an_entity_gone_for_a_while_comes_back_at_its_total_never_lower(kind: st
     collector = SnapshotCollector(ExportLevels(containers=True, process_top=3))
     registry = registry_with(collector)
     name, labels, without = {
-        "pod": ("kubejoule_pod_energy_joules_total", {"namespace": "shop", "pod": "web-1", "pod_uid": POD_A},
+        "pod": ("kubejoule_pod_energy_joules_total", {"namespace": "shop", "pod": "web-1", "pod_uid": POD_A, "component": "cpu"},
                 {"pods": snapshot().pods[1:]}),
         "container": ("kubejoule_container_energy_joules_total",
                       {"namespace": "shop", "pod": "web-1", "container": "", "container_id": "c" * 64},
@@ -198,8 +208,8 @@ def test_unknown_power_has_no_series_and_gone_pods_leave() -> None:
     assert get("kubejoule_node_cpu_utilization_ratio", {"node": "n1"}) == 0.6
     collector.update(snapshot())
     collector.update(snapshot(pods=snapshot().pods[1:]))  # pod A deleted
-    assert get("kubejoule_pod_energy_joules_total", {"node": "n1", "namespace": "shop", "pod": "web-1", "pod_uid": POD_A}) is None
-    assert get("kubejoule_pod_energy_joules_total", {"node": "n1", "namespace": "", "pod": "", "pod_uid": POD_B}) == 24.0
+    assert get("kubejoule_pod_energy_joules_total", {"node": "n1", "namespace": "shop", "pod": "web-1", "pod_uid": POD_A, "component": "cpu"}) is None
+    assert get("kubejoule_pod_energy_joules_total", {"node": "n1", "namespace": "", "pod": "", "pod_uid": POD_B, "component": "cpu"}) == 24.0
 
 
 def test_errors_are_counted_by_kind() -> None:
@@ -257,9 +267,13 @@ def test_every_documented_metric_is_exposed_with_exactly_its_labels() -> None:
                       "rx_bytes": 10, "tx_bytes": 20}],
         }),
     )
+    # a node with a GPU held by pod A and a BMC: 120 W platform = 50 W CPU side + 40 W GPU + 30 W other
+    gpu = GpuPower(0, "GPU-1", "NVIDIA H100", 40.0, "energy", "exclusive", ((POD_A, 40.0),))
+    pods = (replace(snapshot().pods[0], gpu=True, gpu_watts=40.0), snapshot().pods[1])
+    platform = PlatformPower(120.0, 3.0, "EnvironmentMetrics", "/redfish/v1/Chassis/1", 30.0, 50.0, 40.0)
     collector = SnapshotCollector(ExportLevels(containers=True, process_top=3), model_points=[(0.0, 20.0), (1.0, 90.0)])
     registry = registry_with(collector)
-    collector.update(snapshot(extra=extra))
+    collector.update(snapshot(extra=extra, gpus=(gpu,), pods=pods, platform=platform, gpu_unattributed_watts=0.0))
     seen = exposed_labels(generate_latest(registry).decode())
     expected = {name: set(labels) | {"node"} for name, labels in documented_metrics().items()}
     assert seen == expected

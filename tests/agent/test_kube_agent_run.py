@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +16,7 @@ import pytest
 from tests.helpers.agent_cli import run_agent
 from tests.helpers.agent_kube_emulator import EmulatedCluster, unreachable_kubeconfig
 from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
-from tests.helpers.agent_proc import WORKLOADS, AgentProcess
+from tests.helpers.agent_proc import WORKLOADS, AgentProcess, wait_until
 
 TREE = WORKLOADS / "v2-systemd-containerd" / "before"
 NODE = "test-node"
@@ -28,14 +28,6 @@ SHARES = {WEB: 0.3, API: 0.2, VIRT: 0.1}
 
 def now_rfc3339(offset_seconds: float = 0.0) -> str:
     return datetime.fromtimestamp(time.time() + offset_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def wait_until(predicate: Callable[[], bool], timeout_seconds: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not met within {timeout_seconds} s")
-        time.sleep(0.05)
 
 
 def pod_labels(agent: AgentProcess, metric: str, uid: str) -> dict[str, str] | None:
@@ -137,7 +129,7 @@ def test_a_pod_added_and_deleted_during_the_run(cluster: EmulatedCluster, tmp_pa
         agent.wait_samples(2)
         wait_until(lambda: named(agent, VIRT, "vms", "virt-launcher-db"), timeout_seconds=5, what="still named")
         assert pod_labels(agent, "kubejoule_pod_energy_joules_total", VIRT) == {
-            "node": NODE, "namespace": "vms", "pod": "virt-launcher-db", "pod_uid": VIRT}
+            "node": NODE, "namespace": "vms", "pod": "virt-launcher-db", "pod_uid": VIRT, "component": "cpu"}
 
 
 def test_an_api_outage_mid_run_keeps_the_agent_exporting_and_it_recovers(

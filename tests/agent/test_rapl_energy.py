@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agent.energy import (
     CounterError,
-    energy_delta_uj,
+    energy_delta,
     power_ceiling_watts,
     uj_to_joules,
     wrap_period_seconds,
@@ -31,18 +31,18 @@ from agent.rapl_power import compute_power
     ],
 )
 def test_delta_table(previous: int, current: int, max_range: int | None, expected: int) -> None:
-    assert energy_delta_uj(previous, current, max_range) == expected
+    assert energy_delta(previous, current, max_range) == expected
 
 
 @pytest.mark.parametrize("max_range", [None, 0, -1])
 def test_falling_counter_without_range_is_an_error_not_a_number(max_range: int | None) -> None:
     with pytest.raises(CounterError, match="max_energy_range_uj"):
-        energy_delta_uj(900, 50, max_range)
+        energy_delta(900, 50, max_range)
 
 
 def test_counter_above_its_range_was_reset_not_wrapped() -> None:
     with pytest.raises(CounterError, match="reset"):
-        energy_delta_uj(5000, 10, 1000)
+        energy_delta(5000, 10, 1000)
 
 
 @given(
@@ -57,7 +57,7 @@ def test_delta_recovers_true_energy_modulo_one_wrap(max_range: int, start: int, 
     energy = data.draw(st.integers(min_value=0, max_value=max_range - 1))
     previous = start % max_range
     current = (start + energy) % max_range
-    assert energy_delta_uj(previous, current, max_range) == energy
+    assert energy_delta(previous, current, max_range) == energy
 
 
 def test_units_and_wrap_period() -> None:

@@ -109,8 +109,8 @@ def test_agent_image_installs_core_dependencies_only() -> None:
     assert any("pip wheel" in r and r.rstrip().endswith(" .") for r in pip_runs)
     assert copied_sources(dockerfile) == ["pyproject.toml", "README.md", "LICENSE", "agent"]
     core = " ".join(PYPROJECT["project"]["dependencies"]).lower()
-    for excluded in ("torch", "fastapi", "uvicorn", "gymnasium"):
-        assert excluded not in core
+    for excluded in ("torch", "fastapi", "uvicorn", "gymnasium", "nvidia-cuda", "cuda-python", "cupy"):
+        assert excluded not in core  # GPUs through nvidia-ml-py: ctypes over the driver's library, no CUDA
 
 
 def test_scheduler_image_installs_the_scheduler_extra_without_torch() -> None:

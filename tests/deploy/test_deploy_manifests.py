@@ -37,7 +37,7 @@ from tests.helpers.deploy_kustomize import (
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES_VERSION = "1.33"
 NAMESPACE = "kubejoule-system"
-COMPONENTS = ("servicemonitor", "extender", "pod-network", "calibration", "autoscaler-expander")
+COMPONENTS = ("servicemonitor", "extender", "pod-network", "calibration", "autoscaler-expander", "gpu", "bmc")
 CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 # Capabilities the agent may be granted, each for a reason written in the manifests and docs.
 ALLOWED_AGENT_CAPABILITIES = {"SYS_ADMIN", "SYS_PTRACE"}
@@ -310,6 +310,46 @@ def test_calibration_component_reads_this_nodes_profile(tmp_path: Path) -> None:
     }
     mount = next(m for m in container["volumeMounts"] if m["name"] == "calibration")
     assert path.startswith(mount["mountPath"] + "/") and mount["readOnly"] is True
+
+
+def test_gpu_component_mounts_the_pod_resources_socket_read_only_and_asks_for_nvml_only(tmp_path: Path) -> None:
+    objects = build(user_kustomization(tmp_path, "overlays/intel", ("gpu",)))
+    pod = agent_of(objects)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    # NVIDIA's runtime mounts libnvidia-ml.so.1 and the device files: monitoring only, no CUDA
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["pod-resources"]["hostPath"]["path"] == "/var/lib/kubelet/pod-resources"
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "pod-resources")
+    assert mount["readOnly"] is True
+    # the agent's default socket is in it; no capability and no privilege is added for it
+    from agent.podresources import DEFAULT_SOCKET
+
+    assert DEFAULT_SOCKET.parent == Path(mount["mountPath"])
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_bmc_component_reads_credentials_from_an_optional_secret_never_from_env(tmp_path: Path) -> None:
+    from agent import cli
+
+    objects = build(user_kustomization(tmp_path, "overlays/intel", ("bmc",)))
+    pod = agent_of(objects)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert volumes["bmc-credentials"]["secret"] == {"secretName": "kubejoule-bmc", "optional": True,
+                                                    "defaultMode": 0o400}
+    assert args[args.index("--bmc-credentials") + 1] == mounts["bmc-credentials"]["mountPath"]
+    assert volumes["bmc-urls"]["configMap"] == {"name": "kubejoule-bmc-urls", "optional": True}
+    assert args[args.index("--bmc-url-file") + 1] == mounts["bmc-urls"]["mountPath"] + "/$(NODE_NAME)"
+    assert all(m["readOnly"] is True for name, m in mounts.items() if name.startswith("bmc"))
+    # no secret in the environment, no credential on the command line
+    assert not any("secretKeyRef" in str(e) or "secretRef" in str(e) for e in container.get("env", []))
+    assert not any("password" in a.lower() for a in args) and "envFrom" not in container
+    parsed = cli.build_parser().parse_args([a.replace("$(NODE_NAME)", "node-a") for a in args])
+    assert parsed.bmc_url_file == Path("/etc/kubejoule/bmc-urls/node-a")
 
 
 # -- RBAC ------------------------------------------------------------------------------------

@@ -68,9 +68,10 @@ _SECONDS = {"type": "number", "minimum": 0}
 _SECONDS_OR_NULL = {"type": ["number", "null"], "minimum": 0}  # null: unknown this interval (a gap says why)
 
 
-def _objects(properties: dict[str, Any]) -> dict[str, Any]:
+def _objects(properties: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"type": "array", "items": {"type": "object", "properties": properties,
-                                       "required": sorted(properties), "additionalProperties": False}}
+                                       "required": sorted(set(properties) - set(optional)),
+                                       "additionalProperties": False}}
 
 
 # The sample record as DESIGN.md writes it (kubejoule.sample/v1); the later parts' sections
@@ -82,7 +83,7 @@ SAMPLE_SCHEMA: dict[str, Any] = {
         "schema": {"const": "kubejoule.sample/v1"},
         "node": {"type": "string", "minLength": 1},
         "interval_seconds": {"type": "number", "exclusiveMinimum": 0},
-        "source": {"enum": ["rapl", "estimated", "none"]},
+        "source": {"enum": ["rapl", "estimated", "platform", "none"]},
         "node_watts": _WATTS,
         "idle_watts": _WATTS,
         "active_watts": _WATTS,
@@ -92,9 +93,9 @@ SAMPLE_SCHEMA: dict[str, Any] = {
                            "path": {"type": "string"}, "watts": _WATTS}),
         "pods": _objects({
             "uid": {"type": "string"}, "namespace": _TEXT_OR_NULL, "name": _TEXT_OR_NULL, "qos": _TEXT_OR_NULL,
-            "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS,
+            "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS, "gpu_watts": _WATTS,
             "containers": _objects({"id": {"type": "string"}, "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS}),
-        }),
+        }, optional=("gpu_watts",)),
         "host_watts": _WATTS,
         "vms": _objects({"name": {"type": "string"}, "uuid": _TEXT_OR_NULL, "pid": {"type": "integer"},
                          "pod_uid": _TEXT_OR_NULL, "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS}),
@@ -103,6 +104,16 @@ SAMPLE_SCHEMA: dict[str, Any] = {
         "gaps": _objects({"what": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1},
                           "kind": {"enum": ["unreadable", "implausible", "incomplete", "unknown"]}}),
         "wall_watts": {"type": "number"},
+        "gpus": _objects({"index": {"type": "integer"}, "uuid": {"type": "string"}, "name": {"type": "string"},
+                          "watts": _WATTS, "method": {"enum": ["energy", "power", None]},
+                          "mode": {"enum": ["exclusive", "shared", "mig", "vgpu"]}}),
+        "gpu_unattributed_watts": _WATTS,
+        "platform": {"type": "object", "required": ["watts", "age_seconds", "reading", "chassis", "other_watts",
+                                                    "cpu_watts", "gpu_watts", "energy_kwh"],
+                     "properties": {"watts": _WATTS, "other_watts": _WATTS, "cpu_watts": _WATTS, "gpu_watts": _WATTS,
+                                    "age_seconds": _SECONDS_OR_NULL, "reading": _TEXT_OR_NULL,
+                                    "chassis": _TEXT_OR_NULL, "energy_kwh": _SECONDS_OR_NULL},
+                     "additionalProperties": False},
         "network": {"type": "object"},
         "metrics_server": {"type": "object"},
     },
@@ -115,7 +126,7 @@ SAMPLE_SCHEMA: dict[str, Any] = {
 def check_record(record: dict[str, Any]) -> None:
     """A sample record is valid: DESIGN.md's shape and types, and its rules — no source, no
     watts; unknown node power leaves every share unknown (null, never 0); known shares add up
-    to node power (Σ pods + host + idle = node, 1e-6 relative)."""
+    to node power (Σ pods (watts + gpu_watts) + host + idle + gpu_unattributed = node, 1e-6 relative)."""
     import jsonschema
 
     jsonschema.validate(record, SAMPLE_SCHEMA)
@@ -124,15 +135,19 @@ def check_record(record: dict[str, Any]) -> None:
     if record["node_watts"] is None:
         shares = [record["idle_watts"], record["active_watts"], record["host_watts"]]
         shares += [p["watts"] for p in record["pods"]] + [v["watts"] for v in record["vms"]]
+        shares += [p.get("gpu_watts") for p in record["pods"]] + [record.get("gpu_unattributed_watts")]
         shares += [p["watts"] for p in record["processes"]]
         assert all(w is None for w in shares), "a share of unknown node power is not null"
-        assert any(g["what"] == "node" or g["what"].startswith("zone") for g in record["gaps"]), "no reason given"
+        assert any(g["what"] == "node" or g["what"].startswith(("zone", "gpu")) for g in record["gaps"]), \
+            "no reason given"
     for pod in record["pods"]:  # a share needs its CPU time; unknown CPU time is a gap
         entities = [pod, *pod["containers"]]
         assert all(e["cpu_seconds"] is not None or e["watts"] is None for e in entities), pod
         if pod["cpu_seconds"] is None:
             assert any(g["what"] == f"pod {pod['uid']}" for g in record["gaps"]), f"pod {pod['uid']}: no reason given"
     parts = [record["idle_watts"], record["host_watts"], *(p["watts"] for p in record["pods"])]
+    parts += [p["gpu_watts"] for p in record["pods"] if "gpu_watts" in p]  # and the GPUs' split
+    parts += [record.get("gpu_unattributed_watts") or 0.0]
     if record["node_watts"] is not None and all(w is not None for w in parts):
         total = sum(parts)
         assert abs(total - record["node_watts"]) <= 1e-6 * max(record["node_watts"], 1e-9), (total, record["node_watts"])

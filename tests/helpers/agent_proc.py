@@ -14,7 +14,7 @@ Usage::
 
 What it does:
 
-* `AgentProcess(tree, interval=0.25, args=(), node="test-node", hermetic=False)`: copies `tree` (a host tree
+* `AgentProcess(tree, interval=0.25, args=(), node="test-node", hermetic=False, env=None)`: copies `tree` (a host tree
   with `proc/` and `sys/`, e.g. a fixture's `before/`) to a temporary directory (symlinks kept)
   and, on `__enter__` / `start()`, runs `python -m agent.cli run --procfs COPY/proc --sysfs
   COPY/sys --listen 127.0.0.1:0 --interval INTERVAL --node NODE --log-format json *args`. The
@@ -32,7 +32,7 @@ What it does:
 * `wait_samples(n=1)`: wait until n more samples have been published.
 * `advance(energy_uj=..., cpu_ticks=..., cgroup_cpu=..., process_ticks=..., wait=True)`:
   adds to the counters, like the kernel would: `energy_uj` per zone id (wrapping at the zone's
-  `max_energy_range_uj`), `/proc/stat` aggregate fields in ticks (`user`, `nice`, `system`,
+  `max_energy_range_uj`), `also()` (any other write, e.g. a GPU's counter), `/proc/stat` aggregate fields in ticks (`user`, `nice`, `system`,
   `idle`, `iowait`, `irq`, `softirq`, `steal`; 100 per second), CPU seconds per cgroup given by
   pod UID or container id (added to that cgroup and every ancestor, as the kernel accounts
   hierarchically; v1 `cpuacct.usage` or v2 `cpu.stat`), and utime ticks per pid. It first waits
@@ -105,6 +105,7 @@ class AgentProcess:
         node: str = "test-node",
         ready_timeout: float = 30.0,
         hermetic: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.source = Path(tree)
         self.interval = interval
@@ -112,6 +113,7 @@ class AgentProcess:
         # kubeconfig is around) and no network counters of the machine running the tests.
         self.args = (["--no-kube", "--no-network"] if hermetic else []) + list(args)
         self.node = node
+        self.env = dict(env) if env is not None else None  # the agent's environment (default: ours)
         self.ready_timeout = ready_timeout
         self._tmp = Path(tempfile.mkdtemp(prefix="kubejoule-agent-"))
         self.tree = self._tmp / "host"
@@ -139,7 +141,7 @@ class AgentProcess:
         ]
         self._proc = subprocess.Popen(
             command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE, text=True, env=self.env,
         )
         self._reader = threading.Thread(target=self._read_logs, daemon=True)
         self._reader.start()
@@ -393,13 +395,17 @@ class AgentProcess:
         cpu_ticks: Mapping[str, int] | None = None,
         cgroup_cpu: Mapping[str, float] | None = None,
         process_ticks: Mapping[int, int] | None = None,
+        also: Callable[[], None] | None = None,
         wait: bool = True,
         sync: bool = True,
     ) -> None:
-        """Add to the counters between two samples; see the module doc."""
+        """Add to the counters between two samples; see the module doc. `also` writes more in
+        the same window (e.g. the stand-in NVML's state)."""
         if sync:
             self._just_after_a_sample()
         with self._write_lock:
+            if also is not None:
+                also()
             for pid, ticks in (process_ticks or {}).items():
                 self._add_process_ticks(pid, ticks)
             for key, seconds in (cgroup_cpu or {}).items():
@@ -454,3 +460,12 @@ class AgentProcess:
         if self._driver is not None:
             self._driver.join(10)
             self._driver = None
+
+
+def wait_until(predicate: Callable[[], bool], timeout_seconds: float = 15.0, what: str = "condition") -> None:
+    """Poll `predicate` every 50 ms; AssertionError naming `what` after `timeout_seconds`."""
+    deadline = time.monotonic() + timeout_seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not met within {timeout_seconds} s")
+        time.sleep(0.05)

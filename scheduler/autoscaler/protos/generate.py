@@ -10,18 +10,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from agent.protos.generate import ROOT, protoc
+
 PROTO_DIR = Path(__file__).resolve().parent
 PROTOS = ("k8s_resource.proto", "k8s_meta_v1.proto", "k8s_core_v1.proto", "expander.proto")
 
 
 def generate(out_dir: Path = ROOT) -> None:
-    from grpc_tools import protoc  # the dev extra's grpcio-tools
-
-    relative = [str((PROTO_DIR / name).relative_to(ROOT)) for name in PROTOS]
-    args = ["protoc", f"-I{ROOT}", f"--python_out={out_dir}", f"--pyi_out={out_dir}", *relative]
-    if protoc.main(args) != 0:
-        raise SystemExit(f"protoc failed: {' '.join(args)}")
+    protoc([PROTO_DIR / name for name in PROTOS], out_dir)
 
 
 if __name__ == "__main__":

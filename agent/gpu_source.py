@@ -1,0 +1,84 @@
+"""What the sampler reads of the GPUs each time: NVML's values, the kubelet's allocations, and the
+pod of each process NVML saw on a GPU — one `GpuSample` (agent/gpu_power.py turns two into watts)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.cgroupfs import process_pod
+from agent.cgroups import CgroupLayout
+from agent.gpu_power import GpuSample
+from agent.hostfs import HostFS
+from agent.nvml import GpuReading, NvmlReader, NvmlUnavailable
+from agent.podresources import Allocations, PodResourcesClient
+
+# (namespace, pod name) → the pod's UID, from the pod watch's names; None until it knows the pod
+UidLookup = Callable[[str, str], "str | None"]
+
+
+class GpuSource:
+    def __init__(self, reader: NvmlReader, pod_resources: PodResourcesClient | None = None) -> None:
+        self.reader = reader
+        self.pod_resources = pod_resources
+        self.uid_of: UidLookup | None = None  # set once the pod watch runs (agent/cluster_cli.py)
+        # an exclusive GPU's holder → the pod its processes were seen in: without the API (or
+        # before it names the pod) an idle GPU stays charged to the pod that used it
+        self._learned: dict[tuple[str, str], str] = {}
+
+    @classmethod
+    def open(cls, library: Path | None, socket: Path | None) -> GpuSource:
+        """NvmlUnavailable (with the reason) when no GPU can be read here."""
+        return cls(NvmlReader.open(library), PodResourcesClient(socket) if socket is not None else None)
+
+    def sample(self, fs: HostFS, layout: CgroupLayout | None) -> GpuSample:
+        reading = self.reader.read()
+        allocations: Allocations | None = self.pod_resources.list() if self.pod_resources is not None else None
+        pods: dict[int, str | None] = {}
+        for device in reading.devices:
+            for process in device.processes or ():
+                if process.pid in pods:
+                    continue
+                if layout is None:
+                    pods[process.pid] = None  # no pod cgroups on this host: every process is the host's
+                    continue
+                # exited (or unreadable): left out, so its share is unattributed, with a gap
+                with contextlib.suppress(OSError, ValueError):
+                    pods[process.pid] = process_pod(fs, process.pid, layout)
+        return GpuSample(reading, allocations, pods, self._holder_uids(reading, allocations, pods))
+
+    def _holder_uids(self, reading: GpuReading, allocations: Allocations | None,
+                     pods: dict[int, str | None]) -> dict[tuple[str, str], str]:
+        """The UID of each GPU holder: from the pod watch's names, else the pod in which the
+        processes on its (exclusive) GPU were seen, then or earlier while it holds it."""
+        if allocations is None or allocations.error is not None:
+            return {}
+        learned: dict[tuple[str, str], str] = {}
+        for device in reading.devices:
+            holders, replicated = allocations.holders(device.device)
+            if len(holders) != 1 or replicated:
+                continue
+            key = (holders[0].namespace, holders[0].pod)
+            seen = {pods.get(p.pid) for p in device.processes or () if p.pid in pods}
+            if len(seen) == 1 and None not in seen:
+                learned[key] = str(seen.pop())
+            elif key in self._learned:
+                learned[key] = self._learned[key]
+        self._learned = learned  # holders that no longer hold a GPU are forgotten
+        uids = dict(learned)
+        if self.uid_of is not None:
+            for holders in allocations.devices.values():
+                for holder in holders:
+                    uid = self.uid_of(holder.namespace, holder.pod)
+                    if uid is not None:
+                        uids[(holder.namespace, holder.pod)] = uid
+        return uids
+
+    def close(self) -> None:
+        self.reader.close()
+        if self.pod_resources is not None:
+            self.pod_resources.close()
+
+
+__all__ = ["GpuSource", "NvmlUnavailable", "UidLookup"]
