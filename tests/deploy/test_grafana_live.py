@@ -1,9 +1,11 @@
 """Every dashboard query returns data from a real Prometheus.
 
 The stack, all real processes on 127.0.0.1:
-- two `kubejoule-agent run` on fixture host trees whose counters the test advances: one with
-  RAPL (source rapl) and one without powercap but with a calibration curve (source estimated),
-  both with a calibration profile, VMs (qemu processes in the tree) and the process top-N, and a
+- three `kubejoule-agent run` on fixture host trees whose counters the test advances: one with
+  RAPL (source rapl), one without powercap but with a calibration curve (source estimated), and
+  one with RAPL, two GPUs (the stand-in libnvidia-ml.so.1 through nvidia-ml-py, one allocated
+  through a PodResources gRPC socket) and a Redfish BMC (source platform), all with a
+  calibration profile, VMs (qemu processes in the tree) and the process top-N, and a
   Kubernetes API emulator (kmock) serving the pods' names and Metrics Server data;
 - `kubejoule-scheduler extender` scraping both agents (and a dead target, for telemetry errors),
   with a power cap that /filter applies, answering a /prioritize and a /filter every half second;
@@ -26,6 +28,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -34,7 +37,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +58,8 @@ DASHBOARDS = ROOT / "grafana" / "dashboards"
 WORKLOAD_TREE = ROOT / "tests" / "fixtures" / "workloads" / "v2-systemd-containerd" / "before"
 RAPL_NODE = "node-rapl"
 ESTIMATED_NODE = "node-est"
+GPU_NODE = "node-gpu"  # RAPL, GPUs and a BMC: the Node detail dashboard shows this one
+GPU_POD_UID = "9a9a9a9a-0000-4000-8000-000000000001"
 AGENT_INTERVAL_SECONDS = 0.5
 NAMESPACES = ("shop", "analytics")  # given to the fixture's pods through the API
 RANGE = "1m"  # $__range: the data is seconds old, any range covering it will do
@@ -117,9 +122,9 @@ def substitute(query: Query) -> str:
         "__interval": query.panel_interval or "2s",
         # Node detail has a single-value node variable; the others are multi-value, which
         # Grafana renders as a regex alternation for =~.
-        "node": RAPL_NODE
+        "node": GPU_NODE
         if query.dashboard == "kubejoule-node"
-        else f"({RAPL_NODE}|{ESTIMATED_NODE})",
+        else f"({RAPL_NODE}|{ESTIMATED_NODE}|{GPU_NODE})",
         "namespace": "(" + "|".join(NAMESPACES) + ")",  # both selected
     }
 
@@ -181,6 +186,33 @@ def service_monitor_jobs(work: Path, targets: Mapping[str, Sequence[str]]) -> li
         )
     assert {job["job_name"] for job in jobs} == set(targets)
     return jobs
+
+
+@contextmanager
+def gpu_and_bmc(work: Path) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """Two GPUs drawing 150 W and 60 W (one allocated to the first fixture pod, one shared by its
+    process) and a BMC reading 500 W: the agent's arguments and environment."""
+    from tests.helpers import nvml_standin, redfish_mockup
+    from tests.helpers.podresources_server import GPU, serving
+
+    workload = json.loads((WORKLOAD_TREE.parent / "workload.json").read_text())
+    first = workload["pods"][0]
+    state = nvml_standin.NvmlState.with_gpus(work / "nvml.state", 2)
+    for gpu, watts in zip(state.gpus, (150, 60), strict=True):
+        gpu.energy_rate_mw = gpu.power_mw = watts * 1000
+    state.gpus[1].processes = [(first["containers"][1]["pids"][0], 40, 0)]
+    state.write()
+    credentials = work / "bmc"
+    credentials.mkdir()
+    (credentials / "username").write_text(redfish_mockup.USERNAME)
+    (credentials / "password").write_text(redfish_mockup.PASSWORD)
+    socket = work / "kubelet.sock"
+    with serving(socket, [(NAMESPACES[0], "trainer-0", "app", GPU, [state.gpus[0].uuid])]), \
+            redfish_mockup.serve(redfish_mockup.environment(500.0)) as bmc:
+        yield [
+            "--nvml-library", str(nvml_standin.build()), "--pod-resources-socket", str(socket),
+            "--bmc-url", bmc.url, "--bmc-credentials", str(credentials), "--bmc-interval", "0.5",
+        ], {**os.environ, nvml_standin.STATE_ENV: str(state.path)}
 
 
 def _tick_driver(agent: Any, stop: threading.Event, **changes: Any) -> None:
@@ -327,13 +359,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     profile.write_text(yaml.safe_dump(PROFILE))
     # Every address is chosen up front, so Prometheus starts first: it scrapes nothing for its
     # first ~5 s (its discovery manager's update period), and everything else starts meanwhile.
-    port = {name: free_port() for name in ("rapl", "estimated", "extender", "standalone")}
+    port = {name: free_port() for name in ("rapl", "estimated", "gpu", "extender", "standalone")}
     address = {name: f"127.0.0.1:{p}" for name, p in port.items()}
     extender_url = f"http://{address['extender']}"
     jobs = service_monitor_jobs(
         work,
         {
-            "kubejoule-agent": [address["rapl"], address["estimated"]],
+            "kubejoule-agent": [address["rapl"], address["estimated"], address["gpu"]],
             "kubejoule-extender": [address["extender"]],
             "kubejoule-scheduler": [address["standalone"]],
         },
@@ -355,6 +387,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             }
             api.set_pod_metrics(namespace, fixture_pod["name"], containers, now)
         api.set_node_metrics(RAPL_NODE, "1500m", "3Gi", now)
+        api.set_node_metrics(GPU_NODE, "2", "8Gi", now)
         kubeconfig = api.write_kubeconfig(work / "kubeconfig")
         agent_args = [
             "--process-top", "5", "--calibration", str(profile),
@@ -373,6 +406,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         shutil.rmtree(estimated.sysfs / "devices" / "virtual" / "powercap")
         cleanup.push(rapl)  # stopped (and their copies removed) on the way out
         cleanup.push(estimated)
+        gpu_args, gpu_env = cleanup.enter_context(gpu_and_bmc(work))
+        gpu = AgentProcess(WORKLOAD_TREE, interval=AGENT_INTERVAL_SECONDS, node=GPU_NODE, env=gpu_env,
+                           args=[*agent_args, *gpu_args, "--listen", address["gpu"]])
+        # the GPU node's copy of the first pod is another pod (its own UID), named by the API
+        first = workload["pods"][0]
+        cgroup = first["cgroup"].replace(first["uid"].replace("-", "_"), GPU_POD_UID.replace("-", "_"))
+        (gpu.sysfs / "fs/cgroup" / first["cgroup"]).rename(gpu.sysfs / "fs/cgroup" / cgroup)
+        api.add_pod(NAMESPACES[0], "trainer-0", GPU_NODE, uid=GPU_POD_UID)
+        container = first["containers"][1]  # its process uses GPU 1
+        (gpu.procfs / str(container["pids"][0]) / "cgroup").write_text(f"0::/{cgroup}/{container['cgroup']}\n")
+        cleanup.push(gpu)
 
         cluster = cleanup.enter_context(EmulatedCluster())
         for name in (RAPL_NODE, ESTIMATED_NODE):
@@ -415,12 +459,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             ),
         ]  # fmt: skip
         cleanup.callback(_stop, processes)
-        _in_parallel([rapl.start, estimated.start])
-        cleanup.callback(_in_parallel, [rapl.stop, estimated.stop])  # before their __exit__
+        _in_parallel([rapl.start, estimated.start, gpu.start])
+        cleanup.callback(_in_parallel, [rapl.stop, estimated.stop, gpu.stop])  # before their __exit__
 
         # The RAPL node at 40 W, half busy, with host processes using CPU (the process top-N);
         # the RAPL-less node busy at about 50 %.
         rapl.drive(40.0, utilization=0.5, process_share={900: 0.2, 901: 0.1})
+        gpu.drive(40.0, utilization=0.5, process_share={900: 0.2, 901: 0.1})
         stop_ticks = threading.Event()
         ticks = threading.Thread(
             target=_tick_driver,
@@ -474,7 +519,7 @@ def test_variable_query_offers_values(
     values = stack.prometheus.api(f"/api/v1/label/{label}/values", {"match[]": metric})
     assert values, f"{dashboard}: label_values({metric}, {label}) is empty"
     if label == "node":
-        assert {RAPL_NODE, ESTIMATED_NODE} <= set(values)
+        assert {RAPL_NODE, ESTIMATED_NODE, GPU_NODE} <= set(values)
     if label == "namespace":
         assert set(NAMESPACES) <= set(values)
 
@@ -484,7 +529,7 @@ def test_measured_and_estimated_nodes_are_told_apart(stack: Stack) -> None:
         s["metric"]["node"]: s["metric"]["source"]
         for s in stack.query("kubejoule_node_power_watts")
     }
-    assert sources == {RAPL_NODE: "rapl", ESTIMATED_NODE: "estimated"}
+    assert sources == {RAPL_NODE: "rapl", ESTIMATED_NODE: "estimated", GPU_NODE: "platform"}
 
 
 def test_the_workloads_namespaces_survive_the_scrape(stack: Stack) -> None:
