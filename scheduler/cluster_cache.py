@@ -25,6 +25,8 @@ import numpy as np
 
 from agent.kubetime import parse_timestamp
 from scheduler.features_v2 import NodeWorkload
+from scheduler.lifetimes.ends import pod_end
+from scheduler.lifetimes.predictor import LifetimePredictor
 from scheduler.model import (
     NodeInfo,
     NodeState,
@@ -121,12 +123,17 @@ class NodeTable:
 
 class ClusterCache:
     """Thread-safe. Pod keys are "namespace/name". `scheduler_name` None: no pod is waiting
-    for us (the extender's view: it only counts what others bind)."""
+    for us (the extender's view: it only counts what others bind). `lifetimes`: told the
+    lifetime of every placed pod that ends (scheduler/lifetimes)."""
 
     def __init__(
-        self, scheduler_name: str | None, clock: Callable[[], float] = time.time
+        self,
+        scheduler_name: str | None,
+        clock: Callable[[], float] = time.time,
+        lifetimes: LifetimePredictor | None = None,
     ) -> None:
         self.scheduler_name = scheduler_name
+        self.lifetimes = lifetimes
         self._clock = clock  # wall clock, as telemetry sample times are
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeInfo] = {}
@@ -328,6 +335,7 @@ class ClusterCache:
         key = info.key
         deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
         if info.phase in TERMINAL_PHASES:
+            self._ended(key, info.uid, obj)
             self._forget_pod_locked(key)
             return None
         if info.node_name:
@@ -367,7 +375,16 @@ class ClusterCache:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
         with self._lock:
+            self._ended(key, str(meta.get("uid") or ""), obj)
             self._forget_pod_locked(key)
+
+    def _ended(self, key: str, uid: str, obj: Mapping[str, Any]) -> None:
+        """A placed pod ended: its lifetime (placement to end) goes to the predictor."""
+        placed = self._placed.get(key)
+        if self.lifetimes is None or placed is None or (uid and placed.info.uid != uid):
+            return
+        end, disrupted = pod_end(obj, self._clock())
+        self.lifetimes.observe_end(placed.info, end - placed.placed_at, disrupted)
 
     def _forget_pod_locked(self, key: str) -> None:
         self._pending.pop(key, None)

@@ -330,13 +330,16 @@ def is_node_daemon_pod(pod: PodInfo) -> bool:
     return any(key == MIRROR_POD_ANNOTATION for key, _ in pod.annotations)
 
 
-def _owner_kind(meta: Mapping[str, Any]) -> str | None:
-    """The kind of the controlling owner reference (else the first one), None without owners."""
+def _owner(meta: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The kind and name of the controlling owner reference (else the first one); (None, None)
+    without owners."""
     owners = [o for _, o in _objects(meta.get("ownerReferences"), "metadata.ownerReferences")]
     if not owners:
-        return None
+        return None, None
     controlling = [o for o in owners if o.get("controller") is True] or owners
-    return _text(controlling[0].get("kind"), "metadata.ownerReferences[].kind") or None
+    kind = _text(controlling[0].get("kind"), "metadata.ownerReferences[].kind") or None
+    name = _text(controlling[0].get("name"), "metadata.ownerReferences[].name") or None
+    return kind, name
 
 
 def _priority(value: Any) -> int:
@@ -426,6 +429,9 @@ class PodInfo:
     # None for a bare pod. `priority`: spec.priority as the admission controller resolved it.
     owner_kind: str | None = None
     priority: int = 0
+    # The controlling owner's name (a ReplicaSet's, a Job's): the pod's workload, whose finished
+    # pods' lifetimes predict its own (scheduler/lifetimes). None for a bare pod.
+    owner_name: str | None = None
     # Per-container requests and limits (pod_containers()); None = not known (a PodInfo built by
     # hand from totals): see container_resources().
     containers: tuple[ContainerResources, ...] | None = None
@@ -455,6 +461,7 @@ class PodInfo:
         meta = _object(pod.get("metadata"), "metadata")
         spec = _object(pod.get("spec"), "spec")
         status = _object(pod.get("status"), "status")
+        owner_kind, owner_name = _owner(meta)
         return cls(
             namespace=_text(meta.get("namespace"), "metadata.namespace") or "default",
             name=_text(meta.get("name"), "metadata.name"),
@@ -472,7 +479,8 @@ class PodInfo:
             labels=_string_map(meta.get("labels"), "metadata.labels"),
             phase=_text(status.get("phase"), "status.phase") or None,
             nonzero_requests=nonzero_requests(spec),
-            owner_kind=_owner_kind(meta),
+            owner_kind=owner_kind,
+            owner_name=owner_name,
             priority=_priority(spec.get("priority")),
             containers=pod_containers(spec),
             overhead=Resources.from_k8s(spec.get("overhead"), where="spec.overhead"),
