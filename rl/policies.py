@@ -13,6 +13,7 @@
 | `heuristic` | a profile of kubejoule's energy plugin alone (`scheduler.plugins.energy`) |
 | `learned:PATH` | a learned model (`.npz`, or a `.pt` with its `.npz` beside it) served by the scheduler's numpy scorer (`scheduler.learned`), feature schema v2 with the simulator's node workloads |
 | `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
+| `POLICY+highnodeutilization` | POLICY with a controller beside it: descheduler's HighNodeUtilization (`rl.controllers`) |
 
 How the energy plugin is configured for each: `rl.profiles`. Every profile decides through the
 standalone scheduler's own `ProfileDecider` (`scheduler/decide.py`, active mode): the profile's
@@ -34,6 +35,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from rl.controllers import ControlledPolicy, split_controllers
 from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, largest_full_load_watts, named_profile
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
@@ -224,7 +226,11 @@ def _load_scorer(spec: str, nodes: Sequence[NodeSpec]) -> Scorer:
 def make_policy(
     name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None = None
 ) -> Policy:
-    """A fresh policy by name (see the module docstring)."""
+    """A fresh policy by name (see the module docstring); `POLICY+CONTROLLER` adds controllers
+    (rl/controllers.py)."""
+    base, controllers = split_controllers(name)
+    if controllers:
+        return ControlledPolicy(make_policy(base, nodes, power_off), controllers, name)
     setup = named_profile(name, nodes, power_off)
     if setup is not None:
         return ProfilePolicy(setup.profile, name, setup.percentage_of_nodes_to_score)

@@ -297,9 +297,7 @@ class ScaleDown:
     def _evict(self, node: _Node) -> None:
         """Ask the eviction API for each pod to move; it refuses a pod whose PDB has no room."""
         for index in self.pods_to_move(node):
-            room = self.sim.pdb_room(self.sim.pods[index].workload)
-            if room is None or room >= 1:
-                self.sim.evict(node, index)
+            self.sim.request_eviction(node, index)
 
     def _continue_drains(self, now: float) -> None:
         for name, started in list(self.draining.items()):

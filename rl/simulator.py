@@ -44,7 +44,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -76,6 +76,7 @@ _BOOT_DONE = 1
 _ARRIVAL = 2
 _POWER_OFF = 3
 _SCAN = 4
+_PERIODIC = 5  # a controller that acts on the cluster every interval (`Simulation.every`)
 
 # A pod whose remaining run time is below this is finished (float round-off of rate × time).
 _DONE_EPSILON_SECONDS = 1e-9
@@ -237,6 +238,8 @@ class Simulation:
         )
         for i, pod in enumerate(self.pods):
             self._push(pod.submit_s, _ARRIVAL, i, 0)
+        self._periodic: list[tuple[float, Callable[[Simulation], None]]] = []
+        self._periodic_queued = 0  # _PERIODIC events in the heap
         self._autoscaler: Autoscaler | None = None
         if autoscaler is not None:
             from rl.autoscaler import Autoscaler
@@ -479,6 +482,31 @@ class Simulation:
         """The workload's PDB's disruptions allowed now (None without a PDB)."""
         return self.ledger.pdb_room(workload, self.now)
 
+    def request_eviction(self, node: _Node, index: int) -> bool:
+        """The eviction API (policy/v1): it refuses a pod whose PodDisruptionBudget allows no
+        disruption now; otherwise the pod is evicted (`evict`). Whether it was."""
+        room = self.pdb_room(self.pods[index].workload)
+        if room is not None and room < 1:
+            return False
+        self.evict(node, index)
+        return True
+
+    def every(self, interval_s: float, act: Callable[[Simulation], None]) -> None:
+        """Run `act(self)` every `interval_s` from `interval_s` on, while anything else still
+        happens (a controller such as a descheduler or the rebalancer)."""
+        if not interval_s > 0:
+            raise ValueError("a periodic controller's interval must be > 0")
+        self._periodic.append((interval_s, act))
+        self._push_periodic(len(self._periodic) - 1)
+
+    def _push_periodic(self, which: int) -> None:
+        self._periodic_queued += 1
+        self._push(self.now + self._periodic[which][0], _PERIODIC, which, 0)
+
+    def _only_periodic_left(self) -> bool:
+        """No event is due but periodic controllers' (and so nothing would change)."""
+        return len(self._events) == self._periodic_queued
+
     # -- decisions ------------------------------------------------------------------------------
 
     def node_state(self, node: _Node) -> NodeState:
@@ -584,9 +612,15 @@ class Simulation:
                 self.ledger.arrived(target)
                 self._to_schedule.append(target)
                 continue
+            if kind == _PERIODIC:
+                self._periodic_queued -= 1
+                self._periodic[target][1](self)
+                if self._to_schedule or not self._only_periodic_left():
+                    self._push_periodic(target)
+                continue
             if kind == _SCAN:
                 assert self._autoscaler is not None
-                if self._autoscaler.scan(idle=not self._events):
+                if self._autoscaler.scan(idle=self._only_periodic_left()):
                     self._push(self.now + self._autoscaler.model.scan_interval_s, _SCAN, 0, 0)
                 continue
             node = self._nodes[target]
