@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from rl.benchmark import results_json, run_benchmark
+from rl.benchmark import run_benchmark
 from rl.cli import _build_parser, cluster_model
 from rl.report import (
     HEADLINE_POLICIES,
@@ -31,6 +31,7 @@ from rl.report import (
     format_targets,
     headline_targets,
 )
+from rl.results import results_json
 from rl.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
 
 SEEDS = 3

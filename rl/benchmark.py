@@ -38,12 +38,12 @@ from typing import Any
 from rl.autoscaler import EXPANDERS
 from rl.cluster import ClusterModel, simulation
 from rl.oracle import OracleBound, oracle_bound
+from rl.parallel import run_tasks
 from rl.policies import make_policy
 from rl.progress import ProgressBar
 from rl.scenario import NodeSpec, PodSpec
 from rl.simulator import PowerOffModel, SimResult
 
-SCHEMA = "kubejoule.rl-benchmark/v1"
 JOULES_PER_KWH = 3.6e6
 PROGRESS_EVERY_DECISIONS = 100
 
@@ -205,22 +205,51 @@ def oracle_for(nodes: Sequence[NodeSpec], pods: Sequence[PodSpec], cluster: Clus
     )
 
 
-def run_benchmark(
+@dataclass(frozen=True)
+class RunTask:
+    """One simulation of a benchmark: `policy` under `expander` (None: no autoscaler) with
+    tie-breaking seed `seed`, reported under `key`."""
+
+    policy: str
+    expander: str | None
+    key: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class BenchmarkPlan:
+    """Everything a benchmark's simulations need: the cluster, the trace, the results keys, the
+    tasks (key by key, seed by seed), each expander's cluster model and the oracle bound."""
+
+    nodes: tuple[NodeSpec, ...]
+    pods: tuple[PodSpec, ...]
+    keys: tuple[str, ...]
+    seeds: int
+    tasks: tuple[RunTask, ...]
+    models: dict[str | None, ClusterModel]  # by expander
+    oracle: OracleBound
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    summary: RunSummary
+    timeline: list[tuple[float, float]] | None  # seed 0's cluster power over time
+
+
+def plan_benchmark(
     nodes: Sequence[NodeSpec],
     pods: Sequence[PodSpec],
     policies: Sequence[str],
     seeds: int = 1,
-    power_off: PowerOffModel | None = None,
-    show_progress: bool = False,
     cluster: ClusterModel | None = None,
     expanders: Sequence[str] = (),
-    observer: Any = None,
-) -> BenchmarkResult:
-    """Every policy (× expander, under the autoscaler) × seed."""
+) -> BenchmarkPlan:
+    """Every policy (× expander, under the autoscaler) × seed. ValueError on bad input, before
+    any simulation."""
     if seeds < 1:
         raise ValueError("seeds must be >= 1")
     if cluster is None:
-        cluster = ClusterModel(power_off=power_off)
+        cluster = ClusterModel()
     if (
         cluster.autoscaler is not None
         and not expanders
@@ -232,126 +261,97 @@ def run_benchmark(
     if named and cluster.autoscaler is None:
         raise ValueError("expanders need the autoscaler")
     if cluster.autoscaler is not None and any(e is None for _, e, _ in runs):
-        expanders = (*expanders, cluster.autoscaler.expander)
         runs = [(p, e or cluster.autoscaler.expander, k) for p, e, k in runs]
     for name, _, _ in runs:  # fail before hours of simulation, not after
         make_policy(name, nodes, cluster.policy_power_off())
-    models = {}
+    models: dict[str | None, ClusterModel] = {None: cluster}
     if cluster.autoscaler is not None:
         for e in {e for _, e, _ in runs if e is not None}:
             models[e] = replace(cluster, autoscaler=replace(cluster.autoscaler, expander=e))
-    bound = oracle_for(nodes, pods, cluster)
-    result = BenchmarkResult([key for _, _, key in runs], seeds, bound)
-    progress = ProgressBar(len(runs) * seeds * len(pods), "benchmark") if show_progress else None
-    for name, expander, key in runs:
-        result.runs[key] = []
-        model = models[expander] if expander is not None else cluster
-        for seed in range(seeds):
-            sim_result = run_once(
-                nodes, pods, name, seed, None, progress,
-                record_timeline=seed == 0, cluster=model, label=key, observer=observer,
-            )
-            result.runs[key].append(RunSummary.of(key, seed, sim_result))
-            if seed == 0:
-                result.timelines[key] = sim_result.timeline
+    tasks = tuple(RunTask(p, e, k, seed) for p, e, k in runs for seed in range(seeds))
+    keys = tuple(k for _, _, k in runs)
+    return BenchmarkPlan(
+        tuple(nodes), tuple(pods), keys, seeds, tasks, models, oracle_for(nodes, pods, cluster)
+    )
+
+
+def run_task(
+    plan: BenchmarkPlan,
+    task: RunTask,
+    progress: ProgressBar | None = None,
+    observer: Any = None,
+) -> RunOutcome:
+    """One of the plan's simulations (a pool worker's `work`)."""
+    result = run_once(
+        plan.nodes, plan.pods, task.policy, task.seed, None, progress,
+        record_timeline=task.seed == 0, cluster=plan.models[task.expander], label=task.key,
+        observer=observer,
+    )
+    timeline = result.timeline if task.seed == 0 else None
+    return RunOutcome(RunSummary.of(task.key, task.seed, result), timeline)
+
+
+def run_plan(
+    plan: BenchmarkPlan,
+    indices: Sequence[int] | None = None,
+    jobs: int = 1,
+    show_progress: bool = False,
+    observer: Any = None,
+) -> list[RunOutcome]:
+    """The plan's tasks at `indices` (default: all), in that order, in `jobs` processes. An
+    `observer` sees every decision in this process: only with `jobs` 1."""
+    if observer is not None and jobs > 1:
+        raise ValueError("a decision log is written in run order: use --jobs 1 with --collector")
+    tasks = [plan.tasks[i] for i in (range(len(plan.tasks)) if indices is None else indices)]
+    pods = len(plan.pods)
+    progress = ProgressBar(len(tasks) * pods, "benchmark") if show_progress else None
+    if jobs <= 1:
+        outcomes = []
+        for task in tasks:
+            outcomes.append(run_task(plan, task, progress, observer))
             if progress is not None:
                 # Pods that never got a decision still count as done for the bar.
-                progress.advance(sim_result.never_scheduled)
+                progress.advance(outcomes[-1].summary.never_scheduled)
+    else:
+
+        def done(position: int, outcome: RunOutcome) -> None:
+            if progress is not None:
+                progress.advance(pods, f"{outcome.summary.policy} seed {outcome.summary.seed}")
+
+        outcomes = run_tasks(run_task, plan, tasks, jobs, done)
     if progress is not None:
         progress.close()
+    return outcomes
+
+
+def assemble(
+    keys: Sequence[str], seeds: int, oracle: OracleBound, outcomes: Sequence[RunOutcome]
+) -> BenchmarkResult:
+    """The benchmark's result from every task's outcome, in task order."""
+    result = BenchmarkResult(list(keys), seeds, oracle)
+    for outcome in outcomes:
+        key = outcome.summary.policy
+        result.runs.setdefault(key, []).append(outcome.summary)
+        if outcome.timeline is not None:
+            result.timelines[key] = outcome.timeline
     return result
 
 
-def baseline_key(keys: Sequence[str]) -> str | None:
-    """The run energy is compared with (module docstring)."""
-    for key in ("default", "default@least-waste", "default@random"):
-        if key in keys:
-            return key
-    return next((k for k in keys if k.startswith("default@")), None)
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
-def _round(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The results document (see the module docstring for every field)."""
-    oracle_j = result.oracle.energy_joules
-    baseline = baseline_key(result.policies)
-    default_j = result.mean_energy_joules(baseline) if baseline is not None else None
-    policies: dict[str, Any] = {}
-    for name in result.policies:
-        runs = result.runs[name]
-        energy_j = result.mean_energy_joules(name)
-        vs_default = gap = None
-        if default_j is not None and default_j > 0:
-            vs_default = 100.0 * (energy_j - default_j) / default_j
-            if default_j > oracle_j:
-                gap = 100.0 * (default_j - energy_j) / (default_j - oracle_j)
-        policies[name] = {
-            "energy_kwh": _round(energy_j / JOULES_PER_KWH),
-            "energy_vs_default_pct": _round(vs_default, 2),
-            "slowdown_mean": _round(_mean([r.slowdown_mean_pct for r in runs]), 3),
-            "slowdown_p99": _round(_mean([r.slowdown_p99_pct for r in runs]), 3),
-            "unschedulable": _round(_mean([float(r.unschedulable) for r in runs]), 2),
-            "gap_closed_pct": _round(gap, 2),
-            "never_scheduled": _round(_mean([float(r.never_scheduled) for r in runs]), 2),
-            "boots": _round(_mean([float(r.boots) for r in runs]), 2),
-            "pending_seconds_mean": _round(_mean([r.pending_mean_s for r in runs]), 3),
-            "pending_seconds_p99": _round(_mean([r.pending_p99_s for r in runs]), 3),
-            "scale_ups": _round(_mean([float(r.scale_ups) for r in runs]), 2),
-            "scale_downs": _round(_mean([float(r.scale_downs) for r in runs]), 2),
-            "evictions": _round(_mean([float(r.evictions) for r in runs]), 2),
-            "restarted_pods": _round(_mean([float(r.restarted_pods) for r in runs]), 2),
-            "lost_cpu_hours": _round(_mean([r.lost_cpu_seconds / 3600.0 for r in runs]), 3),
-            "disrupted_workloads": _round(_mean([float(r.disrupted_workloads) for r in runs]), 2),
-            "deleted_pods": _round(_mean([float(r.deleted_pods) for r in runs]), 2),
-            "below_oracle": any(r.energy_joules < oracle_j for r in runs),
-            "runs": [
-                {
-                    "seed": r.seed,
-                    "energy_kwh": _round(r.energy_joules / JOULES_PER_KWH),
-                    "slowdown_mean": _round(r.slowdown_mean_pct, 3),
-                    "slowdown_p99": _round(r.slowdown_p99_pct, 3),
-                    "unschedulable": r.unschedulable,
-                    "never_scheduled": r.never_scheduled,
-                    "boots": r.boots,
-                    "end_s": _round(r.end_s, 3),
-                    "pending_seconds_mean": _round(r.pending_mean_s, 3),
-                    "pending_seconds_p99": _round(r.pending_p99_s, 3),
-                    "scale_ups": r.scale_ups,
-                    "scale_downs": r.scale_downs,
-                    "evictions": r.evictions,
-                    "restarted_pods": r.restarted_pods,
-                    "lost_cpu_hours": _round(r.lost_cpu_seconds / 3600.0, 3),
-                    "disrupted_workloads": r.disrupted_workloads,
-                    "deleted_pods": r.deleted_pods,
-                }
-                for r in runs
-            ],
-        }
-    bound = result.oracle
-    return {
-        "schema": SCHEMA,
-        "scenario": scenario or {},
-        "seeds": result.seeds,
-        "baseline": baseline,
-        "units": {
-            "energy": "kWh",
-            "slowdown": "percent: 100 × ((finish − submit) / duration − 1) per pod",
-            "pending": "seconds from arrival to (first) start, per pod",
-        },
-        "policies": policies,
-        "oracle": {
-            "energy_kwh": _round(bound.energy_kwh),
-            "idle_kwh": _round(bound.idle_joules / JOULES_PER_KWH),
-            "work_core_hours": _round(bound.work_core_seconds / 3600.0, 3),
-            "watts_per_core": _round(bound.watts_per_core, 4),
-            "horizon_s": _round(bound.horizon_s, 3),
-        },
-    }
+def run_benchmark(
+    nodes: Sequence[NodeSpec],
+    pods: Sequence[PodSpec],
+    policies: Sequence[str],
+    seeds: int = 1,
+    power_off: PowerOffModel | None = None,
+    show_progress: bool = False,
+    cluster: ClusterModel | None = None,
+    expanders: Sequence[str] = (),
+    observer: Any = None,
+    jobs: int = 1,
+) -> BenchmarkResult:
+    """Every policy (× expander, under the autoscaler) × seed, in `jobs` processes."""
+    if cluster is None:
+        cluster = ClusterModel(power_off=power_off)
+    plan = plan_benchmark(nodes, pods, policies, seeds, cluster, expanders)
+    outcomes = run_plan(plan, None, jobs, show_progress, observer)
+    return assemble(plan.keys, plan.seeds, plan.oracle, outcomes)

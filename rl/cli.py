@@ -21,19 +21,19 @@ kubejoule-rl scenarios
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rl import cluster_options, gate_run, train_cli
+from rl import cluster_options, gate_run, shards, train_cli
 from rl.autoscaler import DEFAULT_EXPANDER, EXPANDERS
-from rl.benchmark import results_json, run_benchmark, split_pair
+from rl.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.cluster import ClusterModel
+from rl.parallel import add_options, default_jobs
 from rl.policies import BUILTIN_POLICIES
-from rl.report import format_table, format_targets, has_headline, headline_targets
+from rl.results import results_json, write_results
 from rl.sampling import TelemetryModel
 from rl.scenario import (
     DEFAULT_DAEMONSETS_FILE,
@@ -137,6 +137,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="write every decision and its outcome 60 s later as decision-collector JSONL "
         "(feature schema v2; training data for --algo mlp)",
     )
+    add_options(bench)
 
     trace = sub.add_parser("trace", help="generate a synthetic workload trace (CSV)")
     trace.add_argument("--out", required=True, help="CSV path, or - for stdout")
@@ -163,6 +164,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("scenarios", help="list the bundled scenarios")
     gate_run.add_parser(sub)
+    shards.add_parser(sub)
     train_cli.add_parser(sub)
     return parser
 
@@ -249,18 +251,12 @@ def _benchmark(args: argparse.Namespace) -> int:
         nodes = load_node_groups(nodes_file)
         pods = load_trace(trace_file)
         cluster = replace(cluster, workloads=cluster_options.workload_model(args, scenario, pods))
+        plan = plan_benchmark(nodes, pods, policies, args.seeds, cluster, expanders)
+        jobs = args.jobs or (1 if args.collector else default_jobs())
+        indices = args.shard.indices(len(plan.tasks)) if args.shard is not None else None
         log = _decision_log(args.collector, nodes, cluster)
         try:
-            result = run_benchmark(
-                nodes,
-                pods,
-                policies,
-                args.seeds,
-                show_progress=not args.no_progress,
-                cluster=cluster,
-                expanders=expanders,
-                observer=log,
-            )
+            outcomes = run_plan(plan, indices, jobs, not args.no_progress, log)
         finally:
             if log is not None:
                 log.collector.close()
@@ -304,16 +300,16 @@ def _benchmark(args: argparse.Namespace) -> int:
             "pod_startup_s": cluster.workloads.pod_startup_s,
         },
     }
-    document = results_json(result, description)
-    Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
-    if args.plot:
-        from rl.plots import plot_benchmark
-
-        plot_benchmark(document, result.timelines, args.plot)
-    print(format_table(document))
-    if has_headline(document):
-        print()
-        print(format_targets(headline_targets(document)))
+    if indices is not None:
+        runs = shards.benchmark_runs(indices, outcomes)
+        plan_shared = shards.benchmark_plan(plan, description)
+        shards.write(
+            args.out, shards.shard_document(shards.BENCHMARK_SHARD, args.shard, plan_shared, runs)
+        )
+        print(f"shard {args.shard}: {len(runs)} of {len(plan.tasks)} runs in {args.out}")
+        return 0
+    result = assemble(plan.keys, plan.seeds, plan.oracle, outcomes)
+    write_results(results_json(result, description), args.out, args.plot, result.timelines)
     return 0
 
 
@@ -376,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _trace(args)
     if args.command == "gate":
         return gate_run.command(args)
+    if args.command == "merge":
+        return shards.command(args)
     if args.command == "train":
         return train_cli.command(args)
     return _scenarios()

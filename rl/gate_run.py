@@ -15,7 +15,7 @@ every node, and telemetry as the scheduler sees it (5 s samples and refreshes).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from rl.autoscaler import AutoscalerModel
 from rl.benchmark import JOULES_PER_KWH, run_once
 from rl.cluster import ClusterModel
 from rl.gate import CaseResult, evaluate
+from rl.parallel import add_options, run_tasks
 from rl.sampling import TelemetryModel
 from rl.scenario import (
     DEFAULT_DAEMONSETS_FILE,
@@ -38,7 +39,6 @@ from rl.scenario import (
     load_trace,
     scenario_path,
 )
-from rl.simulator import SimResult
 from rl.workloads import WorkloadModel
 
 DEFAULT_SCALE_DOWN_UNNEEDED_S = 600.0
@@ -107,57 +107,141 @@ def load_cases(directory: str | Path) -> list[HeldOutCase]:
     return cases
 
 
-def _case_result(name: str, candidate: SimResult, baseline: SimResult) -> CaseResult:
-    def pending(result: SimResult) -> tuple[float, ...]:
-        return tuple(o.pending_s for o in result.outcomes)  # arrival to first start
+@dataclass(frozen=True)
+class GatePlan:
+    """What the gate runs: each case with each side, with the same settings and seed."""
 
-    return CaseResult(
-        name=name,
-        candidate_kwh=candidate.energy_joules / JOULES_PER_KWH,
-        baseline_kwh=baseline.energy_joules / JOULES_PER_KWH,
-        candidate_unschedulable=candidate.never_scheduled,
-        baseline_unschedulable=baseline.never_scheduled,
-        candidate_pending_s=pending(candidate),
-        baseline_pending_s=pending(baseline),
-        candidate_slowdowns=tuple(candidate.slowdowns()),
-        baseline_slowdowns=tuple(baseline.slowdowns()),
+    candidate: str
+    baseline: str
+    cases: tuple[HeldOutCase, ...]
+    scale_down_unneeded_s: float = DEFAULT_SCALE_DOWN_UNNEEDED_S
+    boot_seconds: float = DEFAULT_BOOT_SECONDS
+    seed: int = 0
+
+    @property
+    def tasks(self) -> list[tuple[int, str]]:
+        """(case index, policy): case by case, the candidate then the baseline."""
+        return [(i, p) for i in range(len(self.cases)) for p in (self.candidate, self.baseline)]
+
+    @property
+    def semantics(self) -> str:
+        return (
+            f"cluster-autoscaler, {EXPANDER} expander, scale-down after "
+            f"{self.scale_down_unneeded_s:g} s unneeded, boot {self.boot_seconds:g} s, "
+            "DaemonSets, telemetry sampled every 5 s"
+        )
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One side's run of one case: what the verdict reads of it."""
+
+    kwh: float
+    never_scheduled: int
+    pending_s: tuple[float, ...]  # per pod: arrival to first start
+    slowdowns: tuple[float, ...]  # per pod, as a fraction
+
+
+def run_side(plan: GatePlan, task: tuple[int, str]) -> SideResult:
+    """One case run by one side (a pool worker's `work`)."""
+    case = plan.cases[task[0]]
+    cluster = gate_cluster(case.daemonsets, plan.scale_down_unneeded_s, plan.boot_seconds, case.pdbs)
+    result = run_once(case.nodes, case.pods, task[1], plan.seed, cluster=cluster)
+    return SideResult(
+        result.energy_joules / JOULES_PER_KWH,
+        result.never_scheduled,
+        tuple(o.pending_s for o in result.outcomes),
+        tuple(result.slowdowns()),
     )
+
+
+def gate_document(
+    plan: Mapping[str, Any], names: Sequence[str], sides: Sequence[SideResult]
+) -> dict[str, Any]:
+    """gate.json's document from every case's two sides (in `GatePlan.tasks` order) and the
+    plan's description (`plan_description`)."""
+    results = [
+        CaseResult(
+            name=name,
+            candidate_kwh=candidate.kwh,
+            baseline_kwh=baseline.kwh,
+            candidate_unschedulable=candidate.never_scheduled,
+            baseline_unschedulable=baseline.never_scheduled,
+            candidate_pending_s=candidate.pending_s,
+            baseline_pending_s=baseline.pending_s,
+            candidate_slowdowns=candidate.slowdowns,
+            baseline_slowdowns=baseline.slowdowns,
+        )
+        for name, candidate, baseline in zip(names, sides[0::2], sides[1::2], strict=True)
+    ]
+    document = evaluate(results)
+    document.update({k: plan[k] for k in ("candidate", "baseline", "seed", "semantics", "heldout")})
+    return document
+
+
+def plan_description(plan: GatePlan, heldout: str) -> dict[str, Any]:
+    """What every shard of the gate shares (rl/shards.py)."""
+    return {
+        "candidate": plan.candidate,
+        "baseline": plan.baseline,
+        "seed": plan.seed,
+        "semantics": plan.semantics,
+        "heldout": heldout,
+        "cases": [case.name for case in plan.cases],
+        "tasks": [[plan.cases[i].name, policy] for i, policy in plan.tasks],
+    }
 
 
 def run_gate(
-    candidate: str,
-    baseline: str,
-    cases: Sequence[HeldOutCase],
-    scale_down_unneeded_s: float = DEFAULT_SCALE_DOWN_UNNEEDED_S,
-    boot_seconds: float = DEFAULT_BOOT_SECONDS,
-    seed: int = 0,
+    plan: GatePlan,
+    heldout: str,
+    jobs: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """gate.json's document: both policies on every case, then the verdict."""
-    results = []
-    for case in cases:
-        cluster = gate_cluster(case.daemonsets, scale_down_unneeded_s, boot_seconds, case.pdbs)
-        runs = [
-            run_once(case.nodes, case.pods, policy, seed, cluster=cluster)
-            for policy in (candidate, baseline)
-        ]
-        results.append(_case_result(case.name, *runs))
+    """gate.json's document: both policies on every case, in `jobs` processes, then the
+    verdict."""
+    tasks = plan.tasks
+
+    def done(position: int, side: SideResult) -> None:
         if progress is not None:
-            progress(case.name)
-    document = evaluate(results)
-    document.update(
-        {
-            "candidate": candidate,
-            "baseline": baseline,
-            "seed": seed,
-            "semantics": (
-                f"cluster-autoscaler, {EXPANDER} expander, scale-down after "
-                f"{scale_down_unneeded_s:g} s unneeded, boot {boot_seconds:g} s, DaemonSets, "
-                "telemetry sampled every 5 s"
-            ),
-        }
+            progress(plan.cases[tasks[position][0]].name)
+
+    sides = run_tasks(run_side, plan, tasks, jobs, done)
+    return gate_document(plan_description(plan, heldout), [c.name for c in plan.cases], sides)
+
+
+def merged_gate(plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """gate.json's document from the joined runs of a gate's shards."""
+    from rl.shards import ShardError
+
+    try:
+        sides = [
+            SideResult(
+                r["kwh"], r["never_scheduled"], tuple(r["pending_s"]), tuple(r["slowdowns"])
+            )
+            for r in runs
+        ]
+        return gate_document(plan, plan["cases"], sides)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ShardError(f"plan or runs: not a gate shard's: {exc}") from exc
+
+
+def write_gate(document: Mapping[str, Any], out: str, report: str | None) -> None:
+    """gate.json (and the Markdown report), and the verdict on stdout."""
+    import json
+
+    from rl.gate import report_markdown
+
+    Path(out).write_text(json.dumps(document, indent=2) + "\n")
+    if report:
+        Path(report).write_text(report_markdown(dict(document)))
+    reasons = "; ".join(document["reasons"]) or "every criterion holds"
+    print(
+        f"{document['verdict']}: mean relative energy difference "
+        f"{100 * document['mean_relative_difference']:+.2f} % "
+        f"(95 % upper bound {100 * document['ci_upper']:+.2f} %), p = {document['p_value']:.4g}; "
+        f"{reasons}"
     )
-    return document
 
 
 def candidate_policy(candidate: str) -> str:
@@ -193,13 +277,15 @@ def add_parser(sub: Any) -> None:
         help=f"boot time of a powered-off node (default {DEFAULT_BOOT_SECONDS:g} s)",
     )
     gate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_options(gate)
 
 
 def command(args: Any) -> int:
-    import json
     import sys
+    from dataclasses import asdict
 
-    from rl.gate import report_markdown
+    from rl import shards
+    from rl.parallel import default_jobs
     from rl.policies import make_policy
     from rl.progress import ProgressBar
 
@@ -209,14 +295,33 @@ def command(args: Any) -> int:
         cases = load_cases(args.heldout)
         for policy in (candidate, args.baseline):  # refuse a bad name before any simulation
             make_policy(policy, cases[0].nodes, cluster.policy_power_off())
-        bar = None if args.no_progress else ProgressBar(len(cases), "gate")
-        document = run_gate(
-            candidate,
-            args.baseline,
-            cases,
-            args.scale_down_unneeded,
-            args.boot_seconds,
+        plan = GatePlan(
+            candidate, args.baseline, tuple(cases), args.scale_down_unneeded, args.boot_seconds,
             args.seed,
+        )
+        description = plan_description(plan, str(args.heldout))
+        jobs = args.jobs or default_jobs()
+        if args.shard is not None:
+            indices = args.shard.indices(len(plan.tasks))
+            tasks = [plan.tasks[i] for i in indices]
+            bar = None if args.no_progress else ProgressBar(len(tasks), f"gate {args.shard}")
+            sides = run_tasks(
+                run_side, plan, tasks, jobs,
+                lambda position, side: bar.advance(1) if bar is not None else None,
+            )
+            if bar is not None:
+                bar.close()
+            runs = [{"task": i, **asdict(side)} for i, side in zip(indices, sides, strict=True)]
+            shards.write(
+                args.out, shards.shard_document(shards.GATE_SHARD, args.shard, description, runs)
+            )
+            print(f"shard {args.shard}: {len(runs)} of {len(plan.tasks)} runs in {args.out}")
+            return 0
+        bar = None if args.no_progress else ProgressBar(len(plan.tasks), "gate")
+        document = run_gate(
+            plan,
+            str(args.heldout),
+            jobs,
             progress=(lambda name: bar.advance(1, name)) if bar is not None else None,
         )
         if bar is not None:
@@ -224,15 +329,5 @@ def command(args: Any) -> int:
     except (ScenarioError, ValueError, OSError) as exc:
         print(f"kubejoule-rl gate: {exc}", file=sys.stderr)
         return 2
-    document["heldout"] = str(args.heldout)
-    Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
-    if args.report:
-        Path(args.report).write_text(report_markdown(document))
-    reasons = "; ".join(document["reasons"]) or "every criterion holds"
-    print(
-        f"{document['verdict']}: mean relative energy difference "
-        f"{100 * document['mean_relative_difference']:+.2f} % "
-        f"(95 % upper bound {100 * document['ci_upper']:+.2f} %), p = {document['p_value']:.4g}; "
-        f"{reasons}"
-    )
+    write_gate(document, args.out, args.report)
     return 0

@@ -81,7 +81,7 @@ def ignored(path: str, patterns: list[str]) -> bool:
     return result
 
 
-@pytest.mark.parametrize("image", ["agent", "scheduler"])
+@pytest.mark.parametrize("image", ["agent", "scheduler", "rl"])
 def test_copied_sources_exist_and_pass_the_dockerignore(image: str) -> None:
     dockerfile = IMAGES / f"{image}.Dockerfile"
     patterns = [
@@ -129,7 +129,12 @@ def test_scheduler_image_installs_the_scheduler_extra_without_torch() -> None:
 
 
 @pytest.mark.parametrize(
-    ("image", "packages"), [("agent", {"agent"}), ("scheduler", {"agent", "scheduler"})]
+    ("image", "packages"),
+    [
+        ("agent", {"agent"}),
+        ("scheduler", {"agent", "scheduler"}),
+        ("rl", {"agent", "scheduler", "rl"}),
+    ],
 )
 def test_the_package_builds_from_what_the_image_copies(
     image: str, packages: set[str], tmp_path: Path
@@ -169,7 +174,11 @@ def test_the_package_builds_from_what_the_image_copies(
 
 @pytest.mark.parametrize(
     ("image", "script", "user_is_root"),
-    [("agent", "kubejoule-agent", True), ("scheduler", "kubejoule-scheduler", False)],
+    [
+        ("agent", "kubejoule-agent", True),
+        ("scheduler", "kubejoule-scheduler", False),
+        ("rl", "kubejoule-rl", False),
+    ],
 )
 def test_entrypoint_is_a_console_script_and_user_is_as_documented(
     image: str, script: str, user_is_root: bool
@@ -221,6 +230,35 @@ def test_agent_code_imports_without_what_its_image_leaves_out() -> None:
     result = _import_all_with_blocked("agent", AGENT_IMAGE_EXCLUDES)
     assert result.returncode == 0, result.stderr[-3000:]
     assert int(result.stdout.strip()) > 5
+
+
+def test_rl_image_installs_the_simulator_without_torch() -> None:
+    dockerfile = IMAGES / "rl.Dockerfile"
+    runs = " ".join(args for word, args in instructions(dockerfile) if word == "RUN")
+    assert '".[scheduler,sim]"' in runs and '"kubejoule[scheduler,sim]"' in runs
+    assert "torch" not in runs and "ml]" not in runs
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert not any(d.startswith(("torch", "gymnasium")) for d in extras["sim"] + extras["scheduler"])
+
+
+def test_rl_commands_the_image_runs_import_without_torch_or_gymnasium() -> None:
+    """benchmark, gate, merge and trace (training needs the `ml` extra, not in the image)."""
+    program = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "gymnasium"):
+            raise ImportError(f"{name} is not in this image")
+        return None
+sys.meta_path.insert(0, Block())
+import rl.cli, rl.parallel, rl.shards, rl.gate_run, rl.results, rl.plots
+sys.exit(rl.cli.main(["scenarios"]))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "heterogeneous-autoscaler" in result.stdout
 
 
 def test_scheduler_code_imports_without_torch() -> None:

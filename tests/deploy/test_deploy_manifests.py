@@ -613,3 +613,78 @@ def test_service_monitors_validate_and_find_their_services(tmp_path: Path) -> No
             "endpoints": [{"port": "metrics", "honourLabels": True}],
         }
         jsonschema.validate(bad, SERVICE_MONITOR_SPEC_SCHEMA)
+
+
+# -- the benchmark's Indexed Job (daemonset/jobs/, plain manifests: kubectl apply -f) ----------
+
+JOBS = DAEMONSET / "jobs"
+
+
+def job_manifests() -> dict[str, list[Obj]]:
+    return {
+        path.name: [o for o in yaml.safe_load_all(path.read_text()) if o]
+        for path in sorted(JOBS.glob("*.yaml"))
+    }
+
+
+def test_the_benchmark_jobs_validate_strictly(tmp_path: Path) -> None:
+    manifests = job_manifests()
+    assert set(manifests) == {"benchmark-sweep.yaml", "benchmark-merge.yaml"}
+    for name, objects in manifests.items():
+        for obj in objects:
+            try:
+                kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as exc:
+                pytest.fail(f"{name}: {object_key(obj)}: {exc.message} at {list(exc.path)}")
+            assert obj["metadata"]["namespace"] == NAMESPACE
+    executable = Path(sys.executable).parent / "kubernetes-validate"
+    result = subprocess.run(
+        [str(executable), "--strict", "-k", KUBERNETES_VERSION, "--quiet",
+         *map(str, sorted(JOBS.glob("*.yaml")))],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _container(job: Obj) -> dict[str, Any]:
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert "command" not in container  # the image's ENTRYPOINT, kubejoule-rl
+    assert container["image"].rsplit("/", 1)[1].startswith("kubejoule-rl:")
+    return container
+
+
+def test_the_indexed_job_runs_every_shard_and_the_merge_joins_their_files() -> None:
+    """Each completion index K gives `--shard K/N` (the Job controller puts JOB_COMPLETION_INDEX
+    in every container's environment — kubernetes/kubernetes pkg/controller/job/
+    indexed_job_utils.go, addCompletionIndexEnvVariable — and the kubelet expands $(VAR) in
+    args), read by kubejoule-rl's own parser; the merge Job's files are the N shards' files,
+    on the same volume."""
+    from rl.cli import _build_parser
+    from rl.parallel import Shard
+
+    manifests = job_manifests()
+    (claim,) = [o for o in manifests["benchmark-sweep.yaml"] if o["kind"] == "PersistentVolumeClaim"]
+    (sweep,) = [o for o in manifests["benchmark-sweep.yaml"] if o["kind"] == "Job"]
+    (merge,) = manifests["benchmark-merge.yaml"]
+    spec = sweep["spec"]
+    assert spec["completionMode"] == "Indexed"
+    count = spec["completions"]
+    assert count > 1 and spec["parallelism"] == count
+    parser = _build_parser()
+    outputs = []
+    for index in range(count):
+        args = [a.replace("$(JOB_COMPLETION_INDEX)", str(index)) for a in _container(sweep)["args"]]
+        parsed = parser.parse_args(args)
+        assert parsed.command == "benchmark" and parsed.shard == Shard(index, count)
+        outputs.append(parsed.out)
+    assert len(set(outputs)) == count
+    parsed = parser.parse_args(_container(merge)["args"])
+    assert parsed.command == "merge" and sorted(parsed.shards) == sorted(outputs)
+    assert parsed.out not in outputs and parsed.plot not in outputs
+    for job in (sweep, merge):
+        pod = job["spec"]["template"]["spec"]
+        assert pod["restartPolicy"] == "Never" and pod["securityContext"]["runAsNonRoot"]
+        claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v}
+        assert claims == {claim["metadata"]["name"]}
+        mounts = {m["mountPath"] for m in _container(job)["volumeMounts"]}
+        assert {str(Path(p).parent) for p in [*outputs, parsed.out]} <= mounts
