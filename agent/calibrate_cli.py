@@ -1,7 +1,8 @@
 """`kubejoule-calibrate`: check RAPL, measure idle power, sweep load, fit the node's power curve.
 
   check   is RAPL usable here, as which user; exits 1 with the reason and the fix when it is not
-  run     idle baseline, load sweep, fits, profile YAML (`--out`)
+  run     idle baseline, load sweep, fits, profile YAML (`--out`); with `--bmc-url` the curve is
+          fitted against the BMC's platform reading, RAPL's beside it
   wall    fit a RAPL-to-wall correction from a power meter's CSV into an existing profile
   show    print a profile's curve
 
@@ -13,23 +14,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import yaml
 
 from agent.calibration.check import format_check, run_check
-from agent.calibration.fit import MODELS, FitError, FitResult, Window, select_model
+from agent.calibration.console import Progress, format_summary
+from agent.calibration.fit import MODELS, FitError, FitResult, select_model
 from agent.calibration.load import LoadError, LoadGenerator, available_cpus
 from agent.calibration.measure import Judgement, MeasureError, Meter, Phase, measure_idle, sweep
 from agent.calibration.output import build_profile, phase_record, phase_spans, write_profile
-from agent.calibration.wall import WallMeterError, fit_wall_correction, read_wall_csv
-from agent.curves import UTILIZATION_LEVELS
+from agent.calibration.platform_fit import PlatformFit, fit_platform, with_platform
+from agent.calibration.wall import WallMeterError, WallReading, fit_wall_correction, read_wall_csv
+from agent.devices_cli import bmc_options, open_platform, validate_bmc
 from agent.hostfs import HostFS
 from agent.options import fraction, int_at_least, non_negative_float, positive_float
 from agent.profile import ProfileError, WallCorrection, load_profile
+from agent.redfish import Reading
 from agent.sampler import default_node_name
 
 MAX_LOWEST_UTILIZATION = 0.35  # a curve must reach down at least this far to give idle power
@@ -65,56 +70,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 # --- run ---------------------------------------------------------------------------------------
-
-
-class Progress:
-    """A one-line progress bar on a terminal; one line per finished phase otherwise."""
-
-    def __init__(self, stream: TextIO, enabled: bool, total_phases: int) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.tty = stream.isatty()
-        self.total_phases = total_phases  # levels (idle + steps); a retry repeats its level
-        self._done: set[str] = set()
-
-    def __call__(self, phase: Phase, fraction_done: float, window: Window | None) -> None:
-        if not self.enabled:
-            return
-        if self.tty:
-            level = phase.group.split("-retry")[0]
-            done = len(self._done - {level})
-            overall = min(1.0, (done + fraction_done) / max(self.total_phases, 1))
-            filled = int(30 * overall)
-            bar = "#" * filled + "." * (30 - filled)
-            now = f"{100 * window.utilization:5.1f} % {window.watts:8.2f} W" if window else ""
-            self.stream.write(f"\r[{bar}] {phase.group:<9} {_target(phase.target):>5} {now}   ")
-            self.stream.flush()
-        if fraction_done >= 1.0:
-            self._done.add(phase.group.split("-retry")[0])
-            if self.tty:
-                self.stream.write("\n")
-            self.stream.write(f"{self._summary(phase)}\n")
-            self.stream.flush()
-
-    @staticmethod
-    def _summary(phase: Phase) -> str:
-        measured = (
-            f"measured {100 * phase.utilization:5.1f} %  {phase.watts:8.2f} W"
-            if phase.utilization is not None and phase.watts is not None
-            else "no usable window"
-        )
-        gaps = f"  ({len(phase.gaps)} gap(s))" if phase.gaps else ""
-        return f"{phase.group:<9} target {_target(phase.target):>5}  {measured}{gaps}"
-
-    def warn(self, message: str) -> None:
-        if self.tty and self.enabled:
-            self.stream.write("\n")
-        self.stream.write(f"warning: {message}\n")
-        self.stream.flush()
-
-
-def _target(target: float | None) -> str:
-    return "-" if target is None else f"{100 * target:.0f} %"
 
 
 def preflight(meter: Meter) -> tuple[str, list[dict[str, Any]], int | None]:
@@ -163,9 +118,39 @@ class Measured:
     idle: list[Phase]
     steps: list[Phase]
     fit: FitResult
+    # with a BMC: every reading it gave while measuring (time, watts), and where they came from
+    platform: list[WallReading] | None = None
+    platform_source: dict[str, Any] | None = None
+
+
+class PlatformRecorder:
+    """Keeps every BMC reading with its time, as a wall meter's log (calibration/platform_fit.py)."""
+
+    def __init__(self) -> None:
+        self.readings: list[WallReading] = []
+        self.source: dict[str, Any] | None = None
+
+    def __call__(self, reading: Reading) -> None:
+        self.readings.append(WallReading(time.time(), reading.watts))
+        self.source = {"reading": reading.source.reading, "chassis": reading.source.chassis}
 
 
 def measure_and_fit(args: argparse.Namespace, meter: Meter, workers: int, progress: Progress) -> Measured:
+    recorder = PlatformRecorder()
+    poller = open_platform(args, args.node or default_node_name(), on_reading=recorder)
+    if poller is not None:
+        poller.start()  # polls on its own thread while the phases run
+    try:
+        measured = _measure_and_fit(args, meter, workers, progress)
+    finally:
+        if poller is not None:
+            poller.stop()
+    if poller is not None:
+        measured.platform, measured.platform_source = recorder.readings, recorder.source
+    return measured
+
+
+def _measure_and_fit(args: argparse.Namespace, meter: Meter, workers: int, progress: Progress) -> Measured:
     node_power, zones, cores = preflight(meter)
     if args.wall_meter and args.wall_meter.exists():
         read_wall_csv(args.wall_meter, allow_empty=True)  # a malformed log fails now, not after the sweep
@@ -216,6 +201,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     phases = [*measured.idle, *measured.steps]
     wall: WallCorrection | None = None
     wall_error: str | None = None
+    platform: PlatformFit | None = None
+    if measured.platform is not None:
+        try:
+            platform = fit_platform(phases, measured.platform, args.models)
+            wall = platform.wall
+        except WallMeterError as exc:
+            wall_error = f"the platform reading: {exc}"  # RAPL's calibration is good: write it, and say so
     if args.wall_meter:
         try:  # read again: the logger wrote during the run
             spans = phase_spans([phase_record(p) for p in phases])  # the steady phases
@@ -239,7 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         node=args.node or default_node_name(),
         fs=fs,
         cores=measured.cores,
-        fit=measured.fit,
+        fit=platform.fit if platform is not None else measured.fit,
         idle_phases=measured.idle,
         steps=measured.steps,
         node_power=measured.node_power,
@@ -248,43 +240,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         quiet_utilization=args.quiet_utilization,
         wall=wall,
     )
+    if platform is not None:
+        doc = with_platform(doc, platform, measured.fit, measured.platform_source)
     write_profile(doc, args.out)
     print(format_summary(doc, args.out))
     if wall_error is not None:
-        print(
-            f"wall correction failed: {wall_error}\nthe profile was written without it; fix the log and "
-            f"apply it with `kubejoule-calibrate wall {args.out} CSV`",
-            file=sys.stderr,
-        )
+        fix = ("it holds RAPL's curve; run again when the BMC answers" if measured.platform is not None else
+               f"fix the log and apply it with `kubejoule-calibrate wall {args.out} CSV`")
+        print(f"wall correction failed: {wall_error}\nthe profile was written without it; {fix}", file=sys.stderr)
         return 1
     return 0
-
-
-def format_summary(doc: dict[str, Any], path: Path) -> str:
-    lines = [
-        f"profile written to {path}",
-        f"node {doc['node']}   model {doc['model']}   held-out error {doc['fit_error_watts']:.2f} W",
-        f"  ({doc['selection']})",
-        "",
-        f"{'model':<8}{'held-out error':>16}{'in-sample error':>17}",
-    ]
-    for name, fit in doc["fits"].items():
-        held = "-" if fit["heldout_error_watts"] is None else f"{fit['heldout_error_watts']:.2f} W"
-        lines.append(f"{name:<8}{held:>16}{fit['insample_error_watts']:>15.2f} W")
-    lines.append("")
-    lines.append(f"{'utilization':<12}{'watts':>10}")
-    for u, watts in zip(UTILIZATION_LEVELS, doc["points"], strict=True):
-        lines.append(f"{100 * u:>9.0f} %{watts:>10.2f}")
-    idle = doc["idle"]
-    if idle["extrapolated"]:
-        lines.append("idle power is extrapolated: the host never got quiet during the calibration")
-    if "wall_correction" in doc:
-        wall = doc["wall_correction"]
-        lines.append(
-            f"wall = {wall['intercept_watts']:.2f} W + {wall['slope']:.4f} × RAPL "
-            f"(RMS error {wall['error_watts']:.2f} W over {wall['phases']} phases)"
-        )
-    return "\n".join(lines)
 
 
 # --- wall, show --------------------------------------------------------------------------------
@@ -348,7 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the result as JSON")
     check.set_defaults(func=cmd_check)
 
-    run = sub.add_parser("run", parents=[host], help="measure idle power, sweep load, write a profile")
+    # a BMC: the curve fitted against its platform reading, polled every second while measuring
+    run = sub.add_parser("run", parents=[host, bmc_options(interval_seconds=1.0)],
+                         help="measure idle power, sweep load, write a profile")
     run.add_argument("--out", type=Path, required=True, help="profile YAML to write")
     run.add_argument("--node", default=None, help="node name (default $NODE_NAME, else the hostname)")
     run.add_argument("--idle-seconds", type=positive_float, default=60.0, help="idle baseline length (default 60)")
@@ -384,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    validate_bmc(parser, args)
+    if args.wall_meter is not None and (args.bmc_url is not None or args.bmc_url_file is not None):
+        parser.error("--wall-meter and a BMC: the BMC's platform reading is the wall; give one of them")
     if args.sample_seconds > args.step_seconds:
         parser.error("--sample-seconds must not exceed --step-seconds")
     if args.sample_seconds > args.idle_seconds:

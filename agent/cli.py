@@ -23,7 +23,7 @@ from agent.cluster_cli import (
     kubernetes_options,
     validate_kube,
 )
-from agent.devices_cli import device_options, open_gpus, open_platform, validate_devices
+from agent.devices_cli import device_options, open_gpus, open_platform, validate_bmc
 from agent.gpu_source import GpuSource
 from agent.hostfs import HostFS, copy_preserving_links
 from agent.options import non_negative_int, positive_float, positive_int
@@ -203,7 +203,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 def _validate_once(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     validate_kube(parser, args)
-    validate_devices(parser, args)
+    validate_bmc(parser, args)
     _validate_sampling(parser, args)
 
 
@@ -215,7 +215,7 @@ def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     except ValueError as exc:
         parser.error(str(exc))
     validate_kube(parser, args)
-    validate_devices(parser, args)
+    validate_bmc(parser, args)
     _validate_sampling(parser, args)
 
 

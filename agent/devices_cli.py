@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,14 @@ from agent.gpu_source import GpuSource, NvmlUnavailable
 from agent.options import positive_float
 from agent.platform import DEFAULT_INTERVAL_SECONDS, PlatformPoller
 from agent.podresources import DEFAULT_SOCKET
-from agent.redfish import DEFAULT_TIMEOUT_SECONDS, Credentials, RedfishClient
+from agent.redfish import DEFAULT_TIMEOUT_SECONDS, Credentials, Reading, RedfishClient
 
 log = logging.getLogger("kubejoule.agent")
 
 
 def device_options() -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
+    """The agent's options: GPUs and the BMC."""
+    options = argparse.ArgumentParser(add_help=False, parents=[bmc_options()])
     options.add_argument(
         "--gpu", action=argparse.BooleanOptionalAction, default=None,
         help="read NVIDIA GPUs through NVML (default: when the driver's library is there; --gpu says why not)",
@@ -31,6 +33,12 @@ def device_options() -> argparse.ArgumentParser:
         "--pod-resources-socket", type=Path, default=DEFAULT_SOCKET, metavar="PATH",
         help=f"the kubelet's PodResources socket: which pod holds which GPU (default {DEFAULT_SOCKET})",
     )
+    return options
+
+
+def bmc_options(interval_seconds: float = DEFAULT_INTERVAL_SECONDS) -> argparse.ArgumentParser:
+    """The BMC's options (the agent's, and `kubejoule-calibrate run`'s with a shorter interval)."""
+    options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
         "--bmc-url", default=None, metavar="URL",
         help="the node's BMC (https://HOST[:PORT]; {node} is replaced by the node name): platform power over Redfish",
@@ -45,8 +53,8 @@ def device_options() -> argparse.ArgumentParser:
                          help="CA certificates to verify the BMC's TLS certificate (default: the system's)")
     options.add_argument("--bmc-chassis", default=None, metavar="ID",
                          help="the chassis to read (default: the one holding this node's system, found from /redfish/v1)")
-    options.add_argument("--bmc-interval", type=positive_float, default=DEFAULT_INTERVAL_SECONDS, metavar="SECONDS",
-                         help=f"seconds between BMC polls (default {DEFAULT_INTERVAL_SECONDS:g})")
+    options.add_argument("--bmc-interval", type=positive_float, default=interval_seconds, metavar="SECONDS",
+                         help=f"seconds between BMC polls (default {interval_seconds:g})")
     options.add_argument("--bmc-timeout", type=positive_float, default=DEFAULT_TIMEOUT_SECONDS, metavar="SECONDS",
                          help=f"deadline of one BMC request (default {DEFAULT_TIMEOUT_SECONDS:g})")
     options.add_argument("--bmc-max-age", type=positive_float, default=None, metavar="SECONDS",
@@ -54,7 +62,7 @@ def device_options() -> argparse.ArgumentParser:
     return options
 
 
-def validate_devices(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def validate_bmc(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Misuse is a usage error (exit 2); a file missing at run time is a logged gap instead."""
     if args.bmc_url is not None and args.bmc_url_file is not None:
         parser.error("--bmc-url and --bmc-url-file contradict each other")
@@ -93,7 +101,8 @@ def open_gpus(args: argparse.Namespace, say: Any = None) -> GpuSource | None:
     return source
 
 
-def open_platform(args: argparse.Namespace, node: str) -> PlatformPoller | None:
+def open_platform(args: argparse.Namespace, node: str,
+                  on_reading: Callable[[Reading], None] | None = None) -> PlatformPoller | None:
     """The BMC poller (not started), or None and one line saying why not."""
     if args.bmc_url is None and args.bmc_url_file is None:
         return None
@@ -114,4 +123,5 @@ def open_platform(args: argparse.Namespace, node: str) -> PlatformPoller | None:
         return None
     log.info("reading platform power from the BMC", extra={"fields": {
         "bmc": client.url, "interval_seconds": args.bmc_interval, "chassis": args.bmc_chassis}})
-    return PlatformPoller(client, args.bmc_interval, args.bmc_max_age, chassis_id=args.bmc_chassis)
+    return PlatformPoller(client, args.bmc_interval, args.bmc_max_age, chassis_id=args.bmc_chassis,
+                          on_reading=on_reading)

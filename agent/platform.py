@@ -35,13 +35,15 @@ DEFAULT_INTERVAL_SECONDS = 10.0
 class PlatformPoller:
     def __init__(self, client: RedfishClient, interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
                  max_age_seconds: float | None = None, chassis_id: str | None = None,
-                 on_error: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 on_error: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic,
+                 on_reading: Callable[[Reading], None] | None = None) -> None:
         self.client = client
         self.interval_seconds = interval_seconds
         # a reading stays usable for three polls (one slow or failed poll is no gap), at least 30 s
         self.max_age_seconds = max_age_seconds or max(30.0, 3 * interval_seconds)
         self.chassis_id = chassis_id
         self._on_error = on_error
+        self._on_reading = on_reading  # every good reading, as it comes (the calibration keeps them all)
         self._clock = clock
         self._lock = threading.Lock()
         self._sources: list[PowerSource] | None = None
@@ -73,6 +75,8 @@ class PlatformPoller:
             self._latest, self._failure = (reading, self._clock()), None
         if recovered:
             log.info("the BMC answers again", extra={"fields": {"bmc": self.client.url}})
+        if self._on_reading is not None:
+            self._on_reading(reading)
 
     def state(self) -> PlatformState:
         """What the sampler uses now: the latest reading while it is fresh, else a gap saying why."""

@@ -14,6 +14,10 @@ Fields (see docs/calibration.md):
   model             linear | fan | points — the curve chosen; `parameters: {r: …}` for fan
   fit_error_watts   held-out RMS error of that curve, W
   wall_correction   {intercept_watts, slope}: wall watts = intercept + slope × RAPL watts
+  reading           rapl (default) | platform: what the curve measures — RAPL's node power, or the
+                    BMC's reading of the whole platform (`kubejoule-calibrate run --bmc-url`)
+  rapl              with reading platform: the CPU side's own fit (idle_watts, points, model, …),
+                    for the agent's idle split and for estimates on nodes without RAPL
   node, cpu_model, cores, rapl_zones, date, kubejoule_version, example, source, …
 """
 
@@ -31,6 +35,8 @@ from agent.curves import POINT_COUNT, UTILIZATION_LEVELS, PowerCurve
 
 SCHEMA = "kubejoule.calibration/v1"
 MODELS = ("linear", "fan", "points")
+READING_RAPL = "rapl"
+READING_PLATFORM = "platform"
 FAN_R_RANGE = (1.0, 2.0)
 
 
@@ -76,6 +82,27 @@ class CalibrationProfile:
     example: bool = False
     path: str | None = None
     document: Mapping[str, Any] = field(default_factory=dict)
+    reading: str = READING_RAPL  # what the curve measures: RAPL's node power, or the whole platform
+    rapl: CalibrationProfile | None = None  # with reading platform: the CPU side's own fit
+
+    @property
+    def cpu(self) -> CalibrationProfile | None:
+        """The profile of the CPU side, which the agent splits by CPU time: this one when it was
+        fitted against RAPL, a platform profile's `rapl` section otherwise (None without one)."""
+        return self if self.reading == READING_RAPL else self.rapl
+
+    @property
+    def cpu_idle_watts(self) -> float | None:
+        return self.cpu.idle_watts if self.cpu is not None else None
+
+    @property
+    def cpu_curve(self) -> PowerCurve | None:
+        return self.cpu.curve if self.cpu is not None else None
+
+    def estimate_cpu_watts(self, utilization: float) -> float | None:
+        """The CPU side's power from its curve at this utilization (node power on a node
+        without RAPL; GPUs add to it); None without such a curve."""
+        return self.cpu.estimate_watts(utilization) if self.cpu is not None else None
 
     def estimate_watts(self, utilization: float) -> float | None:
         """Node power from the curve at this utilization; None without a curve."""
@@ -199,6 +226,15 @@ def parse_profile(doc: Any, where: str = "calibration profile") -> CalibrationPr
     example = doc.get("example", False)
     if not isinstance(example, bool):
         raise ProfileError(f"{where}: field 'example' must be true or false, got {example!r}")
+    reading = doc.get("reading", READING_RAPL)
+    if reading not in (READING_RAPL, READING_PLATFORM):
+        raise ProfileError(f"{where}: field 'reading' must be {READING_RAPL} or {READING_PLATFORM}, got {reading!r}")
+    rapl = None
+    if doc.get("rapl") is not None:
+        if reading != READING_PLATFORM:
+            raise ProfileError(f"{where}: field 'rapl' belongs to a profile with 'reading: platform'")
+        rapl = parse_profile({**doc["rapl"], "reading": READING_RAPL} if isinstance(doc["rapl"], Mapping)
+                             else doc["rapl"], f"{where}: rapl")
     return CalibrationProfile(
         idle_watts=idle,
         curve=curve,
@@ -211,6 +247,8 @@ def parse_profile(doc: Any, where: str = "calibration profile") -> CalibrationPr
         cores=cores,
         example=example,
         document=dict(doc),
+        reading=reading,
+        rapl=rapl,
     )
 
 

@@ -202,7 +202,7 @@ class Sampler:
         # (permissions, a wrap) stays a gap: estimating would hide what needs fixing.
         can_estimate = (
             self.profile is not None
-            and self.profile.curve is not None
+            and self.profile.cpu_curve is not None
             and (not power.present or not power.zone_ids)
             and not power.failing
         )
@@ -228,10 +228,10 @@ class Sampler:
 
         node_watts = power.watts
         if can_estimate and self.profile is not None and utilization is not None:
-            node_watts = self.profile.estimate_watts(utilization)
+            node_watts = self.profile.estimate_cpu_watts(utilization)
             source = SOURCE_ESTIMATED if node_watts is not None else SOURCE_NONE
             gaps[:] = [g for g in gaps if g.what != "node"]  # estimated, so not a gap
-        calibrated_idle = self.profile.idle_watts if self.profile is not None else None
+        calibrated_idle = self.profile.cpu_idle_watts if self.profile is not None else None
         idle = split_idle(node_watts, utilization, calibrated_idle)
         if node_watts is not None and idle.idle_watts is None:
             gaps.append(Gap("idle split", "CPU utilization is unknown this interval"))

@@ -99,19 +99,22 @@ def parse_wall_rows(
     return readings
 
 
-def fit_wall_correction(readings: Sequence[WallReading], phases: Sequence[PhaseSpan]) -> WallCorrection:
-    """Fit wall = intercept + slope × rapl over the phases the readings cover.
-
-    A meter's reading describes the time before its timestamp (an average over its own period),
-    so readings in the first fifth of a phase (at most `EDGE_SECONDS`) are left out: they may
-    still hold the previous load level.
-    """
-    pairs: list[tuple[float, float]] = []
+def phase_means(readings: Sequence[WallReading], phases: Sequence[PhaseSpan]) -> list[tuple[PhaseSpan, float]]:
+    """Each phase the readings cover, with their mean. A meter's reading describes the time before
+    its timestamp (an average over its own period), so readings in the first fifth of a phase (at
+    most `EDGE_SECONDS`) are left out: they may still hold the previous load level."""
+    means = []
     for phase in phases:
         begin = phase.start + min(EDGE_SECONDS, 0.2 * (phase.end - phase.start))
         inside = [r.watts for r in readings if begin <= r.timestamp <= phase.end]
         if inside:
-            pairs.append((phase.rapl_watts, sum(inside) / len(inside)))
+            means.append((phase, sum(inside) / len(inside)))
+    return means
+
+
+def fit_wall_correction(readings: Sequence[WallReading], phases: Sequence[PhaseSpan]) -> WallCorrection:
+    """Fit wall = intercept + slope × rapl over the phases the readings cover (`phase_means`)."""
+    pairs = [(phase.rapl_watts, watts) for phase, watts in phase_means(readings, phases)]
     if len(pairs) < MIN_PHASES:
         first, last = readings[0].timestamp, readings[-1].timestamp
         began = min(p.start for p in phases) if phases else float("nan")

@@ -55,6 +55,17 @@ def test_wall_correction_maps_node_watts_to_wall_watts() -> None:
     assert parse_profile({"idle_watts": 40}).wall_watts(100.0) is None
 
 
+def test_a_platform_profile_gives_the_cpu_side_its_rapl_section() -> None:
+    profile = parse_profile({"idle_watts": 80, "max_watts": 200, "reading": "platform",
+                             "rapl": {"idle_watts": 30, "max_watts": 120}})
+    assert profile.model_points()[0] == (0.0, 80.0)  # the platform curve is what is exported
+    assert profile.cpu_idle_watts == 30 and profile.estimate_cpu_watts(0.5) == pytest.approx(75.0)
+    without = parse_profile({"idle_watts": 80, "max_watts": 200, "reading": "platform"})
+    assert without.cpu_idle_watts is None and without.estimate_cpu_watts(0.5) is None  # no CPU-side fit
+    rapl = parse_profile({"idle_watts": 30, "max_watts": 120})
+    assert rapl.cpu is rapl and rapl.estimate_cpu_watts(0.5) == pytest.approx(75.0)
+
+
 @pytest.mark.parametrize(
     ("doc", "field"),
     [
@@ -72,6 +83,10 @@ def test_wall_correction_maps_node_watts_to_wall_watts() -> None:
         ({"idle_watts": 40, "wall_correction": {"slope": 1.1}}, "'intercept_watts' is required"),
         ({"idle_watts": 40, "cores": 0}, "'cores' must be a positive integer"),
         (["idle_watts", 40], "expected a mapping"),
+        ({"idle_watts": 40, "reading": "wall"}, "'reading' must be rapl or platform"),
+        ({"idle_watts": 40, "rapl": {"idle_watts": 30}}, "'rapl' belongs to a profile with 'reading: platform'"),
+        ({"idle_watts": 40, "reading": "platform", "rapl": {"max_watts": 90}}, "rapl: field 'idle_watts' is required"),
+        ({"idle_watts": 40, "reading": "platform", "rapl": [1, 2]}, "rapl: expected a mapping"),
     ],
 )
 def test_bad_fields_are_named(doc: Any, field: str) -> None:
