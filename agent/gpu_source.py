@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.cgroupfs import process_pod
-from agent.cgroups import CgroupLayout
+from agent.cgroups import CgroupReading
 from agent.gpu_power import GpuSample
 from agent.hostfs import HostFS
 from agent.nvml import GpuReading, NvmlReader, NvmlUnavailable
@@ -32,21 +32,25 @@ class GpuSource:
         """NvmlUnavailable (with the reason) when no GPU can be read here."""
         return cls(NvmlReader.open(library), PodResourcesClient(socket) if socket is not None else None)
 
-    def sample(self, fs: HostFS, layout: CgroupLayout | None) -> GpuSample:
+    def sample(self, fs: HostFS, cgroups: CgroupReading | None) -> GpuSample:
+        """NVML's values now; the allocations (listed again when the pods changed, see
+        agent/podresources.py); the pod of each process NVML saw on a GPU."""
         reading = self.reader.read()
-        allocations: Allocations | None = self.pod_resources.list() if self.pod_resources is not None else None
-        pods: dict[int, str | None] = {}
+        layout = cgroups.layout if cgroups is not None else None
+        pods = frozenset(cgroups.pods) if cgroups is not None else None
+        allocations = self.pod_resources.list(pods) if self.pod_resources is not None else None
+        owners: dict[int, str | None] = {}
         for device in reading.devices:
             for process in device.processes or ():
-                if process.pid in pods:
+                if process.pid in owners:
                     continue
                 if layout is None:
-                    pods[process.pid] = None  # no pod cgroups on this host: every process is the host's
+                    owners[process.pid] = None  # no pod cgroups on this host: every process is the host's
                     continue
                 # exited (or unreadable): left out, so its share is unattributed, with a gap
                 with contextlib.suppress(OSError, ValueError):
-                    pods[process.pid] = process_pod(fs, process.pid, layout)
-        return GpuSample(reading, allocations, pods, self._holder_uids(reading, allocations, pods))
+                    owners[process.pid] = process_pod(fs, process.pid, layout)
+        return GpuSample(reading, allocations, owners, self._holder_uids(reading, allocations, owners))
 
     def _holder_uids(self, reading: GpuReading, allocations: Allocations | None,
                      pods: dict[int, str | None]) -> dict[tuple[str, str], str]:

@@ -149,7 +149,7 @@ class Sampler:
         monotonic, wall = time.monotonic(), time.time()
         light = self._processes.vms_only
         cgroups = read_cgroups(self.fs, self.containers, membership=not light, kept=self._usage)
-        gpus = self.gpus.sample(self.fs, cgroups.layout) if self.gpus is not None else None
+        gpus = self.gpus.sample(self.fs, cgroups) if self.gpus is not None else None
         platform = self.platform() if self.platform is not None else None
         processes, unparsable = self._processes.read()
         vms: dict[int, VMIdentity] = {}

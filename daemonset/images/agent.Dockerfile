@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The node agent image: the agent package and its core dependencies only (psutil, pyroute2,
-# prometheus-client, kubernetes, pyyaml, numpy, nvidia-ml-py, grpcio, protobuf). No scheduler, no
+# prometheus-client, kubernetes, pyyaml, numpy, nvidia-ml-py, h2, protobuf). No scheduler, no
 # fastapi, no torch, no CUDA: NVML is the driver's own libnvidia-ml.so.1, which NVIDIA's container
 # runtime mounts on GPU nodes (daemonset/components/gpu).
 # Build from the repository root:

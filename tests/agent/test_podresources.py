@@ -1,9 +1,12 @@
-"""The agent's PodResources client over a real gRPC Unix socket, against a server from the same
-.proto (tests/helpers/podresources_server.py), and the committed protobuf code: it is what the
-.proto generates, with the kubelet's package, service, method, names and field numbers."""
+"""The agent's PodResources client (gRPC's wire protocol over h2) on a real Unix socket, against
+grpcio's server from the same .proto (tests/helpers/podresources_server.py), and the committed
+protobuf code: it is what the .proto generates, with the kubelet's package, service, method,
+names and field numbers."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +59,44 @@ def test_no_socket_means_no_kubelet_here_a_failing_or_slow_kubelet_is_an_error(t
         again = client.list()  # the same channel works again once the kubelet answers
         assert again is not None and again.error is None and again.holders(H100)[0]
         client.close()
+
+
+def test_list_is_called_again_only_when_the_pods_changed_or_it_is_old(tmp_path: Path) -> None:
+    with serving(socket_path(tmp_path), [("ml", "a", "c", GPU, ["GPU-aaaa"])]) as server:
+        client = PodResourcesClient(socket_path(tmp_path), refresh_seconds=0.5)
+        pods = frozenset({"uid-a"})
+        first = client.list(pods)
+        assert client.list(pods) is first and server.calls == 1  # the same pods, 0.5 s not passed
+        assert client.list(frozenset({"uid-a", "uid-b"})) is not first and server.calls == 2  # a pod came
+        time.sleep(0.6)
+        client.list(frozenset({"uid-a", "uid-b"}))
+        assert server.calls == 3  # old
+        server.fail = True
+        failed = client.list(frozenset({"uid-a"}))
+        assert failed is not None and failed.error is not None
+        server.fail = False
+        assert client.list(frozenset({"uid-a"})).error is None and server.calls == 5  # a failure is retried
+
+
+def test_a_socket_that_is_no_grpc_server_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "not-grpc.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def answer_garbage() -> None:
+        connection, _ = listener.accept()
+        connection.recv(1024)
+        connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        connection.close()
+
+    thread = threading.Thread(target=answer_garbage, daemon=True)
+    thread.start()
+    allocations = PodResourcesClient(path, timeout_seconds=2).list()
+    thread.join(5)
+    listener.close()
+    assert allocations is not None and allocations.devices == {}
+    assert "not an HTTP/2 gRPC server" in (allocations.error or "") or "UNAVAILABLE" in (allocations.error or "")
 
 
 def test_regenerating_gives_the_committed_files(tmp_path: Path) -> None:

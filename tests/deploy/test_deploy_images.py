@@ -30,6 +30,7 @@ AGENT_IMAGE_EXCLUDES = (
     "matplotlib",
     "scheduler",
     "rl",
+    "grpc",  # the kubelet's PodResources is read with h2 (agent/podresources.py)
 )
 SCHEDULER_IMAGE_EXCLUDES = ("torch", "gymnasium", "matplotlib", "rl")
 
