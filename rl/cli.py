@@ -11,6 +11,9 @@ kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
 kubejoule-rl benchmark --scenario heterogeneous-autoscaler --out results.json   # the headline
 kubejoule-rl benchmark ... --policies default,kubejoule,default+extender:5,profile:FILE,peaks@kubejoule
 kubejoule-rl trace --out trace.csv [--pdbs pdbs.yaml] [--family diurnal|batch-services|bursts] [--seed S] ...
+kubejoule-rl trace import openb_pod_list_default.csv --out trace.csv [--from-day D --to-day D]
+                   [--request-scale F] [--usage-ratio R] [--max-cpu C] [--owner QOS=KIND] ...
+kubejoule-rl benchmark|gate ... [--jobs N] [--shard K/N];  kubejoule-rl merge SHARD... --out FILE
 kubejoule-rl gate --candidate PATH|POLICY [--baseline heuristic] --heldout DIR --out gate.json
                   [--report gate.md]
 kubejoule-rl train --algo dqn --minutes M --seed S [--steps N] --out models/dqn.pt
@@ -27,7 +30,7 @@ from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rl import cluster_options, gate_run, shards, train_cli
+from rl import cluster_options, gate_run, shards, trace_import, train_cli
 from rl.autoscaler import DEFAULT_EXPANDER, EXPANDERS
 from rl.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.cluster import ClusterModel
@@ -139,8 +142,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     add_options(bench)
 
-    trace = sub.add_parser("trace", help="generate a synthetic workload trace (CSV)")
-    trace.add_argument("--out", required=True, help="CSV path, or - for stdout")
+    trace = sub.add_parser(
+        "trace",
+        help="generate a synthetic workload trace (CSV); `trace import FILE` imports a "
+        "production pod list (see `kubejoule-rl trace import --help`)",
+    )
+    trace.add_argument("--out", help="CSV path, or - for stdout (required)")
     trace.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     trace.add_argument(
         "--pdbs",
@@ -161,6 +168,7 @@ def _build_parser() -> argparse.ArgumentParser:
             default=f.default,
             help=f"{f.metadata['help']} (default {f.default:g})",
         )
+    trace_import.add_parser(trace.add_subparsers(dest="trace_command", metavar="import"))
 
     sub.add_parser("scenarios", help="list the bundled scenarios")
     gate_run.add_parser(sub)
@@ -329,6 +337,8 @@ def _trace_options() -> list[Field[Any]]:
 
 
 def _trace(args: argparse.Namespace) -> int:
+    if args.out is None:
+        return _usage("trace: --out is required")
     values = {f.name: getattr(args, f.name) for f in _trace_options()}
     try:
         config = TraceConfig(**values)
@@ -369,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "benchmark":
         return _benchmark(args)
     if args.command == "trace":
-        return _trace(args)
+        return trace_import.command(args) if args.trace_command == "import" else _trace(args)
     if args.command == "gate":
         return gate_run.command(args)
     if args.command == "merge":
