@@ -14,7 +14,8 @@ kubejoule-rl trace --out trace.csv [--pdbs pdbs.yaml] [--family diurnal|batch-se
 kubejoule-rl trace import openb_pod_list_default.csv --out trace.csv [--from-day D --to-day D]
                    [--request-scale F] [--usage-ratio R] [--max-cpu C] [--owner QOS=KIND] ...
 kubejoule-rl benchmark|gate ... [--jobs N] [--shard K/N];  kubejoule-rl merge SHARD... --out FILE
-kubejoule-rl gate --candidate PATH|POLICY [--baseline heuristic] --heldout DIR --out gate.json
+kubejoule-rl gate --candidate PATH|POLICY [--baseline kubejoule --baseline mostallocated]
+                  --heldout DIR --out gate.json
                   [--report gate.md]
 kubejoule-rl train --algo dqn --minutes M --seed S [--steps N] --out models/dqn.pt
 kubejoule-rl train --algo mlp --decisions FILE... --out models/mlp.pt

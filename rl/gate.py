@@ -14,19 +14,21 @@ sides) it promotes only if every criterion holds:
    +5 % of the baseline's (plus 1 s / 0.001 absolute, so two zeros compare equal);
 5. no single case uses more than 3 % more energy than the baseline.
 
-A refusal is a result, not an error: the report is written either way.
+The candidate is measured against several baselines in one run (`kubejoule-rl gate`: the
+shipped default profile and bin packing): `evaluate` judges one pairing, `combine` promotes only
+if every pairing does. A refusal is a result, not an error: the report is written either way.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-GATE_SCHEMA = "kubejoule.gate/v1"
+GATE_SCHEMA = "kubejoule.gate/v2"
 P_VALUE_MAX = 0.05
 CI_UPPER_MAX = -0.01
 SLO_TOLERANCE = 0.05
@@ -87,7 +89,7 @@ def bootstrap_upper(values: Sequence[float], seed: int = BOOTSTRAP_SEED) -> floa
 
 
 def evaluate(cases: Sequence[CaseResult]) -> dict[str, Any]:
-    """The verdict and its numbers (gate.json's content minus the run description)."""
+    """The verdict of one pairing (candidate against one baseline) and its numbers."""
     if len(cases) < MIN_CASES:
         raise ValueError(f"the gate needs at least {MIN_CASES} cases, got {len(cases)}")
     relative = [c.relative_difference for c in cases]
@@ -133,7 +135,6 @@ def evaluate(cases: Sequence[CaseResult]) -> dict[str, Any]:
             f"(worst: {worst.name}, {100 * worst.relative_difference:+.2f} %)"
         )
     return {
-        "schema": GATE_SCHEMA,
         "verdict": "refuse" if reasons else "promote",
         "reasons": reasons,
         "cases": [_case_json(c) for c in cases],
@@ -164,39 +165,94 @@ def _case_json(case: CaseResult) -> dict[str, Any]:
     return data
 
 
-def report_markdown(document: dict[str, Any]) -> str:
-    """gate.md: the verdict, the reasons, the statistics, one line per case."""
+def combine(comparisons: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """gate.json's verdict over every baseline (`comparisons`: baseline → `evaluate()`'s
+    result): promote only if the candidate is promoted against each; a reason per failed
+    criterion, named by its baseline."""
+    if not comparisons:
+        raise ValueError("the gate needs at least one baseline")
+    reasons = [
+        f"against {baseline}: {reason}"
+        for baseline, result in comparisons.items()
+        for reason in result["reasons"]
+    ]
+    return {
+        "schema": GATE_SCHEMA,
+        "verdict": "refuse" if reasons else "promote",
+        "reasons": reasons,
+        "baselines": list(comparisons),
+        "comparisons": [{"baseline": b, **result} for b, result in comparisons.items()],
+    }
+
+
+def comparison(document: Mapping[str, Any], baseline: str) -> dict[str, Any]:
+    """The pairing of `document` (gate.json) against `baseline`; KeyError if it has none."""
+    for entry in document["comparisons"]:
+        if entry["baseline"] == baseline:
+            return dict(entry)
+    raise KeyError(f"the gate did not compare against {baseline!r}")
+
+
+def report_markdown(document: Mapping[str, Any]) -> str:
+    """gate.md: the verdict, the reasons, the statistics per baseline, one line per case."""
+    comparisons = document["comparisons"]
+    baselines = [c["baseline"] for c in comparisons]
+    names = ", ".join(f"`{b}`" for b in baselines)
     lines = [
         f"# Promotion gate: {document['verdict'].upper()}",
         "",
-        f"candidate `{document.get('candidate', '?')}` against baseline "
-        f"`{document.get('baseline', '?')}` on {len(document['cases'])} held-out cases "
-        f"({document.get('heldout', '?')}; {document.get('semantics', '')}).",
+        f"candidate `{document.get('candidate', '?')}` against {names} on "
+        f"{len(comparisons[0]['cases'])} held-out cases ({document.get('heldout', '?')}; "
+        f"{document.get('semantics', '')}). It is promoted only if it passes against each.",
         "",
     ]
     lines += [f"- refused: {r}" for r in document["reasons"]] or ["- every criterion holds"]
-    pending, slowdown = document["pending_p95_seconds"], document["slowdown_mean"]
+
+    def row(label: str, cell: Any, needed: str = "") -> str:
+        return f"| {label} | " + " | ".join(cell(c) for c in comparisons) + f" | {needed} |"
+
     lines += [
         "",
-        "| statistic | value | needed |",
-        "|---|---:|---|",
-        f"| mean relative energy difference | {100 * document['mean_relative_difference']:+.2f} % | |",
-        f"| bootstrap 95 % upper bound | {100 * document['ci_upper']:+.2f} % | < −1 % |",
-        f"| Wilcoxon signed-rank p (one-sided) | {document['p_value']:.4g} | < 0.05 |",
-        f"| energy, candidate / baseline (kWh, all cases) | "
-        f"{document['candidate_kwh_total']:.2f} / {document['baseline_kwh_total']:.2f} | |",
-        f"| p95 pending, candidate / baseline (s) | {pending['candidate']:.1f} / "
-        f"{pending['baseline']:.1f} | ≤ +5 % |",
-        f"| mean slowdown, candidate / baseline | {100 * slowdown['candidate']:.2f} % / "
-        f"{100 * slowdown['baseline']:.2f} % | ≤ +5 % |",
+        "| statistic | " + " | ".join(f"vs `{b}`" for b in baselines) + " | needed |",
+        "|---|" + "---:|" * len(baselines) + "---|",
+        row("verdict", lambda c: f"**{c['verdict']}**"),
+        row(
+            "mean relative energy difference",
+            lambda c: f"{100 * c['mean_relative_difference']:+.2f} %",
+        ),
+        row("bootstrap 95 % upper bound", lambda c: f"{100 * c['ci_upper']:+.2f} %", "< −1 %"),
+        row("Wilcoxon signed-rank p (one-sided)", lambda c: f"{c['p_value']:.4g}", "< 0.05"),
+        row(
+            "energy, candidate / baseline (kWh, all cases)",
+            lambda c: f"{c['candidate_kwh_total']:.2f} / {c['baseline_kwh_total']:.2f}",
+        ),
+        row(
+            "p95 pending, candidate / baseline (s)",
+            lambda c: (
+                f"{c['pending_p95_seconds']['candidate']:.1f} / "
+                f"{c['pending_p95_seconds']['baseline']:.1f}"
+            ),
+            "≤ +5 %",
+        ),
+        row(
+            "mean slowdown, candidate / baseline",
+            lambda c: (
+                f"{100 * c['slowdown_mean']['candidate']:.2f} % / "
+                f"{100 * c['slowdown_mean']['baseline']:.2f} %"
+            ),
+            "≤ +5 %",
+        ),
         "",
-        "| case | candidate kWh | baseline kWh | difference | unscheduled (cand/base) |",
-        "|---|---:|---:|---:|---:|",
+        "| case | candidate kWh | "
+        + " | ".join(f"`{b}` kWh | difference" for b in baselines)
+        + " | unscheduled (candidate) |",
+        "|---|---:|" + "---:|---:|" * len(baselines) + "---:|",
     ]
-    for c in document["cases"]:
-        lines.append(
-            f"| {c['name']} | {c['candidate_kwh']:.3f} | {c['baseline_kwh']:.3f} | "
-            f"{100 * c['relative_difference']:+.2f} % | "
-            f"{c['candidate_unschedulable']}/{c['baseline_unschedulable']} |"
-        )
+    for k, first in enumerate(comparisons[0]["cases"]):
+        cells = [f"{first['candidate_kwh']:.3f}"]
+        for c in comparisons:
+            case = c["cases"][k]
+            cells += [f"{case['baseline_kwh']:.3f}", f"{100 * case['relative_difference']:+.2f} %"]
+        cells.append(str(first["candidate_unschedulable"]))
+        lines.append(f"| {first['name']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

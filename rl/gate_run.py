@@ -1,14 +1,21 @@
-"""Running the promotion gate (`kubejoule-rl gate`): load the held-out cases, run both sides on
-each, hand the paired results to `rl.gate.evaluate`.
+"""Running the promotion gate (`kubejoule-rl gate`): load the held-out cases, run the candidate
+and every baseline on each, hand each pairing to `rl.gate.evaluate` and the lot to
+`rl.gate.combine`.
+
+The baselines default to the strongest scorer we ship and the strongest simple peer:
+`kubejoule` (the policy of the standalone scheduler's default profile, `kubejoule_profile()`, so
+the gate always measures against whatever that profile is when it runs) and `mostallocated`
+(bin packing). A candidate is promoted only if it passes against both. Each policy runs once per
+case, however many pairings use it.
 
 A held-out directory holds one folder per case, each with `nodes.yaml` and `trace.csv` and
 optionally `daemonsets.yaml` (else the bundled DaemonSets, as `kubejoule-rl benchmark` uses) and
-`pdbs.yaml` (the trace's PodDisruptionBudgets). Both sides run the same case with the same
+`pdbs.yaml` (the trace's PodDisruptionBudgets). Every side runs the same case with the same
 settings and the same tie-breaking seed.
 
 Semantics: cluster-autoscaler's as it ships (rl/autoscaler.py, rl/scaledown.py: utilization
 scale-down at 0.5, the cool-downs, drains that respect the workloads), with the `kubejoule`
-expander for both sides — only powered-on nodes are candidates, Pending pods make the autoscaler
+expander for every side — only powered-on nodes are candidates, Pending pods make the autoscaler
 boot nodes (`boot_seconds`), nodes unneeded for `scale_down_unneeded_s` go — DaemonSet pods on
 every node, and telemetry as the scheduler sees it (5 s samples and refreshes).
 """
@@ -23,7 +30,7 @@ from typing import Any
 from rl.autoscaler import AutoscalerModel
 from rl.benchmark import JOULES_PER_KWH, run_once
 from rl.cluster import ClusterModel
-from rl.gate import CaseResult, evaluate
+from rl.gate import CaseResult, combine, evaluate
 from rl.parallel import add_options, run_tasks
 from rl.sampling import TelemetryModel
 from rl.scenario import (
@@ -44,6 +51,9 @@ from rl.workloads import WorkloadModel
 DEFAULT_SCALE_DOWN_UNNEEDED_S = 600.0
 DEFAULT_BOOT_SECONDS = 120.0
 EXPANDER = "kubejoule"
+# The shipped default profile's policy, then bin packing (module docstring).
+SHIPPED_DEFAULT_POLICY = "kubejoule"
+DEFAULT_BASELINES = (SHIPPED_DEFAULT_POLICY, "mostallocated")
 
 
 @dataclass(frozen=True)
@@ -112,16 +122,21 @@ class GatePlan:
     """What the gate runs: each case with each side, with the same settings and seed."""
 
     candidate: str
-    baseline: str
+    baselines: tuple[str, ...]
     cases: tuple[HeldOutCase, ...]
     scale_down_unneeded_s: float = DEFAULT_SCALE_DOWN_UNNEEDED_S
     boot_seconds: float = DEFAULT_BOOT_SECONDS
     seed: int = 0
 
     @property
+    def policies(self) -> tuple[str, ...]:
+        """The candidate, then each baseline, each once."""
+        return policies_of(self.candidate, self.baselines)
+
+    @property
     def tasks(self) -> list[tuple[int, str]]:
-        """(case index, policy): case by case, the candidate then the baseline."""
-        return [(i, p) for i in range(len(self.cases)) for p in (self.candidate, self.baseline)]
+        """(case index, policy): case by case, the candidate then each baseline."""
+        return [(i, p) for i in range(len(self.cases)) for p in self.policies]
 
     @property
     def semantics(self) -> str:
@@ -155,27 +170,43 @@ def run_side(plan: GatePlan, task: tuple[int, str]) -> SideResult:
     )
 
 
+def policies_of(candidate: str, baselines: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys([candidate, *baselines]))
+
+
 def gate_document(
     plan: Mapping[str, Any], names: Sequence[str], sides: Sequence[SideResult]
 ) -> dict[str, Any]:
-    """gate.json's document from every case's two sides (in `GatePlan.tasks` order) and the
-    plan's description (`plan_description`)."""
-    results = [
-        CaseResult(
-            name=name,
-            candidate_kwh=candidate.kwh,
-            baseline_kwh=baseline.kwh,
-            candidate_unschedulable=candidate.never_scheduled,
-            baseline_unschedulable=baseline.never_scheduled,
-            candidate_pending_s=candidate.pending_s,
-            baseline_pending_s=baseline.pending_s,
-            candidate_slowdowns=candidate.slowdowns,
-            baseline_slowdowns=baseline.slowdowns,
-        )
-        for name, candidate, baseline in zip(names, sides[0::2], sides[1::2], strict=True)
+    """gate.json's document from every case's sides (in `GatePlan.tasks` order) and the plan's
+    description (`plan_description`): the candidate paired with each baseline, the verdict
+    over all the pairings."""
+    baselines = list(dict.fromkeys(plan["baselines"]))
+    policies = policies_of(plan["candidate"], baselines)
+    if len(sides) != len(names) * len(policies):
+        raise ValueError(f"{len(sides)} runs for {len(names)} cases × {len(policies)} policies")
+    by_case = [
+        dict(zip(policies, sides[k * len(policies) : (k + 1) * len(policies)], strict=True))
+        for k in range(len(names))
     ]
-    document = evaluate(results)
-    document.update({k: plan[k] for k in ("candidate", "baseline", "seed", "semantics", "heldout")})
+
+    def paired(baseline: str) -> list[CaseResult]:
+        return [
+            CaseResult(
+                name=name,
+                candidate_kwh=runs[plan["candidate"]].kwh,
+                baseline_kwh=runs[baseline].kwh,
+                candidate_unschedulable=runs[plan["candidate"]].never_scheduled,
+                baseline_unschedulable=runs[baseline].never_scheduled,
+                candidate_pending_s=runs[plan["candidate"]].pending_s,
+                baseline_pending_s=runs[baseline].pending_s,
+                candidate_slowdowns=runs[plan["candidate"]].slowdowns,
+                baseline_slowdowns=runs[baseline].slowdowns,
+            )
+            for name, runs in zip(names, by_case, strict=True)
+        ]
+
+    document = combine({b: evaluate(paired(b)) for b in baselines})
+    document.update({k: plan[k] for k in ("candidate", "seed", "semantics", "heldout")})
     return document
 
 
@@ -183,7 +214,7 @@ def plan_description(plan: GatePlan, heldout: str) -> dict[str, Any]:
     """What every shard of the gate shares (rl/shards.py)."""
     return {
         "candidate": plan.candidate,
-        "baseline": plan.baseline,
+        "baselines": list(plan.baselines),
         "seed": plan.seed,
         "semantics": plan.semantics,
         "heldout": heldout,
@@ -198,7 +229,7 @@ def run_gate(
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """gate.json's document: both policies on every case, in `jobs` processes, then the
+    """gate.json's document: every policy on every case, in `jobs` processes, then the
     verdict."""
     tasks = plan.tasks
 
@@ -235,13 +266,14 @@ def write_gate(document: Mapping[str, Any], out: str, report: str | None) -> Non
     Path(out).write_text(json.dumps(document, indent=2) + "\n")
     if report:
         Path(report).write_text(report_markdown(dict(document)))
-    reasons = "; ".join(document["reasons"]) or "every criterion holds"
-    print(
-        f"{document['verdict']}: mean relative energy difference "
-        f"{100 * document['mean_relative_difference']:+.2f} % "
-        f"(95 % upper bound {100 * document['ci_upper']:+.2f} %), p = {document['p_value']:.4g}; "
-        f"{reasons}"
-    )
+    print(f"{document['verdict']} ({document['candidate']})")
+    for entry in document["comparisons"]:
+        reasons = "; ".join(entry["reasons"]) or "every criterion holds"
+        print(
+            f"  against {entry['baseline']}: {entry['verdict']}, mean relative energy difference "
+            f"{100 * entry['mean_relative_difference']:+.2f} % (95 % upper bound "
+            f"{100 * entry['ci_upper']:+.2f} %), p = {entry['p_value']:.4g}; {reasons}"
+        )
 
 
 def candidate_policy(candidate: str) -> str:
@@ -252,11 +284,17 @@ def candidate_policy(candidate: str) -> str:
 def add_parser(sub: Any) -> None:
     gate = sub.add_parser(
         "gate",
-        help="promotion gate: a candidate against the baseline on held-out cases",
+        help="promotion gate: a candidate against the baselines on held-out cases",
         description="Exit 0 with a verdict (promote or refuse) in --out; 2 for bad input.",
     )
     gate.add_argument("--candidate", required=True, help="model checkpoint (PATH) or policy name")
-    gate.add_argument("--baseline", default="heuristic", help="policy name (default heuristic)")
+    gate.add_argument(
+        "--baseline",
+        action="append",
+        help="a baseline policy; repeat for several, the candidate must pass against each "
+        f"(default: {' and '.join(DEFAULT_BASELINES)}: the shipped default profile and bin "
+        "packing)",
+    )
     gate.add_argument(
         "--heldout", required=True, help="directory of case folders (nodes.yaml, trace.csv)"
     )
@@ -290,13 +328,14 @@ def command(args: Any) -> int:
     from rl.progress import ProgressBar
 
     candidate = candidate_policy(args.candidate)
+    baselines = tuple(dict.fromkeys(args.baseline or DEFAULT_BASELINES))
     try:
         cluster = gate_cluster((), args.scale_down_unneeded, args.boot_seconds)
         cases = load_cases(args.heldout)
-        for policy in (candidate, args.baseline):  # refuse a bad name before any simulation
+        for policy in (candidate, *baselines):  # refuse a bad name before any simulation
             make_policy(policy, cases[0].nodes, cluster.policy_power_off())
         plan = GatePlan(
-            candidate, args.baseline, tuple(cases), args.scale_down_unneeded, args.boot_seconds,
+            candidate, baselines, tuple(cases), args.scale_down_unneeded, args.boot_seconds,
             args.seed,
         )
         description = plan_description(plan, str(args.heldout))

@@ -10,7 +10,15 @@ import pytest
 
 from rl import gate_run
 from rl.cli import main
-from rl.gate import CaseResult, bootstrap_upper, evaluate, report_markdown, wilcoxon_less
+from rl.gate import (
+    CaseResult,
+    bootstrap_upper,
+    combine,
+    comparison,
+    evaluate,
+    report_markdown,
+    wilcoxon_less,
+)
 
 
 def _cases(effects, pods=20, candidate_slowdown=0.1, candidate_pending=10.0, unscheduled=0):
@@ -98,16 +106,40 @@ def test_statistics_helpers():
         evaluate(_cases([-0.1] * 3))
 
 
-def test_report_lists_every_case_and_reason():
-    document = evaluate(_cases(_noisy(0.0, 0.01)))
+def test_promotion_needs_a_pass_against_every_baseline():
+    """Winning against the shipped default is not enough: the candidate must also beat bin
+    packing, and each refusal names the baseline it lost to."""
+    wins = evaluate(_cases(_noisy(-0.05, 0.01)))
+    loses = evaluate(_cases(_noisy(0.0, 0.01)))
+    assert wins["verdict"] == "promote" and loses["verdict"] == "refuse"
+    both = combine({"kubejoule": wins, "mostallocated": loses})
+    assert both["verdict"] == "refuse" and both["baselines"] == ["kubejoule", "mostallocated"]
+    assert both["reasons"] and all(r.startswith("against mostallocated: ") for r in both["reasons"])
+    assert comparison(both, "kubejoule")["verdict"] == "promote"
+    assert comparison(both, "mostallocated")["reasons"] == loses["reasons"]
+    assert combine({"kubejoule": wins, "mostallocated": wins})["verdict"] == "promote"
+    with pytest.raises(KeyError):
+        comparison(both, "heuristic")
+    with pytest.raises(ValueError):
+        combine({})
+
+
+def test_report_lists_every_case_and_reason_per_baseline():
+    document = combine(
+        {
+            "kubejoule": evaluate(_cases(_noisy(0.0, 0.01))),
+            "mostallocated": evaluate(_cases(_noisy(-0.05, 0.01))),
+        }
+    )
     text = report_markdown(document)
     assert text.startswith("# Promotion gate: REFUSE")
     assert text.count("| case-") == 30
+    assert "vs `kubejoule` | vs `mostallocated`" in text and "| **refuse** | **promote** |" in text
     for reason in document["reasons"]:
         assert reason in text
 
 
-def _case_dir(root, cases=6):
+def _case_dir(root, cases=6, arrivals_per_hour=120):
     from rl.scenario import format_trace
     from rl.tracegen import TraceConfig, generate_family
 
@@ -126,13 +158,13 @@ def _case_dir(root, cases=6):
         folder = root / f"case-{i}"
         folder.mkdir(parents=True)
         (folder / "nodes.yaml").write_text(nodes)
-        pods = generate_family("bursts", TraceConfig(hours=0.25, arrivals_per_hour=120), 10 + i)
+        pods = generate_family("bursts", TraceConfig(hours=0.25, arrivals_per_hour=arrivals_per_hour), 10 + i)
         (folder / "trace.csv").write_text(format_trace(pods))
     return root
 
 
-def test_gate_command_writes_a_refusal_and_exits_0(tmp_path):
-    heldout = _case_dir(tmp_path / "heldout")
+def test_gate_command_writes_a_refusal_and_exits_0(tmp_path, capsys):
+    heldout = _case_dir(tmp_path / "heldout", arrivals_per_hour=600)  # enough to keep 2+ nodes on
     out, report = tmp_path / "gate.json", tmp_path / "gate.md"
     # roundrobin spreads pods over every node: it never beats the energy heuristic.
     code = main(
@@ -151,17 +183,48 @@ def test_gate_command_writes_a_refusal_and_exits_0(tmp_path):
     )
     assert code == 0
     document = json.loads(out.read_text())
+    assert document["schema"] == "kubejoule.gate/v2"
     assert document["verdict"] == "refuse" and document["reasons"]
-    assert {c["name"] for c in document["cases"]} == {f"case-{i}" for i in range(6)}
-    assert set(document["cases"][0]) >= {
-        "name",
-        "candidate_kwh",
-        "baseline_kwh",
-        "candidate_unschedulable",
-        "baseline_unschedulable",
-    }
-    assert document["baseline"] == "heuristic" and "autoscaler" in document["semantics"]
+    # By default against the shipped default profile and bin packing, in the same run.
+    assert (
+        document["baselines"] == ["kubejoule", "mostallocated"] == list(gate_run.DEFAULT_BASELINES)
+    )
+    for entry in document["comparisons"]:
+        assert {c["name"] for c in entry["cases"]} == {f"case-{i}" for i in range(6)}
+        assert set(entry["cases"][0]) >= {
+            "name",
+            "candidate_kwh",
+            "baseline_kwh",
+            "candidate_unschedulable",
+            "baseline_unschedulable",
+        }
+    shipped, packing = (comparison(document, b) for b in document["baselines"])
+    # The candidate ran once per case: the same energy in both pairings; the baselines differ.
+    assert [c["candidate_kwh"] for c in shipped["cases"]] == [
+        c["candidate_kwh"] for c in packing["cases"]
+    ]
+    assert [c["baseline_kwh"] for c in shipped["cases"]] != [
+        c["baseline_kwh"] for c in packing["cases"]
+    ]
+    assert "autoscaler" in document["semantics"]
     assert report.read_text().startswith("# Promotion gate: REFUSE")
+    printed = capsys.readouterr().out
+    assert "against kubejoule: refuse" in printed and "against mostallocated: refuse" in printed
+
+
+def test_gate_command_takes_its_baselines(tmp_path):
+    heldout = _case_dir(tmp_path / "heldout")
+    out = tmp_path / "gate.json"
+    args = ["gate", "--candidate", "mostallocated", "--heldout", str(heldout), "--out", str(out)]
+    assert (
+        main([*args, "--baseline", "heuristic", "--baseline", "mostallocated", "--no-progress"])
+        == 0
+    )
+    document = json.loads(out.read_text())
+    assert document["baselines"] == ["heuristic", "mostallocated"]
+    # Against itself nothing differs: refused, as no gain can be shown.
+    itself = comparison(document, "mostallocated")
+    assert itself["mean_relative_difference"] == 0.0 and itself["verdict"] == "refuse"
 
 
 @pytest.mark.parametrize(

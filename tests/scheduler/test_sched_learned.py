@@ -196,10 +196,16 @@ def test_the_cluster_cache_gives_v2_workloads():
                 "status": {
                     "allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"},
                     "conditions": [
-                        {"type": "MemoryPressure", "status": "False",
-                         "lastTransitionTime": "2023-12-31T00:00:00Z"},
-                        {"type": "Ready", "status": "True",
-                         "lastTransitionTime": "2024-01-01T00:00:05Z"},
+                        {
+                            "type": "MemoryPressure",
+                            "status": "False",
+                            "lastTransitionTime": "2023-12-31T00:00:00Z",
+                        },
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "lastTransitionTime": "2024-01-01T00:00:05Z",
+                        },
                     ],
                 },
             },
@@ -257,6 +263,7 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
 
     import yaml
 
+    from rl.gate_run import DEFAULT_BASELINES
     from scheduler.config import (
         Config,
         build_energy_plugin,
@@ -275,8 +282,12 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
     for name, gate in gates.items():
         assert gate["verdict"] in ("promote", "refuse")
         assert gate["candidate"].endswith(f"models/{name}.npz"), gate["candidate"]  # this model
-        assert gate["baseline"] == "heuristic"
+        # against the shipped default profile and bin packing, and promoted only past both
+        assert set(DEFAULT_BASELINES) <= set(gate["baselines"]), gate["baselines"]
         assert (gate["verdict"] == "promote") == (not gate["reasons"]), gate["reasons"]
+        assert (gate["verdict"] == "promote") == all(
+            c["verdict"] == "promote" for c in gate["comparisons"]
+        )
     promoted = {name for name, gate in gates.items() if gate["verdict"] == "promote"}
 
     configmap = yaml.safe_load((root / "daemonset/base/scheduler-configmap.yaml").read_text())
@@ -338,7 +349,10 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     config = config_from_dict(
         {
             "scorer": {"delta_p_ref_watts": 222.0, "consolidation": True},
-            "profile": [{"name": "KubejouleEnergy"}, {"name": "learned", "args": {"model": str(path)}}],
+            "profile": [
+                {"name": "KubejouleEnergy"},
+                {"name": "learned", "args": {"model": str(path)}},
+            ],
         }
     )
     energy = build_scorer(config).energy
@@ -355,7 +369,9 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     # ΔP is the configured plugin's (consolidation on), which differs from a default plugin's.
     assert column["delta_watts"].tolist() == energy.evaluate(POD, batch).delta_watts.tolist()
     default = rows_v2(POD, batch, HeuristicScorer(), known)
-    assert default[:, NODE_FEATURES_V2.index("delta_watts")].tolist() != column["delta_watts"].tolist()
+    assert (
+        default[:, NODE_FEATURES_V2.index("delta_watts")].tolist() != column["delta_watts"].tolist()
+    )
     scores = plugin.score(POD, batch)
     expected = LearnedScorer(load_numpy_model(path), energy, lambda: known).score(POD, NODES, 105.0)
     assert scores.tolist() == [r.score for r in expected]
@@ -369,12 +385,16 @@ def test_the_plugin_on_a_kept_batch_scores_as_on_a_new_one(tmp_path):
     plugin = LearnedPlugin(write_model(tmp_path / "m.npz"))
     kept = CandidateBatch.of(NODES, 105.0)
     plugin.score(POD, kept)
-    placed = replace(NODES[2], requested=Resources(2500, 2**30, 1), pod_count=1,
-                     cpu_since_sample_cores=0.5)
+    placed = replace(
+        NODES[2], requested=Resources(2500, 2**30, 1), pod_count=1, cpu_since_sample_cores=0.5
+    )
     kept.update([2], [placed])
     now = [*NODES[:2], placed, NODES[3]]
     later = kept.at(110.0)
-    assert plugin.score(POD, later).tolist() == plugin.score(POD, CandidateBatch.of(now, 110.0)).tolist()
+    assert (
+        plugin.score(POD, later).tolist()
+        == plugin.score(POD, CandidateBatch.of(now, 110.0)).tolist()
+    )
     assert (plugin.scorer.batch_rows(POD, later) == plugin.scorer.rows(POD, now, 110.0)).all()
     sub = later.take([3, 2])
     assert plugin.score(POD, sub).tolist() == plugin.score(POD, later).tolist()[::-1][:2]
@@ -397,7 +417,10 @@ def test_the_cluster_cache_workloads_are_read_again_only_for_changed_nodes(tmp_p
     by_mapping = LearnedPlugin(path, workloads=lambda: known)
     batch = CandidateBatch.of(NODES, 105.0)
     assert plugin.score(POD, batch).tolist() == by_mapping.score(POD, batch).tolist()
-    assert plugin.score(POD, batch.at(106.0)).tolist() == by_mapping.score(POD, batch.at(106.0)).tolist()
+    assert (
+        plugin.score(POD, batch.at(106.0)).tolist()
+        == by_mapping.score(POD, batch.at(106.0)).tolist()
+    )
     assert sorted(reads) == ["a", "b", "c", "d"]  # once each while the states stay the same
     known["c"] = NodeWorkload(pod_start_times=(100.0, 104.0), job_pods=2)
     placed = replace(NODES[2], pod_count=2)
