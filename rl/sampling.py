@@ -59,6 +59,14 @@ class TelemetryRecorder:
         self._times: list[list[float]] = [[] for _ in range(node_count)]
         self._values: list[list[tuple[bool, float, float]]] = [[] for _ in range(node_count)]
 
+    def __deepcopy__(self, memo: dict[int, object]) -> TelemetryRecorder:
+        """A copy whose histories can grow apart (Simulation.fork); their entries are
+        immutable and shared."""
+        copied = TelemetryRecorder(0, self.model, self.missing)
+        copied._times = [list(t) for t in self._times]
+        copied._values = [list(v) for v in self._values]
+        return copied
+
     def record(self, node: int, now: float, on: bool, utilization: float, watts: float) -> None:
         times, values = self._times[node], self._values[node]
         if self.model is None:  # only the present is ever read

@@ -41,6 +41,7 @@ them); `Simulation.run(policy)` drives them with a policy.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import random
 from collections import deque
@@ -585,15 +586,19 @@ class Simulation:
     def power_state(self, name: str) -> str:
         return self._by_name[name].state
 
-    def next_decision(self) -> PlacementRequest | None:
-        """Run events until a pod needs placing; None when the run is over."""
+    def next_decision(self, until: float | None = None) -> PlacementRequest | None:
+        """Run events until a pod needs placing; None when the run is over — or, with `until`,
+        when the next event comes after it: the run then stands at exactly `until` (its energy
+        and pending time counted to that instant) and can be continued."""
         if self._pending_decision is not None:
             return self._pending_decision
         while not self._finished:
+            candidates: list[NodeState] | None = None  # nothing changes while pods fail to fit
             while self._to_schedule:
                 index = self._to_schedule.popleft()
                 info = self._infos[index]
-                candidates = self.candidate_states()
+                if candidates is None:
+                    candidates = self.candidate_states()
                 feasible = filter_nodes(info, candidates).feasible
                 if feasible:
                     self._pending_decision = PlacementRequest(
@@ -605,6 +610,9 @@ class Simulation:
             if self._done == len(self.pods) or not self._events:
                 self._finished = True
                 break
+            if until is not None and self._events[0][0] > until:
+                self._advance(max(until, self.now))
+                return None
             t, kind, _, target, version = heapq.heappop(self._events)
             self._advance(t)
             if kind == _ARRIVAL:
@@ -657,6 +665,17 @@ class Simulation:
         if node.state == OFF:
             assert self.power_off is not None
             self.boot(node, self.power_off.boot_seconds, self.power_off.boot_joules)
+
+    def fork(self) -> Simulation:
+        """An independent copy of the run as it stands (what-if rollouts: rl/dqn/credit.py).
+        The trace, the node specs and the pods' and nodes' descriptions are immutable and
+        shared; everything that moves (nodes, events, the autoscaler, telemetry, the ledger and
+        the random streams) is copied, so the copy and the original never touch each other."""
+        shared: list[object] = [*self.specs, *self.pods, *self._infos, *self.daemonsets]
+        shared += [n.info for n in self._nodes] + [n.points for n in self._nodes]
+        shared += self._events  # (time, kind, seq, target, version): immutable
+        memo: dict[int, object] = {id(x): x for x in shared}
+        return copy.deepcopy(self, memo)
 
     # -- running --------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ under cluster-autoscaler/):
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -133,6 +134,19 @@ class PodLedger:
         self._existing: dict[str, int] = {}
         self._running: dict[str, set[int]] = {}
         self._disrupted: set[str] = set()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> PodLedger:
+        """A copy whose counters and per-pod state can move apart (Simulation.fork); the trace
+        and the PDBs are immutable and shared."""
+        copied = copy.copy(self)
+        copied._lifetime_left = list(self._lifetime_left)
+        copied._startup = list(self._startup)
+        copied._run = list(self._run)
+        copied._ready_at = list(self._ready_at)
+        copied._existing = dict(self._existing)
+        copied._running = {k: set(v) for k, v in self._running.items()}
+        copied._disrupted = set(self._disrupted)
+        return copied
 
     @property
     def disrupted_workloads(self) -> int:
