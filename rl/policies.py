@@ -13,7 +13,7 @@
 | `heuristic` | a profile of kubejoule's energy plugin alone (`scheduler.plugins.energy`) |
 | `learned:PATH` | a learned model (`.npz`, or a `.pt` with its `.npz` beside it) served by the scheduler's numpy scorer (`scheduler.learned`), feature schema v2 with the simulator's node workloads |
 | `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
-| `POLICY+highnodeutilization` | POLICY with a controller beside it: descheduler's HighNodeUtilization (`rl.controllers`) |
+| `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.controllers`) |
 
 How the energy plugin is configured for each: `rl.profiles`. Every profile decides through the
 standalone scheduler's own `ProfileDecider` (`scheduler/decide.py`, active mode): the profile's

@@ -250,7 +250,7 @@ class ScaleDown:
             info = self.sim.pod_info(index)
             for other in ready:
                 name = other.spec.name
-                if other is node or name in chosen:
+                if other is node or name in chosen or other.tainted:
                     continue
                 requested, count = trial.get(name, snapshot[name])
                 if fits(info, other.info, requested, count, other.daemon_pods):

@@ -128,6 +128,7 @@ class _Node:
     version: int = 0  # bumps on every change; stale completion/power-off events are skipped
     boots: int = 0
     deleting: bool = False  # cluster-autoscaler drains it (ToBeDeleted taint: no new pods)
+    tainted: bool = False  # a NoSchedule taint of another controller (the energy rebalancer's)
     empty_since_s: float = 0.0  # when its last non-DaemonSet pod left (or it became ready)
     ready_since_s: float = 0.0  # when it last became ready (feature schema v2)
 
@@ -448,6 +449,7 @@ class Simulation:
         """Power a node off; its DaemonSet pods stop with it."""
         node.state = OFF
         node.deleting = False
+        node.tainted = False
         node.version += 1
         if node.daemon_pods:
             node.requested = node.requested - self._daemon_requests
@@ -491,6 +493,12 @@ class Simulation:
             return False
         self.evict(node, index)
         return True
+
+    def taint(self, node: _Node, on: bool) -> None:
+        """Put on (or take off) a NoSchedule taint: no new pod goes to the node; its pods stay,
+        and cluster-autoscaler may still remove it (the rebalancer's taint on a node it empties).
+        Powering off takes it off."""
+        node.tainted = on and node.state == ON
 
     def every(self, interval_s: float, act: Callable[[Simulation], None]) -> None:
         """Run `act(self)` every `interval_s` from `interval_s` on, while anything else still
@@ -556,10 +564,14 @@ class Simulation:
     def candidate_states(self) -> list[NodeState]:
         """The nodes the scheduler sees: under autoscaler semantics only powered-on, ready
         ones not being drained; in the visible-power-off ablation and when always on, every
-        node."""
+        node; never a tainted one (`taint`)."""
         if self._autoscaler is None:
-            return self.node_states()
-        return [self.node_state(n) for n in self._nodes if n.state == ON and not n.deleting]
+            return [self.node_state(n) for n in self._nodes if not n.tainted]
+        return [
+            self.node_state(n)
+            for n in self._nodes
+            if n.state == ON and not n.deleting and not n.tainted
+        ]
 
     def workloads(self) -> dict[str, NodeWorkload]:
         """Per node, its pods' placement times and owners, when it became ready (None while off

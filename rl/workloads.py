@@ -41,10 +41,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rl.traces import Budget, PdbSpec, PodSpec
+from scheduler.podfacts import KEEPS_LIFETIME
 
 # AS simulator/drainability/rules/replicated/rule.go, `replicatedKind`.
 REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
-KEEPS_LIFETIME = frozenset({"ReplicationController", "ReplicaSet", "StatefulSet"})
 DAEMONSET = "DaemonSet"
 DEFAULT_POD_STARTUP_S = 10.0
 

@@ -3,6 +3,7 @@
     kubejoule-scheduler extender [--listen HOST:PORT] [--config FILE] [--mode shadow|active]
     kubejoule-scheduler run [--config FILE] [--mode shadow|active] [--collector FILE] …
     kubejoule-scheduler autoscaler-expander --listen HOST:PORT --tls-cert FILE --tls-key FILE …
+    kubejoule-scheduler rebalancer [--config FILE] [--mode shadow|active] [--listen HOST:PORT] …
 
 Each subcommand is one `add_<name>_command(subparsers)` function that declares its arguments
 and sets `func` to the function that runs it; `build_parser()` lists them. To add a subcommand,
@@ -32,6 +33,7 @@ from scheduler.config import (
     load_config,
     parse_listen,
 )
+from scheduler.rebalancer.cli import add_rebalancer_command
 from scheduler.telemetry.discovery import parse_static_targets
 
 if TYPE_CHECKING:
@@ -300,6 +302,7 @@ SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
     add_extender_command,
     add_run_command,
     add_autoscaler_expander_command,
+    add_rebalancer_command,
 ]
 
 

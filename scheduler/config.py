@@ -38,6 +38,8 @@ kubernetes:                   # how to reach the API (in-cluster credentials by 
 profile:                      # the standalone scheduler's Score plugins (docs/standalone.md);
   - {name: KubejouleEnergy, weight: 1}        # default: kubejoule's energy plugin alone
 percentage_of_nodes_to_score: null  # standalone: kube-scheduler's rule (0: adaptive); null: all
+rebalancer:                   # the energy rebalancer (docs/rebalancer.md has every key)
+  mode: shadow                # shadow: annotate and record | active: taint and evict
 extender:
   max_body_bytes: auto        # larger requests get 413; auto: 16 KiB per known node, ≥ 16 MiB
   inflight_body_bytes: 67108864  # bodies held at once, all requests; beyond: 503 + Retry-After
@@ -75,6 +77,7 @@ from scheduler.framework.decision import MODES
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile
 from scheduler.framework.sampling import num_feasible_nodes_to_find
+from scheduler.rebalancer.settings import RebalancerConfig, rebalancer_config
 from scheduler.scorer import DEFAULT_CONSOLIDATION_UTILIZATION, HeuristicScorer
 from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
@@ -127,6 +130,7 @@ class Config:
     # parsed; scheduler/plugins/registry.py); None: kubejoule_profile().
     profile: tuple[Mapping[str, Any], ...] | None = None
     percentage_of_nodes_to_score: int | None = None
+    rebalancer: RebalancerConfig = field(default_factory=RebalancerConfig)  # docs/rebalancer.md
 
     def power_cap(self, node: str) -> float | None:
         return self.power_caps_watts.get(node, self.default_power_cap_watts)
@@ -190,7 +194,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         {
             "mode", "listen", "max_staleness_seconds", "refresh_seconds", "scorer", "curves",
             "node_groups", "node_group_labels", "power_caps_watts", "default_power_cap_watts", "telemetry", "kubernetes", "extender",
-            "profile", "percentage_of_nodes_to_score",
+            "profile", "percentage_of_nodes_to_score", "rebalancer",
         },
     )
     mode = top.get("mode", "shadow")
@@ -261,6 +265,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         ),
         profile=_profile(top.get("profile"), curves),
         percentage_of_nodes_to_score=_percentage(top.get("percentage_of_nodes_to_score")),
+        rebalancer=rebalancer_config(top.get("rebalancer")),
     )
 
 

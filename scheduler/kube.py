@@ -376,3 +376,42 @@ def replace_lease(
     """PUT the lease; its metadata.resourceVersion makes a concurrent change a 409 Conflict."""
     return _request_json(api, "PUT", _lease_path(namespace, name), body=lease,
                          timeout=timeout_seconds)
+
+
+# -- the energy rebalancer (issue 23): evictions, PodDisruptionBudgets, node annotations --------
+
+
+def evict_pod(
+    api: client.ApiClient, namespace: str, name: str, uid: str, timeout_seconds: float = 10.0
+) -> None:
+    """POST the Eviction subresource (pods/NAME/eviction, policy/v1), as `kubectl drain` and
+    cluster-autoscaler do: the API server checks the pod's PodDisruptionBudget and answers 429
+    when it allows no disruption now, 404 when the pod is gone; the uid precondition makes an
+    eviction meant for a deleted and recreated pod fail (409) instead of taking the new one."""
+    body: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    if uid:
+        body["deleteOptions"] = {"preconditions": {"uid": uid}}
+    _send(api, "POST", _pod_path(namespace, name) + "/eviction", body, timeout_seconds)
+
+
+def list_pod_disruption_budgets(
+    api: client.ApiClient, timeout_seconds: float = 10.0
+) -> list[dict[str, Any]]:
+    """Every PodDisruptionBudget (policy/v1), as JSON dicts."""
+    items, _ = _list(api, "/apis/policy/v1/poddisruptionbudgets", [], timeout_seconds)
+    return items
+
+
+def patch_node(
+    api: client.ApiClient, name: str, patch: dict[str, Any], timeout_seconds: float = 10.0
+) -> dict[str, Any]:
+    """Strategic-merge-patch a node (metadata such as annotations): RBAC `nodes` patch."""
+    return _patch(api, f"/api/v1/nodes/{_segment(name)}", patch, timeout_seconds)
+
+
+def get_node(api: client.ApiClient, name: str, timeout_seconds: float = 10.0) -> dict[str, Any] | None:
+    return _get_or_none(api, f"/api/v1/nodes/{_segment(name)}", timeout_seconds)

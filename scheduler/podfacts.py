@@ -18,6 +18,10 @@ from scheduler.model import MIRROR_POD_ANNOTATION, ShapeError
 # kubelet's annotation naming where a pod came from ("api" for pods of the API server; "file",
 # "http" for static pods), k8s.io/kubernetes pkg/kubelet/types ConfigSourceAnnotationKey.
 CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+# Controllers whose evicted pod is replaced by one that goes on where it stopped (a service's);
+# the pod of any other (a Job's) starts over and loses its work (Kubernetes' documentation of
+# ReplicaSet, StatefulSet, ReplicationController and Job). rl/workloads.py applies it.
+KEEPS_LIFETIME = frozenset({"ReplicationController", "ReplicaSet", "StatefulSet"})
 # cluster-autoscaler's per-pod override of its drain rules.
 SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
@@ -126,3 +130,36 @@ def safe_to_evict(annotations: tuple[tuple[str, str], ...]) -> bool | None:
     """cluster-autoscaler's annotation: True / False when set to "true" / "false", else None."""
     value = annotation(annotations, SAFE_TO_EVICT_ANNOTATION)
     return {"true": True, "false": False}.get(value or "")
+
+
+# Karpenter's per-pod opt-out of voluntary disruption (karpenter.sh/v1 DoNotDisruptAnnotationKey).
+DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
+
+
+def node_bound(info_annotations: tuple[tuple[str, str], ...], facts: PodFacts) -> bool:
+    """A pod that belongs to its node (a DaemonSet's, a mirror or static pod): it stays when
+    the node's workload moves and never makes the node non-empty."""
+    return facts.daemonset or is_mirror(info_annotations) or is_static(info_annotations)
+
+
+def never_evict_reason(annotations: tuple[tuple[str, str], ...], facts: PodFacts) -> str | None:
+    """Why the energy rebalancer must never evict this pod (a metric label), None when it may:
+    a pod bound to its node, a pod without an owner (nothing would recreate it), one with an
+    emptyDir or hostPath volume (its data would be lost), one cluster-autoscaler's
+    `safe-to-evict: "false"` or Karpenter's `do-not-disrupt: "true"` protects, one already
+    terminating."""
+    if facts.daemonset:
+        return "daemonset"
+    if is_mirror(annotations) or is_static(annotations):
+        return "mirror"
+    if facts.terminating:
+        return "terminating"
+    if facts.bare:
+        return "bare"
+    if facts.local_storage:
+        return "local_storage"
+    if safe_to_evict(annotations) is False:
+        return "not_safe_to_evict"
+    if annotation(annotations, DO_NOT_DISRUPT_ANNOTATION) == "true":
+        return "do_not_disrupt"
+    return None

@@ -37,7 +37,10 @@ from tests.helpers.deploy_kustomize import (
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES_VERSION = "1.33"
 NAMESPACE = "kubejoule-system"
-COMPONENTS = ("servicemonitor", "extender", "pod-network", "calibration", "autoscaler-expander", "gpu", "bmc")
+COMPONENTS = (
+    "servicemonitor", "extender", "pod-network", "calibration", "autoscaler-expander", "gpu", "bmc",
+    "rebalancer",
+)
 CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 # Capabilities the agent may be granted, each for a reason written in the manifests and docs.
 ALLOWED_AGENT_CAPABILITIES = {"SYS_ADMIN", "SYS_PTRACE"}
@@ -468,7 +471,9 @@ def test_scheduler_runs_two_replicas_spread_and_protected(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "name", ["kubejoule-scheduler", "kubejoule-extender", "kubejoule-autoscaler-expander"]
+    "name",
+    ["kubejoule-scheduler", "kubejoule-extender", "kubejoule-autoscaler-expander",
+     "kubejoule-rebalancer"],
 )
 def test_scheduler_pods_meet_the_restricted_pod_security_level(name: str, tmp_path: Path) -> None:
     objects = built("intel+all-components", tmp_path)
@@ -484,6 +489,50 @@ def test_scheduler_pods_meet_the_restricted_pod_security_level(name: str, tmp_pa
         assert security["capabilities"] == {"drop": ["ALL"]}
         assert security["readOnlyRootFilesystem"] is True
         assert "limits" in container["resources"] and "memory" in container["resources"]["limits"]
+
+
+def test_rebalancer_rbac_is_exactly_what_it_does(tmp_path: Path) -> None:
+    """Evictions through the Eviction API only (no pod delete), node patches for its taint and
+    annotation (no node delete: cluster-autoscaler removes empty nodes), PDBs read, events,
+    its own Lease."""
+    objects = build(user_kustomization(tmp_path, "overlays/intel", ("rebalancer",)))
+    cluster = rules_of(objects, "ClusterRole", "kubejoule-rebalancer")
+    namespaced = rules_of(objects, "Role", "kubejoule-rebalancer")
+    assert {
+        ("", "pods", "list", ""), ("", "pods", "watch", ""),
+        ("", "pods/eviction", "create", ""),
+        ("", "nodes", "list", ""), ("", "nodes", "watch", ""), ("", "nodes", "get", ""),
+        ("", "nodes", "patch", ""),
+        ("policy", "poddisruptionbudgets", "list", ""),
+        ("", "events", "create", ""),
+    } <= cluster
+    assert not {r for r in cluster if r[2] == "delete"}
+    assert {r[2] for r in cluster if r[1] == "pods"} == {"get", "list", "watch"}
+    assert {
+        ("coordination.k8s.io", "leases", "create", ""),
+        ("coordination.k8s.io", "leases", "get", "kubejoule-rebalancer"),
+        ("coordination.k8s.io", "leases", "update", "kubejoule-rebalancer"),
+    } <= namespaced
+    assert not {r for r in cluster if r[0] in ("coordination.k8s.io", "discovery.k8s.io")}
+
+
+def test_rebalancer_args_are_accepted_by_its_command(tmp_path: Path) -> None:
+    from scheduler.cli import build_parser
+
+    objects = build(user_kustomization(tmp_path, "overlays/intel", ("rebalancer",)))
+    deployment = by_kind(objects, "Deployment")["kubejoule-rebalancer"]
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = build_parser().parse_args(container["args"])
+    assert args.command == "rebalancer" and args.leader_elect
+    port = int(args.listen.rpartition(":")[2])
+    assert {p["containerPort"] for p in container["ports"]} == {port}
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert str(Path(args.lifetime_state).parent) in mounts  # a writable place for its state
+    assert str(Path(args.config).parent) in mounts
+    pdb = by_kind(objects, "PodDisruptionBudget")["kubejoule-rebalancer"]
+    assert pdb["spec"]["minAvailable"] == 1
 
 
 def test_services_select_pods_and_name_their_ports(target: Path) -> None:

@@ -4,6 +4,11 @@ The stock emulator stores and streams objects, but a scheduler also relies on:
 
 * `POST …/pods/NAME/binding` (the Binding subresource): sets `spec.nodeName` once; a second
   binding of a bound pod is 409 Conflict, as in the API server. Every attempt is recorded.
+* `POST …/pods/NAME/eviction` (the Eviction subresource, policy/v1), as the API server's
+  eviction REST handler does it: 404 for a missing pod, 409 when `deleteOptions.preconditions.uid`
+  names another pod, 500 when more than one PodDisruptionBudget selects the pod, 429 when its
+  budget's `status.disruptionsAllowed` is below 1; otherwise the budget's allowance drops by one
+  and the pod is deleted (201). Every attempt is recorded.
 * `PUT` (replace) with optimistic concurrency: a stale `metadata.resourceVersion` is 409
   Conflict — what Lease-based leader election depends on;
 * `metadata.uid`, `resourceVersion`, `creationTimestamp` on create; `resourceVersion` bumped on
@@ -24,11 +29,19 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import aiohttp.web
 import kmock
 from kmock._internal import rendering  # the emulator's own extension point
+
+
+@dataclass(frozen=True)
+class EvictionAttempt:
+    namespace: str
+    pod: str
+    status: int  # the answer's HTTP status (201: evicted)
+    agent: str = ""  # the client's User-Agent: which replica asked
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         super().__attrs_post_init__()
         self._versions = itertools.count(1)
         self.bindings: list[BindingAttempt] = []
+        self.evictions: list[EvictionAttempt] = []
         self.fail_next_bindings = 0  # inject API errors (500) into the next N bindings
 
     def _next_version(self) -> str:
@@ -77,6 +91,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         method = str(request.method.value).upper() if request.method is not None else ""
         if request.name is not None and request.subresource == "binding" and method == "POST":
             return await self._bind(request)
+        if request.name is not None and request.subresource == "eviction" and method == "POST":
+            return await self._evict(request)
         if request.name is not None and request.subresource in (None, "status"):
             if method == "PUT":
                 return await self._replace(request)
@@ -221,6 +237,69 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         }
         return aiohttp.web.json_response(status, status=201)
 
+    def _budgets(self, namespace: str, labels: Mapping[str, str]) -> list[Any]:
+        """The stored PodDisruptionBudgets whose selector (matchLabels, and matchExpressions
+        with In / NotIn / Exists / DoesNotExist) selects a pod of `namespace` with `labels`."""
+
+        def holds(e: Mapping[str, Any]) -> bool:
+            key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+            present = key in labels
+            return {"In": present and labels.get(key) in values,
+                    "NotIn": not (present and labels.get(key) in values),
+                    "Exists": present, "DoesNotExist": not present}.get(op, False)
+
+        found = []
+        for (res, ns, _), obj in self._objects.items():
+            if res.plural != "poddisruptionbudgets" or obj.deleted or ns != namespace:
+                continue
+            selector = (obj.get("spec") or {}).get("selector")
+            if selector is None:
+                continue
+            match = selector.get("matchLabels") or {}
+            if all(labels.get(k) == v for k, v in match.items()) and all(
+                holds(e) for e in selector.get("matchExpressions") or ()
+            ):
+                found.append(obj)
+        return found
+
+    async def _evict(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        assert request.resource is not None
+        namespace, name = request.namespace or "", request.name or ""
+        agent = request.headers.get("User-Agent", "")
+
+        def answer(status: int, reason: str, message: str) -> NoReturn:
+            self.evictions.append(EvictionAttempt(namespace, name, status, agent))
+            raise kmock.KubernetesError(status, reason, message)
+
+        async with self._lock:
+            key = self._key(request)
+            if key not in self._objects or self._objects[key].deleted:
+                answer(404, "NotFound", f'pods "{name}" not found')
+            pod = self._objects[key]
+            wanted = (((request.data or {}).get("deleteOptions") or {}).get("preconditions") or {})
+            if wanted.get("uid") not in (None, pod.get("metadata", {}).get("uid")):
+                answer(409, "Conflict", "Precondition failed: UID in precondition does not match")
+            budgets = self._budgets(namespace, pod.get("metadata", {}).get("labels") or {})
+            if len(budgets) > 1:
+                answer(500, "InternalError", "This pod has more than one PodDisruptionBudget")
+            if budgets:
+                budget = budgets[0]
+                allowed = int((budget.get("status") or {}).get("disruptionsAllowed") or 0)
+                if allowed < 1:
+                    answer(429, "TooManyRequests",
+                           "Cannot evict pod as it would violate the pod's disruption budget.")
+                budget.patch({"status": {"disruptionsAllowed": allowed - 1},
+                              "metadata": {"resourceVersion": self._next_version()}})
+                pdb_resource = next(r for (r, _, _), o in self._objects.items() if o is budget)
+                await self._publish(pdb_resource, "MODIFIED", budget.raw)
+            before = pod.raw
+            pod.delete()
+            await self._publish(request.resource, "DELETED", before)
+            self.evictions.append(EvictionAttempt(namespace, name, 201, agent))
+        status = {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Success",
+                  "code": 201}
+        return aiohttp.web.json_response(status, status=201)
+
     async def _watch(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         # Join the event bus while still holding the lock that the initial listing holds, so no
         # event falls between the two (kmock's own watch releases the lock in between).
@@ -322,6 +401,13 @@ class EmulatedCluster:
         except RuntimeError:  # no event was ever created: the resource is unknown
             return []
 
+    def evictions(self) -> list[EvictionAttempt]:
+        assert self.emulator is not None
+        return list(self.emulator.evictions)
+
+    def create(self, path: str, obj: Mapping[str, Any]) -> Any:
+        return self.call("POST", path, obj)
+
     def bindings(self) -> list[BindingAttempt]:
         assert self.emulator is not None
         return list(self.emulator.bindings)
@@ -331,7 +417,7 @@ class EmulatedCluster:
         self._loop.call_soon_threadsafe(setattr, self.emulator, "fail_next_bindings", count)
 
 
-__all__ = ["BindingAttempt", "ClusterEmulator", "EmulatedCluster"]
+__all__ = ["BindingAttempt", "ClusterEmulator", "EmulatedCluster", "EvictionAttempt"]
 
 
 def serve_forever() -> None:

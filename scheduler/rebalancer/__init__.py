@@ -1,0 +1,12 @@
+"""The energy rebalancer (`kubejoule-scheduler rebalancer`; docs/rebalancer.md): every interval
+it looks for nodes whose pods all fit on running, more efficient nodes and empties them where
+the energy saved over the pods' predicted lifetimes exceeds the disruption's cost by a margin
+and Karpenter's balanced consolidation score (watts for price) passes — then leaves the node to
+cluster-autoscaler.
+
+Modules: `decide` (the decision: the one implementation, also run by the simulator's
+`+rebalancer`), `energy` (its prices), `lifetime` (what it takes from scheduler/lifetimes),
+`settings` (the `rebalancer:` configuration), `cluster` (the live cluster as decision input),
+`pdbs` (PodDisruptionBudgets), `api` (its Kubernetes calls), `loop` (the rounds, shadow and
+active), `metrics`, `cli` (the command and its wiring).
+"""

@@ -1,0 +1,66 @@
+"""The rebalancer's Prometheus metrics, on a registry it owns (served with /healthz and /readyz
+by scheduler/scheduler_metrics.py `serve`).
+
+| metric | type | labels |
+|---|---|---|
+| `kubejoule_rebalancer_rounds_total` | counter | `result`: planned, or why the round did nothing — clock_jump, not_synced, telemetry_not_ready, pdbs_unavailable |
+| `kubejoule_rebalancer_nodes` | gauge | `decision`: move, or the skip reason (no_pods, telemetry, curve, prediction, prediction_fallback, bare, local_storage, not_safe_to_evict, do_not_disrupt, terminating, multiple_pdbs, unreadable_pod, pdb, no_room, not_worth, score, budget, destination, cooldown, not_schedulable) — last round |
+| `kubejoule_rebalancer_moves_total` | counter | `mode`: shadow (recommended), active (carried out) |
+| `kubejoule_rebalancer_saving_joules_total` | counter | `mode` — the predicted saving of those moves |
+| `kubejoule_rebalancer_recommended_saving_joules` | gauge | — the predicted saving of the last round's moves |
+| `kubejoule_rebalancer_evictions_total` | counter | `result`: evicted, refused (a PDB, 429), gone (404, 409), error |
+| `kubejoule_rebalancer_last_round_timestamp_seconds` | gauge | — wall clock of the last round that planned |
+| `kubejoule_rebalancer_leader` | gauge | — 1 while this replica holds the lease |
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from scheduler.rebalancer.decide import Plan
+
+EVICTION_RESULTS = ("evicted", "refused", "gone", "error")
+MODES = ("shadow", "active")
+
+
+class RebalancerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.rounds = Counter("kubejoule_rebalancer_rounds_total",
+                              "Rebalancer rounds, by what they did", ["result"], registry=r)
+        self.nodes = Gauge("kubejoule_rebalancer_nodes",
+                           "Nodes of the last round, by decision", ["decision"], registry=r)
+        self.moves = Counter("kubejoule_rebalancer_moves_total",
+                             "Nodes the rebalancer emptied (active) or would empty (shadow)",
+                             ["mode"], registry=r)
+        self.saving = Counter("kubejoule_rebalancer_saving_joules_total",
+                              "Predicted energy saving of those moves", ["mode"], registry=r)
+        self.recommended = Gauge("kubejoule_rebalancer_recommended_saving_joules",
+                                 "Predicted saving of the last round's moves", registry=r)
+        self.evictions = Counter("kubejoule_rebalancer_evictions_total",
+                                 "Eviction requests, by answer", ["result"], registry=r)
+        self.last_round = Gauge("kubejoule_rebalancer_last_round_timestamp_seconds",
+                                "Wall clock of the last round that planned", registry=r)
+        self.leader = Gauge("kubejoule_rebalancer_leader",
+                            "1 while this replica holds the lease", registry=r)
+        for mode in MODES:
+            self.moves.labels(mode)
+            self.saving.labels(mode)
+        for result in EVICTION_RESULTS:
+            self.evictions.labels(result)
+
+    def skipped_round(self, reason: str) -> None:
+        self.rounds.labels(reason).inc()
+
+    def planned(self, plan: Plan, mode: str, wall: float) -> None:
+        self.rounds.labels("planned").inc()
+        self.nodes.clear()
+        self.nodes.labels("move").set(len(plan.moves))
+        for reason, count in plan.reasons().items():
+            self.nodes.labels(reason).set(count)
+        saving = sum(m.saving_joules for m in plan.moves)
+        self.moves.labels(mode).inc(len(plan.moves))
+        self.saving.labels(mode).inc(saving)
+        self.recommended.set(saving)
+        self.last_round.set(wall)
