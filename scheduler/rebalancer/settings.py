@@ -20,7 +20,7 @@ REBALANCING_TAINT = "kubejoule.io/rebalancing"
 class RebalancerConfig:
     mode: str = MODE_SHADOW  # shadow: annotate, record, never evict; active: evict
     interval_seconds: float = 60.0
-    max_evictions_per_interval: int = 10  # pods evicted per round, all nodes together
+    max_evictions_per_interval: int = 3  # pods evicted per round, all nodes together
     max_nodes_per_interval: int = 1  # nodes emptied per round
     margin: float = 1.0  # the saving must be ≥ (1 + margin) × the disruption's energy
     balanced_k: float = 2.0  # Karpenter's Balanced consolidation: score ≥ 1/k

@@ -43,7 +43,18 @@ SCHEDULER_CALLS: dict[str, list[tuple[str, str, str, str]]] = {
     "get_lease": [("coordination.k8s.io", "leases", "get", "namespace")],
     "create_lease": [("coordination.k8s.io", "leases", "create", "namespace")],
     "replace_lease": [("coordination.k8s.io", "leases", "update", "namespace")],
+    "evict_pod": [("", "pods/eviction", "create", "cluster")],
+    "list_pod_disruption_budgets": [("policy", "poddisruptionbudgets", "list", "cluster")],
+    "get_node": [("", "nodes", "get", "cluster")],
+    "patch_node": [("", "nodes", "patch", "cluster")],
 }
+# Calls only the rebalancer makes (its own ServiceAccount), and every call it makes.
+REBALANCER_ONLY = ("evict_pod", "list_pod_disruption_budgets", "get_node", "patch_node")
+REBALANCER_CALLS = (
+    *REBALANCER_ONLY, "list_pods", "list_nodes", "watch_pods", "watch_nodes", "create_event",
+    "get_lease", "create_lease", "replace_lease", "list_endpoint_slices", "list_node_metrics",
+    "list_nodes_json",
+)
 # What the extender process calls (the telemetry store's sources only).
 EXTENDER_CALLS = ("list_endpoint_slices", "list_node_metrics", "list_nodes_json")
 AGENT_CALLS: dict[str, list[tuple[str, str, str, str]]] = {
@@ -109,7 +120,19 @@ def test_every_scheduler_api_call_is_in_the_permission_table() -> None:
 def test_scheduler_service_account_may_make_every_call(tmp_path: Path) -> None:
     have = granted(build(DAEMONSET / "base"), "kubejoule-scheduler")
     for call, needs in SCHEDULER_CALLS.items():
+        if call in REBALANCER_ONLY:
+            continue
         for need in needs:
+            assert need in have, f"{call} needs {need}"
+    # the scheduler never evicts nor changes nodes: that is the rebalancer's, on its own account
+    assert not {n for call in REBALANCER_ONLY for n in SCHEDULER_CALLS[call]
+                if n[2] != "get"} & have
+
+
+def test_rebalancer_service_account_may_make_its_calls(tmp_path: Path) -> None:
+    have = granted(composite(tmp_path, "rebalancer"), "kubejoule-rebalancer")
+    for call in REBALANCER_CALLS:
+        for need in SCHEDULER_CALLS[call]:
             assert need in have, f"{call} needs {need}"
 
 
