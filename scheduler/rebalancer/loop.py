@@ -30,7 +30,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 
 from agent.curves import PowerCurve
 from scheduler import kube
@@ -43,16 +42,13 @@ from scheduler.rebalancer.decide import Move, Plan, plan
 from scheduler.rebalancer.metrics import RebalancerMetrics
 from scheduler.rebalancer.pdbs import budget_from_k8s
 from scheduler.rebalancer.settings import REBALANCING_TAINT, RebalancerConfig
+from scheduler.standalone.events import rfc3339
 
 log = logging.getLogger(__name__)
 
 ANNOTATION = "kubejoule.io/rebalance"
 COMPONENT = "kubejoule-rebalancer"
 MAX_ANNOTATED_PODS = 20  # annotations are size-limited
-
-
-def rfc3339(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Rebalancer:

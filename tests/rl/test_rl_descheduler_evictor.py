@@ -96,9 +96,9 @@ def labels(values: dict[str, str]) -> Callable[[Obj], None]:
 
 
 def _rfc3339(seconds: float) -> str:
-    from datetime import UTC, datetime
+    from scheduler.standalone.events import rfc3339
 
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(seconds)
 
 
 @dataclass(frozen=True)
