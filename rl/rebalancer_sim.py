@@ -18,6 +18,7 @@ run's own.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,18 @@ class RebalancerController:
     _acted: dict[str, float] = field(default_factory=dict)
     _facts: dict[int, PodFacts] = field(default_factory=dict)
     _learned: int = 0  # of the simulation's finished pods
+
+    def __deepcopy__(self, memo: dict[int, object]) -> RebalancerController:
+        """A copy for a forked simulation (`Simulation.fork`): its own predictor with the same
+        histories, its own tallies, so the fork and the original learn and act apart."""
+        clone = copy.copy(self)
+        memo[id(self)] = clone
+        predictor = LifetimePredictor(priors=self.predictor.priors)
+        for key, lifetimes in self.predictor.histories():
+            predictor.restore(key, lifetimes)
+        clone.predictor = predictor
+        clone.skipped, clone._acted, clone._facts = dict(self.skipped), dict(self._acted), dict(self._facts)
+        return clone
 
     def attach(self, sim: Simulation) -> None:
         model = sim.autoscaler_model

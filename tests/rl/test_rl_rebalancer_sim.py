@@ -172,3 +172,21 @@ def test_the_policy_suffix_with_a_settings_file(tmp_path: object) -> None:
         make_policy("kubejoule+rebalancer:/nonexistent.yaml", NODES)
     with pytest.raises(ValueError, match="takes no argument"):
         make_policy("kubejoule+highnodeutilization:x", NODES)
+
+
+def test_a_forked_simulation_gets_its_own_rebalancer() -> None:
+    """Simulation.fork copies the run with its controllers: the copy's rebalancer learns and
+    acts apart from the original's, and both runs end alike."""
+    pods = [PodSpec(i, 0.0, 100.0 + 50 * i, 1.0, 1.0, 1.0, owner_kind="ReplicaSet", workload="w")
+            for i in range(4)] + [PodSpec(4, 0.0, 1000.0, 1.0, 1.0, 1.0, owner_kind="Job")]
+    sim = Simulation(NODES, pods)
+    controller = RebalancerController()
+    controller.attach(sim)
+    while (decision := sim.next_decision(until=300.0)) is not None:
+        sim.place(decision.feasible[0].info.name)
+    fork = sim.fork()
+    for run in (sim, fork):
+        while (decision := run.next_decision()) is not None:
+            run.place(decision.feasible[0].info.name)
+    assert fork.result().energy_joules == pytest.approx(sim.result().energy_joules)
+    assert controller.predictor.observed == 4  # the original's learned its own four, once
