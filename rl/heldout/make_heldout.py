@@ -5,7 +5,8 @@
 36 cases: 3 trace families × 12 cluster sizes (one of them, 80 nodes, outside the training range
 of rl/pool.py), node mixes from the bundled SPECpower kinds (one node of the first kind always
 on: min_count 1), the bundled DaemonSets (no daemonsets.yaml), load 15–45 % of the cluster's
-cores, arrival windows of 2 h (1 h for the bursts family). Seeds 900000 + case number: training draws its seeds from
+cores, arrival windows of 2 h (1 h for the bursts family), the trace's workloads and its services'
+PodDisruptionBudgets (pdbs.yaml; rl/tracegen.py). Seeds 900000 + case number: training draws its seeds from
 its own range and never reads these folders (tests/rl/test_rl_heldout.py checks both).
 """
 
