@@ -35,9 +35,10 @@ test: venv system-deps lint
 
 # The main job on this host: the agent measures it once (with an example calibration profile,
 # labelled "estimated", where the host has no RAPL), then the scheduling benchmark runs the
-# headline: the heterogeneous cluster as cluster-autoscaler node groups (DaemonSets on every
-# node, lagging telemetry), kube-scheduler and kubejoule × the random and kubejoule expanders,
-# the extender at weights 1/5/12, bin packing and the peers, 3 seeds, with the issue's targets.
+# headline: the heterogeneous cluster as cluster-autoscaler node groups under its shipped
+# defaults (DaemonSets on every node, lagging telemetry, the trace's PDBs), kube-scheduler and
+# kubejoule × the least-waste and kubejoule expanders, kube-scheduler with the random one, the
+# extender at weights 1/5/12, bin packing and the peers, 3 seeds, with the issue's targets.
 DEMO_PROFILE ?= agent/profiles/ibm-x3550-m3-xeon-x5675.yaml
 DEMO_OUT ?= out
 demo: venv
