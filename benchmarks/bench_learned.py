@@ -163,10 +163,10 @@ def measure(model: Path, repeats: int) -> dict[str, object]:
         for state in states:
             assert state.telemetry is not None
             energy.observe(state.telemetry)
-        rows = learned.scorer.rows(pod, states, NOW)
+        rows = learned.rows(pod, CandidateBatch.of(states, NOW))
 
         def forward(_: object, rows: np.ndarray = rows, learned: LearnedPlugin = learned) -> None:
-            learned.scorer.model.scores(rows)
+            learned.model.scores(rows)
 
         timed: dict[str, dict[str, float]] = {}
         for what, plugin in (("learned plugin", learned), ("energy plugin (heuristic)", energy)):

@@ -252,7 +252,7 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
     from scheduler.extender.core import Extender
     from scheduler.extender.wire import json_response, parse_args
     from scheduler.model import NodeTelemetry
-    from scheduler.scorer import HeuristicScorer
+    from scheduler.plugins.energy import EnergyPlugin
     from scheduler.telemetry.samples import NodeSample
     from scheduler.telemetry.store import TelemetryStore
     from tests.helpers.sched_sources import FixedSource
@@ -267,7 +267,7 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
     }
     store = TelemetryStore([FixedSource(samples)], clock=lambda: now)
     store.refresh_once()
-    extender = Extender(HeuristicScorer(delta_p_ref_watts=20.0, consolidation=True), store, mode="active",
+    extender = Extender(EnergyPlugin(delta_p_ref_watts=20.0, consolidation=True), store, mode="active",
                         clock=lambda: now)
     body = orjson.dumps({"Pod": POD, "NodeNames": names})
     for _ in range(5):

@@ -13,7 +13,7 @@
   0 = undisturbed). The last step also pays for the energy until the last pod finishes.
 * Episode: the whole trace; `terminated` once the last pod is placed and the run is over.
 
-The features use a `HeuristicScorer` configured like the `heuristic` policy, so `delta_watts`
+The features use the energy plugin configured like the `heuristic` policy, so `delta_watts`
 is the heuristic's ΔP, and the observation matches what the standalone scheduler's collector
 records, which is what lets a model trained here score real decisions.
 """
@@ -30,7 +30,8 @@ import numpy as np
 from gymnasium import spaces
 
 from rl.cluster import ClusterModel, simulation
-from rl.policies import KubeDefaultPolicy, heuristic_scorer
+from rl.policies import KubeDefaultPolicy
+from rl.profiles import heuristic_energy
 from rl.scenario import NodeSpec, PodSpec
 from rl.simulator import PlacementRequest, PowerOffModel, Simulation
 from scheduler.features import FEATURE_SCHEMA, candidate_matrix
@@ -79,7 +80,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
         self._names = [n.name for n in self.nodes]
         self._sim: Simulation | None = None
         self._decision: PlacementRequest | None = None
-        self._scorer = heuristic_scorer(self.nodes, power_off)
+        self._energy = heuristic_energy(self.nodes, power_off)
         self._fallback = KubeDefaultPolicy()
         self._energy_mark = 0.0
         self._completed_mark = 0
@@ -91,7 +92,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         self._sim = simulation(self.nodes, self.pods, ClusterModel(power_off=self.power_off), 0)
-        self._scorer = heuristic_scorer(self.nodes, self.power_off)
+        self._energy = heuristic_energy(self.nodes, self.power_off)
         tie_seed = int(self.np_random.integers(0, 2**31 - 1))
         self._fallback.reset(self.nodes, random.Random(tie_seed))
         self._energy_mark = 0.0
@@ -145,7 +146,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
         features = np.zeros((len(self.nodes), self.width), dtype=np.float32)
         if self._sim is not None and self._decision is not None:
             states = self._sim.node_states()
-            rows = candidate_matrix(self._decision.info, states, self._decision.now, self._scorer)
+            rows = candidate_matrix(self._decision.info, states, self._decision.now, self._energy)
             features[:] = np.clip(np.asarray(rows, dtype=np.float32), 0.0, FEATURE_CEILING)
         return {"features": features, "action_mask": self.action_masks()}
 

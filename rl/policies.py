@@ -11,8 +11,8 @@
 | `peaks` | a profile of the PEAKS Score plugin alone (`scheduler.plugins.peaks`, with its NormalizeScore), each node's (k0, k1, k2) fitted to its curve |
 | `trimaran` | a profile of the TargetLoadPacking Score plugin alone (`scheduler.plugins.trimaran`), target 40 % |
 | `heuristic` | a profile of kubejoule's energy plugin alone (`scheduler.plugins.energy`) |
-| `learned:PATH` | a learned model (`.npz`, or a `.pt` with its `.npz` beside it) served by the scheduler's numpy scorer (`scheduler.learned`), feature schema v2 with the simulator's node workloads |
-| `py:MODULE:ATTR` | any `Scorer` (a model scorer, say): ATTR is a Scorer or a callable returning one, called with the node list |
+| `learned:PATH` | the `learned` Score plugin (`scheduler.plugins.learned`) serving a model (`.npz`, or a `.pt` with its `.npz` beside it), feature schema v2 with the simulator's node workloads |
+| `py:MODULE:ATTR` | any Score plugin (a model's, say): ATTR is a ScorePlugin or a callable returning one, called with the node list |
 | `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.controllers`) |
 
 How the energy plugin is configured for each: `rl.profiles`. Every profile decides through the
@@ -22,8 +22,8 @@ kube-scheduler (adaptive, its default; every feasible node for kubejoule's own s
 ships), the highest weighted total, ties uniformly at random among the best with
 kube-scheduler's reservoir sampling (`scheduler.framework.select_best`) on the run's seeded RNG
 — which also breaks the ties of kube-scheduler's default profile, scored beside it for
-comparison as the standalone scheduler does. Scorer policies (`learned:`, `py:`) pick the
-highest score with the same tie-breaking.
+comparison as the standalone scheduler does. Plugin policies (`learned:`, `py:`) pick the
+highest score of their Score plugin over the feasible nodes with the same tie-breaking.
 """
 
 from __future__ import annotations
@@ -31,22 +31,19 @@ from __future__ import annotations
 import importlib
 import random
 from collections.abc import Sequence
-from typing import Any, cast
-
-import numpy as np
+from typing import Any
 
 from rl.controllers import ControlledPolicy, split_controllers
-from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, largest_full_load_watts, named_profile
+from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, heuristic_energy, named_profile
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
 from scheduler.cluster_cache import NodeTable
 from scheduler.decide import MODE_ACTIVE, Decision, ProfileDecider
-from scheduler.framework import Profile, select_best
-from scheduler.learned import LearnedScorer, load_numpy_model
-from scheduler.model import NodeState, PodInfo, Scorer
+from scheduler.framework import CandidateBatch, Profile, ScorePlugin, select_best
+from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.defaults import default_profile
+from scheduler.plugins.learned import LearnedPlugin
 from scheduler.plugins.noderesources import LEAST_ALLOCATED
-from scheduler.scorer import HeuristicScorer
 
 BUILTIN_POLICIES = (
     "default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic", "kubejoule",
@@ -160,12 +157,13 @@ class RoundRobinPolicy:
         return chosen
 
 
-class ScorerPolicy:
-    """Any Scorer as a policy: the best score wins, ties broken at random like kube-scheduler."""
+class PluginPolicy:
+    """Any Score plugin as a policy: its best score over the feasible nodes wins, ties broken
+    at random like kube-scheduler."""
 
-    def __init__(self, scorer: Scorer, name: str | None = None) -> None:
-        self.scorer = scorer
-        self.name = name or scorer.name
+    def __init__(self, plugin: ScorePlugin, name: str | None = None) -> None:
+        self.plugin = plugin
+        self.name = name or plugin.name
         self._rng = random.Random(0)
 
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
@@ -178,20 +176,18 @@ class ScorerPolicy:
         now: float,
         candidates: Sequence[NodeState] = (),
     ) -> str:
-        results = self.scorer.score(pod, feasible, now)
-        scores = np.array([r.score for r in results], dtype=np.float64)
-        return results[select_best(scores, self._rng)].node
+        batch = CandidateBatch.of(feasible, now)
+        return batch.names[select_best(self.plugin.score(pod, batch), self._rng)]
 
 
-class LearnedPolicy(ScorerPolicy):
-    """A learned model as a policy; `attach(sim)` gives it the simulator's node workloads."""
+class LearnedPolicy(PluginPolicy):
+    """The `learned` plugin as a policy; `attach(sim)` gives it the simulator's node
+    workloads."""
 
     def __init__(self, path: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None):
         self._sim: Any = None
-        scorer = LearnedScorer(
-            load_numpy_model(path), heuristic_scorer(nodes, power_off), self._workloads
-        )
-        super().__init__(scorer, f"learned:{path}")
+        plugin = LearnedPlugin(path, heuristic_energy(nodes, power_off), workloads=self._workloads)
+        super().__init__(plugin, f"learned:{path}")
 
     def attach(self, sim: Any) -> None:
         self._sim = sim
@@ -200,27 +196,16 @@ class LearnedPolicy(ScorerPolicy):
         return self._sim.workloads() if self._sim is not None else None
 
 
-def heuristic_scorer(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> HeuristicScorer:
-    """The energy scorer as the simulator configures it.
-
-    Consolidation is on exactly when nodes can power off (the scorer's documented switch), at
-    the scorer's default reference load (not tuned to any trace).
-    ΔP_ref is the largest full-load power in the cluster, so the 0–100 scale does not saturate
-    and every candidate's extra watts stay distinguishable.
-    """
-    return HeuristicScorer(delta_p_ref_watts=largest_full_load_watts(nodes), consolidation=power_off is not None)
-
-
-def _load_scorer(spec: str, nodes: Sequence[NodeSpec]) -> Scorer:
+def _load_plugin(spec: str, nodes: Sequence[NodeSpec]) -> ScorePlugin:
     parts = spec.split(":")
     if len(parts) != 3 or not parts[1] or not parts[2]:
         raise ValueError(f"model policy must be py:MODULE:ATTR, got {spec!r}")
     _, module_name, attr = parts
     target: Any = getattr(importlib.import_module(module_name), attr)
-    scorer = target if hasattr(target, "score") else target(list(nodes))
-    if not hasattr(scorer, "score"):
-        raise ValueError(f"{spec} did not give a Scorer")
-    return cast(Scorer, scorer)
+    plugin = target if isinstance(target, ScorePlugin) and not isinstance(target, type) else target(list(nodes))
+    if not isinstance(plugin, ScorePlugin):
+        raise ValueError(f"{spec} did not give a Score plugin (name, score(pod, batch))")
+    return plugin
 
 
 def make_policy(
@@ -239,7 +224,7 @@ def make_policy(
     if name.startswith("learned:"):
         return LearnedPolicy(name[len("learned:") :], nodes, power_off)
     if name.startswith("py:"):
-        return ScorerPolicy(_load_scorer(name, nodes), name)
+        return PluginPolicy(_load_plugin(name, nodes), name)
     raise ValueError(
         f"unknown policy {name!r}; known: {', '.join(BUILTIN_POLICIES)}, {EXTENDER_POLICY}W, "
         f"{PROFILE_POLICY}FILE, learned:PATH, py:MODULE:ATTR"

@@ -117,6 +117,15 @@ def energy_plugin(
     )
 
 
+def heuristic_energy(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> EnergyPlugin:
+    """The energy plugin of the `heuristic` policy, which the simulator's features (DQN
+    episodes, the gym environment, the decision log) also use: ΔP_ref is the largest full-load
+    power in the cluster, so the 0–100 scale does not saturate and every candidate's extra
+    watts stay distinguishable; consolidation is on exactly when nodes can power off, at the
+    plugin's default reference load (not tuned to any trace)."""
+    return energy_plugin(nodes, power_off, largest_full_load_watts(nodes))
+
+
 def extender_weight(name: str) -> int:
     """W of `default+extender:W` (an integer ≥ 1, as an extender's weight must be)."""
     text = name[len(EXTENDER_POLICY) :]
@@ -166,8 +175,7 @@ def named_profile(
             kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
         )
     if name == "heuristic":
-        plugin = energy_plugin(nodes, power_off, largest_full_load_watts(nodes))
-        return ProfileSetup(Profile("heuristic", default_filters(), [(plugin, 1)]))
+        return ProfileSetup(Profile("heuristic", default_filters(), [(heuristic_energy(nodes, power_off), 1)]))
     if name.startswith(PROFILE_POLICY):
         return load_profile_file(name[len(PROFILE_POLICY) :], nodes, power_off, name)
     return None

@@ -20,11 +20,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.cluster import ClusterModel
-from rl.policies import heuristic_scorer
+from rl.profiles import heuristic_energy
 from rl.scenario import NodeSpec
 from scheduler.collector import CandidateRecord, DecisionCollector
 from scheduler.features_v2 import FEATURE_SCHEMA_V2, V2Features
-from scheduler.model import NodeTelemetry
+from scheduler.framework.batch import CandidateBatch
+from scheduler.framework.decision import ranked
+from scheduler.model import REASONS, NodeTelemetry
 
 SOURCE = "simulated"
 
@@ -44,9 +46,9 @@ class SimDecisionLog:
         self._pending: list[tuple[float, str, str, NodeTelemetry]] = []
         self._run = ""
         self._sim: Any = None
-        self._scorer = heuristic_scorer(self.nodes, cluster.policy_power_off())
+        self._energy = heuristic_energy(self.nodes, cluster.policy_power_off())
         self._workloads: dict[str, Any] = {}
-        self._features = V2Features(self._scorer, lambda name: self._workloads.get(name))
+        self._features = V2Features(self._energy, lambda name: self._workloads.get(name))
 
     def start(self, sim: Any, label: str, seed: int) -> None:
         self._sim, self._run, self._pending = sim, f"{label}#{seed}", []
@@ -73,37 +75,39 @@ class SimDecisionLog:
         self._flush()
         self._workloads = sim.workloads()
         now = decision.now
-        results = self._scorer.score(decision.info, decision.feasible, now)
-        ranked = sorted(results, key=lambda r: (-r.score, r.node))
+        feasible = decision.feasible
+        batch = CandidateBatch.of(feasible, now)
+        scores = self._energy.evaluate(decision.info, batch)
+        names = batch.names
+        order = ranked(scores.score, names, len(names))
         limit = self.collector.config.max_candidates
-        kept = [r for i, r in enumerate(ranked) if i < limit or r.node == chosen]
-        states = {s.info.name: s for s in decision.feasible}
-        candidates = [
-            CandidateRecord(
-                node=r.node,
-                score=r.score,
-                delta_watts=r.delta_watts,
-                reason=r.reason,
+        kept = [i for rank, i in enumerate(order) if rank < limit or names[i] == chosen]
+        candidates = []
+        for i in kept:
+            state, delta = feasible[i], float(scores.delta_watts[i])
+            candidates.append(CandidateRecord(
+                node=names[i],
+                score=float(scores.score[i]),
+                delta_watts=None if delta != delta else delta,
+                reason=REASONS[int(scores.reason[i])],
                 telemetry_age_seconds=(
-                    t.age_seconds(now) if (t := states[r.node].telemetry) is not None else None
+                    t.age_seconds(now) if (t := state.telemetry) is not None else None
                 ),
-                features=self._features(decision.info, states[r.node], now),
-            )
-            for r in kept
-        ]
+                features=self._features(decision.info, state, now),
+            ))
         decision_id = self.collector.record_decision(
             source="simulator",
             mode="active",
             pod=decision.info,
             candidates=candidates,
             chosen=chosen,
-            recommended=ranked[0].node if ranked else None,
+            recommended=names[order[0]] if order else None,
             default_choice=None,
             scorer=self._run.split("#")[0],
             wall_time=now,
             extra={
                 "run": self._run,
-                "candidate_count": len(results),
+                "candidate_count": len(names),
                 "feature_schema": FEATURE_SCHEMA_V2.version,
             },
         )

@@ -27,7 +27,7 @@ from scheduler.config import (
     Config,
     ConfigError,
     build_api_client,
-    build_scorer,
+    build_energy_plugin,
     build_store,
     kubernetes_configured,
     load_config,
@@ -149,7 +149,7 @@ def build_extender(config: Config, collector_path: str | None = None) -> Extende
     from scheduler.extender.core import Extender
     from scheduler.extender.decisions import MemoryRecorder
 
-    scorer = build_scorer(config)
+    energy = build_energy_plugin(config)
     watch_on = config.extender.watch_cluster
     if watch_on is None:
         watch_on = kubernetes_configured(config)
@@ -168,8 +168,8 @@ def build_extender(config: Config, collector_path: str | None = None) -> Extende
         recorder = ExtenderRecorder(
             collector,
             also=recorder,
-            features=lambda pod, state, now: node_features(pod, state, now, scorer),
-            scorer=scorer.name,
+            features=lambda pod, state, now: node_features(pod, state, now, energy),
+            scorer=config.scorer.name,
         )
     watch = None
     if watch_on:
@@ -179,7 +179,7 @@ def build_extender(config: Config, collector_path: str | None = None) -> Extende
         # No scheduler name: the extender only counts what kube-scheduler binds.
         watch = ClusterWatch(KubeWatchApi(api), ClusterCache(None))
     extender = Extender(
-        scorer,
+        energy,
         store,
         mode=config.mode,
         power_caps_watts=config.power_caps_watts,

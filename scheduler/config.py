@@ -77,8 +77,8 @@ from scheduler.framework.decision import MODES
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile
 from scheduler.framework.sampling import num_feasible_nodes_to_find
+from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, EnergyPlugin
 from scheduler.rebalancer.settings import RebalancerConfig, rebalancer_config
-from scheduler.scorer import DEFAULT_CONSOLIDATION_UTILIZATION, HeuristicScorer
 from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
     NodeCoresFromKubernetes,
@@ -273,7 +273,6 @@ def _profile(data: Any, curves: Mapping[str, PowerCurve]) -> tuple[Mapping[str, 
     """The profile entries, checked by building them once (with a stand-in energy plugin)."""
     if data is None:
         return None
-    from scheduler.plugins.energy import EnergyPlugin
     from scheduler.plugins.registry import PluginContext, score_entries
 
     try:
@@ -312,20 +311,17 @@ def load_config(path: str | Path | None) -> Config:
 # -- building the parts from the configuration ---------------------------------------------------
 
 
-def build_scorer(config: Config) -> HeuristicScorer:
-    return HeuristicScorer(
+def build_energy_plugin(config: Config) -> EnergyPlugin:
+    """kubejoule's energy Score plugin with the `scorer:` section's settings, the staleness
+    limit and the configured curves: what the extender serves and the standalone scheduler's
+    profile scores with."""
+    return EnergyPlugin(
         delta_p_ref_watts=config.scorer.delta_p_ref_watts,
         consolidation=config.scorer.consolidation,
         consolidation_utilization=config.scorer.consolidation_utilization,
         max_staleness_seconds=config.max_staleness_seconds,
         curves=config.curves,
     )
-
-
-def build_energy_plugin(config: Config) -> ScorePlugin:
-    """kubejoule's energy Score plugin with the `scorer:` section's settings (the one
-    `build_scorer` wraps)."""
-    return build_scorer(config).energy
 
 
 def build_profile(

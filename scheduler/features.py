@@ -46,7 +46,6 @@ from scheduler.framework.batch import CandidateBatch
 from scheduler.model import REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.plugins.energy import CURVE_FROM_FIT, EnergyPlugin, EnergyScores
 from scheduler.plugins.energy import request_cores as pod_request_cores
-from scheduler.scorer import HeuristicScorer
 
 SCHEMA_VERSION = "kubejoule.features/v1"
 
@@ -141,7 +140,6 @@ def pod_features(pod: PodInfo) -> Features:
 # `*_known` flags say it is unknown), a collector's feature dict as None. A single node is a
 # batch of one (`node_features()`).
 
-EnergySource = HeuristicScorer | EnergyPlugin
 _NAN = float("nan")
 # A node's pod-independent values (`_NodeValues.row`), in this order.
 _VALUE_NAMES = (
@@ -151,11 +149,6 @@ _VALUE_NAMES = (
 _VALUES_KEY = "kubejoule.features"  # the owner of the derived columns (with the energy plugin)
 MAX_CURVES = 65_536  # curves whose end points are kept before the table is emptied
 _NO_CHECK = object()  # a row whose curve cannot change while its NodeState stays the same
-
-
-def energy_plugin(scorer: EnergySource) -> EnergyPlugin:
-    """The energy plugin behind `scorer` (a HeuristicScorer wraps one)."""
-    return scorer.energy if isinstance(scorer, HeuristicScorer) else scorer
 
 
 class _NodeValues:
@@ -242,12 +235,11 @@ def _divide(top: np.ndarray | float, bottom: np.ndarray, valid: np.ndarray) -> n
 
 
 def node_columns(
-    pod: PodInfo, batch: CandidateBatch, scorer: EnergySource, scores: EnergyScores | None = None
+    pod: PodInfo, batch: CandidateBatch, energy: EnergyPlugin, scores: EnergyScores | None = None
 ) -> dict[str, np.ndarray]:
     """Every candidate's node features (NODE_FEATURES) as float64 columns, NaN where unknown.
-    `scorer`'s energy plugin supplies ΔP (`scores`: its evaluation of `pod` over `batch`, when
+    The energy plugin supplies ΔP (`scores`: its evaluation of `pod` over `batch`, when
     already computed), curves and the staleness limit."""
-    energy = energy_plugin(scorer)
     if scores is None:
         scores = energy.evaluate(pod, batch)  # first: pricing teaches the plugin the samples
     cache = node_values(energy)
@@ -301,9 +293,9 @@ def column_features(columns: Mapping[str, np.ndarray], row: int = 0) -> Features
     return out
 
 
-def node_features(pod: PodInfo, node: NodeState, now: float, scorer: EnergySource) -> Features:
+def node_features(pod: PodInfo, node: NodeState, now: float, energy: EnergyPlugin) -> Features:
     """The node features of one candidate (a batch of one; None where unknown)."""
-    return column_features(node_columns(pod, CandidateBatch.of([node], now), scorer))
+    return column_features(node_columns(pod, CandidateBatch.of([node], now), energy))
 
 
 def encode(features: Mapping[str, float | None], names: Sequence[str]) -> list[float]:
@@ -312,10 +304,10 @@ def encode(features: Mapping[str, float | None], names: Sequence[str]) -> list[f
 
 
 def candidate_matrix(
-    pod: PodInfo, nodes: Sequence[NodeState], now: float, scorer: EnergySource
+    pod: PodInfo, nodes: Sequence[NodeState], now: float, energy: EnergyPlugin
 ) -> list[list[float]]:
     """One row per candidate: encoded node features followed by the pod's features."""
-    columns = node_columns(pod, CandidateBatch.of(nodes, now), scorer)
+    columns = node_columns(pod, CandidateBatch.of(nodes, now), energy)
     pod_row = encode(pod_features(pod), POD_FEATURES)
     rows: list[list[float]] = encode_columns(columns, NODE_FEATURES, pod_row).tolist()
     return rows

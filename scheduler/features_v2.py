@@ -33,20 +33,18 @@ import numpy as np
 from scheduler.features import (
     NODE_FEATURES,
     POD_FEATURES,
-    EnergySource,
     Features,
     FeatureSchema,
     column_features,
     encode,
     encode_columns,
-    energy_plugin,
     node_columns,
     node_values,
     pod_features,
 )
 from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeState, PodInfo
-from scheduler.plugins.energy import EnergyScores
+from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 SCHEMA_VERSION_V2 = "kubejoule.features/v2"
 MAX_WORKLOAD_AGE_SECONDS = 86_400.0
@@ -175,27 +173,27 @@ def _found(workloads: Workloads, names: Sequence[str]) -> list[NodeWorkload | No
 def node_columns_v2(
     pod: PodInfo,
     batch: CandidateBatch,
-    scorer: EnergySource,
+    energy: EnergyPlugin,
     workloads: Workloads = None,
     scores: EnergyScores | None = None,
 ) -> dict[str, np.ndarray]:
     """Every candidate's v2 node features as columns (NaN where unknown): node_columns() and
     the workload columns of each node's workload (looked up by name)."""
-    columns = node_columns(pod, batch, scorer, scores)
+    columns = node_columns(pod, batch, energy, scores)
     found = _found(workloads, batch.names)
-    columns.update(workload_columns(found, batch.now, node_values(energy_plugin(scorer))))
+    columns.update(workload_columns(found, batch.now, node_values(energy)))
     return columns
 
 
 def rows_v2(
     pod: PodInfo,
     batch: CandidateBatch,
-    scorer: EnergySource,
+    energy: EnergyPlugin,
     workloads: Workloads = None,
     scores: EnergyScores | None = None,
 ) -> np.ndarray:
     """Model rows (candidates × FEATURE_SCHEMA_V2.width): v2 node features, then the pod's."""
-    columns = node_columns_v2(pod, batch, scorer, workloads, scores)
+    columns = node_columns_v2(pod, batch, energy, workloads, scores)
     return encode_columns(columns, NODE_FEATURES_V2, encode(pod_features_v2(pod), POD_FEATURES_V2))
 
 
@@ -203,12 +201,12 @@ def node_features_v2(
     pod: PodInfo,
     node: NodeState,
     now: float,
-    scorer: EnergySource,
+    energy: EnergyPlugin,
     workload: NodeWorkload | None,
 ) -> Features:
     """The v2 node features of one candidate (a batch of one; None where unknown)."""
     batch = CandidateBatch.of([node], now)
-    return column_features(node_columns_v2(pod, batch, scorer, lambda name: workload))
+    return column_features(node_columns_v2(pod, batch, energy, lambda name: workload))
 
 
 class V2Features:
@@ -217,12 +215,12 @@ class V2Features:
 
     schema = FEATURE_SCHEMA_V2
 
-    def __init__(self, scorer: EnergySource, workload: Callable[[str], NodeWorkload | None]):
-        self.scorer = scorer
+    def __init__(self, energy: EnergyPlugin, workload: Callable[[str], NodeWorkload | None]):
+        self.energy = energy
         self.workload = workload
 
     def __call__(self, pod: PodInfo, node: NodeState, now: float) -> Features:
-        features = node_features_v2(pod, node, now, self.scorer, self.workload(node.info.name))
+        features = node_features_v2(pod, node, now, self.energy, self.workload(node.info.name))
         features.update(pod_features_v2(pod))
         return features
 
@@ -231,8 +229,8 @@ def candidate_matrix_v2(
     pod: PodInfo,
     nodes: Sequence[NodeState],
     now: float,
-    scorer: EnergySource,
+    energy: EnergyPlugin,
     workloads: Mapping[str, NodeWorkload] | None = None,
 ) -> np.ndarray:
     """One row per candidate: encoded v2 node features followed by the pod's v2 features."""
-    return rows_v2(pod, CandidateBatch.of(nodes, now), scorer, workloads)
+    return rows_v2(pod, CandidateBatch.of(nodes, now), energy, workloads)

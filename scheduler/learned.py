@@ -1,4 +1,5 @@
-"""Serving a learned model without torch: a numpy forward pass over exported weights.
+"""A learned model's file and its numpy forward pass (served by the `learned` Score plugin,
+`scheduler.plugins.learned`, without torch).
 
 A model file (`.npz`, written by `rl.dqn`/`rl.mlp` beside their `.pt` checkpoint) holds
 
@@ -12,34 +13,26 @@ A model file (`.npz`, written by `rl.dqn`/`rl.mlp` beside their `.pt` checkpoint
   `{center, spread, sign}` and the training metadata.
 
 Score: `100 / (1 + exp(−sign × (output − center) / spread))`, a fixed map stored with the model,
-so a score depends only on the node and the pod. A row whose telemetry is missing or stale
-(`telemetry_fresh` = 0) scores 0, the floor — the energy plugin's score for a node it cannot
-price — so a node without fresh telemetry is never preferred over a measured one by this plugin
-(missing data never wins; docs/learned.md says why not a worst-state price). A model built for
-another feature schema is refused with `ModelError` naming both schemas.
+so a score depends only on the node and the pod (the plugin scores rows without fresh telemetry
+0: `scheduler.plugins.learned`). A model built for another feature schema is refused with
+`ModelError` naming both schemas.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from scheduler.features import EnergySource, FeatureSchema, SchemaMismatch
-from scheduler.features_v2 import FEATURE_SCHEMA_V2, Workloads, rows_v2
-from scheduler.framework.batch import CandidateBatch
-from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
-from scheduler.model import REASON_OK, REASON_STALE, NodeState, PodInfo, ScoreResult
-from scheduler.plugins.energy import EnergyScores
+from scheduler.features import FeatureSchema, SchemaMismatch
+from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.framework.interface import MAX_NODE_SCORE
 
-NAME = "learned"
 KINDS = ("dqn", "mlp")
-# The score of a node without fresh telemetry: the floor, never above a measured node's.
-UNMEASURED_SCORE = float(MIN_NODE_SCORE)
 
 
 class ModelError(ValueError):
@@ -155,54 +148,3 @@ def load_numpy_model(
     if score_map.spread <= 0 or score_map.sign not in (-1.0, 1.0):
         raise ModelError(f"{file}: bad score map {meta['score_map']}")
     return NumpyModel(layers, mean, scale, score_map, schema, meta)
-
-
-class LearnedScorer:
-    """A model as a `Scorer` (scheduler.model): features of every candidate, one batched pass,
-    the fixed score map; 0 (UNMEASURED_SCORE) where telemetry is missing or stale.
-
-    `feature_scorer` (the energy plugin, or a HeuristicScorer around it) supplies the v1
-    features that come from the heuristic (curves, ΔP, staleness limit); `workloads`, if given,
-    returns the nodes' v2 workloads — a mapping by name or a function of the name (else
-    unknown)."""
-
-    name = NAME
-
-    def __init__(
-        self,
-        model: NumpyModel,
-        feature_scorer: EnergySource,
-        workloads: Callable[[], Workloads] | None = None,
-    ) -> None:
-        self.model = model
-        self.feature_scorer = feature_scorer
-        self.workloads = workloads
-        self._fresh = model.schema.node_features.index("telemetry_fresh")
-
-    def batch_rows(
-        self, pod: PodInfo, batch: CandidateBatch, scores: EnergyScores | None = None
-    ) -> np.ndarray:
-        """The v2 rows of every candidate of `batch`, built from its columns (`scores`: the
-        energy plugin's evaluation of `pod` over `batch`, when already computed)."""
-        known = self.workloads() if self.workloads is not None else None
-        return rows_v2(pod, batch, self.feature_scorer, known, scores)
-
-    def rows(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> np.ndarray:
-        return self.batch_rows(pod, CandidateBatch.of(nodes, now))
-
-    def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Scores and a fresh-telemetry mask for encoded rows."""
-        fresh = rows[:, self._fresh] > 0.5
-        scores = np.full(len(rows), UNMEASURED_SCORE, dtype=np.float64)
-        if fresh.any():
-            scores[fresh] = self.model.scores(rows[fresh])
-        return scores, fresh
-
-    def score(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
-        if not nodes:
-            return []
-        scores, fresh = self.score_rows(self.rows(pod, nodes, now))
-        return [
-            ScoreResult(node.info.name, float(s), None, REASON_OK if ok else REASON_STALE)
-            for node, s, ok in zip(nodes, scores.tolist(), fresh.tolist(), strict=True)
-        ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from agent.kubetime import parse_timestamp
 from agent.quantity import quantity_units
@@ -610,27 +610,10 @@ class NodeState:
 # "Missing telemetry never wins".)
 NEUTRAL_SCORE = 50.0
 
-# Why a score is or is not from fresh telemetry (ScoreResult.reason); batch scores carry them
-# as small integers, their index in REASONS.
+# Why a score is or is not from fresh telemetry; scores carry them as small integers, their
+# index in REASONS, until a decision line or an answer is written.
 REASON_OK = "ok"
 REASON_STALE = "stale"
 REASON_MISSING = "missing"
 REASON_NO_CURVE = "no_curve"
 REASONS = (REASON_OK, REASON_STALE, REASON_MISSING, REASON_NO_CURVE)
-
-
-@dataclass(frozen=True)
-class ScoreResult:
-    node: str
-    score: float  # 0..100, absolute
-    delta_watts: float | None = None
-    reason: str = REASON_OK  # one of REASONS
-
-
-class Scorer(Protocol):
-    """Scores all candidate nodes for one pod in one call. Scores are absolute (0–100) and a
-    node's score never depends on which other candidates are offered."""
-
-    name: str
-
-    def score(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]: ...

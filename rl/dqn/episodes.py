@@ -4,7 +4,7 @@
   node kinds from the bundled SPECpower curves, a trace family and a load (15–50 % of the
   cluster's cores) and a seed, all from the training RNG.
 * Rows: feature schema v2 (`scheduler.features_v2`) of each feasible node, with the node
-  workloads the simulator knows; the v1 part comes from the heuristic's scorer configured as the
+  workloads the simulator knows; the v1 part comes from the heuristic's energy plugin configured as the
   `heuristic` policy is, exactly as the scheduler would compute it.
 * Reward of one decision: `−(cluster energy until the next decision) / joules_scale
   − pending_weight × (pod-hours not started meanwhile) − slowdown_weight × Σ slowdown of the
@@ -21,8 +21,8 @@ import numpy as np
 
 from rl.cluster import ClusterModel, simulation
 from rl.gate_run import gate_cluster
-from rl.policies import heuristic_scorer
 from rl.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace
+from rl.profiles import heuristic_energy
 from rl.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     NodeSpec,
@@ -33,7 +33,7 @@ from rl.scenario import (
 from rl.simulator import PlacementRequest, PowerOffModel
 from rl.tracegen import FAMILIES
 from scheduler.features_v2 import candidate_matrix_v2
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 
 
 def training_cluster(
@@ -94,7 +94,7 @@ class Episode:
         seed: int = 0,
     ) -> None:
         self.sim = simulation(nodes, pods, cluster, seed)
-        self.scorer: HeuristicScorer = heuristic_scorer(nodes, cluster.policy_power_off())
+        self.energy: EnergyPlugin = heuristic_energy(nodes, cluster.policy_power_off())
         self.reward = reward
         self.decision: PlacementRequest | None = self.sim.next_decision()
 
@@ -102,7 +102,7 @@ class Episode:
         """Feature rows (feasible × width) of the pending decision."""
         d = self.decision
         assert d is not None
-        matrix = candidate_matrix_v2(d.info, d.feasible, d.now, self.scorer, self.sim.workloads())
+        matrix = candidate_matrix_v2(d.info, d.feasible, d.now, self.energy, self.sim.workloads())
         return np.asarray(matrix, dtype=np.float64)
 
     def names(self) -> list[str]:

@@ -41,8 +41,8 @@ from scheduler.autoscaler.messages import (
     parse_request,
 )
 from scheduler.autoscaler.protos import expander_pb2
+from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION
 from scheduler.scheduler_metrics import LATENCY_BUCKETS_SECONDS
-from scheduler.scorer import DEFAULT_CONSOLIDATION_UTILIZATION
 
 log = logging.getLogger("kubejoule.expander")
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scheduler.model import REASON_OK, NodeState, PodInfo
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 
 
 def predicted_watts(
-    scorer: HeuristicScorer, pod: PodInfo, node: NodeState, now: float
+    energy: EnergyPlugin, pod: PodInfo, node: NodeState, now: float
 ) -> float | None:
     """The node's power with the pod on it: the measured watts, plus what the pods placed
     since the sample add on the curve, plus ΔP; without measured watts, the curve at the new
     utilization. None when unknown (which never filters a node)."""
     telemetry = node.telemetry
-    delta, reason = scorer.delta_watts(pod, node, now, with_idle=False)
+    delta, reason = energy.delta_watts(pod, node, now, with_idle=False)
     if delta is None or reason != REASON_OK or telemetry is None:
         return None
-    found = scorer.curve_for(node.info.name, telemetry)
-    now_u = scorer.utilization_with_assumed(node)
+    found = energy.curve_for(node.info.name, telemetry)
+    now_u = energy.utilization_with_assumed(node)
     # delta_watts() was OK: a curve, the sample's utilization and the cores are known.
     assert found is not None and now_u is not None and telemetry.utilization is not None
     curve = found[0]
@@ -30,7 +30,7 @@ def predicted_watts(
 
 
 def over_caps(
-    scorer: HeuristicScorer,
+    energy: EnergyPlugin,
     pod: PodInfo,
     nodes: Sequence[NodeState],
     now: float,
@@ -43,7 +43,7 @@ def over_caps(
         cap = caps_watts.get(node.info.name, default_cap_watts)
         if cap is None:
             continue
-        predicted = predicted_watts(scorer, pod, node, now)
+        predicted = predicted_watts(energy, pod, node, now)
         if predicted is not None and predicted > cap:
             failed[node.info.name] = (
                 f"kubejoule: the pod would take the node to {predicted:.0f} W, "

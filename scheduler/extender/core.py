@@ -25,16 +25,12 @@ from scheduler.extender.decisions import (
 )
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
 from scheduler.extender.state import ClusterView, NodeStates, Prepared
-from scheduler.extender.wire import (
-    MAX_EXTENDER_SCORE,
-    ExtenderArgs,
-    HostPriorityList,
-    body_limit_for,
-    to_extender_score,
-)
+from scheduler.extender.wire import ExtenderArgs, HostPriorityList, body_limit_for
+from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
+from scheduler.framework.interface import extender_priority
 from scheduler.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 
@@ -44,11 +40,12 @@ log = logging.getLogger(__name__)
 
 
 class Extender:
-    """Builds node states from the TelemetryStore and answers the extender verbs."""
+    """Builds node states from the TelemetryStore and answers the extender verbs with the
+    energy Score plugin (`energy`)."""
 
     def __init__(
         self,
-        scorer: HeuristicScorer,
+        energy: EnergyPlugin,
         store: TelemetryStore,
         mode: str = MODE_SHADOW,
         power_caps_watts: Mapping[str, float] | None = None,
@@ -60,7 +57,7 @@ class Extender:
     ) -> None:
         if mode not in (MODE_SHADOW, MODE_ACTIVE):
             raise ValueError(f"mode must be shadow or active, got {mode!r}")
-        self.scorer = scorer
+        self.energy = energy
         self.store = store
         self.mode = mode
         self.power_caps_watts = dict(power_caps_watts or {})
@@ -73,7 +70,7 @@ class Extender:
         if callable(stats):
             self.metrics.registry.register(_RecorderCollector(stats))
         self.cluster = cluster
-        self.states = NodeStates(scorer, store, cluster)
+        self.states = NodeStates(energy, store, cluster)
         self.on_start: list[Callable[[], None]] = []  # e.g. start the cluster watch
         self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision collector
         synced = getattr(cluster, "synced", None)
@@ -86,7 +83,7 @@ class Extender:
 
     def _observe(self, view: Mapping[str, NodeSample]) -> None:
         for sample in view.values():
-            self.scorer.observe(sample.telemetry)
+            self.energy.observe(sample.telemetry)
 
     def node_states(self, args: ExtenderArgs, prepared: Prepared | None = None) -> list[NodeState]:
         prepared = prepared or self.states.current()
@@ -103,11 +100,10 @@ class Extender:
         now = self.clock()
         pod = args.pod
         prepared = self.states.current()
-        batch = prepared.batch
         names = args.names
-        rows = batch.rows(names)
-        scores = self.scorer.score_batch(pod, batch, now, rows)
-        unknown = rows == len(batch.names)
+        rows = prepared.rows(names)
+        scores = self.energy.evaluate(pod, prepared.batch.at(now), rows=rows)
+        unknown = rows == prepared.sentinel
         item_states: list[NodeState] | None = None
         if args.node_items is not None:
             item_states, odd = self.states.for_items(args.node_infos, prepared)
@@ -117,16 +113,13 @@ class Extender:
             # A name the snapshot does not know scores as the batch's sentinel (no telemetry,
             # no spec) unless its spec or something of its own is known.
             redo = [i for i in np.flatnonzero(unknown).tolist()
-                    if self.states.has_spec(names[i]) or self.scorer.knows(names[i])]
+                    if self.states.has_spec(names[i]) or self.energy.knows(names[i])]
             redo_states = self.states.for_names([names[i] for i in redo], prepared)
         if redo:
-            singles = self.scorer.score(pod, redo_states, now)
-            for position, result in zip(redo, singles, strict=True):
-                scores.score[position] = result.score
-                scores.delta_watts[position] = (
-                    np.nan if result.delta_watts is None else result.delta_watts
-                )
-                scores.reason[position] = REASONS.index(result.reason)
+            alone = self.energy.evaluate(pod, CandidateBatch.of(redo_states, now))
+            scores.score[redo] = alone.score
+            scores.delta_watts[redo] = alone.delta_watts
+            scores.reason[redo] = alone.reason
         for code, count in enumerate(np.bincount(scores.reason, minlength=len(REASONS)).tolist()):
             if count and REASONS[code] != REASON_OK:
                 self.metrics.fallbacks.labels(REASONS[code]).inc(count)
@@ -136,31 +129,28 @@ class Extender:
         def nodes() -> list[NodeState]:
             if item_states is not None:
                 return item_states
-            states = [batch.state(row) for row in rows.tolist()]
+            states = prepared.batch.states
+            found = [states[row] for row in rows.tolist()]
             for position, state in zip(redo, redo_states, strict=True):
-                states[position] = state
-            return states
+                found[position] = state
+            return found
 
-        self._record(
-            ExtenderCall("prioritize", self.mode, now, pod, nodes, lambda: scores.results(names), recommended)
-        )
+        self._record(ExtenderCall("prioritize", self.mode, now, pod, names, nodes, scores, recommended))
         if self.mode == MODE_SHADOW:
-            return HostPriorityList(names, [to_extender_score(NEUTRAL_SCORE)] * len(names))
-        # to_extender_score() over the array: halves up, clamped to 0..10.
-        extender_scores = np.clip(
-            np.floor(scores.score * (MAX_EXTENDER_SCORE / 100.0) + 0.5), 0, MAX_EXTENDER_SCORE
-        ).astype(np.int64)
-        return HostPriorityList(names, extender_scores.tolist())
+            return HostPriorityList(names, extender_priority(np.full(len(names), NEUTRAL_SCORE)))
+        return HostPriorityList(names, extender_priority(scores.score))
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         now = self.clock()
         nodes = self.node_states(args)
         failed = over_caps(
-            self.scorer, args.pod, nodes, now, self.power_caps_watts, self.default_power_cap_watts
+            self.energy, args.pod, nodes, now, self.power_caps_watts, self.default_power_cap_watts
         )
         if failed:
             self.metrics.filtered.labels(self.mode).inc(len(failed))
-        self._record(ExtenderCall("filter", self.mode, now, args.pod, tuple(nodes), (), None, failed))
+        self._record(
+            ExtenderCall("filter", self.mode, now, args.pod, args.names, tuple(nodes), None, None, failed)
+        )
         if self.mode == MODE_SHADOW:
             failed = {}
         result: dict[str, Any] = {

@@ -14,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
-from scheduler.model import NodeState, PodInfo, ScoreResult
-from scheduler.scorer import REASON_OK, REASONS, BatchScores
+from scheduler.model import REASON_OK, REASONS, NodeState, PodInfo
+from scheduler.plugins.energy import EnergyScores
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 class ExtenderCall:
     """One extender call as the decision collector needs it.
 
-    `nodes` and `results` may be built lazily (large batches): the first access pays for them,
-    so a recorder that only counts or samples decisions stays cheap on the request path.
+    `names` are the nodes asked about, in order; `scores` the energy plugin's evaluation of the
+    pod over them (prioritize; None for filter), reasons as codes (`REASONS` names them when a
+    line is written). `nodes` may be built lazily (large batches): the first access pays for
+    them, so a recorder that only counts or samples decisions stays cheap on the request path.
     """
 
     def __init__(
@@ -33,8 +35,9 @@ class ExtenderCall:
         mode: str,
         wall_time: float,
         pod: PodInfo,
+        names: Sequence[str],
         nodes: Sequence[NodeState] | Callable[[], Sequence[NodeState]],
-        results: Sequence[ScoreResult] | Callable[[], Sequence[ScoreResult]],
+        scores: EnergyScores | None,
         recommended: str | None,
         failed: Mapping[str, str] | None = None,
     ) -> None:
@@ -42,19 +45,16 @@ class ExtenderCall:
         self.mode = mode
         self.wall_time = wall_time
         self.pod = pod
+        self.names = names
+        self.scores = scores
         self.recommended = recommended  # the energy-best node (prioritize)
         self.failed: Mapping[str, str] = failed or {}  # filter: node → why it would fail
         self._nodes = nodes
-        self._results = results
 
     @cached_property
     def nodes(self) -> tuple[NodeState, ...]:
+        """The NodeStates of `names`, in the same order."""
         return tuple(self._nodes() if callable(self._nodes) else self._nodes)
-
-    @cached_property
-    def results(self) -> tuple[ScoreResult, ...]:
-        """Energy scores (prioritize); empty for filter."""
-        return tuple(self._results() if callable(self._results) else self._results)
 
 
 class DecisionRecorder(Protocol):
@@ -118,7 +118,7 @@ class MemoryRecorder:
             )
 
 
-def recommend_batch(names: Sequence[str], scores: BatchScores) -> str | None:
+def recommend_batch(names: Sequence[str], scores: EnergyScores) -> str | None:
     """The best-scored node; ties go to the smaller ΔP, then the name (deterministic).
     None when no node had usable telemetry: there is nothing to recommend on."""
     ok = scores.reason == REASONS.index(REASON_OK)

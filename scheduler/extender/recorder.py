@@ -12,7 +12,8 @@ from typing import Any
 from scheduler.background import BackgroundQueue
 from scheduler.collector import CandidateRecord, DecisionCollector
 from scheduler.extender.decisions import ExtenderCall, Pending, expect_write
-from scheduler.model import PodInfo
+from scheduler.framework.decision import ranked
+from scheduler.model import REASONS, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -110,26 +111,32 @@ class ExtenderRecorder:
 
     def _write(self, decision: ExtenderCall) -> None:
         wall = float(decision.wall_time)
-        results = sorted(decision.results, key=lambda r: (-r.score, r.node))
+        scores = decision.scores
+        assert scores is not None  # prioritize calls only
+        names = decision.names
         limit = self.collector.config.max_candidates
-        kept = [r for i, r in enumerate(results) if i < limit or r.node == decision.recommended]
-        states = {n.info.name: n for n in decision.nodes} if kept else {}
+        kept = ranked(scores.score, names, limit)
+        if decision.recommended is not None and decision.recommended not in {names[i] for i in kept}:
+            kept += [i for i, name in enumerate(names) if name == decision.recommended][:1]
+            kept.sort(key=lambda i: (-float(scores.score[i]), names[i]))
+        nodes = decision.nodes if kept else ()
         candidates = []
-        for result in kept:
-            state = states.get(result.node)
-            telemetry = state.telemetry if state is not None else None
+        for i in kept:
+            state = nodes[i]
+            telemetry = state.telemetry
+            delta = float(scores.delta_watts[i])
             candidates.append(
                 CandidateRecord(
-                    node=result.node,
-                    score=result.score,
-                    delta_watts=result.delta_watts,
-                    reason=result.reason,
+                    node=names[i],
+                    score=float(scores.score[i]),
+                    delta_watts=None if delta != delta else delta,
+                    reason=REASONS[int(scores.reason[i])],
                     telemetry_age_seconds=(
                         telemetry.age_seconds(wall) if telemetry is not None else None
                     ),
                     features=(
                         self.features(decision.pod, state, wall)
-                        if self.features is not None and state is not None
+                        if self.features is not None
                         else None
                     ),
                 )
@@ -144,5 +151,5 @@ class ExtenderRecorder:
             default_choice=None,
             scorer=self.scorer,
             wall_time=wall,
-            extra={"candidate_count": len(results)},
+            extra={"candidate_count": len(names)},
         )

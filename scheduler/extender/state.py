@@ -21,10 +21,14 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Protocol
 
+import numpy as np
+
+from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
-from scheduler.scorer import HeuristicScorer, NodeBatch
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 
@@ -51,24 +55,56 @@ MAX_CACHED_NODE_SPECS = 100_000
 PREPARE_INTERVAL_SECONDS = 0.2
 
 
+# The last row of every prepared batch: a node without telemetry, spec or history, scored as
+# the energy plugin scores any such node (a name the snapshot does not know maps to it).
+_SENTINEL = NodeState(NodeInfo("", Resources()))
+
+
 @dataclass(frozen=True)
 class Prepared:
-    """One consistent snapshot: the telemetry view, the states built from it, their batch."""
+    """One consistent snapshot: the telemetry view, the states built from it, and their
+    candidate batch with the energy plugin's columns computed (its last row the sentinel)."""
 
     view: Mapping[str, NodeSample]
     states: Mapping[str, NodeState]
-    batch: NodeBatch
+    batch: CandidateBatch
     from_cluster: frozenset[str] = field(default_factory=frozenset)  # names the cluster knows
     cluster_synced: bool = True  # the cluster view had listed everything (or there is none)
+    index: Mapping[str, int] = field(default_factory=dict)  # name → batch row
+
+    @classmethod
+    def build(
+        cls,
+        energy: EnergyPlugin,
+        view: Mapping[str, NodeSample],
+        states: Mapping[str, NodeState],
+        from_cluster: frozenset[str] = frozenset(),
+        cluster_synced: bool = True,
+    ) -> Prepared:
+        ordered = [states[name] for name in sorted(states)]
+        batch = CandidateBatch.of([*ordered, _SENTINEL])
+        energy.columns(batch)  # the pod-independent work, done here
+        index = {state.info.name: row for row, state in enumerate(ordered)}
+        return cls(view, states, batch, from_cluster, cluster_synced, index)
+
+    @property
+    def sentinel(self) -> int:
+        """The sentinel's row (the number of nodes)."""
+        return len(self.batch) - 1
+
+    def rows(self, names: Sequence[str]) -> np.ndarray:
+        """The batch row of each name; unknown names get the sentinel row."""
+        found = list(map(self.index.get, names, repeat(self.sentinel, len(names))))
+        return np.array(found, dtype=np.intp)
 
 
 class NodeStates:
     """Builds and publishes `Prepared` snapshots (see the module docstring)."""
 
     def __init__(
-        self, scorer: HeuristicScorer, store: TelemetryStore, cluster: ClusterView | None
+        self, energy: EnergyPlugin, store: TelemetryStore, cluster: ClusterView | None
     ) -> None:
-        self.scorer = scorer
+        self.energy = energy
         self.store = store
         self.cluster = cluster
         # Node objects seen in Nodes.items payloads: their allocatable CPU serves the NodeNames
@@ -132,10 +168,7 @@ class NodeStates:
                 and all(previous.states.get(name) is state for name, state in states.items())
             ):
                 return previous  # nothing changed (a cluster event that moved no state)
-            ordered = [states[name] for name in sorted(states)]
-            prepared = Prepared(
-                view, states, self.scorer.prepare_batch(ordered), from_cluster, synced
-            )
+            prepared = Prepared.build(self.energy, view, states, from_cluster, synced)
             self._current = prepared
             self.builds += 1
             return prepared
@@ -220,10 +253,6 @@ class NodeStates:
         """Nodes in the published snapshot (0 before the first)."""
         prepared = self._current
         return len(prepared.states) if prepared is not None else 0
-
-    def batch(self) -> NodeBatch:
-        """Every node with telemetry (or known to the cluster view), prepared for scoring."""
-        return self.current().batch
 
     def has_spec(self, name: str) -> bool:
         """Whether a Node object for `name` was seen in a Nodes.items body."""

@@ -18,7 +18,6 @@ scheduled without it; the next pod tries again).
 from __future__ import annotations
 
 import gc
-import math
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+import numpy as np
 import orjson
 from fastapi import Request
 from fastapi.responses import Response
@@ -34,7 +34,6 @@ from starlette.requests import ClientDisconnect
 from scheduler.extender import jsonwalk
 from scheduler.model import NodeInfo, PodInfo
 
-MAX_EXTENDER_SCORE = 10  # kube-scheduler's extenderv1.MaxExtenderPriority
 # The body limit, unless configured: room for a Nodes.items body of every known node. A Node
 # as kube-scheduler sends it is 5–8 KB (labels, annotations, conditions, an images list of up
 # to the kubelet's 50 images); 16 KiB each leaves room for more, and the floor for the Pod.
@@ -108,24 +107,20 @@ class BodyBudget:
         )
 
 
-def to_extender_score(score: float) -> int:
-    """0–100 → kube-scheduler's 0–10 integers, halves rounded up (50, neutral, → 5)."""
-    return max(0, min(MAX_EXTENDER_SCORE, math.floor(score * MAX_EXTENDER_SCORE / 100.0 + 0.5)))
-
-
 class HostPriorityList:
     """`[{"Host": name, "Score": n}, …]`, encoded straight to JSON (thousands of entries: the
     generic encoder was the slowest part of a 5,000-node answer)."""
 
-    def __init__(self, names: Sequence[str], scores: Sequence[int]) -> None:
+    def __init__(self, names: Sequence[str], scores: Sequence[int] | np.ndarray) -> None:
         self.names = names
         self.scores = scores
 
     def to_json(self) -> str:
         encode = encode_basestring_ascii
+        scores = self.scores.tolist() if isinstance(self.scores, np.ndarray) else self.scores
         items = [
             f'{{"Host":{encode(name)},"Score":{int(score)}}}'
-            for name, score in zip(self.names, self.scores, strict=True)
+            for name, score in zip(self.names, scores, strict=True)
         ]
         return "[" + ",".join(items) + "]"
 

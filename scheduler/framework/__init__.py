@@ -10,6 +10,7 @@ from scheduler.framework.interface import (
     FilterPlugin,
     NormalizingPlugin,
     ScorePlugin,
+    extender_priority,
     normalized,
 )
 from scheduler.framework.profile import Profile, Scored, select_best
@@ -24,6 +25,7 @@ __all__ = [
     "Profile",
     "ScorePlugin",
     "Scored",
+    "extender_priority",
     "normalized",
     "select_best",
 ]

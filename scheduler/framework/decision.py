@@ -25,6 +25,20 @@ def _empty(dtype: type = np.float64) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
 
 
+def ranked(score: np.ndarray, names: Sequence[str], count: int) -> list[int]:
+    """Indices of the `count` best scores, best first, ties by node name."""
+    if count <= 0 or not len(names):
+        return []
+    if count < len(names):
+        part = np.argpartition(-score, count - 1)[:count]
+        cutoff = score[part].min()
+        candidates = np.flatnonzero(score >= cutoff)  # keep every tie at the cutoff
+    else:
+        candidates = np.arange(len(names))
+    order = sorted(candidates.tolist(), key=lambda i: (-float(score[i]), names[i]))
+    return order[:count]
+
+
 @dataclass
 class Decision:
     """A pod, the candidates that were scored (the feasible nodes, or kube-scheduler's sample
@@ -66,18 +80,7 @@ class Decision:
 
     def ranked(self, count: int) -> list[int]:
         """Indices of the `count` best scores (ties by node name)."""
-        if count <= 0 or not self.states:
-            return []
-        if count < len(self.states):
-            part = np.argpartition(-self.score, count - 1)[:count]
-            cutoff = self.score[part].min()
-            candidates = np.flatnonzero(self.score >= cutoff)  # keep every tie at the cutoff
-        else:
-            candidates = np.arange(len(self.states))
-        order = sorted(
-            candidates.tolist(), key=lambda i: (-float(self.score[i]), self.states[i].info.name)
-        )
-        return order[:count]
+        return ranked(self.score, self.names, count)
 
     def top_scores(self, count: int) -> dict[str, float]:
         return {

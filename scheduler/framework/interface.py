@@ -27,6 +27,16 @@ MIN_NODE_SCORE = 0
 MAX_EXTENDER_PRIORITY = 10
 
 
+def extender_priority(scores: np.ndarray) -> np.ndarray:
+    """Scores on 0–100 → an extender's 0–10 integers (extenderv1.HostPriority), halves rounded
+    up (50, neutral, → 5), clamped to 0–10: the one rounding the extender answers with and the
+    simulator's view of an extender uses."""
+    scaled = np.floor(
+        np.asarray(scores, dtype=np.float64) * MAX_EXTENDER_PRIORITY / MAX_NODE_SCORE + 0.5
+    )
+    return np.clip(scaled, MIN_NODE_SCORE, MAX_EXTENDER_PRIORITY).astype(np.int64)
+
+
 @runtime_checkable
 class ScorePlugin(Protocol):
     name: str

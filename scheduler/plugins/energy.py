@@ -86,7 +86,6 @@ from scheduler.model import (
     NodeState,
     NodeTelemetry,
     PodInfo,
-    ScoreResult,
 )
 from scheduler.plugins.energy_history import LinearFit, NodeHistory
 from scheduler.plugins.energy_price import (
@@ -136,16 +135,8 @@ class EnergyScores:
     reason: np.ndarray  # int8 index into REASONS
 
     def reasons(self) -> list[str]:
+        """The reasons' names (the codes stay codes until a line or an answer is written)."""
         return [REASONS[code] for code in self.reason.tolist()]
-
-    def results(self, names: Sequence[str]) -> list[ScoreResult]:
-        return [
-            ScoreResult(name, score, None if delta != delta else delta, REASONS[code])
-            for name, score, delta, code in zip(
-                names, self.score.tolist(), self.delta_watts.tolist(), self.reason.tolist(),
-                strict=True,
-            )
-        ]
 
 
 class _Prepared:
@@ -399,11 +390,6 @@ class EnergyPlugin:
 
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
         return self.evaluate(pod, batch).score
-
-    def results(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> list[ScoreResult]:
-        """The scores of `nodes` for `pod` as ScoreResults (the `Scorer` shape)."""
-        batch = CandidateBatch.of(nodes, now)
-        return self.evaluate(pod, batch).results(batch.names)
 
     def delta_watts(
         self, pod: PodInfo, node: NodeState, now: float, with_idle: bool = True

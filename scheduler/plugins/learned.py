@@ -3,15 +3,21 @@ a numpy forward pass (`scheduler.learned`) — the scheduler never needs torch.
 
 Configuration: `{name: learned, args: {model: PATH}}` (PATH: the `.npz` exported beside the
 `.pt` checkpoint, or the `.pt` path, whose `.npz` sibling is loaded). Scores are absolute 0–100
-from the model's fixed score map, one batched pass over the candidates, 0 (the floor) where the
-telemetry is missing or stale, so missing data never wins; no NormalizeScore step, so a node's score never depends on the
-other candidates. A model built for another feature schema refuses to load (ModelError).
+from the model's fixed score map, one batched pass over the candidates' feature rows (schema
+v2), no NormalizeScore step, so a node's score never depends on the other candidates.
+
+A row whose telemetry is missing or stale (`telemetry_fresh` = 0) scores 0
+(UNMEASURED_SCORE), the floor — the energy plugin's score for a node it cannot price — so a node
+without fresh telemetry is never preferred over a measured one by this plugin (missing data
+never wins; docs/learned.md says why not a worst-state price). A model built for another
+feature schema refuses to load (ModelError).
 
 The v1 features that come from the heuristic (curves, ΔP, staleness limit) are computed with
 `energy`, the scheduler's configured energy plugin (the profile's `KubejouleEnergy`, built by
-`scheduler.config.build_scorer` from the `scorer:` section), as training computed them with the
-simulator's; the v2 workload features with `workload(name)`, the standalone scheduler's cluster
-cache (`ClusterCache.workload`), or unknown without one.
+`scheduler.config.build_energy_plugin` from the `scorer:` section), as training computed them
+with the simulator's; the v2 workload features with `workload(name)` (the standalone
+scheduler's cluster cache, `ClusterCache.workload`) or `workloads()` (a mapping by name: the
+simulator's), else unknown.
 """
 
 from __future__ import annotations
@@ -22,14 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.features import EnergySource
 from scheduler.features_v2 import NodeWorkload, rows_v2
 from scheduler.framework.batch import CandidateBatch
-from scheduler.learned import LearnedScorer, load_numpy_model
+from scheduler.framework.interface import MIN_NODE_SCORE
+from scheduler.learned import NumpyModel, load_numpy_model
 from scheduler.model import NodeState, PodInfo
-from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 NAME = "learned"
+# The score of a node without fresh telemetry: the floor, never above a measured node's.
+UNMEASURED_SCORE = float(MIN_NODE_SCORE)
 
 WorkloadLookup = Callable[[str], NodeWorkload | None]
 
@@ -39,22 +47,26 @@ class LearnedPlugin:
 
     def __init__(
         self,
-        model: str | Path,
-        energy: EnergySource | None = None,
+        model: str | Path | NumpyModel,
+        energy: EnergyPlugin | None = None,
         workload: WorkloadLookup | None = None,
-        workloads: Callable[[], Mapping[str, NodeWorkload]] | None = None,
+        workloads: Callable[[], Mapping[str, NodeWorkload] | None] | None = None,
     ) -> None:
-        """`energy`: the plugin the v1 features are computed with (default: a default
-        EnergyPlugin, which the scheduler replaces by its configured one); `workload(name)` or
-        `workloads()` (a mapping by name): the nodes' v2 workloads."""
+        """`model`: a model file (or one loaded); `energy`: the plugin the v1 features are
+        computed with (default: a default EnergyPlugin, which the scheduler replaces by its
+        configured one); `workload(name)` or `workloads()` (a mapping by name): the nodes'
+        v2 workloads."""
         if workload is not None and workloads is not None:
             raise ValueError("give workload or workloads, not both")
-        self.scorer = LearnedScorer(load_numpy_model(model), energy or EnergyPlugin(), workloads)
+        self.model = model if isinstance(model, NumpyModel) else load_numpy_model(model)
+        self.energy = energy or EnergyPlugin()
         self.workload = workload
-        # name → (the NodeState it was read for, its workload): see _workloads()
+        self.workloads = workloads
+        self._fresh = self.model.schema.node_features.index("telemetry_fresh")
+        # name → (the NodeState it was read for, its workload): see _read_workloads()
         self._read: dict[str, tuple[NodeState, NodeWorkload | None]] = {}
 
-    def _workloads(self, batch: CandidateBatch) -> list[NodeWorkload | None]:
+    def _read_workloads(self, batch: CandidateBatch) -> list[NodeWorkload | None]:
         """`workload(name)` of every candidate, read again only for nodes whose NodeState is
         not the one it was read for: the cluster cache writes a new state for a node whenever
         a pod is placed on or removed from it, and a new NodeInfo when its spec (taints)
@@ -71,21 +83,33 @@ class LearnedPlugin:
             found.append(entry[1])
         return found
 
-    def rows(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
-        """The v2 rows of every candidate, as the model sees them."""
+    def rows(
+        self, pod: PodInfo, batch: CandidateBatch, scores: EnergyScores | None = None
+    ) -> np.ndarray:
+        """The v2 rows of every candidate, as the model sees them (`scores`: the energy
+        plugin's evaluation of `pod` over `batch`, when already computed)."""
         if self.workload is not None:
-            return rows_v2(pod, batch, self.scorer.feature_scorer, self._workloads(batch))
-        return self.scorer.batch_rows(pod, batch)
+            return rows_v2(pod, batch, self.energy, self._read_workloads(batch), scores)
+        known = self.workloads() if self.workloads is not None else None
+        return rows_v2(pod, batch, self.energy, known, scores)
+
+    def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Scores and a fresh-telemetry mask for encoded rows."""
+        fresh = rows[:, self._fresh] > 0.5
+        scores = np.full(len(rows), UNMEASURED_SCORE, dtype=np.float64)
+        if fresh.any():
+            scores[fresh] = self.model.scores(rows[fresh])
+        return scores, fresh
 
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
         if len(batch) == 0:
             return np.zeros(0)
-        return self.scorer.score_rows(self.rows(pod, batch))[0]
+        return self.score_rows(self.rows(pod, batch))[0]
 
 
 def from_args(
     args: Mapping[str, Any],
-    energy: EnergySource | None = None,
+    energy: EnergyPlugin | None = None,
     workload: WorkloadLookup | None = None,
 ) -> LearnedPlugin:
     """The plugin from its configuration arguments (`model: PATH`)."""

@@ -35,8 +35,8 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     """Wire the parts from the configuration and schedule until `stop` is set."""
     from scheduler.config import (
         build_api_client,
+        build_energy_plugin,
         build_profile,
-        build_scorer,
         build_store,
         parse_listen,
     )
@@ -44,9 +44,9 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     from scheduler.scheduler_metrics import serve
 
     api = build_api_client(config)
-    scorer = build_scorer(config)  # the decision features' energy inputs…
+    energy = build_energy_plugin(config)  # the decision features' energy inputs…
     # …from the plugin the profile scores with; `learned` reads the cluster cache's workloads
-    profile = build_profile(config, scorer.energy, lambda name: scheduler.cache.workload(name))
+    profile = build_profile(config, energy, lambda name: scheduler.cache.workload(name))
     store = build_store(config, api)
     metrics = SchedulerMetrics()
     collector = outcomes = None
@@ -71,7 +71,7 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         collector=collector,
         outcomes=outcomes,
         metrics=metrics,
-        features=V2Features(scorer, lambda name: scheduler.cache.workload(name)),
+        features=V2Features(energy, lambda name: scheduler.cache.workload(name)),
         identity=leader_config.identity,
     )
     if options.leader_elect:

@@ -15,7 +15,7 @@ from agent.curves import PowerCurve
 from scheduler.features import candidate_matrix, node_features
 from scheduler.features_v2 import NodeWorkload, V2Features, candidate_matrix_v2
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 
 SEEDS = tuple(range(12))
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def make_case(seed: int) -> dict[str, Any]:
     count = rng.randint(1, 40)
     names = [f"n{seed}-{i}" for i in range(count)]
     curves = {n: _curve(rng) for n in names if rng.random() < 0.3}
-    scorer = HeuristicScorer(
+    scorer = EnergyPlugin(
         delta_p_ref_watts=rng.choice([20.0, 150.0, 400.0]),
         consolidation=rng.random() < 0.5,
         max_staleness_seconds=rng.choice([30.0, 60.0]),
@@ -140,14 +140,16 @@ def compute(seed: int) -> dict[str, Any]:
 
 
 def model_scores(seed: int) -> dict[str, list[list[float]]]:
-    """The shipped models' scores of every candidate of case `seed` (LearnedScorer.score)."""
-    from scheduler.learned import LearnedScorer, load_numpy_model
+    """The shipped models' scores of every candidate of case `seed` (LearnedPlugin.score)."""
+    from scheduler.framework.batch import CandidateBatch
+    from scheduler.plugins.learned import LearnedPlugin
 
     out: dict[str, list[list[float]]] = {}
     for path in MODELS:
         case = make_case(seed)
-        scorer = LearnedScorer(load_numpy_model(path), case["scorer"], lambda c=case: c["workloads"])
+        plugin = LearnedPlugin(path, case["scorer"], workloads=lambda c=case: c["workloads"])
         out[path.name] = [
-            [r.score for r in scorer.score(pod, case["nodes"], case["now"])] for pod in case["pods"]
+            plugin.score(pod, CandidateBatch.of(case["nodes"], case["now"])).tolist()
+            for pod in case["pods"]
         ]
     return out

@@ -17,7 +17,7 @@ from rl.sampling import TelemetryModel, dropped_nodes
 from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
 from rl.simulator import Simulation
 from scheduler.model import NodeState, PodInfo
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 
 LINEAR = PowerCurve.linear(100.0, 200.0)  # 100 W idle, 200 W at full load
 
@@ -265,7 +265,7 @@ def test_a_policy_decides_on_the_sample_not_the_instantaneous_state(telemetry, u
     assert (state.telemetry.utilization, state.cpu_since_sample_cores) == (u_seen, since)
     assert state.telemetry.sample_time == sample
     # The energy scorer prices pod 1 from what it is shown: u = 0 + 2/4 with the lag.
-    assert HeuristicScorer.utilization_with_assumed(state) == pytest.approx(0.5)
+    assert EnergyPlugin.utilization_with_assumed(state) == pytest.approx(0.5)
 
 
 def test_sample_grid_with_a_slower_store():

@@ -23,6 +23,7 @@ from rl.scenario import NodeSpec, PodSpec
 from rl.simulator import PowerOffModel
 from rl.tracegen import TraceConfig, generate_family
 from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.framework import CandidateBatch
 
 WIDTH = FEATURE_SCHEMA_V2.width
 GOOD = PowerCurve.from_mapping({"idle_watts": 40, "max_watts": 120})
@@ -284,7 +285,7 @@ def test_learned_policy_runs_in_the_benchmark_with_the_node_workloads(tmp_path):
     episode = Episode(TINY_NODES, pods, RewardConfig(), TINY_CLUSTER)
     policy.attach(episode.sim)
     d = episode.decision
-    rows = policy.scorer.rows(d.info, d.feasible, d.now)
+    rows = policy.plugin.rows(d.info, CandidateBatch.of(d.feasible, d.now))
     known = FEATURE_SCHEMA_V2.node_features.index("workload_known")
     assert rows[:, known].tolist() == [1.0] * len(d.feasible)
     np.testing.assert_array_equal(rows, episode.rows())  # the policy sees what training saw

@@ -12,7 +12,8 @@ from statistics import median
 import pytest
 
 from agent.curves import PowerCurve
-from rl.policies import heuristic_scorer, make_policy
+from rl.policies import make_policy
+from rl.profiles import heuristic_energy
 from rl.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
 from rl.simulator import PowerOffModel, Simulation
 from rl.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
@@ -139,7 +140,7 @@ def test_simulator_workloads_give_v2_rows():
         decision.info,
         sim.node_states(),
         decision.now,
-        heuristic_scorer(nodes, power_off),
+        heuristic_energy(nodes, power_off),
         workloads,
     )
     assert len(rows[0]) == FEATURE_SCHEMA_V2.width
@@ -211,7 +212,7 @@ def test_vectorized_rows_equal_the_per_node_builder(reference, seed):
     telemetry is fresh; elsewhere the learned plugin now scores 0 where it gave 50."""
     import numpy as np
 
-    from scheduler.learned import UNMEASURED_SCORE
+    from scheduler.plugins.learned import UNMEASURED_SCORE
     from tests.helpers.features_cases import SEEDS, compute, model_scores
 
     assert seed in SEEDS

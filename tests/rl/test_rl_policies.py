@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
-from rl.policies import BUILTIN_POLICIES, RoundRobinPolicy, ScorerPolicy, make_policy
+from rl.policies import BUILTIN_POLICIES, PluginPolicy, RoundRobinPolicy, make_policy
 from rl.scenario import NodeSpec
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
+from scheduler.framework import CandidateBatch
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 
 GIB = 2**30
 
@@ -107,18 +108,16 @@ class PreferNamed:
     def __init__(self, favourite: str) -> None:
         self.favourite = favourite
 
-    def score(self, pod, nodes, now):
-        return [
-            ScoreResult(n.info.name, 90.0 if n.info.name == self.favourite else 10.0) for n in nodes
-        ]
+    def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+        return np.array([90.0 if name == self.favourite else 10.0 for name in batch.names])
 
 
 def make_prefer_b(nodes):
     return PreferNamed("b")
 
 
-def test_any_scorer_is_a_policy():
-    policy = ScorerPolicy(PreferNamed("b"))
+def test_any_score_plugin_is_a_policy():
+    policy = PluginPolicy(PreferNamed("b"))
     policy.reset([], random.Random(0))
     nodes = [make_node("a", 4, 8), make_node("b", 4, 8)]
     assert policy.choose(make_pod(100), nodes, 0.0) == "b"

@@ -21,10 +21,10 @@ from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.energy_price import worst_marginal_watts
-from scheduler.scorer import HeuristicScorer
 from scheduler.telemetry.discovery import StaticTargets
 from scheduler.telemetry.sources import AgentScrapeSource
 from scheduler.telemetry.store import TelemetryStore
+from tests.helpers.energy_results import results as energy_results
 from tests.helpers.sched_http import agent_exposition, text_server
 
 NOW = 1_000_000.0
@@ -83,10 +83,10 @@ def test_the_measured_twin_scores_at_least_the_unmeasured_one(
 def test_the_issue_example_no_agent_no_longer_beats_the_measured_node() -> None:
     """Issue 17: two identical 4-core nodes, the one without an agent scored 5 on the extender's
     scale against 1 (500 m) or 0 (1 CPU) for the measured one."""
-    scorer = HeuristicScorer()  # the extender's defaults: ΔP_ref 20 W
+    scorer = EnergyPlugin()  # the extender's defaults: ΔP_ref 20 W
     curve = PowerCurve.linear(100, 200).as_points()
     for millicores in (500, 1000):
-        results = scorer.score(pod(millicores), [measured("m", 4, 0.4, curve), state("x", 4, None)], NOW)
+        results = energy_results(scorer, pod(millicores), [measured("m", 4, 0.4, curve), state("x", 4, None)], NOW)
         assert results[1].score == 0.0 and results[1].reason == "missing"
         assert results[0].score >= results[1].score
 
@@ -152,7 +152,7 @@ def test_over_http_the_node_without_an_agent_never_scores_above_the_measured_one
             [AgentScrapeSource(StaticTargets({"measured": agents.url("/measured/metrics")}))],
             node_cores=lambda: {"measured": 4.0, "dark": 4.0},
         )
-        extender = Extender(HeuristicScorer(), store, mode="active")
+        extender = Extender(EnergyPlugin(), store, mode="active")
         with TestClient(create_app(extender, manage_store=False)) as client:
             for utilization in (0.05, 0.4, 0.9):
                 agents.pages["/measured/metrics"] = agent_exposition(
@@ -206,7 +206,7 @@ def test_over_http_a_configured_curve_prices_a_node_without_an_agent_in_both_for
             [AgentScrapeSource(StaticTargets({"measured": agents.url("/measured/metrics")}))],
             node_cores=lambda: {"measured": 4.0},
         )
-        extender = Extender(HeuristicScorer(delta_p_ref_watts=50.0, curves={"dark": line}), store,
+        extender = Extender(EnergyPlugin(delta_p_ref_watts=50.0, curves={"dark": line}), store,
                             mode="active")
         store.refresh_once()
         with TestClient(create_app(extender, manage_store=False)) as client:

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from scheduler.framework import CandidateBatch, Profile, select_best
+from scheduler.framework.interface import extender_priority
 from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
-from scheduler.plugins.extender import ExtenderScore, to_extender_scores
+from scheduler.plugins.extender import ExtenderScore
 
 POD = PodInfo("default", "p", "u1", Resources(cpu_millicores=100))
 
@@ -70,7 +71,7 @@ def test_no_score_plugin_scores_every_node_alike() -> None:
     [(0, 0), (4.9, 0), (5.0, 1), (14.99, 1), (15.0, 2), (49.9, 5), (50.0, 5), (94.9, 9), (95, 10), (100, 10)],
 )
 def test_extender_rounding_halves_up(score: float, extender: int) -> None:
-    assert to_extender_scores(np.array([score])).tolist() == [extender]
+    assert extender_priority(np.array([score])).tolist() == [extender]
 
 
 def test_extender_enters_as_score_times_weight_times_ten() -> None:

@@ -16,8 +16,8 @@ from scheduler.extender.app import create_app
 from scheduler.framework import CandidateBatch
 from scheduler.model import MIRROR_POD_ANNOTATION, NodeState, PodInfo, is_node_daemon_pod
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.scorer import HeuristicScorer
 from scheduler.telemetry.exposition import parse_agent_metrics
+from tests.helpers.energy_results import results
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.standalone_harness import wait_for
 from tests.helpers.standalone_kmock import EmulatedCluster
@@ -96,14 +96,14 @@ def test_only_daemonset_and_mirror_pods_leave_a_node_empty_and_the_efficient_nod
             # 1/24 × 140 / 0.5 = 11.67 W. Counting the DaemonSet pods as workload would price
             # small at its marginal 6.5 W (41.6 → 48.1 W) and send the pod there.
             incoming = PodInfo.from_k8s(pod("incoming", None, "1"))
-            scorer = HeuristicScorer(delta_p_ref_watts=100, consolidation=True,
+            scorer = EnergyPlugin(delta_p_ref_watts=100, consolidation=True,
                                      max_staleness_seconds=7200)
-            deltas = {r.node: r.delta_watts for r in scorer.score(incoming, list(states.values()), sample_time)}
+            deltas = {r.node: r.delta_watts for r in results(scorer, incoming, list(states.values()), sample_time)}
             assert deltas["small"] is not None and abs(deltas["small"] - 18.25) < 1e-6
             assert deltas["big"] is not None and abs(deltas["big"] - 280 / 24) < 1e-6
             busy = NodeState(states["small"].info, states["small"].requested,
                              states["small"].telemetry, pod_count=2)  # no owners known
-            (busy_result,) = scorer.score(incoming, [busy], sample_time)
+            (busy_result,) = results(scorer, incoming, [busy], sample_time)
             assert busy_result.delta_watts is not None and abs(busy_result.delta_watts - 6.5) < 1e-6
             # The energy plugin (scheduler/plugins) prices them the same way.
             plugin = EnergyPlugin(delta_p_ref_watts=100, consolidation=True,

@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
@@ -17,9 +18,10 @@ from agent.curves import PowerCurve
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
-from scheduler.extender.wire import ExtenderArgs, json_response, parse_args, to_extender_score
+from scheduler.extender.wire import ExtenderArgs, json_response, parse_args
+from scheduler.framework.interface import extender_priority
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.sched_sources import FixedSource
@@ -143,7 +145,7 @@ def make_extender(mode: str = "active", caps: dict[str, float] | None = None, re
                   recorder: Any = None, max_body_bytes: int = 1 << 20) -> Extender:
     store = TelemetryStore([FixedSource(telemetry())], node_cores=lambda: {}, clock=lambda: NOW)
     extender = Extender(
-        HeuristicScorer(delta_p_ref_watts=50.0),
+        EnergyPlugin(delta_p_ref_watts=50.0),
         store,
         mode=mode,
         power_caps_watts=caps,
@@ -202,7 +204,7 @@ def test_shadow_answers_neutral_and_records_the_recommendation(form: str) -> Non
     assert decision.mode == "shadow" and decision.verb == "prioritize"
     assert decision.recommended == "frugal"
     assert decision.pod.key == "shop/checkout-6c9f7b5d4-x2x7q"
-    assert {r.node: r.reason for r in decision.results} == {
+    assert dict(zip(decision.names, decision.scores.reasons(), strict=True)) == {
         "hungry": "ok", "frugal": "ok", "stale": "stale", "nocurve": "no_curve", "unknown": "missing"
     }
 
@@ -457,7 +459,7 @@ def test_cluster_view_supplies_pods_placed_since_the_sample() -> None:
     """With a cluster view (pods from watches), pods bound since the sample raise u."""
     steep = (100.0,) * 6 + (100.0, 300.0, 500.0, 700.0, 900.0)  # flat to 60 %, then 2000 W/unit
     extender, cluster, args = one_node_extender(
-        100.0, 0.4, steep, scorer=HeuristicScorer(delta_p_ref_watts=1000.0)
+        100.0, 0.4, steep, energy=EnergyPlugin(delta_p_ref_watts=1000.0)
     )
     # u 0.4 → 0.65 with the 2-core pod: 0.05 into the steep part → ΔP = 100 W → score 90 → 9.
     assert answer(extender, args) == [{"Host": "n", "Score": 9}]
@@ -470,7 +472,7 @@ def test_power_caps_count_the_pods_placed_since_the_sample() -> None:
     under a 200 W cap. With 2 cores bound since the sample the node already draws about 190 W,
     so the pod would take it to 230 W: over the cap."""
     extender, cluster, args = one_node_extender(
-        150.0, 0.5, LINE_100_260, scorer=HeuristicScorer(delta_p_ref_watts=50.0),
+        150.0, 0.5, LINE_100_260, energy=EnergyPlugin(delta_p_ref_watts=50.0),
         power_caps_watts={"n": 200.0},
     )
     assert extender.filter(args)["NodeNames"] == ["n"]
@@ -480,9 +482,8 @@ def test_power_caps_count_the_pods_placed_since_the_sample() -> None:
 
 
 def test_score_mapping() -> None:
-    assert [to_extender_score(s) for s in (0, 4.9, 5, 25, 50, 94.9, 95, 100, 150, -3)] == [
-        0, 0, 1, 3, 5, 9, 10, 10, 10, 0
-    ]
+    scores = np.array([0, 4.9, 5, 25, 50, 94.9, 95, 100, 150, -3])
+    assert extender_priority(scores).tolist() == [0, 0, 1, 3, 5, 9, 10, 10, 10, 0]
 
 
 def test_memory_recorder_is_bounded() -> None:

@@ -16,9 +16,10 @@ from agent.curves import PowerCurve
 from scheduler.extender.core import Extender
 from scheduler.extender.wire import json_response, parse_args
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
+from tests.helpers.energy_results import results
 from tests.helpers.realistic_nodes import realistic_node
 from tests.helpers.sched_sources import FixedSource
 from tests.helpers.standalone_harness import wait_for
@@ -47,7 +48,7 @@ def running() -> Iterator[tuple[Extender, FixedSource, TelemetryStore]]:
     """An active extender whose preparer thread runs (as after `start()`), refreshed by hand."""
     source = FixedSource({"a": sample("a", 0.2), "b": sample("b", 0.2)})
     store = TelemetryStore([source], clock=lambda: NOW)
-    extender = Extender(HeuristicScorer(delta_p_ref_watts=100.0), store, mode="active", clock=lambda: NOW)
+    extender = Extender(EnergyPlugin(delta_p_ref_watts=100.0), store, mode="active", clock=lambda: NOW)
     extender.states.start()
     try:
         yield extender, source, store
@@ -84,21 +85,21 @@ def test_a_request_during_a_rebuild_gets_the_previous_snapshot_whole() -> None:
     never a mix of old states and a new batch."""
     source = FixedSource({"a": sample("a", 0.2)})
     store = TelemetryStore([source], clock=lambda: NOW)
-    scorer = HeuristicScorer(delta_p_ref_watts=100.0)
+    scorer = EnergyPlugin(delta_p_ref_watts=100.0)
     extender = Extender(scorer, store, mode="active", clock=lambda: NOW)
     extender.states.start()
     try:
         store.refresh_once()
         assert scores(extender, {"NodeNames": ["a"]}) == {"a": 6}
         entered, release = threading.Event(), threading.Event()
-        prepare_batch = scorer.prepare_batch
+        columns = scorer.columns
 
-        def slow_prepare(states: Any) -> Any:
+        def slow_columns(batch: Any) -> Any:
             entered.set()
             release.wait(5)
-            return prepare_batch(states)
+            return columns(batch)
 
-        scorer.prepare_batch = slow_prepare  # type: ignore[method-assign]
+        scorer.columns = slow_columns  # type: ignore[method-assign]
         source.samples["a"] = sample("a", 0.2, PowerCurve.linear(100, 420).as_points(), age=0.5)
         refresh = threading.Thread(target=store.refresh_once)
         refresh.start()
@@ -130,8 +131,8 @@ def test_a_node_spec_the_batch_was_not_built_with_is_scored_with_the_spec_sent(
         got = scores(extender, {"Nodes": {"items": [node]}})
         info = NodeInfo.from_k8s(node)
         state = NodeState(info, telemetry=source.samples["a"].telemetry, pod_count=3)
-        (want,) = extender.scorer.score(parse_args(json.dumps({"Pod": POD, "NodeNames": ["a"]}).encode()).pod,
-                                        [state], NOW)
+        (want,) = results(extender.energy, parse_args(json.dumps({"Pod": POD, "NodeNames": ["a"]}).encode()).pod,
+                          [state], NOW)
         assert info.allocatable.cpu_millicores == cores * 1000 - 90
         assert got == {"a": round(want.score / 10)}, (cores, want)
     # Only the first sight of a resourceVersion reads the object.
@@ -174,7 +175,7 @@ def test_a_cluster_change_wakes_the_preparer() -> None:
     store = TelemetryStore([FixedSource({"a": sample("a", 0.4, steep)})], clock=lambda: NOW)
     cluster = ListeningCluster()
     extender = Extender(
-        HeuristicScorer(delta_p_ref_watts=1000.0), store, mode="active", clock=lambda: NOW, cluster=cluster
+        EnergyPlugin(delta_p_ref_watts=1000.0), store, mode="active", clock=lambda: NOW, cluster=cluster
     )
     extender.states.start()
     try:

@@ -21,7 +21,7 @@ from scheduler.features import (
     pod_features,
 )
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 
 NOW = 5000.0
 GIB = 2**30
@@ -53,7 +53,7 @@ def test_features_of_a_node_with_fresh_telemetry() -> None:
         "n1", NOW - 3, watts=150.0, source="rapl", utilization=0.25, cores=8,
         curve_points=PowerCurve.linear(80, 240).as_points(),
     )
-    features = node_features(make_pod(), state(telemetry), NOW, HeuristicScorer())
+    features = node_features(make_pod(), state(telemetry), NOW, EnergyPlugin())
     assert list(features) == list(NODE_FEATURES)
     assert features["cpu_requested_ratio"] == pytest.approx(0.25)
     assert features["memory_requested_ratio"] == pytest.approx(0.25)
@@ -68,7 +68,7 @@ def test_features_of_a_node_with_fresh_telemetry() -> None:
 
 
 def test_missing_telemetry_is_none_not_zero() -> None:
-    features = node_features(make_pod(), state(None, pods=0), NOW, HeuristicScorer())
+    features = node_features(make_pod(), state(None, pods=0), NOW, EnergyPlugin())
     for name in ("telemetry_age_seconds", "utilization", "watts", "idle_watts", "delta_watts"):
         assert features[name] is None, name
     assert features["telemetry_fresh"] == 0.0
@@ -82,7 +82,7 @@ def test_missing_telemetry_is_none_not_zero() -> None:
 
 def test_stale_telemetry_is_flagged() -> None:
     telemetry = NodeTelemetry("n1", NOW - 120, watts=150.0, source="estimated", utilization=0.5, cores=8)
-    features = node_features(make_pod(), state(telemetry), NOW, HeuristicScorer())
+    features = node_features(make_pod(), state(telemetry), NOW, EnergyPlugin())
     assert features["telemetry_fresh"] == 0.0
     assert features["watts_measured"] == 0.0
     assert features["delta_watts"] is None
@@ -90,7 +90,7 @@ def test_stale_telemetry_is_flagged() -> None:
 
 def test_candidate_matrix_rows() -> None:
     telemetry = NodeTelemetry("n1", NOW - 1, watts=100.0, source="rapl", utilization=0.1, cores=8)
-    rows = candidate_matrix(make_pod(), [state(telemetry), state(None)], NOW, HeuristicScorer())
+    rows = candidate_matrix(make_pod(), [state(telemetry), state(None)], NOW, EnergyPlugin())
     assert [len(r) for r in rows] == [FEATURE_SCHEMA.width] * 2
     assert rows[0][-len(POD_FEATURES):] == [0.5, 1.0]
 

@@ -15,8 +15,6 @@ from scheduler.features import FEATURE_SCHEMA
 from scheduler.features_v2 import FEATURE_SCHEMA_V2
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learned import (
-    UNMEASURED_SCORE,
-    LearnedScorer,
     ModelError,
     ScoreMap,
     load_numpy_model,
@@ -24,8 +22,8 @@ from scheduler.learned import (
     save_numpy_model,
 )
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.plugins.learned import LearnedPlugin, from_args
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.learned import UNMEASURED_SCORE, LearnedPlugin, from_args
 
 WIDTH = FEATURE_SCHEMA_V2.width
 CURVE = (50.0, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150)
@@ -90,24 +88,30 @@ def test_score_map_is_fixed_and_monotone():
     assert extreme.tolist() == pytest.approx([0.0, 100.0])
 
 
+def by_name(plugin: LearnedPlugin, nodes: list[NodeState], now: float = 105.0) -> dict[str, float]:
+    batch = CandidateBatch.of(nodes, now)
+    return dict(zip(batch.names, plugin.score(POD, batch).tolist(), strict=True))
+
+
 def test_a_node_scores_the_same_whatever_the_other_candidates(tmp_path):
-    scorer = LearnedScorer(load_numpy_model(write_model(tmp_path / "m.npz")), HeuristicScorer())
-    together = {r.node: r.score for r in scorer.score(POD, NODES, 105.0)}
+    plugin = LearnedPlugin(load_numpy_model(write_model(tmp_path / "m.npz")), EnergyPlugin())
+    together = by_name(plugin, NODES)
     assert len(set(together.values())) == 4  # the model tells the nodes apart
     for i, state in enumerate(NODES):
-        assert scorer.score(POD, [state], 105.0)[0].score == together[state.info.name]
+        assert by_name(plugin, [state])[state.info.name] == together[state.info.name]
         reordered = NODES[i:] + NODES[:i]
-        assert {r.node: r.score for r in scorer.score(POD, reordered[::-1], 105.0)} == together
+        assert by_name(plugin, reordered[::-1]) == together
 
 
 def test_stale_or_missing_telemetry_scores_zero(tmp_path):
-    scorer = LearnedScorer(load_numpy_model(write_model(tmp_path / "m.npz")), HeuristicScorer())
+    plugin = LearnedPlugin(load_numpy_model(write_model(tmp_path / "m.npz")), EnergyPlugin())
     stale = node("stale", sample_time=0.0)
     missing = NodeState(info=NodeInfo("missing", Resources(8000, 2**34, 110)))
-    results = scorer.score(POD, [NODES[0], stale, missing], 105.0)
-    assert [(r.score, r.reason) for r in results[1:]] == [(UNMEASURED_SCORE, "stale")] * 2
+    batch = CandidateBatch.of([NODES[0], stale, missing], 105.0)
+    scores, fresh = plugin.score_rows(plugin.rows(POD, batch))
+    assert scores[1:].tolist() == [UNMEASURED_SCORE] * 2 and fresh.tolist() == [True, False, False]
     assert UNMEASURED_SCORE == 0.0
-    assert results[0].reason == "ok" and results[0].score > 0
+    assert scores[0] > 0 and plugin.score(POD, batch).tolist() == scores.tolist()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -142,18 +146,18 @@ def test_a_measured_twin_is_never_below_its_unmeasured_twin(tmp_path, seed):
             assert together[0] == score and together[-1] == best
 
 
-def test_the_plugin_scores_a_batch_as_the_scorer_does(tmp_path):
+def test_the_plugin_scores_a_batch_as_one_node_at_a_time(tmp_path):
     path = write_model(tmp_path / "m.npz")
     plugin = LearnedPlugin(path)
     scores = plugin.score(POD, CandidateBatch.of(NODES, 105.0))
-    expected = [r.score for r in plugin.scorer.score(POD, NODES, 105.0)]
+    expected = [plugin.score(POD, CandidateBatch.of([n], 105.0))[0] for n in NODES]
     assert scores.tolist() == expected and all(0 <= s <= 100 for s in expected)
     assert plugin.score(POD, CandidateBatch.of([], 105.0)).shape == (0,)
-    assert from_args({"model": str(path)}).scorer.model.kind == "dqn"
+    assert from_args({"model": str(path)}).model.kind == "dqn"
     with pytest.raises(ValueError, match="model: PATH"):
         from_args({"model": str(path), "extra": 1})
     # A .pt path serves the .npz exported beside it.
-    assert LearnedPlugin(tmp_path / "m.pt").scorer.model.kind == "dqn"
+    assert LearnedPlugin(tmp_path / "m.pt").model.kind == "dqn"
 
 
 def test_a_model_for_another_schema_is_refused_with_a_clear_message(tmp_path):
@@ -248,9 +252,9 @@ def test_the_cluster_cache_gives_v2_workloads():
     assert busy.ready_since == 1704067205.0 and idle.ready_since is None
     from scheduler.features_v2 import V2Features
 
-    features = V2Features(HeuristicScorer(), cache.workload)(POD, NODES[0], 1704067250.0)
+    features = V2Features(EnergyPlugin(), cache.workload)(POD, NODES[0], 1704067250.0)
     assert features["owner_job"] == 1.0 and features["workload_known"] == 1.0
-    on_n1 = V2Features(HeuristicScorer(), cache.workload)(POD, node("n1"), 1704067250.0)
+    on_n1 = V2Features(EnergyPlugin(), cache.workload)(POD, node("n1"), 1704067250.0)
     assert on_n1["seconds_since_boot"] == 45.0 and features["seconds_since_boot"] is None
 
 
@@ -268,7 +272,6 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
         Config,
         build_energy_plugin,
         build_profile,
-        build_scorer,
         config_from_dict,
     )
     from scheduler.plugins.energy import EnergyPlugin
@@ -308,7 +311,7 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
             continue
         # No promoted model named: the heuristic scores, in the extender and the standalone.
         assert config.scorer.name == "heuristic", where
-        assert isinstance(build_scorer(config), HeuristicScorer), where
+        assert isinstance(build_energy_plugin(config), EnergyPlugin), where
         plugins = [
             plugin for plugin, _ in build_profile(config, build_energy_plugin(config)).scores
         ]
@@ -327,7 +330,7 @@ def test_a_configured_profile_serves_the_learned_plugin(tmp_path):
     ((plugin, weight),) = profile.scores
     assert isinstance(plugin, LearnedPlugin) and weight == 2
     batch = CandidateBatch.of(NODES, 105.0)
-    expected = [r.score for r in LearnedPlugin(path).scorer.score(POD, NODES, 105.0)]
+    expected = LearnedPlugin(path).score(POD, batch).tolist()
     assert plugin.score(POD, batch).tolist() == expected
     with pytest.raises((ConfigError, ValueError), match="model"):
         bad = config_from_dict({"profile": [{"name": "learned", "args": {"path": str(path)}}]})
@@ -342,7 +345,7 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     """The registry's `learned` entry scores with the scheduler's configured energy plugin (the
     profile's KubejouleEnergy: consolidation, ΔP_ref) and the cluster cache's node workloads,
     not a default scorer with every workload unknown."""
-    from scheduler.config import build_profile, build_scorer, config_from_dict
+    from scheduler.config import build_energy_plugin, build_profile, config_from_dict
     from scheduler.features_v2 import NODE_FEATURES_V2, NodeWorkload, rows_v2
 
     path = write_model(tmp_path / "m.npz")
@@ -355,12 +358,12 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
             ],
         }
     )
-    energy = build_scorer(config).energy
+    energy = build_energy_plugin(config)
     known = {"a": NodeWorkload(pod_start_times=(50.0, 90.0), job_pods=1, ready_since=0.0)}
     profile = build_profile(config, energy, known.get)
     (first, _), (plugin, _) = profile.scores
     assert first is energy and isinstance(plugin, LearnedPlugin)
-    assert plugin.scorer.feature_scorer is energy
+    assert plugin.energy is energy
     batch = CandidateBatch.of(NODES, 105.0)
     rows = plugin.rows(POD, batch)
     column = {name: rows[:, k] for k, name in enumerate(NODE_FEATURES_V2)}
@@ -368,13 +371,11 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     assert column["youngest_pod_age_seconds"][0] == 15.0
     # ΔP is the configured plugin's (consolidation on), which differs from a default plugin's.
     assert column["delta_watts"].tolist() == energy.evaluate(POD, batch).delta_watts.tolist()
-    default = rows_v2(POD, batch, HeuristicScorer(), known)
-    assert (
-        default[:, NODE_FEATURES_V2.index("delta_watts")].tolist() != column["delta_watts"].tolist()
-    )
+    default = rows_v2(POD, batch, EnergyPlugin(), known)
+    assert default[:, NODE_FEATURES_V2.index("delta_watts")].tolist() != column["delta_watts"].tolist()
     scores = plugin.score(POD, batch)
-    expected = LearnedScorer(load_numpy_model(path), energy, lambda: known).score(POD, NODES, 105.0)
-    assert scores.tolist() == [r.score for r in expected]
+    expected = LearnedPlugin(load_numpy_model(path), energy, workloads=lambda: known)
+    assert scores.tolist() == expected.score(POD, CandidateBatch.of(NODES, 105.0)).tolist()
 
 
 def test_the_plugin_on_a_kept_batch_scores_as_on_a_new_one(tmp_path):
@@ -391,11 +392,8 @@ def test_the_plugin_on_a_kept_batch_scores_as_on_a_new_one(tmp_path):
     kept.update([2], [placed])
     now = [*NODES[:2], placed, NODES[3]]
     later = kept.at(110.0)
-    assert (
-        plugin.score(POD, later).tolist()
-        == plugin.score(POD, CandidateBatch.of(now, 110.0)).tolist()
-    )
-    assert (plugin.scorer.batch_rows(POD, later) == plugin.scorer.rows(POD, now, 110.0)).all()
+    assert plugin.score(POD, later).tolist() == plugin.score(POD, CandidateBatch.of(now, 110.0)).tolist()
+    assert (plugin.rows(POD, later) == plugin.rows(POD, CandidateBatch.of(now, 110.0))).all()
     sub = later.take([3, 2])
     assert plugin.score(POD, sub).tolist() == plugin.score(POD, later).tolist()[::-1][:2]
 

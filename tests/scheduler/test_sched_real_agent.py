@@ -10,12 +10,13 @@ import pytest
 
 from agent.curves import PowerCurve
 from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.discovery import StaticTargets
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.sources import AgentScrapeSource, PrometheusSource
 from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
+from tests.helpers.energy_results import results
 from tests.helpers.prometheus import prometheus_server
 from tests.helpers.standalone_harness import wait_for
 
@@ -109,7 +110,7 @@ def test_store_reads_a_real_agent_directly_and_through_prometheus(profile: Path)
     state = NodeState(NodeInfo(NODE, Resources(cpu_millicores=4000)), telemetry=t, pod_count=2)
     pod = PodInfo.from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
         {"resources": {"requests": {"cpu": "1"}}}]}})
-    [result] = HeuristicScorer(delta_p_ref_watts=80.0).score(pod, [state], t.sample_time + 1)
+    [result] = results(EnergyPlugin(delta_p_ref_watts=80.0), pod, [state], t.sample_time + 1)
     assert result.reason == "ok"
     assert result.delta_watts == pytest.approx(40.0)
     assert result.score == pytest.approx(50.0)

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from fastapi.testclient import TestClient
 
 from scheduler.collector import CollectorConfig, DecisionCollector, read_records
@@ -15,8 +16,8 @@ from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
 from scheduler.extender.recorder import ExtenderRecorder
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, ScoreResult
-from scheduler.scorer import HeuristicScorer
+from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.sched_sources import FixedSource
@@ -41,6 +42,11 @@ class Gate:
         return {"cpu_cores": 8.0}
 
 
+
+def one_score(score: float, delta_watts: float = float("nan")) -> EnergyScores:
+    """The energy plugin's evaluation of one node (reason ok)."""
+    return EnergyScores(np.array([score]), np.array([delta_watts]), np.zeros(1, dtype=np.int8))
+
 def _pod(name: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default"},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
@@ -58,7 +64,7 @@ def test_a_busy_recorder_holds_up_prioritize_only_for_a_bounded_time(tmp_path: P
     gate = Gate()
     memory = MemoryRecorder(10)
     recorder = ExtenderRecorder(collector, also=memory, features=gate, queue_size=2, write_wait_seconds=0.05)
-    extender = Extender(HeuristicScorer(), store, mode="active", recorder=recorder, clock=lambda: NOW)
+    extender = Extender(EnergyPlugin(), store, mode="active", recorder=recorder, clock=lambda: NOW)
     answers = []
     with TestClient(create_app(extender, manage_store=False)) as client:
         body = {"Pod": _pod("p0"), "NodeNames": ["a", "b"]}
@@ -102,7 +108,7 @@ def test_the_response_is_sent_after_its_line_is_written(tmp_path: Path) -> None:
         return {"cpu_cores": 8.0}
 
     recorder = ExtenderRecorder(collector, features=slow, write_wait_seconds=5.0)
-    extender = Extender(HeuristicScorer(), store, mode="shadow", recorder=recorder, clock=lambda: NOW)
+    extender = Extender(EnergyPlugin(), store, mode="shadow", recorder=recorder, clock=lambda: NOW)
     with TestClient(create_app(extender, manage_store=False)) as client:
         for i in range(3):
             response = client.post("/prioritize", json={"Pod": _pod(f"p{i}"), "NodeNames": ["a", "b"]})
@@ -121,10 +127,10 @@ def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: 
     recorder = ExtenderRecorder(collector, features=gate)
     pod = PodInfo.from_k8s(_pod("p"))
     nodes = [NodeState(NodeInfo("a", Resources(8000)))]
-    results = [ScoreResult("a", 80.0, 4.0)]
+    scores = one_score(80.0, 4.0)
 
     def decision(wall: float) -> ExtenderCall:
-        return ExtenderCall("prioritize", "shadow", wall, pod, nodes, results, "a")
+        return ExtenderCall("prioritize", "shadow", wall, pod, ["a"], nodes, scores, "a")
 
     for wall in (1.0, 2.0, 3.0):
         recorder.record(decision(wall))
@@ -151,7 +157,7 @@ def test_a_failing_record_is_counted_and_the_thread_goes_on(tmp_path: Path) -> N
     pod = PodInfo.from_k8s(_pod("p"))
     nodes = [NodeState(NodeInfo("a", Resources(8000)))]
     for wall in (1.0, 2.0):
-        recorder.record(ExtenderCall("prioritize", "shadow", wall, pod, nodes, [ScoreResult("a", 80.0)], "a"))
+        recorder.record(ExtenderCall("prioritize", "shadow", wall, pod, ["a"], nodes, one_score(80.0), "a"))
     recorder.close()
     collector.close()
     records, _ = read_records(tmp_path / "d.jsonl")

@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.extender.state import Prepared
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.scorer import (
-    HeuristicScorer,
-    NodeHistory,
-)
+from scheduler.plugins.energy import EnergyPlugin, NodeHistory
+from tests.helpers.energy_results import Result, results
 
 NOW = 1_000_000.0
 LINEAR_100_300 = PowerCurve.linear(100.0, 300.0).as_points()  # 200 W per unit of utilization
@@ -187,13 +186,13 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_heuristic_table(case: Case) -> None:
-    scorer = HeuristicScorer(
+    scorer = EnergyPlugin(
         delta_p_ref_watts=case.ref,
         consolidation=case.consolidation,
         curves=case.curves,
         consolidation_utilization=case.reference_load,
     )
-    [result] = scorer.score(pod(case.pod_cpu), [case.node], NOW)
+    [result] = results(scorer, pod(case.pod_cpu), [case.node], NOW)
     assert result.node == case.node.info.name
     assert result.reason == case.reason
     assert result.score == pytest.approx(case.score)
@@ -204,31 +203,31 @@ def test_heuristic_table(case: Case) -> None:
 
 
 def test_online_fit_gives_a_curve_from_history() -> None:
-    scorer = HeuristicScorer(delta_p_ref_watts=100.0)
+    scorer = EnergyPlugin(delta_p_ref_watts=100.0)
     # P = 80 + 150 u, with a little noise.
     history = [(0.1, 1.0), (0.3, -1.0), (0.5, 0.5), (0.7, -0.5), (0.9, 0.0)]
     # Old (stale) samples, no curve yet: the floor score; they still teach the curve.
     for i, (u, noise) in enumerate(history[:3]):
         state = node(points=None, utilization=u, watts=80 + 150 * u + noise, age=90 - i)
-        [result] = scorer.score(pod(), [state], NOW)
+        [result] = results(scorer, pod(), [state], NOW)
         assert (result.reason, result.score) == ("stale", 0.0)
-    assert scorer.energy.fitted("n1") is None  # three samples are too few
+    assert scorer.fitted("n1") is None  # three samples are too few
     for i, (u, noise) in enumerate(history[3:]):
         state = node(points=None, utilization=u, watts=80 + 150 * u + noise, age=20 - i)
-        [result] = scorer.score(pod(), [state], NOW)
+        [result] = results(scorer, pod(), [state], NOW)
         assert result.reason == "ok"
-    fit = scorer.energy.fitted("n1")
+    fit = scorer.fitted("n1")
     assert fit is not None
     assert fit.slope_watts == pytest.approx(150.0, rel=0.02)
     assert fit.intercept_watts == pytest.approx(80.0, abs=1.5)
-    [result] = scorer.score(pod(), [node(points=None, utilization=0.5, age=0.5)], NOW)
+    [result] = results(scorer, pod(), [node(points=None, utilization=0.5, age=0.5)], NOW)
     assert result.reason == "ok"
     assert result.delta_watts == pytest.approx(0.2 * fit.slope_watts)
     # The fit is per node: another node without history still has no curve.
-    [result] = scorer.score(pod(), [node(name="other", points=None)], NOW)
+    [result] = results(scorer, pod(), [node(name="other", points=None)], NOW)
     assert (result.reason, result.score) == ("no_curve", 0.0)
     # A node whose agent went away is priced by its fitted line at the worst utilization.
-    [result] = scorer.score(pod(), [node(telemetry=False)], NOW)
+    [result] = results(scorer, pod(), [node(telemetry=False)], NOW)
     assert result.reason == "missing"
     assert result.score == pytest.approx(100.0 * (1 - 0.2 * fit.slope_watts / 100.0))
 
@@ -257,12 +256,12 @@ def test_history_ignores_repeated_samples() -> None:
 
 
 def test_unmeasured_watts_never_enter_the_history() -> None:
-    scorer = HeuristicScorer()
+    scorer = EnergyPlugin()
     for i in range(6):
         scorer.observe(
             NodeTelemetry("n1", NOW - 10 + i, watts=None, source="none", utilization=i / 6, cores=4)
         )
-    assert scorer.energy.fitted("n1") is None
+    assert scorer.fitted("n1") is None
 
 
 def test_candidate_independence() -> None:
@@ -280,11 +279,11 @@ def test_candidate_independence() -> None:
         )
         for i in range(40)
     ]
-    scorer = HeuristicScorer(delta_p_ref_watts=60.0, consolidation=True)
-    full = {r.node: r for r in scorer.score(pod("1500m"), nodes, NOW)}
+    scorer = EnergyPlugin(delta_p_ref_watts=60.0, consolidation=True)
+    full = {r.node: r for r in results(scorer, pod("1500m"), nodes, NOW)}
     for _ in range(20):
         subset = rng.sample(nodes, rng.randint(1, len(nodes)))
-        for result in scorer.score(pod("1500m"), subset, NOW):
+        for result in results(scorer, pod("1500m"), subset, NOW):
             assert result == full[result.node]
     assert {r.reason for r in full.values()} >= {"ok", "stale", "missing", "no_curve"}
 
@@ -294,11 +293,11 @@ def test_consolidation_opens_the_efficient_node_and_fills_open_ones_first() -> N
     power made a 1-CPU pod open a small X3470 (48 W) before a Westmere (75 W), though the
     Westmere serves load at 280 W per unit at half load against the X3470's 146 W per unit ×
     (8 / 24 of the cores)."""
-    scorer = HeuristicScorer(delta_p_ref_watts=250.0, consolidation=True)
+    scorer = EnergyPlugin(delta_p_ref_watts=250.0, consolidation=True)
     one_cpu = pod("1")
     westmere = node("westmere", cores=24.0, utilization=0.0, pods=0, points=WESTMERE)
     small = node("x3470", cores=8.0, utilization=0.0, pods=0, points=X3470)
-    by_name = {r.node: r for r in scorer.score(one_cpu, [westmere, small], NOW)}
+    by_name = {r.node: r for r in results(scorer, one_cpu, [westmere, small], NOW)}
     assert by_name["westmere"].delta_watts == pytest.approx(280.0 / 24)  # 11.7 W
     assert by_name["x3470"].delta_watts == pytest.approx(146.0 / 8)  # 18.25 W
     assert by_name["westmere"].score > by_name["x3470"].score
@@ -307,15 +306,15 @@ def test_consolidation_opens_the_efficient_node_and_fills_open_ones_first() -> N
         for cpu in ("100m", "1", "4", "12"):
             running = node("westmere", cores=24.0, utilization=load, pods=2, points=WESTMERE)
             empty = node("westmere", cores=24.0, utilization=load, pods=0, points=WESTMERE)
-            [on] = scorer.score(pod(cpu), [running], NOW)
-            [off] = scorer.score(pod(cpu), [empty], NOW)
+            [on] = results(scorer, pod(cpu), [running], NOW)
+            [off] = results(scorer, pod(cpu), [empty], NOW)
             assert on.delta_watts is not None and off.delta_watts is not None
             assert on.delta_watts <= off.delta_watts + 1e-9
     # A running inefficient node costs its marginal watts: cheaper than opening the Westmere
     # at 25 % (67.4 W/unit × 1/8 = 8.4 W), dearer at 65 % (95.8 W/unit × 1/8 = 12.0 W) — there
     # the efficient node is opened rather than the small one filled.
-    [at_25] = scorer.score(one_cpu, [node("x3470", cores=8.0, utilization=0.25, pods=2, points=X3470)], NOW)
-    [at_65] = scorer.score(one_cpu, [node("x3470", cores=8.0, utilization=0.65, pods=5, points=X3470)], NOW)
+    [at_25] = results(scorer, one_cpu, [node("x3470", cores=8.0, utilization=0.25, pods=2, points=X3470)], NOW)
+    [at_65] = results(scorer, one_cpu, [node("x3470", cores=8.0, utilization=0.65, pods=5, points=X3470)], NOW)
     assert at_25.delta_watts == pytest.approx(67.4 / 8)
     assert at_65.delta_watts == pytest.approx(88.0 * 0.05 + 101.0 * 0.075)
     assert at_25.score > by_name["westmere"].score > at_65.score
@@ -324,7 +323,7 @@ def test_consolidation_opens_the_efficient_node_and_fills_open_ones_first() -> N
 def test_consolidation_utilization_must_be_a_load() -> None:
     for bad in (0.0, -0.5, 1.5):
         with pytest.raises(ValueError):
-            HeuristicScorer(consolidation=True, consolidation_utilization=bad)
+            EnergyPlugin(consolidation=True, consolidation_utilization=bad)
 
 
 def test_extended_watts_continues_past_full() -> None:
@@ -335,7 +334,7 @@ def test_extended_watts_continues_past_full() -> None:
 
 def test_reference_must_be_positive() -> None:
     with pytest.raises(ValueError):
-        HeuristicScorer(delta_p_ref_watts=0)
+        EnergyPlugin(delta_p_ref_watts=0)
 
 
 @pytest.mark.parametrize("consolidation", [False, True])
@@ -355,13 +354,12 @@ def test_batch_scores_equal_scalar_scores(consolidation: bool) -> None:
         )
         for i in range(300)
     ]
-    scorer = HeuristicScorer(
+    scorer = EnergyPlugin(
         delta_p_ref_watts=45.0, consolidation=consolidation, curves={"n3": fan, "n7": fan}
     )
     for cpu in ("250m", "3", None):
-        expected = scorer.score(pod(cpu), nodes, NOW)
-        batch = scorer.prepare_batch(nodes)
-        got = scorer.score_batch(pod(cpu), batch, NOW).results(batch.names)
+        expected = [results(scorer, pod(cpu), [one], NOW)[0] for one in nodes]
+        got = results(scorer, pod(cpu), nodes, NOW)
         for want, have in zip(expected, got, strict=True):
             assert (have.node, have.reason) == (want.node, want.reason)
             assert have.score == pytest.approx(want.score, abs=1e-9)
@@ -369,8 +367,15 @@ def test_batch_scores_equal_scalar_scores(consolidation: bool) -> None:
                 assert have.delta_watts is None
             else:
                 assert have.delta_watts == pytest.approx(want.delta_watts, abs=1e-9)
-        # Selected rows, unknown names → the sentinel "missing" row.
-        rows = batch.rows(["n5", "nope", "n0"])
-        picked = scorer.score_batch(pod(cpu), batch, NOW, rows).results(["n5", "nope", "n0"])
-        assert picked[0] == got[5] and picked[2] == got[0]
-        assert (picked[1].score, picked[1].reason) == (0.0, "missing")
+        # The extender's prepared batch: selected rows, unknown names → the sentinel row.
+        prepared = Prepared.build(scorer, {}, {n.info.name: n for n in nodes})
+        rows = prepared.rows(["n5", "nope", "n0"])
+        picked = scorer.evaluate(pod(cpu), prepared.batch.at(NOW), rows=rows)
+        names = ["n5", "nope", "n0"]
+        have = [
+            Result(name, s, None if d != d else d, r)
+            for name, s, d, r in zip(names, picked.score.tolist(), picked.delta_watts.tolist(),
+                                     picked.reasons(), strict=True)
+        ]
+        assert have[0] == got[5] and have[2] == got[0]
+        assert (have[1].score, have[1].reason) == (0.0, "missing")

@@ -10,7 +10,7 @@ from agent.curves import PowerCurve
 from scheduler import kube
 from scheduler.config import build_store, config_from_dict
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.scorer import HeuristicScorer
+from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
     StaticTargets,
@@ -22,6 +22,7 @@ from scheduler.telemetry.exposition import parse_agent_metrics
 from scheduler.telemetry.samples import FetchResult, NodeSample
 from scheduler.telemetry.sources import AgentScrapeSource, MetricsServerSource
 from scheduler.telemetry.store import TelemetryStore, merge_samples
+from tests.helpers.energy_results import results
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.sched_kube import kube_emulator
 from tests.helpers.sched_sources import FixedSource
@@ -271,8 +272,8 @@ def test_an_agent_whose_clock_runs_ahead_still_ages() -> None:
     clock[0] = 1040.0
     store.refresh_once()  # the same sample again: the agent is stuck
     assert store.ages() == {"n1": 40.0}
-    [result] = HeuristicScorer(curves={"n1": CURVE_LINE}).score(
-        POD_1CPU, [NodeState(NodeInfo("n1", Resources(4000)), telemetry=store.telemetry("n1"))], clock[0]
+    [result] = results(
+        EnergyPlugin(curves={"n1": CURVE_LINE}), POD_1CPU, [NodeState(NodeInfo("n1", Resources(4000)), telemetry=store.telemetry("n1"))], clock[0]
     )
     # Stale: priced at its worst (a line's 25 W for 1 of 4 cores, over the 20 W reference → 0).
     assert (result.reason, result.score) == ("stale", 0.0)

@@ -281,9 +281,12 @@ def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
 
 
 def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
+    import numpy as np
+
     from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
     from scheduler.extender.recorder import ExtenderRecorder
-    from scheduler.model import NodeInfo, NodeState, Resources, ScoreResult
+    from scheduler.model import REASONS, NodeInfo, NodeState, Resources
+    from scheduler.plugins.energy import EnergyScores
 
     path = tmp_path / "d.jsonl"
     collector = DecisionCollector(CollectorConfig(str(path)))
@@ -297,19 +300,20 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
         )
         for i in range(3)
     ]
-    results = [
-        ScoreResult("n0", 40.0, 12.0),
-        ScoreResult("n1", 90.0, 2.0),
-        ScoreResult("n2", 50.0, None, "stale"),
-    ]
+    scores = EnergyScores(
+        score=np.array([40.0, 90.0, 50.0]),
+        delta_watts=np.array([12.0, 2.0, np.nan]),
+        reason=np.array([0, 0, REASONS.index("stale")], dtype=np.int8),
+    )
     recorder.record(
         ExtenderCall(
             verb="prioritize",
             mode="shadow",
             wall_time=100.0,
             pod=info,
+            names=[n.info.name for n in nodes],
             nodes=nodes,
-            results=results,
+            scores=scores,
             recommended="n1",
         )
     )
@@ -319,8 +323,9 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
             mode="shadow",
             wall_time=101.0,
             pod=info,
+            names=[n.info.name for n in nodes],
             nodes=nodes,
-            results=(),
+            scores=None,
             recommended=None,
         )
     )
