@@ -17,7 +17,8 @@ Per cluster size (1,000 and 5,000 nodes):
   `tests/helpers/realistic_nodes.py`). Each request is timed from send to the last byte read;
 * besides, each time the fake Prometheus has answered a refresh's last query, the client sends
   one request at once: the *first request after a refresh*, which arrives while the extender
-  parses that refresh and prepares the new node batch. Reported separately.
+  parses that refresh and prepares the new node batch. Reported on its own and within *every
+  request* (the Poisson ones and these together), whose p99 is the figure held to the target.
 
 Every answer is checked (HTTP 200, one score per node, not all neutral), and the extender's
 `kubejoule_scheduler_fallbacks_total` is read at the end: a node scored neutral for stale or
@@ -26,7 +27,9 @@ missing telemetry would make the figures flatter than the real path.
 Also: orjson against the standard library's `json` parsing the largest `Nodes.items` body, and
 the code's own CPU per request and per refresh in process (`in_process_cpu`).
 
-Targets (issue 15): p99 ≤ 10 ms at 1,000 nodes, ≤ 50 ms at 5,000, both forms.
+Targets (issue 25), p99 over every request: NodeNames ≤ 10 ms at 1,000 nodes and ≤ 50 ms at
+5,000; Nodes.items ≤ 50 ms and ≤ 250 ms. The load average (1 min, sampled before and after each
+form) and the CPU model are reported with the figures: the machine is shared.
 
     python benchmarks/bench_scheduler.py [--sizes 1000,5000] [--seconds 20] [--json]
     python benchmarks/run_all.py scheduler
@@ -35,6 +38,7 @@ Targets (issue 15): p99 ≤ 10 ms at 1,000 nodes, ≤ 50 ms at 5,000, both forms
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -60,7 +64,8 @@ from tests.helpers.processes import free_port, wait_http  # noqa: E402
 from tests.helpers.realistic_nodes import realistic_node  # noqa: E402
 
 SIZES = (1000, 5000)
-TARGET_P99_MS = {1000: 10.0, 5000: 50.0}
+TARGET_P99_MS = {("NodeNames", 1000): 10.0, ("NodeNames", 5000): 50.0,
+                 ("Nodes.items", 1000): 50.0, ("Nodes.items", 5000): 250.0}
 # Poisson arrival rates (requests per second) per form and size: kube-scheduler calls the
 # extender once per pod; a request that takes longer than the gap delays the next one.
 RATE = {("NodeNames", 1000): 20.0, ("NodeNames", 5000): 10.0,
@@ -83,6 +88,34 @@ POD = {
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in text.split()]
+
+
+def _process_tree_cpu(pid: int) -> float:
+    """utime + stime of a process and its live children (the extender's telemetry refresher
+    runs in a child process: a process's cost is the whole process)."""
+    total = 0.0
+    for member in [pid, *_children(pid)]:
+        with contextlib.suppress(OSError):  # a child that just ended
+            total += _cpu_seconds(member)
+    return total
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 class _Client:
@@ -197,15 +230,18 @@ def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False
         results: dict[str, Any] = {}
         for form, body in bodies.items():
             client = _Client(port, size)
-            cpu_before, started = _cpu_seconds(extender.pid), time.monotonic()
+            load_before = _load_average()
+            cpu_before, started = _process_tree_cpu(extender.pid), time.monotonic()
             timings = drive(client, body, seconds, RATE.get((form, size), 20.0 if form == "NodeNames" else 5.0), notify)
-            cpu_share = (_cpu_seconds(extender.pid) - cpu_before) / (time.monotonic() - started)
+            cpu_share = (_process_tree_cpu(extender.pid) - cpu_before) / (time.monotonic() - started)
             client.close()
             results[form] = {
                 "body_bytes": len(body), "per_node_bytes": len(body) / size,
+                "all": _summary(timings["spread"] + timings["after_refresh"]),
                 "spread": _summary(timings["spread"]), "after_refresh": _summary(timings["after_refresh"]),
                 "refreshes": timings["refreshes"], "extender_cpu_share": cpu_share,
-                "target_p99_ms": TARGET_P99_MS.get(size),
+                "target_p99_ms": TARGET_P99_MS.get((form, size)),
+                "load_average": [load_before, _load_average()],
             }
             print(f"  {size} nodes {form}: {len(timings['spread'])} spread + "
                   f"{len(timings['after_refresh'])} after-refresh requests", file=sys.stderr, flush=True)
@@ -223,14 +259,24 @@ def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False
 
 
 def parse_comparison(body: bytes, repeat: int = 5) -> dict[str, float]:
-    """orjson.loads vs json.loads on one body: best of `repeat` in wall and in thread CPU time,
-    the two alternating (so both meet the same machine), the cyclic GC paused as the extender
+    """The extender's decoder (msgspec: ExtenderArgs into typed structs, then every Node's
+    struct, as `parse_args` does, without the NodeInfos) against orjson.loads and json.loads
+    (dicts of everything) on one body: best of `repeat` in wall and in thread CPU time, the
+    three alternating (so all meet the same machine), the cyclic GC paused as the extender
     pauses it."""
     import gc
 
-    best = {f"{name}_{kind}": float("inf") for name in ("orjson", "json") for kind in ("ms", "cpu_ms")}
+    from scheduler.extender.wire import decode_args, decode_node
+
+    def typed(data: bytes) -> None:
+        args = decode_args(data)
+        for i, raw in enumerate(args.Nodes.items if args.Nodes is not None and args.Nodes.items else ()):
+            decode_node(raw, i)
+
+    decoders = (("msgspec", typed), ("orjson", orjson.loads), ("json", json.loads))
+    best = {f"{name}_{kind}": float("inf") for name, _ in decoders for kind in ("ms", "cpu_ms")}
     for _ in range(repeat):
-        for name, loads in (("orjson", orjson.loads), ("json", json.loads)):
+        for name, loads in decoders:
             gc.disable()
             try:
                 wall, cpu = time.perf_counter(), time.thread_time()
@@ -240,8 +286,7 @@ def parse_comparison(body: bytes, repeat: int = 5) -> dict[str, float]:
                 gc.enable()
             best[f"{name}_ms"] = min(best[f"{name}_ms"], wall * 1000.0)
             best[f"{name}_cpu_ms"] = min(best[f"{name}_cpu_ms"], cpu * 1000.0)
-    return {**best, "ratio": best["json_ms"] / best["orjson_ms"],
-            "cpu_ratio": best["json_cpu_ms"] / best["orjson_cpu_ms"], "body_mib": len(body) / 2**20}
+    return {**best, "body_mib": len(body) / 2**20}
 
 
 def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
@@ -288,32 +333,38 @@ def _load_average() -> list[float]:
         return []
 
 
+def _verdict(p99: float, target: float | None) -> str:
+    if target is None:
+        return ""
+    return f"≤ {target:.0f} ms: {'met' if p99 <= target else '**MISSED**'}"
+
+
 def table(result: dict[str, Any]) -> str:
     rows = [
-        "| nodes | form | body | requests | p50 | p99 | target p99 | first after refresh: p50 / p99 / max (n) "
-        "| refreshes/s | extender CPU |",
-        "|---:|---|---:|---:|---:|---:|---|---|---:|---:|",
+        "| nodes | form | body | requests | p50 | p99 (every request) | target | first after refresh: "
+        "p50 / p99 / max (n) | refreshes/s | extender CPU (with its refresher) | load (1 min) before / after |",
+        "|---:|---|---:|---:|---:|---:|---|---|---:|---:|---|",
     ]
     for size, per_size in result["sizes"].items():
         for form in ("NodeNames", "Nodes.items"):
             r = per_size[form]
-            s, a = r["spread"], r["after_refresh"]
-            target = r["target_p99_ms"]
-            met = "" if target is None else ("met" if s["p99_ms"] <= target else "**MISSED**")
-            a_met = "" if target is None else ("met" if a.get("p99_ms", 0) <= target else "**MISSED**")
+            every, a = r["all"], r["after_refresh"]
             body = r["body_bytes"]
             body_text = f"{body / 2**20:.1f} MiB" if body >= 2**20 else f"{body / 1024:.0f} KiB"
+            load = r.get("load_average") or [[], []]
+            load_text = " / ".join(f"{x[0]:.2f}" if x else "?" for x in load)
             rows.append(
-                f"| {int(size):,} | {form} | {body_text} | {s['requests']} | {s['p50_ms']:.1f} ms | "
-                f"{s['p99_ms']:.1f} ms | {'' if target is None else f'≤ {target:.0f} ms ({met})'} | "
+                f"| {int(size):,} | {form} | {body_text} | {every['requests']} | {every['p50_ms']:.1f} ms | "
+                f"{every['p99_ms']:.1f} ms | {_verdict(every['p99_ms'], r['target_p99_ms'])} | "
                 f"{a.get('p50_ms', float('nan')):.1f} / {a.get('p99_ms', float('nan')):.1f} / "
-                f"{a.get('max_ms', float('nan')):.1f} ms ({a['requests']}; {a_met}) | "
-                f"{r['refreshes'] / result['seconds']:.2f} | {r['extender_cpu_share'] * 100:.0f} % |"
+                f"{a.get('max_ms', float('nan')):.1f} ms ({a['requests']}) | "
+                f"{r['refreshes'] / result['seconds']:.2f} | {r['extender_cpu_share'] * 100:.0f} % | {load_text} |"
             )
     lines = [
         f"Extender /prioritize over loopback HTTP, telemetry for every node refreshed every second "
-        f"(fake Prometheus API), {result['seconds']:.0f} s per form, {result['cpus']} CPUs, "
-        f"load average {' '.join(map(str, result['load_average']))} after the run",
+        f"(fake Prometheus API), {result['seconds']:.0f} s per form, {result['cpus']} CPUs "
+        f"({result.get('cpu_model', 'unknown')}), load average {' '.join(map(str, result['load_average']))} "
+        f"after the run",
         "",
         *rows,
     ]
@@ -330,9 +381,10 @@ def table(result: dict[str, Any]) -> str:
     parse = next((r["parse"] for r in result["sizes"].values() if r.get("parse")), None)
     if parse:
         lines.append(
-            f"Parsing the {parse['body_mib']:.1f} MiB {parse['nodes']:,}-node Nodes.items body (best of 5, "
-            f"wall / CPU): orjson {parse['orjson_ms']:.0f} / {parse['orjson_cpu_ms']:.0f} ms, json "
-            f"{parse['json_ms']:.0f} / {parse['json_cpu_ms']:.0f} ms ({parse['ratio']:.1f}× / {parse['cpu_ratio']:.1f}×)."
+            f"Decoding the {parse['body_mib']:.1f} MiB {parse['nodes']:,}-node Nodes.items body (best of 5, "
+            f"wall / CPU): msgspec (the extender's decoder) {parse['msgspec_ms']:.0f} / {parse['msgspec_cpu_ms']:.0f} ms, "
+            f"orjson {parse['orjson_ms']:.0f} / {parse['orjson_cpu_ms']:.0f} ms, json {parse['json_ms']:.0f} / "
+            f"{parse['json_cpu_ms']:.0f} ms."
         )
     return "\n".join(lines)
 
@@ -349,6 +401,7 @@ def main(argv: list[str] | None = None) -> str:
         for size in sizes:
             result["sizes"][str(size)] = run_size(size, args.seconds, Path(tmp), size == max(sizes))
     result["load_average"] = _load_average()
+    result["cpu_model"] = _cpu_model()
     return json.dumps(result, sort_keys=True) if args.json else table(result)
 
 

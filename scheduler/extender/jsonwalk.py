@@ -1,4 +1,6 @@
-"""JSON for large request bodies, parsed without holding the interpreter for long.
+"""JSON for large request bodies, parsed without holding the interpreter for long: the syntax
+check of a large body msgspec refused (`wire.py`), so that its 400 says what orjson would say,
+as it always has.
 
 orjson parses a 16 MiB `Nodes.items` body in one C call that holds the GIL for 60–150 ms: every
 other request waits that long. Here the outer levels (`WALKED_DEPTH` of them: the body, `Nodes`,

@@ -22,10 +22,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Protocol
+from typing import Protocol
 
+import msgspec
 import numpy as np
 
+from scheduler.extender.wire import node_identity, read_node
 from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.plugins.energy import EnergyPlugin
@@ -210,19 +212,21 @@ class NodeStates:
 
     # -- reading (the request path) --
 
-    def node_info(self, item: Mapping[str, Any]) -> NodeInfo:
-        """NodeInfo.from_k8s(item), remembered by name and resourceVersion: kube-scheduler sends
-        the same Node objects with every pod, and the API server gives a changed object a new
-        resourceVersion. (A client that changes an object without changing its resourceVersion
-        gets the spec it sent first.) Objects without one are read every time."""
-        meta = item.get("metadata") or {}
-        name, version = meta.get("name"), meta.get("resourceVersion")
-        if not isinstance(version, str) or not version or not isinstance(name, str):
-            return NodeInfo.from_k8s(item)
+    def node_info(self, raw: msgspec.Raw | bytes, position: int = 0) -> NodeInfo:
+        """The NodeInfo of one Node of a Nodes.items body (its JSON; BadRequest naming it when
+        it is wrong), remembered by name and resourceVersion: kube-scheduler sends the same
+        Node objects with every pod, and the API server gives a changed object a new
+        resourceVersion. (A client that changes an object without changing its
+        resourceVersion gets the spec it sent first.) Objects without one are read every
+        time."""
+        identity = node_identity(raw)
+        if identity is None:
+            return read_node(raw, position)
+        name, version = identity
         known = self._specs.get(name)
         if known is not None and known[0] == version:
             return known[1]
-        info = NodeInfo.from_k8s(item)
+        info = read_node(raw, position)
         if len(self._specs) >= MAX_CACHED_NODE_SPECS:
             self._specs.clear()
         self._specs[name] = (version, info)

@@ -3,7 +3,8 @@
 Its Go structs have no JSON tags, so every key is PascalCase:
 
 * request `ExtenderArgs`: `{"Pod": v1.Pod, "Nodes": v1.NodeList | null, "NodeNames": [str] | null}`
-  — `NodeNames` when the extender is configured `nodeCacheCapable: true`, else `Nodes.items`;
+  — `NodeNames` when the extender is configured `nodeCacheCapable: true`, else `Nodes.items`
+  (decoded in `args.py`);
 * `/prioritize` answers `HostPriorityList`: `[{"Host": str, "Score": int}]`, scores 0–10;
 * `/filter` answers `ExtenderFilterResult`: `{"Nodes", "NodeNames", "FailedNodes",
   "FailedAndUnresolvableNodes", "Error"}` in the form it was asked.
@@ -18,13 +19,14 @@ scheduled without it; the next pod tries again).
 from __future__ import annotations
 
 import gc
+import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from json.encoder import encode_basestring_ascii
 from typing import Any
 
+import msgspec
 import numpy as np
 import orjson
 from fastapi import Request
@@ -32,6 +34,8 @@ from fastapi.responses import Response
 from starlette.requests import ClientDisconnect
 
 from scheduler.extender import jsonwalk
+from scheduler.kubejson import Node, Pod, type_error
+from scheduler.kubeobjects import node_info, pod_info
 from scheduler.model import NodeInfo, PodInfo
 
 # The body limit, unless configured: room for a Nodes.items body of every known node. A Node
@@ -107,33 +111,93 @@ class BodyBudget:
         )
 
 
+class HostPriority(msgspec.Struct):
+    """extenderv1.HostPriority."""
+
+    Host: str  # noqa: N815 (kube-scheduler's keys)
+    Score: int  # noqa: N815
+
+
 class HostPriorityList:
-    """`[{"Host": name, "Score": n}, …]`, encoded straight to JSON (thousands of entries: the
-    generic encoder was the slowest part of a 5,000-node answer)."""
+    """`[{"Host": name, "Score": n}, …]` (thousands of entries: encoded by msgspec from structs,
+    ~3 times faster than building the text by hand)."""
 
     def __init__(self, names: Sequence[str], scores: Sequence[int] | np.ndarray) -> None:
         self.names = names
         self.scores = scores
 
-    def to_json(self) -> str:
-        encode = encode_basestring_ascii
-        scores = self.scores.tolist() if isinstance(self.scores, np.ndarray) else self.scores
-        items = [
-            f'{{"Host":{encode(name)},"Score":{int(score)}}}'
-            for name, score in zip(self.names, scores, strict=True)
-        ]
-        return "[" + ",".join(items) + "]"
+    def to_json(self) -> bytes:
+        scores = self.scores.tolist() if isinstance(self.scores, np.ndarray) else list(self.scores)
+        return _ENCODER.encode(list(map(HostPriority, self.names, scores)))
 
 
-# -- request parsing -----------------------------------------------------------------------------
+_ENCODER = msgspec.json.Encoder()
+
+
+# -- request decoding ----------------------------------------------------------------------------
+#
+# msgspec decodes a body straight into typed structs holding only the fields used
+# (`scheduler.kubeobjects`). Each Node of the `Nodes.items` form is kept as its raw JSON
+# (`msgspec.Raw`, a view of the body): decoded on its own — so a large body gives other threads
+# the interpreter between two Nodes, where one call would hold it for the whole parse — and
+# echoed back as it came in a `/filter` answer. Bad input is a BadRequest naming what is wrong:
+# a JSON syntax error anywhere in the body first, as before (orjson's standard: NaN, Infinity,
+# numbers past a double, lone surrogates, nesting past its depth limit are refused; a large body
+# is checked by `jsonwalk`, which does not hold the interpreter for the whole body), then a
+# wrong type or value (`Pod.spec.tolerations[0].effect: expected a string, got int`).
+
+
+class _NodeList(msgspec.Struct):
+    items: list[msgspec.Raw] | None = None
+
+
+class _Args(msgspec.Struct):
+    Pod: Pod | None = None  # noqa: N815 (kube-scheduler's keys)
+    Nodes: _NodeList | None = None  # noqa: N815
+    NodeNames: list[str] | None = None  # noqa: N815
+
+
+class _Identity(msgspec.Struct):
+    name: Any = None
+    resourceVersion: Any = None  # noqa: N815
+
+
+class _Identified(msgspec.Struct):
+    metadata: _Identity | None = None
+
+
+_ARGS = msgspec.json.Decoder(_Args)
+_NODE = msgspec.json.Decoder(Node)
+_IDENTITY = msgspec.json.Decoder(_Identified)
+
+
+def node_identity(raw: msgspec.Raw | bytes) -> tuple[str, str] | None:
+    """(name, resourceVersion) of a Node's JSON when both are non-empty strings, else None
+    (also for JSON that is not a Node: decode_node says what is wrong). Cheaper than
+    decoding the Node: kube-scheduler sends the same Nodes with every pod."""
+    try:
+        meta = _IDENTITY.decode(raw).metadata
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if meta is None:
+        return None
+    name, version = meta.name, meta.resourceVersion
+    if isinstance(name, str) and name and isinstance(version, str) and version:
+        return name, version
+    return None
+
+
+def decode_args(body: bytes | bytearray) -> _Args:
+    """The body's top level (Nodes.items left raw); msgspec's own errors."""
+    return _ARGS.decode(body)
 
 
 @dataclass(frozen=True)
 class ExtenderArgs:
     pod: PodInfo
     node_names: list[str] | None  # the NodeNames form
-    node_items: list[dict[str, Any]] | None  # the Nodes.items form (full v1.Node objects)
-    node_infos: tuple[NodeInfo, ...] = ()  # node_items, parsed (same order)
+    node_items: list[msgspec.Raw] | None  # the Nodes.items form: each Node's JSON, as sent
+    node_infos: tuple[NodeInfo, ...] = ()  # node_items, decoded (same order)
 
     @property
     def names(self) -> list[str]:
@@ -142,14 +206,100 @@ class ExtenderArgs:
         return [info.name for info in self.node_infos]
 
 
+# What a wrong top-level shape is called (path of msgspec's error → message).
+_SHAPES = (
+    (re.compile(r"^$"), "body must be a JSON object with Pod and Nodes or NodeNames"),
+    (re.compile(r"^Pod(\.metadata)?$"), "Pod must be a v1.Pod object with metadata"),
+    (re.compile(r"^Pod\.spec$"), "Pod.spec must be an object"),
+    (re.compile(r"^NodeNames(\[\d+\])?$"), "NodeNames must be a list of node names"),
+    (re.compile(r"^Nodes$"), "Nodes must be a v1.NodeList object"),
+    (re.compile(r"^Nodes\.items$"), "Nodes.items must be a list"),
+)
+
+
+def _refused(body: bytes | bytearray, exc: Exception) -> BadRequest:
+    """The 400 for a body msgspec refused: a syntax error anywhere comes first (checked as the
+    extender always has: orjson, or `jsonwalk` for a large body), else the type error msgspec
+    found."""
+    try:
+        jsonwalk.loads(body) if len(body) > LARGE_BODY_BYTES else orjson.loads(body)
+    except ValueError as syntax:  # orjson.JSONDecodeError, UnicodeDecodeError are ValueErrors
+        if "depth limit" in str(syntax) or "nested too deeply" in str(syntax):
+            return BadRequest("body is not valid JSON: nested too deeply")
+        return BadRequest(f"body is not valid JSON: {syntax}")
+    if not isinstance(exc, msgspec.ValidationError):
+        return BadRequest(f"body is not valid JSON: {exc}")
+    path, message = type_error(exc)
+    for pattern, named in _SHAPES:
+        if pattern.match(path):
+            return BadRequest(named)
+    return BadRequest(message)
+
+
+def decode_node(raw: msgspec.Raw | bytes, position: int) -> Node:
+    """One Node of Nodes.items; BadRequest naming it when it is not a v1.Node with a name."""
+    where = f"Nodes.items[{position}]"
+    try:
+        node = _NODE.decode(raw)
+    except msgspec.ValidationError as exc:
+        path, message = type_error(exc, where)
+        if path in (where, f"{where}.metadata", f"{where}.metadata.name"):
+            raise BadRequest(f"{where} must be a v1.Node with metadata.name") from exc
+        raise BadRequest(message) from exc
+    if node.metadata is None or not node.metadata.name:
+        raise BadRequest(f"{where} must be a v1.Node with metadata.name")
+    return node
+
+
+def read_node(raw: msgspec.Raw | bytes | Node, position: int) -> NodeInfo:
+    """decode_node() (unless decoded already) then its NodeInfo (BadRequest naming the
+    field)."""
+    node = raw if isinstance(raw, Node) else decode_node(raw, position)
+    try:
+        return node_info(node)
+    except ValueError as exc:
+        raise BadRequest(f"Nodes.items[{position}].{exc}") from exc
+
+
+NodeReader = Callable[[msgspec.Raw, int], NodeInfo]
+
+
+def parse_args(body: bytes | bytearray, read: NodeReader = read_node) -> ExtenderArgs:
+    """ExtenderArgs from a request body, or BadRequest saying what is wrong. Everything is
+    decoded and type-checked here, so answering cannot fail on the request's shape.
+    `read(raw, position)` turns one Node into a NodeInfo (the extender passes one that
+    remembers them by resourceVersion)."""
+    with gc_paused():
+        try:
+            args = decode_args(body)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+            raise _refused(body, exc) from exc
+        pod = args.Pod
+        if pod is None or pod.metadata is None:
+            raise BadRequest("Pod must be a v1.Pod object with metadata")
+        try:
+            info = pod_info(pod)
+        except ValueError as exc:
+            raise BadRequest(f"Pod.{exc}") from exc
+        if args.NodeNames is not None:
+            if "" in args.NodeNames:
+                raise BadRequest("NodeNames must be a list of node names")
+            return ExtenderArgs(info, args.NodeNames, None)
+        if args.Nodes is None:
+            raise BadRequest("one of Nodes or NodeNames is required")
+        items = args.Nodes.items or []
+        infos = tuple(read(raw, i) for i, raw in enumerate(items))
+        return ExtenderArgs(info, None, items, infos)
+
+
 _gc_lock = threading.Lock()
 _gc_pauses = 0
 
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a large body becomes objects (JSON trees have no
-    cycles; at 5,000 Node objects the collections it triggers cost more than the parse).
+    """The cyclic garbage collector off while a body becomes objects (decoded trees have no
+    cycles; at 5,000 Node objects the collections it triggers cost more than the decoding).
     Counted, so that overlapping pauses in several threads end with the last one."""
     global _gc_pauses
     with _gc_lock:
@@ -165,72 +315,12 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def parse_args(
-    body: bytes | bytearray, node_info: Callable[[Mapping[str, Any]], NodeInfo] = NodeInfo.from_k8s
-) -> ExtenderArgs:
-    """ExtenderArgs from a request body, or BadRequest saying what is wrong. Everything is
-    parsed and type-checked here, so answering cannot fail on the request's shape.
-    `node_info` turns a Node object into a NodeInfo (the extender passes a cached one)."""
-    with gc_paused():
-        return _parse_args(body, node_info)
-
-
-def _parse_args(body: bytes | bytearray, node_info: Callable[[Mapping[str, Any]], NodeInfo]) -> ExtenderArgs:
-    try:
-        # orjson: 2–3 times the standard library's speed (docs/scheduler.md); it also refuses
-        # NaN, Infinity and numbers past a double. A large body is walked instead, one Node at
-        # a time (jsonwalk.py): orjson would hold the interpreter from every other request for
-        # the whole parse.
-        data = jsonwalk.loads(body) if len(body) > LARGE_BODY_BYTES else orjson.loads(body)
-    except ValueError as exc:  # orjson.JSONDecodeError, UnicodeDecodeError are ValueErrors
-        if "depth limit" in str(exc) or "nested too deeply" in str(exc):
-            raise BadRequest("body is not valid JSON: nested too deeply") from exc
-        raise BadRequest(f"body is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise BadRequest("body must be a JSON object with Pod and Nodes or NodeNames")
-    pod = data.get("Pod")
-    if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict):
-        raise BadRequest("Pod must be a v1.Pod object with metadata")
-    spec = pod.get("spec")
-    if spec is not None and not isinstance(spec, dict):
-        raise BadRequest("Pod.spec must be an object")
-    try:
-        pod_info = PodInfo.from_k8s(pod)
-    except ValueError as exc:
-        raise BadRequest(f"Pod.{exc}") from exc
-
-    names = data.get("NodeNames")
-    nodes = data.get("Nodes")
-    if names is not None:
-        # set(map(type, …)) runs at C speed: this list can hold thousands of names.
-        if not isinstance(names, list) or set(map(type, names)) - {str} or "" in names:
-            raise BadRequest("NodeNames must be a list of node names")
-        return ExtenderArgs(pod_info, names, None)
-    if nodes is None:
-        raise BadRequest("one of Nodes or NodeNames is required")
-    if not isinstance(nodes, dict):
-        raise BadRequest("Nodes must be a v1.NodeList object")
-    items = nodes.get("items") or []
-    if not isinstance(items, list):
-        raise BadRequest("Nodes.items must be a list")
-    infos = []
-    for i, item in enumerate(items):
-        meta = item.get("metadata") if isinstance(item, dict) else None
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-            raise BadRequest(f"Nodes.items[{i}] must be a v1.Node with metadata.name")
-        try:
-            infos.append(node_info(item))
-        except ValueError as exc:
-            raise BadRequest(f"Nodes.items[{i}].{exc}") from exc
-    return ExtenderArgs(pod_info, None, items, tuple(infos))
-
-
 @asynccontextmanager
 async def admitted_body(request: Request, limit: int, budget: BodyBudget) -> AsyncIterator[bytearray]:
     """The request's body, held within `budget` until the block ends: 413 past `limit`, 503 (with
     Retry-After) past the budget — decided on the declared length when there is one, else on
     the bytes read so far. A refused body is still read to its end, into nothing, so that the
-    client, still sending, gets the answer rather than a reset connection. A bytearray: orjson
+    client, still sending, gets the answer rather than a reset connection. A bytearray: msgspec
     reads it without a copy."""
     held = 0
     try:
@@ -277,5 +367,6 @@ async def _discard(request: Request, limit: int) -> None:
 def json_response(
     payload: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    body = payload.to_json() if isinstance(payload, HostPriorityList) else orjson.dumps(payload)
+    """A JSON answer (msgspec: a /filter answer's Nodes go back as the raw JSON they came in)."""
+    body = payload.to_json() if isinstance(payload, HostPriorityList) else _ENCODER.encode(payload)
     return Response(body, status, headers=dict(headers) if headers else None, media_type="application/json")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -54,13 +54,19 @@ def _curve_level(label: str) -> int | None:
     return index
 
 
+class Labels(Protocol):
+    """A series' labels: a dict, or the Prometheus source's decoded struct."""
+
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+
+
 class SeriesFolder:
     """Folds `kubejoule_*` series (name, labels, value) into per-node samples."""
 
     def __init__(self) -> None:
         self.nodes: dict[str, _Partial] = {}
 
-    def add(self, name: str, labels: Mapping[str, str], value: float) -> None:
+    def add(self, name: str, labels: Labels, value: float) -> None:
         node = labels.get("node")
         if not node:
             return
@@ -87,7 +93,7 @@ class SeriesFolder:
             if labels.get("owner_kind") in NODE_BOUND_OWNER_KINDS:
                 part.daemon_pods.add(pod)
 
-    def add_pod_count(self, labels: Mapping[str, str], count: float) -> None:
+    def add_pod_count(self, labels: Labels, count: float) -> None:
         """A node's pods counted elsewhere (`count by (node, owner_kind)` in PromQL)."""
         node = labels.get("node")
         if not node or not math.isfinite(count) or count < 0:
@@ -99,7 +105,7 @@ class SeriesFolder:
         if labels.get("owner_kind") in NODE_BOUND_OWNER_KINDS:
             part.daemon_total += int(count)
 
-    def set_curve(self, node: str, curve: Mapping[int, float]) -> None:
+    def set_curve(self, node: str, curve: dict[int, float]) -> None:
         """A curve read earlier, for a node this round has series of (others are left out)."""
         part = self.nodes.get(node)
         if part is not None and not part.curve:

@@ -136,8 +136,8 @@ def test_a_node_spec_the_batch_was_not_built_with_is_scored_with_the_spec_sent(
         assert info.allocatable.cpu_millicores == cores * 1000 - 90
         assert got == {"a": round(want.score / 10)}, (cores, want)
     # Only the first sight of a resourceVersion reads the object.
-    first = extender.states.node_info(small)
-    assert extender.states.node_info(json.loads(json.dumps(small))) is first
+    first = extender.states.node_info(json.dumps(small).encode())
+    assert extender.states.node_info(json.dumps(small, indent=1).encode()) is first
 
 
 def test_node_objects_without_a_resource_version_are_read_every_time(
@@ -146,9 +146,10 @@ def test_node_objects_without_a_resource_version_are_read_every_time(
     extender, _, _ = running
     node = realistic_node("a", 0, cpu="4")
     del node["metadata"]["resourceVersion"]
-    one = extender.states.node_info(node)
+    one = extender.states.node_info(json.dumps(node).encode())
     node["status"]["allocatable"]["cpu"] = "6"
-    assert extender.states.node_info(node).allocatable.cpu_millicores == 6000 != one.allocatable.cpu_millicores
+    again = extender.states.node_info(json.dumps(node).encode())
+    assert again.allocatable.cpu_millicores == 6000 != one.allocatable.cpu_millicores
 
 
 class ListeningCluster:
