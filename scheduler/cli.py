@@ -162,13 +162,14 @@ def build_extender(config: Config, collector_path: str | None = None) -> Extende
     if collector_path:
         from scheduler.collector import CollectorConfig, DecisionCollector
         from scheduler.extender.recorder import ExtenderRecorder
-        from scheduler.features import node_features
+        from scheduler.features import batch_features
 
         collector = DecisionCollector(CollectorConfig(path=collector_path))
         recorder = ExtenderRecorder(
             collector,
+            energy,
             also=recorder,
-            features=lambda pod, state, now: node_features(pod, state, now, energy),
+            features=lambda pod, batch: batch_features(pod, batch, energy),
             scorer=config.scorer.name,
         )
     watch = None

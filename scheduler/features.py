@@ -228,6 +228,19 @@ def node_values(energy: EnergyPlugin) -> _NodeValues:
     return values
 
 
+def feature_values(batch: CandidateBatch, energy: EnergyPlugin) -> dict[str, np.ndarray]:
+    """The batch's per-node, pod-independent values (`_VALUE_NAMES`: cores, the sample's time,
+    utilization, watts…) as derived columns, computed once per batch (a published snapshot
+    carries them)."""
+    return batch.derived((_VALUES_KEY, energy), node_values(energy).columns)
+
+
+def telemetry_ages(batch: CandidateBatch, energy: EnergyPlugin) -> np.ndarray:
+    """Each node's telemetry age at `batch.now` (≥ 0; NaN without telemetry)."""
+    v = feature_values(batch, energy)
+    return np.where(v["has_telemetry"] > 0.5, np.maximum(batch.now - v["sample_time"], 0.0), np.nan)
+
+
 def _divide(top: np.ndarray | float, bottom: np.ndarray, valid: np.ndarray) -> np.ndarray:
     out = np.full(len(bottom), np.nan)
     np.divide(top, bottom, out=out, where=valid)
@@ -242,8 +255,7 @@ def node_columns(
     already computed), curves and the staleness limit."""
     if scores is None:
         scores = energy.evaluate(pod, batch)  # first: pricing teaches the plugin the samples
-    cache = node_values(energy)
-    v = batch.derived((_VALUES_KEY, energy), cache.columns)
+    v = feature_values(batch, energy)
     cores = v["cores"]
     with_cores = cores > 0
     age = np.maximum(batch.now - v["sample_time"], 0.0)
@@ -296,6 +308,12 @@ def column_features(columns: Mapping[str, np.ndarray], row: int = 0) -> Features
 def node_features(pod: PodInfo, node: NodeState, now: float, energy: EnergyPlugin) -> Features:
     """The node features of one candidate (a batch of one; None where unknown)."""
     return column_features(node_columns(pod, CandidateBatch.of([node], now), energy))
+
+
+def batch_features(pod: PodInfo, batch: CandidateBatch, energy: EnergyPlugin) -> list[Features]:
+    """node_features() of every row of `batch` (at `batch.now`), from its columns."""
+    columns = node_columns(pod, batch, energy)
+    return [column_features(columns, row) for row in range(len(batch))]
 
 
 def encode(features: Mapping[str, float | None], names: Sequence[str]) -> list[float]:

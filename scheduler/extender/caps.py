@@ -2,51 +2,56 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from scheduler.model import REASON_OK, NodeState, PodInfo
+import numpy as np
+
+from agent.curves import columns_watts
+from scheduler.features import feature_values
+from scheduler.framework.batch import CandidateBatch
+from scheduler.model import REASON_OK, REASONS, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 
+_OK = REASONS.index(REASON_OK)
 
-def predicted_watts(
-    energy: EnergyPlugin, pod: PodInfo, node: NodeState, now: float
-) -> float | None:
-    """The node's power with the pod on it: the measured watts, plus what the pods placed
-    since the sample add on the curve, plus ΔP; without measured watts, the curve at the new
-    utilization. None when unknown (which never filters a node)."""
-    telemetry = node.telemetry
-    delta, reason = energy.delta_watts(pod, node, now, with_idle=False)
-    if delta is None or reason != REASON_OK or telemetry is None:
-        return None
-    found = energy.curve_for(node.info.name, telemetry)
-    now_u = energy.utilization_with_assumed(node)
-    # delta_watts() was OK: a curve, the sample's utilization and the cores are known.
-    assert found is not None and now_u is not None and telemetry.utilization is not None
-    curve = found[0]
-    if telemetry.watts is None:
-        return curve.extended_watts(now_u) + delta
-    since = curve.extended_watts(now_u) - curve.extended_watts(max(0.0, telemetry.utilization))
-    return telemetry.watts + max(0.0, since) + delta
+
+def predicted_watts(energy: EnergyPlugin, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
+    """Each node's power with the pod on it: the measured watts, plus what the pods placed
+    since the sample add on the curve, plus ΔP (the node's own power change: no consolidation
+    price); without measured watts, the curve at the new utilization. NaN when unknown (which
+    never filters a node)."""
+    scores = energy.evaluate(pod, batch, with_idle=False)
+    cols = energy.columns(batch)
+    values = feature_values(batch, energy)
+    ok = scores.reason == _OK
+    now_watts = cols["watts_before"]  # the curve at the sample's u plus the CPU placed since
+    at_sample = columns_watts(cols, np.maximum(np.nan_to_num(values["utilization"]), 0.0))
+    measured = values["watts"]
+    predicted = np.where(
+        np.isnan(measured),
+        now_watts + scores.delta_watts,
+        measured + np.maximum(now_watts - at_sample, 0.0) + scores.delta_watts,
+    )
+    return np.where(ok, predicted, np.nan)
 
 
 def over_caps(
     energy: EnergyPlugin,
     pod: PodInfo,
-    nodes: Sequence[NodeState],
-    now: float,
+    batch: CandidateBatch,
     caps_watts: Mapping[str, float],
     default_cap_watts: float | None,
 ) -> dict[str, str]:
     """node → why the pod would take it over its cap, for the nodes it would."""
+    caps = [caps_watts.get(name, default_cap_watts) for name in batch.names]
+    if all(cap is None for cap in caps):
+        return {}
+    predicted = predicted_watts(energy, pod, batch)
     failed: dict[str, str] = {}
-    for node in nodes:
-        cap = caps_watts.get(node.info.name, default_cap_watts)
-        if cap is None:
-            continue
-        predicted = predicted_watts(energy, pod, node, now)
-        if predicted is not None and predicted > cap:
-            failed[node.info.name] = (
-                f"kubejoule: the pod would take the node to {predicted:.0f} W, "
+    for name, cap, watts in zip(batch.names, caps, predicted.tolist(), strict=True):
+        if cap is not None and watts == watts and watts > cap:
+            failed[name] = (
+                f"kubejoule: the pod would take the node to {watts:.0f} W, "
                 f"over its {cap:.0f} W power cap"
             )
     return failed

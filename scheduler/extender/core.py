@@ -26,6 +26,7 @@ from scheduler.extender.decisions import (
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
 from scheduler.extender.state import ClusterView, NodeStates, Prepared
 from scheduler.extender.wire import ExtenderArgs, HostPriorityList, body_limit_for
+from scheduler.features import feature_values
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
 from scheduler.framework.interface import extender_priority
@@ -85,55 +86,56 @@ class Extender:
         for sample in view.values():
             self.energy.observe(sample.telemetry)
 
-    def node_states(self, args: ExtenderArgs, prepared: Prepared | None = None) -> list[NodeState]:
-        prepared = prepared or self.states.current()
+    # -- the request's nodes --
+
+    def _redo(self, args: ExtenderArgs, prepared: Prepared, rows: np.ndarray) -> list[tuple[int, NodeState]]:
+        """(position, state) of the request's nodes that the prepared batch cannot score: a
+        name it does not know (scored as its sentinel row unless a spec or something of the
+        node's own is known), or (Nodes.items form) a Node whose spec the batch was not built
+        with. Scored on their own states (the same kernel)."""
+        unknown = np.flatnonzero(rows == prepared.sentinel).tolist()
         if args.node_items is not None:
-            return self.states.for_items(args.node_infos, prepared)[0]
-        return self.states.for_names(args.names, prepared)
+            return self.states.item_redo(args.node_infos, prepared, unknown)
+        names = args.names
+        wanted = [i for i in unknown if self.states.has_spec(names[i]) or self.energy.knows(names[i])]
+        states = self.states.for_names([names[i] for i in wanted], prepared)
+        return list(zip(wanted, states, strict=True))
+
+    def candidates(self, args: ExtenderArgs, now: float) -> tuple[CandidateBatch, np.ndarray | None]:
+        """The request's nodes as (batch, rows): the prepared batch and the rows of the names,
+        when it scores them all; else (rows None) a batch of the request's nodes in order, the
+        prepared rows with the redone ones patched."""
+        prepared = self.states.current()
+        rows = prepared.rows(args.names)
+        redo = self._redo(args, prepared, rows)
+        batch = prepared.batch.at(now)
+        if not redo:
+            return batch, rows
+        # A copy (the sentinel row keeps `rows` from ever being the whole batch), its derived
+        # columns sliced before the patch so that the patch reaches them.
+        sub = batch.take(rows)
+        self.energy.columns(sub)
+        feature_values(sub, self.energy)
+        sub.update([position for position, _ in redo], [state for _, state in redo])
+        return sub, None
 
     # -- verbs --
 
     def prioritize(self, args: ExtenderArgs) -> HostPriorityList:
-        """Both forms are scored with numpy over the prepared batch; a node the batch does not
-        know, or (Nodes.items form) whose spec the batch was not built with, is scored on its
-        own state (the same kernel, a small batch)."""
+        """Both forms are scored with numpy over the prepared batch (module docstring)."""
         now = self.clock()
         pod = args.pod
-        prepared = self.states.current()
         names = args.names
-        rows = prepared.rows(names)
-        scores = self.energy.evaluate(pod, prepared.batch.at(now), rows=rows)
-        unknown = rows == prepared.sentinel
-        item_states: list[NodeState] | None = None
-        if args.node_items is not None:
-            item_states, odd = self.states.for_items(args.node_infos, prepared)
-            redo = sorted(set(odd) | set(np.flatnonzero(unknown).tolist()))
-            redo_states = [item_states[i] for i in redo]
-        else:
-            # A name the snapshot does not know scores as the batch's sentinel (no telemetry,
-            # no spec) unless its spec or something of its own is known.
-            redo = [i for i in np.flatnonzero(unknown).tolist()
-                    if self.states.has_spec(names[i]) or self.energy.knows(names[i])]
-            redo_states = self.states.for_names([names[i] for i in redo], prepared)
-        if redo:
-            alone = self.energy.evaluate(pod, CandidateBatch.of(redo_states, now))
-            scores.score[redo] = alone.score
-            scores.delta_watts[redo] = alone.delta_watts
-            scores.reason[redo] = alone.reason
+        batch, rows = self.candidates(args, now)
+        scores = self.energy.evaluate(pod, batch, rows=rows)
         for code, count in enumerate(np.bincount(scores.reason, minlength=len(REASONS)).tolist()):
             if count and REASONS[code] != REASON_OK:
                 self.metrics.fallbacks.labels(REASONS[code]).inc(count)
         recommended = recommend_batch(names, scores)
         self.metrics.recommendations.labels(self.mode).inc()
 
-        def nodes() -> list[NodeState]:
-            if item_states is not None:
-                return item_states
-            states = prepared.batch.states
-            found = [states[row] for row in rows.tolist()]
-            for position, state in zip(redo, redo_states, strict=True):
-                found[position] = state
-            return found
+        def nodes() -> CandidateBatch:
+            return batch if rows is None else batch.take(rows)
 
         self._record(ExtenderCall("prioritize", self.mode, now, pod, names, nodes, scores, recommended))
         if self.mode == MODE_SHADOW:
@@ -142,14 +144,20 @@ class Extender:
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         now = self.clock()
-        nodes = self.node_states(args)
-        failed = over_caps(
-            self.energy, args.pod, nodes, now, self.power_caps_watts, self.default_power_cap_watts
-        )
+        batch, rows = self.candidates(args, now)
+
+        def nodes() -> CandidateBatch:
+            return batch if rows is None else batch.take(rows)
+
+        failed: dict[str, str] = {}
+        if self.power_caps_watts or self.default_power_cap_watts is not None:
+            failed = over_caps(
+                self.energy, args.pod, nodes(), self.power_caps_watts, self.default_power_cap_watts
+            )
         if failed:
             self.metrics.filtered.labels(self.mode).inc(len(failed))
         self._record(
-            ExtenderCall("filter", self.mode, now, args.pod, args.names, tuple(nodes), None, None, failed)
+            ExtenderCall("filter", self.mode, now, args.pod, args.names, nodes, None, None, failed)
         )
         if self.mode == MODE_SHADOW:
             failed = {}

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from scheduler.framework.batch import CandidateBatch
 from scheduler.model import REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.plugins.energy import EnergyScores
 
@@ -23,10 +24,12 @@ log = logging.getLogger(__name__)
 class ExtenderCall:
     """One extender call as the decision collector needs it.
 
-    `names` are the nodes asked about, in order; `scores` the energy plugin's evaluation of the
-    pod over them (prioritize; None for filter), reasons as codes (`REASONS` names them when a
-    line is written). `nodes` may be built lazily (large batches): the first access pays for
-    them, so a recorder that only counts or samples decisions stays cheap on the request path.
+    `names` are the nodes asked about, in order; `candidates` their batch (the same rows, at
+    the call's time; its columns give the decision log its features); `scores` the energy
+    plugin's evaluation of the pod over them (prioritize; None for filter), reasons as codes
+    (`REASONS` names them when a line is written). `candidates` may be built lazily: the first
+    access pays for it, so a recorder that only counts or samples decisions stays cheap on the
+    request path.
     """
 
     def __init__(
@@ -36,7 +39,7 @@ class ExtenderCall:
         wall_time: float,
         pod: PodInfo,
         names: Sequence[str],
-        nodes: Sequence[NodeState] | Callable[[], Sequence[NodeState]],
+        candidates: CandidateBatch | Callable[[], CandidateBatch],
         scores: EnergyScores | None,
         recommended: str | None,
         failed: Mapping[str, str] | None = None,
@@ -49,12 +52,18 @@ class ExtenderCall:
         self.scores = scores
         self.recommended = recommended  # the energy-best node (prioritize)
         self.failed: Mapping[str, str] = failed or {}  # filter: node → why it would fail
-        self._nodes = nodes
+        self._candidates = candidates
 
     @cached_property
-    def nodes(self) -> tuple[NodeState, ...]:
+    def candidates(self) -> CandidateBatch:
+        """The batch of `names`, in the same order."""
+        found = self._candidates
+        return found() if callable(found) else found
+
+    @property
+    def nodes(self) -> Sequence[NodeState]:
         """The NodeStates of `names`, in the same order."""
-        return tuple(self._nodes() if callable(self._nodes) else self._nodes)
+        return self.candidates.states
 
 
 class DecisionRecorder(Protocol):

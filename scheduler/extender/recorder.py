@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 from scheduler.background import BackgroundQueue
 from scheduler.collector import CandidateRecord, DecisionCollector
 from scheduler.extender.decisions import ExtenderCall, Pending, expect_write
+from scheduler.features import Features, telemetry_ages
+from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
 from scheduler.model import REASONS, PodInfo
+from scheduler.plugins.energy import EnergyPlugin
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +46,15 @@ class ExtenderRecorder:
     def __init__(
         self,
         collector: DecisionCollector,
+        energy: EnergyPlugin,
         also: Any = None,
-        features: Callable[[PodInfo, Any, float], Mapping[str, float | None]] | None = None,
+        features: Callable[[PodInfo, CandidateBatch], Sequence[Features]] | None = None,
         scorer: str = "heuristic",
         queue_size: int = DEFAULT_RECORDER_QUEUE_SIZE,
         write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS,
     ) -> None:
         self.collector = collector
+        self.energy = energy  # the extender's: its columns give the telemetry ages
         self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
         self.features = features
         self.scorer = scorer
@@ -119,28 +124,23 @@ class ExtenderRecorder:
         if decision.recommended is not None and decision.recommended not in {names[i] for i in kept}:
             kept += [i for i, name in enumerate(names) if name == decision.recommended][:1]
             kept.sort(key=lambda i: (-float(scores.score[i]), names[i]))
-        nodes = decision.nodes if kept else ()
-        candidates = []
-        for i in kept:
-            state = nodes[i]
-            telemetry = state.telemetry
-            delta = float(scores.delta_watts[i])
-            candidates.append(
-                CandidateRecord(
-                    node=names[i],
-                    score=float(scores.score[i]),
-                    delta_watts=None if delta != delta else delta,
-                    reason=REASONS[int(scores.reason[i])],
-                    telemetry_age_seconds=(
-                        telemetry.age_seconds(wall) if telemetry is not None else None
-                    ),
-                    features=(
-                        self.features(decision.pod, state, wall)
-                        if self.features is not None
-                        else None
-                    ),
+        candidates: list[CandidateRecord] = []
+        if kept:
+            chosen = decision.candidates.take(kept)
+            ages = telemetry_ages(chosen, self.energy)
+            features = self.features(decision.pod, chosen) if self.features is not None else None
+            for k, i in enumerate(kept):
+                delta, age = float(scores.delta_watts[i]), float(ages[k])
+                candidates.append(
+                    CandidateRecord(
+                        node=names[i],
+                        score=float(scores.score[i]),
+                        delta_watts=None if delta != delta else delta,
+                        reason=REASONS[int(scores.reason[i])],
+                        telemetry_age_seconds=None if age != age else age,
+                        features=features[k] if features is not None else None,
+                    )
                 )
-            )
         self.collector.record_decision(
             source="extender",
             mode=str(decision.mode),

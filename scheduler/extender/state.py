@@ -268,29 +268,29 @@ class NodeStates:
         view = prepared.view
         return [states.get(name) or self._state(name, view, None) for name in names]
 
-    def for_items(self, infos: Sequence[NodeInfo], prepared: Prepared) -> tuple[list[NodeState], list[int]]:
-        """The states of the Nodes.items form, and the positions whose state is not the
-        snapshot's (a Node spec the snapshot was not built with: those are scored one by one).
-        New specs are remembered for later snapshots (and the NodeNames form)."""
-        states: list[NodeState] = []
-        odd: list[int] = []
+    def item_redo(
+        self, infos: Sequence[NodeInfo], prepared: Prepared, unknown: Sequence[int]
+    ) -> list[tuple[int, NodeState]]:
+        """(position, state) of the Nodes.items form's nodes the snapshot cannot score: those at
+        `unknown` positions (not in it) and those whose spec is not the one it was built with,
+        each with the spec sent. New specs are remembered for later snapshots (and the
+        NodeNames form)."""
+        redo: list[tuple[int, NodeState]] = []
+        missing = set(unknown)
         changed = False
         for position, info in enumerate(infos):
             name = info.name
             known = prepared.states.get(name)
             if name in prepared.from_cluster and known is not None:
-                states.append(known)
-                continue
+                continue  # the cluster's spec
             remembered = self._node_infos.get(name)
             if remembered is not info and remembered != info:
                 self._node_infos[name] = info
                 changed = True
             if known is not None and (known.info is info or known.info == info):
-                states.append(known)
                 continue
-            states.append(self._state(name, prepared.view, info))
-            if known is not None:
-                odd.append(position)  # the batch row has another spec
+            if known is not None or position in missing:
+                redo.append((position, self._state(name, prepared.view, info)))
         if changed:
             self._dirty.set()
-        return states, odd
+        return redo

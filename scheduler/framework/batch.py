@@ -87,7 +87,9 @@ class CandidateBatch:
         derived: dict[Hashable, tuple[Builder, Columns, bool]] | None = None,
         parent: tuple[CandidateBatch, np.ndarray] | None = None,
     ) -> None:
-        self.states: list[NodeState] = list(states)
+        # A RowStates (states made on demand, e.g. from columns published by another process)
+        # is kept as it is; anything else becomes a list.
+        self.states: list[NodeState] = states if isinstance(states, RowStates) else list(states)  # type: ignore[assignment]
         self.now = float(now)
         self._columns = core_columns(self.states) if columns is None else columns
         for name in CORE_COLUMNS:
@@ -155,7 +157,9 @@ class CandidateBatch:
             return self
         columns = {name: values[index] for name, values in self._columns.items()}
         rows_list = index.tolist()
-        sub = CandidateBatch(_pick(self.states, rows_list), self.now, columns, parent=(self, index))
+        states = self.states
+        picked = states.pick(rows_list) if isinstance(states, RowStates) else _pick(states, rows_list)
+        sub = CandidateBatch(picked, self.now, columns, parent=(self, index))
         if self._names is not None:
             sub._names = _pick(self._names, rows_list)
         return sub
@@ -188,6 +192,35 @@ class CandidateBatch:
         for row, state in zip(index.tolist(), states, strict=True):
             self.states[row] = state
         # the same nodes: `names` stays valid
+
+
+class RowStates(Sequence[NodeState]):
+    """States made on demand, row by row (a published snapshot's nodes: building all of them
+    would cost what publishing saved). `pick(rows)` is the states of some rows, also on demand;
+    a row can be replaced (`CandidateBatch.update`)."""
+
+    def __init__(self, count: int, make: Callable[[int], NodeState]) -> None:
+        self._count = count
+        self._make = make
+        self._made: dict[int, NodeState] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, row: int) -> NodeState:  # type: ignore[override]
+        if not -self._count <= row < self._count:
+            raise IndexError(row)
+        row %= self._count
+        state = self._made.get(row)
+        if state is None:
+            state = self._made[row] = self._make(row)
+        return state
+
+    def __setitem__(self, row: int, state: NodeState) -> None:
+        self._made[row % self._count] = state
+
+    def pick(self, rows: list[int]) -> RowStates:
+        return RowStates(len(rows), lambda k: self[rows[k]])
 
 
 def _pick(items: list, rows: list[int]) -> list:

@@ -16,6 +16,7 @@ from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
 from scheduler.extender.recorder import ExtenderRecorder
+from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 from scheduler.telemetry.samples import NodeSample
@@ -36,10 +37,10 @@ class Gate:
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def __call__(self, pod: PodInfo, state: Any, now: float) -> dict[str, float | None]:
+    def __call__(self, pod: PodInfo, batch: CandidateBatch) -> list[dict[str, float | None]]:
         self.entered.set()
         assert self.release.wait(10), "the test never released the recorder"
-        return {"cpu_cores": 8.0}
+        return [{"cpu_cores": 8.0}] * len(batch)
 
 
 
@@ -63,7 +64,8 @@ def test_a_busy_recorder_holds_up_prioritize_only_for_a_bounded_time(tmp_path: P
     collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
     gate = Gate()
     memory = MemoryRecorder(10)
-    recorder = ExtenderRecorder(collector, also=memory, features=gate, queue_size=2, write_wait_seconds=0.05)
+    recorder = ExtenderRecorder(collector, EnergyPlugin(), also=memory, features=gate, queue_size=2,
+                                write_wait_seconds=0.05)
     extender = Extender(EnergyPlugin(), store, mode="active", recorder=recorder, clock=lambda: NOW)
     answers = []
     with TestClient(create_app(extender, manage_store=False)) as client:
@@ -103,11 +105,11 @@ def test_the_response_is_sent_after_its_line_is_written(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     collector = DecisionCollector(CollectorConfig(str(path)))
 
-    def slow(pod: PodInfo, state: Any, now: float) -> dict[str, float | None]:
+    def slow(pod: PodInfo, batch: CandidateBatch) -> list[dict[str, float | None]]:
         threading.Event().wait(0.05)
-        return {"cpu_cores": 8.0}
+        return [{"cpu_cores": 8.0}] * len(batch)
 
-    recorder = ExtenderRecorder(collector, features=slow, write_wait_seconds=5.0)
+    recorder = ExtenderRecorder(collector, EnergyPlugin(), features=slow, write_wait_seconds=5.0)
     extender = Extender(EnergyPlugin(), store, mode="shadow", recorder=recorder, clock=lambda: NOW)
     with TestClient(create_app(extender, manage_store=False)) as client:
         for i in range(3):
@@ -124,9 +126,9 @@ def test_the_response_is_sent_after_its_line_is_written(tmp_path: Path) -> None:
 def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: Path) -> None:
     collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
     gate = Gate()
-    recorder = ExtenderRecorder(collector, features=gate)
+    recorder = ExtenderRecorder(collector, EnergyPlugin(), features=gate)
     pod = PodInfo.from_k8s(_pod("p"))
-    nodes = [NodeState(NodeInfo("a", Resources(8000)))]
+    nodes = CandidateBatch.of([NodeState(NodeInfo("a", Resources(8000)))])
     scores = one_score(80.0, 4.0)
 
     def decision(wall: float) -> ExtenderCall:
@@ -146,16 +148,16 @@ def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: 
 def test_a_failing_record_is_counted_and_the_thread_goes_on(tmp_path: Path) -> None:
     calls = []
 
-    def features(pod: PodInfo, state: Any, now: float) -> dict[str, float | None]:
-        calls.append(now)
+    def features(pod: PodInfo, batch: CandidateBatch) -> list[dict[str, float | None]]:
+        calls.append(batch.now)
         if len(calls) == 1:
             raise ValueError("a broken feature")
-        return {}
+        return [{}] * len(batch)
 
     collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
-    recorder = ExtenderRecorder(collector, features=features)
+    recorder = ExtenderRecorder(collector, EnergyPlugin(), features=features)
     pod = PodInfo.from_k8s(_pod("p"))
-    nodes = [NodeState(NodeInfo("a", Resources(8000)))]
+    nodes = CandidateBatch.of([NodeState(NodeInfo("a", Resources(8000)))])
     for wall in (1.0, 2.0):
         recorder.record(ExtenderCall("prioritize", "shadow", wall, pod, ["a"], nodes, one_score(80.0), "a"))
     recorder.close()

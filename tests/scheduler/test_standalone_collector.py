@@ -285,13 +285,14 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
 
     from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
     from scheduler.extender.recorder import ExtenderRecorder
+    from scheduler.framework.batch import CandidateBatch
     from scheduler.model import REASONS, NodeInfo, NodeState, Resources
-    from scheduler.plugins.energy import EnergyScores
+    from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
     path = tmp_path / "d.jsonl"
     collector = DecisionCollector(CollectorConfig(str(path)))
     memory = MemoryRecorder(10)
-    recorder = ExtenderRecorder(collector, also=memory)
+    recorder = ExtenderRecorder(collector, EnergyPlugin(), also=memory)
     info = PodInfo.from_k8s(pod("api", requests={"cpu": "1"}))
     nodes = [
         NodeState(
@@ -312,7 +313,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
             wall_time=100.0,
             pod=info,
             names=[n.info.name for n in nodes],
-            nodes=nodes,
+            candidates=CandidateBatch.of(nodes, 100.0),
             scores=scores,
             recommended="n1",
         )
@@ -324,7 +325,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
             wall_time=101.0,
             pod=info,
             names=[n.info.name for n in nodes],
-            nodes=nodes,
+            candidates=CandidateBatch.of(nodes, 101.0),
             scores=None,
             recommended=None,
         )
