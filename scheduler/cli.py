@@ -26,18 +26,16 @@ from scheduler.config import (
     MODES,
     Config,
     ConfigError,
-    build_api_client,
-    build_energy_plugin,
-    build_store,
-    kubernetes_configured,
     load_config,
     parse_listen,
+    source_names,
 )
+from scheduler.extender.wiring import build_extender
 from scheduler.rebalancer.cli import add_rebalancer_command
 from scheduler.telemetry.discovery import parse_static_targets
 
 if TYPE_CHECKING:
-    from scheduler.extender.core import Extender
+    pass
 
 log = logging.getLogger("kubejoule.scheduler")
 
@@ -119,15 +117,16 @@ def run_extender(args: argparse.Namespace) -> int:
     if getattr(args, "watch_cluster", None) is not None:
         config = replace(config, extender=replace(config.extender, watch_cluster=args.watch_cluster))
     host, port = parse_listen(config.listen)
-    extender = build_extender(config, getattr(args, "collector", None))
-    store = extender.store
-    log.info(
-        "extender on %s:%d, mode %s, %d telemetry source(s): %s; cluster watch %s",
-        host, port, config.mode, len(store.sources), ", ".join(s.name for s in store.sources) or "none",
-        "on" if extender.cluster is not None else "off",
-    )
-    if not store.sources:
+    sources = source_names(config)
+    if not sources:
         log.warning("no telemetry source configured: every node is priced at its worst state (0 without a configured curve)")
+    extender = build_extender(
+        config, getattr(args, "collector", None), refresh_process=True, log_level=args.log_level.upper()
+    )
+    log.info(
+        "extender on %s:%d, mode %s, telemetry source(s) %s refreshed in process %s",
+        host, port, config.mode, ", ".join(sources) or "none", getattr(extender.states, "pid", None),
+    )
     app = create_app(extender, inflight_body_bytes=config.extender.inflight_body_bytes)
     # Everything allocated so far lives as long as the process: keep it out of the cyclic
     # collector's generations so a full collection never walks it on the request path.
@@ -141,71 +140,6 @@ def run_extender(args: argparse.Namespace) -> int:
         access_log=False,
     )
     return 0
-
-
-def build_extender(config: Config, collector_path: str | None = None) -> Extender:
-    """The extender as the configuration describes it (not started: `create_app` or
-    `Extender.start()` start its telemetry refresh and cluster watch)."""
-    from scheduler.extender.core import Extender
-    from scheduler.extender.decisions import MemoryRecorder
-
-    energy = build_energy_plugin(config)
-    watch_on = config.extender.watch_cluster
-    if watch_on is None:
-        watch_on = kubernetes_configured(config)
-    api = None
-    if watch_on or config.needs_kubernetes:
-        api = build_api_client(config)
-    store = build_store(config, api)
-    recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
-    collector = None
-    if collector_path:
-        from scheduler.collector import CollectorConfig, DecisionCollector
-        from scheduler.extender.recorder import ExtenderRecorder
-        from scheduler.features import batch_features
-
-        collector = DecisionCollector(CollectorConfig(path=collector_path))
-        recorder = ExtenderRecorder(
-            collector,
-            energy,
-            also=recorder,
-            features=lambda pod, batch: batch_features(pod, batch, energy),
-            scorer=config.scorer.name,
-        )
-    watch = None
-    if watch_on:
-        from scheduler.cluster_cache import ClusterCache
-        from scheduler.cluster_watch import ClusterWatch, KubeWatchApi
-
-        # No scheduler name: the extender only counts what kube-scheduler binds.
-        watch = ClusterWatch(KubeWatchApi(api), ClusterCache(None))
-    extender = Extender(
-        energy,
-        store,
-        mode=config.mode,
-        power_caps_watts=config.power_caps_watts,
-        default_power_cap_watts=config.default_power_cap_watts,
-        recorder=recorder,
-        max_body_bytes=config.extender.max_body_bytes,
-        cluster=watch,
-    )
-    if watch is not None:
-        stop = threading.Event()
-
-        def start_watch() -> None:
-            assert watch is not None
-            watch.start(stop)
-
-        extender.on_start.append(start_watch)
-        extender.on_stop.append(stop.set)
-        extender.on_stop.append(watch.close)
-    if collector is not None:
-        # Batches reach the disk at least once per telemetry refresh, and all of them on exit:
-        # the recorder first writes what its queue still holds, then the collector closes.
-        store.add_listener(lambda _view: collector.flush_if_due())
-        extender.on_stop.append(recorder.close)
-        extender.on_stop.append(collector.close)
-    return extender
 
 
 # -- run (the standalone scheduler) --------------------------------------------------------------
@@ -253,7 +187,6 @@ def add_run_command(subparsers: Subparsers) -> None:
 def run_standalone(args: argparse.Namespace) -> int:
     import os
     import signal
-    import threading
 
     from scheduler.leader import LeaderElectionConfig, default_identity
     from scheduler.standalone.process import RunOptions, run_process

@@ -367,6 +367,18 @@ def build_api_client(config: Config) -> Any:
     return kube.make_api_client(host=config.kubernetes.host, kubeconfig=config.kubernetes.kubeconfig)
 
 
+def source_names(config: Config) -> list[str]:
+    """The names of the telemetry sources build_store() makes, in its order."""
+    t = config.telemetry
+    found = [
+        ("agents", bool(t.agents.static)),
+        ("agents-k8s", t.agents.endpoint_slices is not None),
+        ("prometheus", t.prometheus is not None),
+        ("metrics-server", bool(t.metrics_server)),
+    ]
+    return [name for name, configured in found if configured]
+
+
 def build_store(config: Config, api: Any = None) -> TelemetryStore:
     """The TelemetryStore with the configured sources, in priority order: agents, Prometheus,
     Metrics Server. `api` is needed only for the Kubernetes-backed parts."""

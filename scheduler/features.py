@@ -146,7 +146,7 @@ _VALUE_NAMES = (
     "cores", "has_telemetry", "sample_time", "utilization", "watts", "measured",
     "cpu_since", "pod_count", "curve_known", "idle_watts", "max_watts",
 )
-_VALUES_KEY = "kubejoule.features"  # the owner of the derived columns (with the energy plugin)
+VALUES_KEY = "kubejoule.features"  # the owner of the derived columns (with the energy plugin)
 MAX_CURVES = 65_536  # curves whose end points are kept before the table is emptied
 _NO_CHECK = object()  # a row whose curve cannot change while its NodeState stays the same
 
@@ -232,7 +232,7 @@ def feature_values(batch: CandidateBatch, energy: EnergyPlugin) -> dict[str, np.
     """The batch's per-node, pod-independent values (`_VALUE_NAMES`: cores, the sample's time,
     utilization, watts…) as derived columns, computed once per batch (a published snapshot
     carries them)."""
-    return batch.derived((_VALUES_KEY, energy), node_values(energy).columns)
+    return batch.derived((VALUES_KEY, energy), node_values(energy).columns)
 
 
 def telemetry_ages(batch: CandidateBatch, energy: EnergyPlugin) -> np.ndarray:

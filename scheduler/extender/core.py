@@ -4,7 +4,10 @@ Modes: `shadow` (default) answers every node the same neutral score and filters 
 records what it would have chosen; `active` answers the energy scores and applies power caps.
 Missing or stale telemetry never filters a node and never scores above a measured node of its
 kind (the energy plugin prices it at its worst state, scheduler/plugins/energy.py).
-Scoring reads the TelemetryStore's cached view: no I/O on the request path.
+Scoring reads a prepared snapshot: no I/O and no per-node work on the request path. The
+snapshot is built in this process (`NodeStates`, from the TelemetryStore: tests, embedding) or
+by the refresher process and read from shared memory (`RemoteStates`: what
+`kubejoule-scheduler extender` runs).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from scheduler.extender.decisions import (
     recommend_batch,
 )
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
+from scheduler.extender.refresher import RemoteStates
 from scheduler.extender.state import ClusterView, NodeStates, Prepared
 from scheduler.extender.wire import ExtenderArgs, HostPriorityList, body_limit_for
 from scheduler.features import feature_values
@@ -32,7 +36,6 @@ from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
 from scheduler.framework.interface import extender_priority
 from scheduler.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "Extender"]
@@ -41,13 +44,14 @@ log = logging.getLogger(__name__)
 
 
 class Extender:
-    """Builds node states from the TelemetryStore and answers the extender verbs with the
-    energy Score plugin (`energy`)."""
+    """Answers the extender verbs with the energy Score plugin (`energy`) over prepared node
+    states: built here from `store` (a TelemetryStore), or `states` (a RemoteStates, which is
+    then also the telemetry view the metrics read: pass it as `store`)."""
 
     def __init__(
         self,
         energy: EnergyPlugin,
-        store: TelemetryStore,
+        store: TelemetryStore | RemoteStates,
         mode: str = MODE_SHADOW,
         power_caps_watts: Mapping[str, float] | None = None,
         default_power_cap_watts: float | None = None,
@@ -55,6 +59,7 @@ class Extender:
         max_body_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
         cluster: ClusterView | None = None,
+        states: RemoteStates | None = None,
     ) -> None:
         if mode not in (MODE_SHADOW, MODE_ACTIVE):
             raise ValueError(f"mode must be shadow or active, got {mode!r}")
@@ -71,7 +76,13 @@ class Extender:
         if callable(stats):
             self.metrics.registry.register(_RecorderCollector(stats))
         self.cluster = cluster
-        self.states = NodeStates(energy, store, cluster)
+        self.states: NodeStates | RemoteStates
+        self._local = states is None
+        if states is None:
+            assert isinstance(store, TelemetryStore), "an in-process extender needs a TelemetryStore"
+            self.states = NodeStates(energy, store, cluster)  # listens to the store
+        else:
+            self.states = states
         self.on_start: list[Callable[[], None]] = []  # e.g. start the cluster watch
         self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision collector
         synced = getattr(cluster, "synced", None)
@@ -79,12 +90,6 @@ class Extender:
             self.metrics.registry.register(
                 _ClusterCollector(lambda: bool(getattr(cluster, "synced", False)))
             )
-        store.add_listener(self._observe)
-        store.add_listener(self.states.on_refresh)  # after _observe: the fits are up to date
-
-    def _observe(self, view: Mapping[str, NodeSample]) -> None:
-        for sample in view.values():
-            self.energy.observe(sample.telemetry)
 
     # -- the request's nodes --
 
@@ -202,14 +207,16 @@ class Extender:
         return self.store.ready
 
     def start(self) -> None:
-        self.store.start()
+        if self._local:
+            self.store.start()
         self.states.start()
         for start in self.on_start:
             start()
 
     def stop(self) -> None:
         self.states.stop()
-        self.store.stop()
+        if self._local:
+            self.store.stop()
         for close in self.on_stop:
             try:
                 close()

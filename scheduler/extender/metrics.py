@@ -4,12 +4,24 @@ and collectors that read the store, the cluster view and the recorder at scrape 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from scheduler.telemetry.store import TelemetryStore
+
+class TelemetryView(Protocol):
+    """What the metrics read of the telemetry: the TelemetryView, or the refresher's view."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def errors(self) -> Mapping[tuple[str, str], int]: ...
+
+    def ages(self, now: float | None = None) -> dict[str, float]: ...
+
 
 LATENCY_BUCKETS_SECONDS = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -20,7 +32,7 @@ LATENCY_BUCKETS_SECONDS = (
 class _StoreCollector(Collector):
     """Telemetry age per node and refresh errors, read from the store at scrape time."""
 
-    def __init__(self, store: TelemetryStore, clock: Callable[[], float]) -> None:
+    def __init__(self, store: TelemetryView, clock: Callable[[], float]) -> None:
         self._store = store
         self._clock = clock
 
@@ -92,7 +104,7 @@ class _RecorderCollector(Collector):
 
 
 class ExtenderMetrics:
-    def __init__(self, store: TelemetryStore, clock: Callable[[], float]) -> None:
+    def __init__(self, store: TelemetryView, clock: Callable[[], float]) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "kubejoule_extender_requests",

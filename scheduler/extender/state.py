@@ -112,7 +112,10 @@ class NodeStates:
         # Node objects seen in Nodes.items payloads: their allocatable CPU serves the NodeNames
         # form later, when telemetry carries no core count.
         self._node_infos: dict[str, NodeInfo] = {}
+        # The spec numbers the request process gave the specs it forwarded (refresher.py).
+        self.spec_seq: dict[str, int] = {}
         self._specs: dict[str, tuple[str, NodeInfo]] = {}  # name → (resourceVersion, NodeInfo)
+        self.on_prepared: list[Callable[[Prepared], None]] = []  # each new snapshot, when built
         self._current: Prepared | None = None
         self._build_lock = threading.Lock()  # one build at a time
         self._dirty = threading.Event()  # something changed since the last build
@@ -123,6 +126,13 @@ class NodeStates:
         self._cluster_listens = callable(add_listener)
         if callable(add_listener):
             add_listener(self._dirty.set)
+        store.add_listener(self._observe)
+        store.add_listener(self.on_refresh)  # after _observe: the fits are up to date
+
+    def _observe(self, view: Mapping[str, NodeSample]) -> None:
+        """Every sample teaches the energy plugin (its online fits, the curves exported)."""
+        for sample in view.values():
+            self.energy.observe(sample.telemetry)
 
     # -- building (background threads; the request path only when nothing runs there) --
 
@@ -151,12 +161,15 @@ class NodeStates:
             if self.cluster is not None:
                 states = {s.info.name: s for s in self.cluster.node_states(self.store.telemetry)}
             from_cluster = frozenset(states)
-            for name in view:
+            # Nodes the energy plugin remembers (an exported curve, a history) price at their
+            # worst state from it even when no source has them any longer.
+            for name in (*view, *self.energy.remembered_nodes()):
                 if name not in states:
                     old = previous.states.get(name) if previous is not None else None
                     info = self._node_infos.get(name)
                     if (
-                        old is not None and previous is not None and previous.view.get(name) is view[name]
+                        old is not None and previous is not None
+                        and previous.view.get(name) is view.get(name)
                         and (info is None or old.info is info)
                     ):
                         states[name] = old  # same sample, same spec: the scorer's work is kept
@@ -173,7 +186,21 @@ class NodeStates:
             prepared = Prepared.build(self.energy, view, states, from_cluster, synced)
             self._current = prepared
             self.builds += 1
+            for publish in self.on_prepared:
+                publish(prepared)
             return prepared
+
+    @property
+    def node_infos(self) -> Mapping[str, NodeInfo]:
+        """The Node objects Nodes.items bodies carried, by name (the newest of each)."""
+        return self._node_infos
+
+    def remember_spec(self, info: NodeInfo, seq: int = 0) -> None:
+        """A Node object seen in a Nodes.items body (`seq`: its number from the request
+        process): the next snapshot is built with it."""
+        self._node_infos[info.name] = info
+        self.spec_seq[info.name] = seq
+        self._dirty.set()
 
     def _cluster_synced(self) -> bool:
         return self.cluster is None or bool(getattr(self.cluster, "synced", True))

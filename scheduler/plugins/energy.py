@@ -258,6 +258,10 @@ class EnergyPlugin:
             curve = found[0] if found is not None else None
         return curve, float(cores) if cores and cores > 0 else 0.0
 
+    def remembered_nodes(self) -> list[str]:
+        """Nodes with an exported curve or a history remembered (not the configured ones)."""
+        return list({**self._exported, **self._histories})
+
     def knows(self, node: str) -> bool:
         """Whether anything of `node`'s own (a configured or exported curve, a history) could
         price it without telemetry; a node it does not know scores as any unknown node."""

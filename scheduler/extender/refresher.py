@@ -1,0 +1,379 @@
+"""The extender's telemetry refresh in a process of its own, so that it never holds the request
+path's interpreter.
+
+`kubejoule-scheduler extender` starts `python -m scheduler.extender.refresher` beside the HTTP
+server. The refresher runs everything pod-independent: the telemetry sources and their decoding,
+the merge, the energy plugin's online fits and per-node columns (curve tables, prices), the
+feature values, the cluster watch; each snapshot it prepares is published as a generation of
+columns in shared memory (`publish.py`). The request process (`RemoteStates`) only maps the
+newest generation and reads it: a request scores against one generation, whole, and the first
+request after a refresh costs what any other does.
+
+The two talk over a SOCK_SEQPACKET socket pair: refresher → request process, each generation's
+header with its memfd; request process → refresher, the Node objects Nodes.items bodies carried
+(numbered: a generation says which spec each row was built with). When the request process goes
+away (even `kill -9`), the socket closes and the refresher exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from scheduler.extender.publish import (
+    ENERGY,
+    RAW,
+    SOURCES,
+    VALUES,
+    Generation,
+    all_columns,
+    raw_columns,
+    read_generation,
+    split,
+    telemetry_of,
+    write_generation,
+)
+from scheduler.extender.state import NodeStates, Prepared
+from scheduler.features import VALUES_KEY, node_values
+from scheduler.framework.batch import CORE_COLUMNS, Builder, CandidateBatch, Columns, RowStates
+from scheduler.model import NodeInfo, NodeState, Resources
+from scheduler.plugins.energy import EnergyPlugin
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 1 << 20
+# The refresher's command (`python -c`: `-m` would import this module twice, once through the
+# package's __init__).
+_MAIN = "import sys; from scheduler.extender.refresher import main; sys.exit(main(sys.argv[1:]))"
+START_TIMEOUT_SECONDS = 60.0
+
+
+# -- the refresher process -----------------------------------------------------------------------
+
+
+class Publisher:
+    """Writes each snapshot NodeStates prepares as a generation and sends it (refresher side)."""
+
+    def __init__(self, sock: socket.socket, states: NodeStates, meta: Callable[[], dict[str, Any]]) -> None:
+        self.sock = sock
+        self.states = states
+        self.meta = meta
+        self.generation = 0
+        self.layout = 0
+        self._names: list[str] | None = None
+        self._sources: list[str] = list(SOURCES)
+        self._lock = threading.Lock()
+
+    def publish(self, prepared: Prepared) -> None:
+        batch = prepared.batch
+        states = batch.states
+        names = batch.names
+        spec_seq = self.states.spec_seq
+        known = self.states.node_infos
+        seqs = [
+            spec_seq.get(n, 0) if n not in prepared.from_cluster and s.info is known.get(n) else 0
+            for n, s in zip(names, states, strict=True)
+        ]
+        cluster = [n in prepared.from_cluster for n in names]
+        with self._lock:
+            self.generation += 1
+            changed = names != self._names
+            if changed:
+                self.layout += 1
+                self._names = list(names)
+            raw = raw_columns(states, self._sources, seqs, cluster)
+            meta = {**self.meta(), "cluster_synced": prepared.cluster_synced}
+            header, fd = write_generation(
+                self.generation, self.layout, all_columns(batch, self.states.energy, raw),
+                names if changed else None, self._sources, meta,
+            )
+            try:
+                socket.send_fds(self.sock, [header], [fd])
+            except OSError:
+                log.debug("the request process is gone")
+            finally:
+                os.close(fd)
+
+
+def _serve(sock: socket.socket, config: Any) -> None:
+    """The refresher's main loop: start the parts, publish, take specs, until the socket ends."""
+    from scheduler.extender.wiring import build_refresh_parts
+
+    energy, store, states, on_start, on_stop = build_refresh_parts(config)
+
+    def meta() -> dict[str, Any]:
+        return {
+            "refreshes": store.refreshes,
+            "errors": [[source, kind, count] for (source, kind), count in sorted(store.errors.items())],
+            "cluster": states.cluster is not None,
+        }
+
+    publisher = Publisher(sock, states, meta)
+    states.on_prepared.append(publisher.publish)
+    store.start()
+    states.start()
+    for start in on_start:
+        start()
+    try:
+        while True:
+            message = sock.recv(MAX_MESSAGE_BYTES)
+            if not message:
+                return
+            seq, info = pickle.loads(message)  # noqa: S301 (our own parent, over a socket pair)
+            states.remember_spec(info, seq)
+    finally:
+        states.stop()
+        store.stop()
+        for stop in on_stop:
+            stop()
+
+
+def main(argv: Sequence[str]) -> int:
+    """The refresher: `main([SOCKET_FD, CONFIG_FD, LOG_LEVEL])` (started by RemoteStates: the
+    configuration comes pickled in a memfd)."""
+    args = list(argv)
+    if len(args) < 2:
+        print("usage: refresher SOCKET_FD CONFIG_FD [LOG_LEVEL] (started by the extender)", file=sys.stderr)
+        return 2
+    sock = socket.socket(fileno=int(args[0]))
+    with os.fdopen(int(args[1]), "rb") as file:
+        config = pickle.load(file)  # noqa: S301 (written by the parent)
+    logging.basicConfig(level=args[2] if len(args) > 2 else "WARNING",
+                        format="%(asctime)s refresher %(levelname)s %(name)s: %(message)s")
+    import gc
+
+    gc.freeze()
+    with contextlib.suppress(KeyboardInterrupt):
+        _serve(sock, config)
+    return 0
+
+
+# -- the request process --------------------------------------------------------------------------
+
+
+class RemoteStates:
+    """The request process's side: starts the refresher, maps each generation it publishes, and
+    answers what the extender asks of its node states (`NodeStates`' reading methods) from the
+    newest one. Also the telemetry view the metrics read (ages, errors, readiness)."""
+
+    def __init__(self, energy: EnergyPlugin, config: Any, clock: Callable[[], float] = time.time,
+                 log_level: str = "WARNING") -> None:
+        self.energy = energy
+        self.config = config
+        self.clock = clock
+        self.log_level = log_level
+        self.cluster: object | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._current = Prepared.build(energy, {}, {})
+        self._generation: Generation | None = None
+        self._names: list[str] = []
+        self._index: dict[str, int] = {}
+        self._sent: dict[str, tuple[int, NodeInfo]] = {}  # name → (number, spec) forwarded
+        self._seq = itertools.count(1)
+        self._listeners: list[Callable[[Any], None]] = []
+        self._first = threading.Event()
+        self.generations = 0
+
+    # -- the process --
+
+    def start(self) -> None:
+        if self._process is not None:
+            return
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        config_fd = os.memfd_create("kubejoule-config")
+        os.write(config_fd, pickle.dumps(self.config))
+        os.lseek(config_fd, 0, os.SEEK_SET)
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _MAIN, str(theirs.fileno()), str(config_fd), self.log_level],
+                pass_fds=(theirs.fileno(), config_fd),
+            )
+        finally:
+            theirs.close()
+            os.close(config_fd)
+        self._sock = mine
+        self._thread = threading.Thread(target=self._receive, name="extender-generations", daemon=True)
+        self._thread.start()
+        if not self._first.wait(START_TIMEOUT_SECONDS):
+            log.warning("the refresher published nothing in %.0f s", START_TIMEOUT_SECONDS)
+
+    def stop(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()  # the refresher sees the end of its socket and exits
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                process.wait(10.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5.0)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def _receive(self) -> None:
+        sock = self._sock
+        while sock is not None:
+            try:
+                header, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE_BYTES, 1)
+            except OSError:
+                return
+            if not header or not fds:
+                return
+            try:
+                self._adopt(read_generation(header, fds[0]))
+            except Exception:  # keep the last generation
+                log.exception("reading a generation failed")
+            for listener in self._listeners:
+                listener(None)
+
+    def _adopt(self, generation: Generation) -> None:
+        if generation.names is not None:
+            self._names = generation.names
+            self._index = {name: row for row, name in enumerate(self._names[:-1])}
+        columns = generation.columns
+        count = len(self._names)
+        core = {name: columns[name] for name in CORE_COLUMNS}
+        raw = split(columns, RAW)
+        sources = generation.header.sources
+        names, index, sent = self._names, self._index, self._sent
+
+        def make(row: int) -> NodeState:
+            name = names[row]
+            spec = sent.get(name)
+            info = spec[1] if spec is not None and spec[0] == raw["spec"][row] else NodeInfo(
+                name, Resources(int(core["alloc_cpu"][row]), int(core["alloc_mem"][row]),
+                                int(core["alloc_pods"][row]), int(core["alloc_eph"][row])))
+            return NodeState(
+                info=info,
+                requested=Resources(int(core["req_cpu"][row]), int(core["req_mem"][row]),
+                                    0, int(core["req_eph"][row])),
+                telemetry=telemetry_of(raw, sources, row, name),
+                cpu_since_sample_cores=float(raw["cpu_since"][row]),
+                pod_count=int(raw["pods"][row]),
+                daemon_pod_count=int(raw["daemons"][row]),
+            )
+
+        energy = self.energy
+        derived: dict[Hashable, tuple[Builder, Columns, bool]] = {
+            energy: (energy._columns, split(columns, ENERGY), False),  # noqa: SLF001 (its builder)
+            (VALUES_KEY, energy): (node_values(energy).columns, split(columns, VALUES), False),
+        }
+        batch = CandidateBatch(RowStates(count, make), 0.0, core, derived)
+        batch._names = names  # noqa: SLF001 (known: not made from the states)
+        meta = generation.header.meta
+        self._generation = generation
+        self._current = Prepared({}, {}, batch, cluster_synced=bool(meta.get("cluster_synced", True)),
+                                 index=index)
+        self.generations += 1
+        self._first.set()
+
+    # -- what the extender reads (as NodeStates) --
+
+    def current(self) -> Prepared:
+        return self._current
+
+    def known_nodes(self) -> int:
+        return len(self._current.batch) - 1
+
+    def has_spec(self, name: str) -> bool:
+        return name in self._sent
+
+    def node_info(self, raw: Any, position: int = 0) -> NodeInfo:
+        from scheduler.extender.wire import read_node
+
+        return read_node(raw, position)
+
+    def for_names(self, names: Sequence[str], prepared: Prepared) -> list[NodeState]:
+        """States of names the snapshot does not know (their spec if one was sent)."""
+        return [self._bare(name, None) for name in names]
+
+    def _bare(self, name: str, info: NodeInfo | None) -> NodeState:
+        sent = self._sent.get(name)
+        spec = info or (sent[1] if sent is not None else NodeInfo(name, Resources()))
+        return NodeState(info=spec, pod_count=1)  # an unknown pod count is not "empty"
+
+    def item_redo(self, infos: Sequence[NodeInfo], prepared: Prepared,
+                  unknown: Sequence[int]) -> list[tuple[int, NodeState]]:
+        """As NodeStates.item_redo; a new spec is forwarded to the refresher, and a row built
+        with another spec is rebuilt here from its published telemetry with the spec sent."""
+        generation = self._generation
+        raw_spec = generation.columns[RAW + "spec"] if generation is not None else np.zeros(0, np.int64)
+        cluster = generation.columns[RAW + "cluster"] if generation is not None else np.zeros(0, bool)
+        index = prepared.index
+        missing = set(unknown)
+        redo = []
+        for position, info in enumerate(infos):
+            name = info.name
+            row = index.get(name)
+            if row is not None and cluster[row]:
+                continue  # the cluster's spec
+            sent = self._sent.get(name)
+            if sent is None or (sent[1] is not info and sent[1] != info):
+                sent = self._sent[name] = (next(self._seq), info)
+                self._forward(sent)
+            if row is not None and raw_spec[row] == sent[0]:
+                continue
+            if row is not None:
+                state = prepared.batch.states[row]
+                redo.append((position, NodeState(info, state.requested, state.telemetry,
+                                                 state.cpu_since_sample_cores, state.pod_count,
+                                                 daemon_pod_count=state.daemon_pod_count)))
+            elif position in missing:
+                redo.append((position, self._bare(name, info)))
+        return redo
+
+    def _forward(self, sent: tuple[int, NodeInfo]) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            sock.send(pickle.dumps(sent))
+        except OSError:
+            log.debug("the refresher is gone")
+
+    # -- the telemetry view for the metrics --
+
+    def add_listener(self, listener: Callable[[Any], None]) -> None:
+        self._listeners.append(listener)
+
+    @property
+    def ready(self) -> bool:
+        generation = self._generation
+        return generation is not None and generation.header.meta.get("refreshes", 0) > 0
+
+    @property
+    def errors(self) -> Mapping[tuple[str, str], int]:
+        generation = self._generation
+        if generation is None:
+            return {}
+        return {(source, kind): count for source, kind, count in generation.header.meta.get("errors", [])}
+
+    def ages(self, now: float | None = None) -> dict[str, float]:
+        generation = self._generation
+        if generation is None:
+            return {}
+        now = self.clock() if now is None else now
+        has = generation.columns[RAW + "has"]
+        times = generation.columns[RAW + "sample_time"]
+        return {
+            name: max(0.0, now - float(times[row]))
+            for row, name in enumerate(self._names[:-1]) if has[row]
+        }
+

@@ -1,0 +1,122 @@
+"""The extender's parts built from the configuration, as `kubejoule-scheduler extender` runs
+them: the HTTP server's process (the Extender, its recorder) and the refresh (telemetry store,
+energy plugin, cluster watch, prepared snapshots) — in a refresher process of its own
+(`refresher.py`, what the command runs) or in the same process (`refresh_process=False`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from scheduler.config import (
+    Config,
+    build_api_client,
+    build_energy_plugin,
+    build_store,
+    kubernetes_configured,
+)
+from scheduler.extender.core import Extender
+from scheduler.extender.decisions import MemoryRecorder
+from scheduler.extender.refresher import RemoteStates
+from scheduler.extender.state import ClusterView, NodeStates
+from scheduler.plugins.energy import EnergyPlugin
+from scheduler.telemetry.store import TelemetryStore
+
+Hooks = list[Callable[[], None]]
+
+
+def _cluster_watch(config: Config) -> tuple[ClusterView | None, Any]:
+    """The cluster watch when configured (`extender.watch_cluster`, else a Kubernetes
+    configuration found), and the API client (also when a source needs it)."""
+    watch_on = config.extender.watch_cluster
+    if watch_on is None:
+        watch_on = kubernetes_configured(config)
+    api = build_api_client(config) if watch_on or config.needs_kubernetes else None
+    if not watch_on:
+        return None, api
+    from scheduler.cluster_cache import ClusterCache
+    from scheduler.cluster_watch import ClusterWatch, KubeWatchApi
+
+    # No scheduler name: the extender only counts what kube-scheduler binds.
+    return ClusterWatch(KubeWatchApi(api), ClusterCache(None)), api
+
+
+def _watch_hooks(watch: Any, on_start: Hooks, on_stop: Hooks) -> None:
+    stop = threading.Event()
+    on_start.append(lambda: watch.start(stop))
+    on_stop.append(stop.set)
+    on_stop.append(watch.close)
+
+
+def build_refresh_parts(config: Config) -> tuple[EnergyPlugin, TelemetryStore, NodeStates, Hooks, Hooks]:
+    """What the refresher process runs: the energy plugin, the store, the prepared node states
+    (fed by both), and the cluster watch's start and stop hooks."""
+    energy = build_energy_plugin(config)
+    watch, api = _cluster_watch(config)
+    store = build_store(config, api)
+    states = NodeStates(energy, store, watch)
+    on_start: Hooks = []
+    on_stop: Hooks = []
+    if watch is not None:
+        _watch_hooks(watch, on_start, on_stop)
+    return energy, store, states, on_start, on_stop
+
+
+def build_extender(
+    config: Config,
+    collector_path: str | None = None,
+    refresh_process: bool = False,
+    log_level: str = "WARNING",
+) -> Extender:
+    """The extender as the configuration describes it (not started: `create_app` or
+    `Extender.start()` start its refresh — the refresher process with `refresh_process` — and
+    cluster watch)."""
+    energy = build_energy_plugin(config)
+    on_start: Hooks = []
+    on_stop: Hooks = []
+    remote: RemoteStates | None = None
+    store: TelemetryStore | RemoteStates
+    watch = None
+    if refresh_process:
+        store = remote = RemoteStates(energy, config, log_level=log_level)
+    else:
+        watch, api = _cluster_watch(config)
+        store = build_store(config, api)
+        if watch is not None:
+            _watch_hooks(watch, on_start, on_stop)
+    recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
+    collector = None
+    if collector_path:
+        from scheduler.collector import CollectorConfig, DecisionCollector
+        from scheduler.extender.recorder import ExtenderRecorder
+        from scheduler.features import batch_features
+
+        collector = DecisionCollector(CollectorConfig(path=collector_path))
+        recorder = ExtenderRecorder(
+            collector,
+            energy,
+            also=recorder,
+            features=lambda pod, batch: batch_features(pod, batch, energy),
+            scorer=config.scorer.name,
+        )
+    extender = Extender(
+        energy,
+        store,
+        mode=config.mode,
+        power_caps_watts=config.power_caps_watts,
+        default_power_cap_watts=config.default_power_cap_watts,
+        recorder=recorder,
+        max_body_bytes=config.extender.max_body_bytes,
+        cluster=watch,
+        states=remote,
+    )
+    extender.on_start.extend(on_start)
+    extender.on_stop.extend(on_stop)
+    if collector is not None:
+        # Batches reach the disk at least once per telemetry refresh, and all of them on exit:
+        # the recorder first writes what its queue still holds, then the collector closes.
+        store.add_listener(lambda _view: collector.flush_if_due())
+        extender.on_stop.append(recorder.close)
+        extender.on_stop.append(collector.close)
+    return extender
