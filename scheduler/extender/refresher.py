@@ -58,6 +58,7 @@ MAX_MESSAGE_BYTES = 1 << 20
 # package's __init__).
 _MAIN = "import sys; from scheduler.extender.refresher import main; sys.exit(main(sys.argv[1:]))"
 START_TIMEOUT_SECONDS = 60.0
+RESTART_DELAY_SECONDS = 1.0  # before a refresher that died is started again
 
 
 # -- the refresher process -----------------------------------------------------------------------
@@ -186,13 +187,29 @@ class RemoteStates:
         self._seq = itertools.count(1)
         self._listeners: list[Callable[[Any], None]] = []
         self._first = threading.Event()
+        self._stopping = threading.Event()
+        self._life = threading.Lock()  # starting or ending the refresher process
         self.generations = 0
 
     # -- the process --
 
     def start(self) -> None:
-        if self._process is not None:
+        if self._thread is not None:
             return
+        self._stopping.clear()
+        self._spawn()
+        self._thread = threading.Thread(target=self._receive, name="extender-generations", daemon=True)
+        self._thread.start()
+        if not self._first.wait(START_TIMEOUT_SECONDS):
+            log.warning("the refresher published nothing in %.0f s", START_TIMEOUT_SECONDS)
+
+    def _spawn(self) -> None:
+        with self._life:
+            if self._stopping.is_set():
+                return
+            self._start_process()
+
+    def _start_process(self) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         config_fd = os.memfd_create("kubejoule-config")
         os.write(config_fd, pickle.dumps(self.config))
@@ -206,12 +223,21 @@ class RemoteStates:
             theirs.close()
             os.close(config_fd)
         self._sock = mine
-        self._thread = threading.Thread(target=self._receive, name="extender-generations", daemon=True)
-        self._thread.start()
-        if not self._first.wait(START_TIMEOUT_SECONDS):
-            log.warning("the refresher published nothing in %.0f s", START_TIMEOUT_SECONDS)
+        for sent in self._sent.values():  # a new refresher learns the specs seen so far
+            self._forward(sent)
 
     def stop(self) -> None:
+        self._stopping.set()
+        self._end_process()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(10.0)
+
+    def _end_process(self) -> None:
+        with self._life:
+            self._end_process_locked()
+
+    def _end_process_locked(self) -> None:
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()  # the refresher sees the end of its socket and exits
@@ -225,17 +251,32 @@ class RemoteStates:
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        process = self._process
+        return process.pid if process is not None else None
 
     def _receive(self) -> None:
-        sock = self._sock
-        while sock is not None:
-            try:
-                header, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE_BYTES, 1)
-            except OSError:
+        """Adopt each generation; when the refresher dies, start another (the last generation
+        is served meanwhile: its telemetry ages, and stale nodes price at their worst)."""
+        while not self._stopping.is_set():
+            sock = self._sock
+            header: bytes = b""
+            fds: list[int] = []
+            if sock is not None:
+                try:
+                    header, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE_BYTES, 1)
+                except OSError:
+                    header = b""
+            if self._stopping.is_set():
                 return
             if not header or not fds:
-                return
+                process = self._process
+                log.error("the telemetry refresher exited (%s); starting another",
+                          process.poll() if process is not None else "no process")
+                self._end_process()
+                if self._stopping.wait(RESTART_DELAY_SECONDS):
+                    return
+                self._spawn()
+                continue
             try:
                 self._adopt(read_generation(header, fds[0]))
             except Exception:  # keep the last generation

@@ -181,6 +181,25 @@ def test_the_refresher_goes_with_the_request_process(tmp_path: Path, how: str) -
             wait_for(lambda: not _alive(refresher), 20, "the refresher's exit")
 
 
+@pytest.mark.slow
+def test_a_refresher_that_dies_is_started_again(tmp_path: Path) -> None:
+    with text_server(_pages(time.time())) as server:
+        extender = build_extender(_config(server.url()), refresh_process=True)
+        with TestClient(create_app(extender)) as client:
+            states = extender.states
+            first = states.pid
+            assert first is not None and states.generations >= 1
+            os.kill(first, signal.SIGKILL)
+            wait_for(lambda: states.pid not in (None, first), 20, "another refresher")
+            seen = states.generations
+            wait_for(lambda: states.generations > seen, 20, "a generation from the new refresher")
+            answer = client.post("/prioritize", json={"Pod": _pod("1"), "NodeNames": ["a"]})
+            assert answer.status_code == 200 and answer.json()[0]["Score"] != 5
+            second = states.pid
+        assert second is not None
+        wait_for(lambda: not _alive(second), 20, "the refresher's exit with the app")
+
+
 def test_the_refresher_refuses_to_run_without_its_descriptors() -> None:
     from scheduler.extender.refresher import main
 
