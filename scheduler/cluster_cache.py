@@ -18,10 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from agent.kubetime import parse_timestamp
 from scheduler.features_v2 import NodeWorkload
@@ -36,6 +33,7 @@ from scheduler.model import (
     ShapeError,
     is_node_daemon_pod,
 )
+from scheduler.node_table import NodeTable, Placed, Staged, node_state, scoring_requests
 
 log = logging.getLogger(__name__)
 
@@ -64,63 +62,6 @@ def placed_time(pod: Mapping[str, Any]) -> float:
     return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
 
 
-@dataclass
-class _Placed:
-    info: PodInfo
-    node: str
-    placed_at: float
-    assumed: bool
-
-
-def _scoring(info: PodInfo) -> Resources:
-    return info.nonzero_requests if info.nonzero_requests is not None else info.requests
-
-
-class NodeTable:
-    """Every node as one row: its NodeState (reused while nothing about the node changes, so
-    scorers can cache per-state work) and integer columns for vectorized filtering and scoring.
-    Columns: allocatable and requested cpu (millicores), memory and ephemeral storage (bytes),
-    pods; kube-scheduler's non-zero requested cpu and memory."""
-
-    def __init__(self, infos: Iterable[NodeInfo], layout_version: int) -> None:
-        self.layout_version = layout_version  # changes when nodes come, go or change spec
-        self.infos = list(infos)
-        self.names = [info.name for info in self.infos]
-        self.index = {name: i for i, name in enumerate(self.names)}
-        count = len(self.infos)
-        self.states: list[NodeState] = [NodeState(info=info) for info in self.infos]
-        alloc = [info.allocatable for info in self.infos]
-        self.alloc_cpu = np.array([a.cpu_millicores for a in alloc], dtype=np.int64)
-        self.alloc_mem = np.array([a.memory_bytes for a in alloc], dtype=np.int64)
-        self.alloc_pods = np.array([a.pods for a in alloc], dtype=np.int64)
-        self.alloc_eph = np.array([a.ephemeral_storage_bytes for a in alloc], dtype=np.int64)
-        self.req_cpu = np.zeros(count, dtype=np.int64)
-        self.req_mem = np.zeros(count, dtype=np.int64)
-        self.req_eph = np.zeros(count, dtype=np.int64)
-        self.pod_count = np.zeros(count, dtype=np.int64)
-        self.nz_cpu = np.zeros(count, dtype=np.int64)
-        self.nz_mem = np.zeros(count, dtype=np.int64)
-        # Bumped per row on every change, so each reader can tell which rows it has not seen.
-        self.row_version = np.zeros(count, dtype=np.int64)
-        self._version = 0
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def set_row(self, row: int, state: NodeState) -> None:
-        self._version += 1
-        self.row_version[row] = self._version
-        self.states[row] = state
-        requested = state.requested
-        nonzero = state.nonzero_requested or requested
-        self.req_cpu[row] = requested.cpu_millicores
-        self.req_mem[row] = requested.memory_bytes
-        self.req_eph[row] = requested.ephemeral_storage_bytes
-        self.pod_count[row] = max(state.pod_count, requested.pods)
-        self.nz_cpu[row] = nonzero.cpu_millicores
-        self.nz_mem[row] = nonzero.memory_bytes
-
-
 class ClusterCache:
     """Thread-safe. Pod keys are "namespace/name". `scheduler_name` None: no pod is waiting
     for us (the extender's view: it only counts what others bind). `lifetimes`: told the
@@ -137,8 +78,8 @@ class ClusterCache:
         self._clock = clock  # wall clock, as telemetry sample times are
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeInfo] = {}
-        self._placed: dict[str, _Placed] = {}
-        self._by_node: dict[str, dict[str, _Placed]] = {}
+        self._placed: dict[str, Placed] = {}
+        self._by_node: dict[str, dict[str, Placed]] = {}
         self._requested: dict[str, Resources] = {}
         self._nonzero: dict[str, Resources] = {}
         self._pending: dict[str, PodInfo] = {}
@@ -148,6 +89,10 @@ class ClusterCache:
         self._table: NodeTable | None = None
         self._dirty: set[str] = set()  # nodes whose pods changed since the last table()
         self._telemetry_token: object = None
+        self._daemons: dict[str, int] = {}  # per node: its DaemonSet and mirror pods placed
+        self._changes = 0  # pod placements and removals so far
+        self._changed_at: dict[str, int] = {}  # node → `_changes` at its last placement/removal
+        self._staged: Staged | None = None  # a table built off the lock for new telemetry
 
     # -- reading --
 
@@ -209,8 +154,19 @@ class ClusterCache:
         """The node table, brought up to date. `token` identifies the telemetry view (the
         TelemetryStore's snapshot object): while it is the same object, telemetry is not
         re-read for nodes whose pods did not change. Rows are rewritten only here (the watch
-        threads just mark nodes dirty); readers compare `row_version` to see what changed."""
+        threads just mark nodes dirty); readers compare `row_version` to see what changed. A
+        table staged for this `token` (`stage()`) is adopted instead of re-reading every row:
+        only the nodes changed since it was staged are read again."""
         with self._lock:
+            staged = self._staged
+            if staged is not None and staged.layout != self._layout:
+                staged = self._staged = None  # nodes came, went or changed: staged for naught
+            if (
+                staged is not None and token is not None and staged.token is token
+                and token is not self._telemetry_token
+            ):
+                self._staged = None
+                return self._adopt(staged, telemetry)
             table = self._table
             rebuilt = table is None or table.layout_version != self._layout
             check: Iterable[int]
@@ -233,26 +189,50 @@ class ClusterCache:
                 table.set_row(row, self._state(table.infos[row], t))
             return table
 
+    def stage(
+        self, telemetry: Callable[[str], NodeTelemetry | None], token: object
+    ) -> Staged:
+        """A whole new table for telemetry view `token`, built outside the lock from a copy of
+        the cache's per-node pods (a background thread does this after each telemetry refresh;
+        `offer()` makes it the one `table()` adopts)."""
+        with self._lock:
+            layout, change = self._layout, self._changes
+            infos = list(self._nodes.values())
+            inputs = {
+                name: (tuple(pods.values()), self._requested.get(name), self._nonzero.get(name),
+                       self._daemons.get(name, 0))
+                for name, pods in self._by_node.items()
+            }
+        table = NodeTable(infos, layout)
+        for row, info in enumerate(infos):
+            placed, requested, nonzero, daemons = inputs.get(info.name, ((), None, None, 0))
+            table.set_row(row, node_state(info, telemetry(info.name), placed, requested, nonzero, daemons))
+        return Staged(table, token, layout, change)
+
+    def offer(self, staged: Staged) -> None:
+        """Let the next `table()` for the staged telemetry adopt `staged`."""
+        with self._lock:
+            if staged.layout == self._layout:
+                self._staged = staged
+
+    def _adopt(self, staged: Staged, telemetry: Callable[[str], NodeTelemetry | None] | None) -> NodeTable:
+        table = staged.table
+        for name, at in self._changed_at.items():
+            row = table.index.get(name) if at > staged.change else None
+            if row is not None:
+                t = telemetry(name) if telemetry is not None else None
+                table.set_row(row, self._state(table.infos[row], t))
+        self._table = table
+        self._telemetry_token = staged.token
+        self._dirty = set()  # earlier changes are in the staged rows, later ones read again above
+        return table
+
     def _state(self, info: NodeInfo, t: NodeTelemetry | None) -> NodeState:
         name = info.name
         pods = self._by_node.get(name)
-        since = 0.0
-        since_pods: tuple[PodInfo, ...] = ()
-        if t is not None and pods:
-            since_pods = tuple(p.info for p in pods.values() if p.placed_at > t.sample_time)
-            since = sum(p.requests.cpu_millicores for p in since_pods) / 1000.0
-        empty = Resources()
-        return NodeState(
-            info=info,
-            requested=self._requested.get(name, empty),
-            telemetry=t,
-            cpu_since_sample_cores=since,
-            pods_since_sample=since_pods,
-            pod_count=len(pods) if pods else 0,
-            nonzero_requested=self._nonzero.get(name, empty),
-            daemon_pod_count=(
-                sum(1 for p in pods.values() if is_node_daemon_pod(p.info)) if pods else 0
-            ),
+        return node_state(
+            info, t, tuple(pods.values()) if pods else (), self._requested.get(name),
+            self._nonzero.get(name), self._daemons.get(name, 0),
         )
 
     # -- nodes --
@@ -412,12 +392,14 @@ class ClusterCache:
     def _place(self, key: str, info: PodInfo, node: str, at: float, assumed: bool) -> None:
         if key in self._placed:
             self._remove_placed(key)
-        placed = _Placed(info, node, at, assumed)
+        placed = Placed(info, node, at, assumed)
         self._placed[key] = placed
         self._by_node.setdefault(node, {})[key] = placed
         self._requested[node] = self._requested.get(node, Resources()) + info.requests
-        self._nonzero[node] = self._nonzero.get(node, Resources()) + _scoring(info)
-        self._dirty.add(node)
+        self._nonzero[node] = self._nonzero.get(node, Resources()) + scoring_requests(info)
+        if is_node_daemon_pod(info):
+            self._daemons[node] = self._daemons.get(node, 0) + 1
+        self._changed(node)
 
     def _remove_placed(self, key: str) -> None:
         placed = self._placed.pop(key)
@@ -428,6 +410,14 @@ class ClusterCache:
             if not pods:
                 del self._by_node[node]
         self._requested[node] = self._requested[node] - placed.info.requests
-        self._nonzero[node] = self._nonzero[node] - _scoring(placed.info)
-        self._dirty.add(node)
+        self._nonzero[node] = self._nonzero[node] - scoring_requests(placed.info)
+        if is_node_daemon_pod(placed.info):
+            self._daemons[node] -= 1
+        self._changed(node)
         self._generation += 1  # freed resources: unschedulable pods may fit now
+
+    def _changed(self, node: str) -> None:
+        self._dirty.add(node)
+        self._changes += 1
+        self._changed_at[node] = self._changes
+

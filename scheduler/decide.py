@@ -12,7 +12,11 @@ rule would find are scored (`scheduler.framework.sampling`); by default every fe
 
 `ProfileDecider` keeps one CandidateBatch over the cache's NodeTable and patches the rows whose
 state changed since the previous pod (usually the node that pod was assumed on), so the
-plugins' per-node columns are computed once per node state, not once per pod.
+plugins' per-node columns are computed once per node state, not once per pod. After a
+telemetry refresh every node's state is new: a background thread stages the new table
+(`ClusterCache.stage`) and its batch (`prepare`: every plugin's per-node columns computed by
+scoring a pod over it), and the next decision adopts both, patching only the rows changed since
+— the first decision after a refresh costs what any other does.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import random
 
 import numpy as np
 
-from scheduler.cluster_cache import NodeTable
 from scheduler.framework.batch import CORE_COLUMNS, CandidateBatch
 from scheduler.framework.decision import (
     MODE_ACTIVE,
@@ -34,6 +37,7 @@ from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile, select_best
 from scheduler.framework.sampling import NodeSampler
 from scheduler.model import PodInfo
+from scheduler.node_table import NodeTable
 from scheduler.plugins import energy as energy_plugin_module
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.extender import ExtenderScore
@@ -92,9 +96,33 @@ class ProfileDecider:
         self._sub: CandidateBatch | None = None
         self._sub_rows = np.zeros(0, dtype=np.intp)
         self._sub_stale: set[int] = set()
+        # (table, its batch, the table's row versions then): staged by prepare(), adopted by
+        # batch() when the cache hands out that table.
+        self._staged: tuple[NodeTable, CandidateBatch, np.ndarray] | None = None
+        self.last_pod: PodInfo | None = None
+
+    def prepare(self, table: NodeTable, now: float, pod: PodInfo) -> None:
+        """Build the batch of a staged `table` and every plugin's per-node columns over it (by
+        filtering and scoring `pod`, usually the last one decided), for batch() to adopt. Runs
+        in a background thread: the spec-only columns of the current batch are carried over."""
+        kept = dict(self._batch.info_only_entries()) if self._batch is not None and (
+            self._layout == table.layout_version) else {}
+        columns = {name: getattr(table, name).copy() for name in CORE_COLUMNS}
+        batch = CandidateBatch(table.states, now, columns, kept)
+        versions = table.row_version.copy()
+        self.profile.feasible(pod, batch)
+        scored = self.profile.score(pod, batch)
+        self.comparison.score(pod, batch, {name: scored.of(name) for name in self._shared})
+        self._staged = (table, batch, versions)
 
     def batch(self, table: NodeTable, now: float) -> CandidateBatch:
         """The candidate batch of every node in `table`, brought up to date."""
+        staged = self._staged
+        if staged is not None and staged[0] is table:
+            self._staged = None
+            self._batch, self._versions = staged[1], staged[2]
+            self._layout = table.layout_version
+            self._sub = None
         batch = self._batch
         changed = None
         if batch is not None and self._layout == table.layout_version:
@@ -132,6 +160,7 @@ class ProfileDecider:
         self, pod: PodInfo, table: NodeTable, mode: str, rng: random.Random, now: float
     ) -> Decision:
         """Filter, score with both profiles, choose. `now` is wall-clock seconds."""
+        self.last_pod = pod
         batch = self.batch(table, now)
         mask = self.profile.feasible(pod, batch)
         rows = self.sampler.sample(mask)

@@ -134,7 +134,8 @@ class CandidateBatch:
     def info_only_entries(self) -> dict[Hashable, tuple[Builder, Columns, bool]]:
         """The derived entries that depend only on the nodes' specs (to carry them over to a
         new batch of the same nodes)."""
-        return {key: entry for key, entry in self._derived.items() if entry[2]}
+        # list(): one C call, so another thread adding an entry meanwhile cannot break it
+        return {key: entry for key, entry in list(self._derived.items()) if entry[2]}
 
     def forget(self, key: Hashable) -> None:
         """Drop a derived entry (its owner's inputs changed in a way the states do not show)."""

@@ -67,6 +67,7 @@ in docs/scheduler.md and docs/rl.md.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -186,12 +187,18 @@ class EnergyPlugin:
         # price, computed once per pod however many nodes lack telemetry.
         self._kinds: dict[tuple[PowerCurve, float], int] = {}
         self._kind_numbers = itertools.count()  # next() is atomic: request and refresh threads
+        self._observing = threading.Lock()
 
     # -- history and curves ---------------------------------------------------------------------
 
     def observe(self, telemetry: NodeTelemetry) -> None:
         """Feed one telemetry sample into the node's (u, P) history (duplicates are ignored)
-        and remember the curve its agent exports."""
+        and remember the curve its agent exports. Thread-safe (the standalone scheduler stages
+        new node states in a thread of its own while it decides)."""
+        with self._observing:
+            self._observe(telemetry)
+
+    def _observe(self, telemetry: NodeTelemetry) -> None:
         name = telemetry.node
         if telemetry.curve_points is not None:
             curve = self._points_curve(telemetry.curve_points)

@@ -32,6 +32,7 @@ from scheduler.standalone.settings import (
     RESULT_UNSCHEDULABLE,
     StandaloneConfig,
 )
+from scheduler.standalone.staging import Stager
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,12 @@ class StandaloneScheduler:
             on_node_event=self.on_node_event,
             on_pods_listed=self._pods_listed,
         )
+        # New node states after each telemetry refresh, staged off the decision path (a store
+        # that tells when it refreshed and gives its view whole: the TelemetryStore).
+        snapshot = getattr(telemetry, "snapshot", None)
+        self.stager: Stager | None = None
+        if callable(snapshot) and callable(getattr(telemetry, "add_listener", None)):
+            self.stager = Stager(self.cache, self._decider, snapshot, wall_clock)
 
     # -- feeding the cache (watch threads call these; tests may too) --
 
@@ -136,10 +143,16 @@ class StandaloneScheduler:
     # -- one scheduling attempt --
 
     def decide(self, pod: PodInfo) -> Decision:
-        """One decision against the cache, through the profile (`scheduler/decide.py`)."""
-        view = self.telemetry.telemetry if self.telemetry is not None else None
-        snapshot = getattr(self.telemetry, "snapshot", None)
-        token = snapshot() if callable(snapshot) else None
+        """One decision against the cache, through the profile (`scheduler/decide.py`), with
+        the telemetry view last staged (`staging.py`), else the store's current one."""
+        staged = self.stager.current if self.stager is not None else None
+        view: Callable[[str], NodeTelemetry | None] | None
+        if staged is not None:
+            token, view = staged
+        else:
+            view = self.telemetry.telemetry if self.telemetry is not None else None
+            snapshot = getattr(self.telemetry, "snapshot", None)
+            token = snapshot() if callable(snapshot) else None
         table = self.cache.table(view, token)
         return self._decider.decide(pod, table, self.config.mode, self._rng, self._wall())
 
@@ -251,11 +264,17 @@ class StandaloneScheduler:
                 self.queue.add(key)
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
-        """Start the watch threads, the event sender and the binders (not the loop)."""
+        """Start the watch threads, the event sender, the binders and the stager (not the
+        loop)."""
         self.events.start(self.config.event_queue_size)
         if self.config.bind_workers > 0:
             self._binders = BinderPool(self.config.bind_workers)
-        return self.watch.start(stop)
+        threads = self.watch.start(stop)
+        if self.stager is not None:
+            self.telemetry.add_listener(self.stager.on_refresh)  # type: ignore[union-attr]
+            self.stager.on_refresh()  # the view already there
+            threads.append(self.stager.start(stop))
+        return threads
 
     def run(self, stop: threading.Event, poll_seconds: float = 0.2) -> None:
         """Schedule until `stop` is set. Watches, binds and sends events in helper threads."""

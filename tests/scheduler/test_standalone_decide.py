@@ -23,6 +23,7 @@ from scheduler.plugins.defaults import default_profile, kubejoule_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED
 from scheduler.plugins.registry import PluginContext, profile_from_entries
+from scheduler.standalone.staging import Stager
 from tests.helpers.standalone_harness import StaticTelemetry
 from tests.helpers.standalone_objects import container, node, pod
 
@@ -166,35 +167,94 @@ def test_decider_equals_the_profile_on_fresh_batches(
         info = PodInfo.from_k8s(_random_pod(rng, i))
         table = cache.table(telemetry.telemetry, telemetry.snapshot())
         got = decider.decide(info, table, mode, random.Random(i), now)
-        states = cache.node_states(telemetry.telemetry)
-        filtered = filter_nodes(info, states)  # the per-node reference filters
-        assert got.names == [s.info.name for s in filtered.feasible], info.key
-        if not filtered.feasible:
+        if not _check(got, info, cache, telemetry.telemetry, kind, reference, comparison, mode, i, now):
             infeasible += 1
-            assert got.chosen is None
-            assert got.summary == filtered.summary()
             continue
-        batch = CandidateBatch.of(filtered.feasible, now)
-        want = reference.score(info, batch).total
-        want_default = comparison.score(info, batch).total
-        np.testing.assert_allclose(got.total, want, rtol=0, atol=1e-9)
-        np.testing.assert_array_equal(got.default_total, want_default)
-        pick = random.Random(i)
-        default_choice = batch.names[select_best(want_default, pick)]
-        recommended = batch.names[select_best(want, pick)]
-        assert (got.recommended, got.default_choice) == (recommended, default_choice)
-        assert got.chosen == (recommended if mode == MODE_ACTIVE else default_choice)
-        # The energy details are the energy plugin's (also behind the extender's view).
-        evaluated = reference.plugin(
-            "KubejouleEnergy" if kind != "entries" else "extender:KubejouleEnergy"
-        )
-        scores = getattr(evaluated, "plugin", evaluated).evaluate(info, batch)  # type: ignore[attr-defined]
-        np.testing.assert_allclose(got.score, scores.score, rtol=0, atol=1e-9)
-        np.testing.assert_allclose(got.delta_watts, scores.delta_watts, rtol=0, atol=1e-9)
-        assert [got.reason(j) for j in range(len(got.names))] == scores.reasons()
         assert got.chosen is not None
         cache.assume(info, got.chosen, now + i * 0.01)  # the next pod sees this one
     assert 0 < infeasible < 150  # the random cases cover both outcomes
+
+
+def _check(
+    got: Any, info: PodInfo, cache: ClusterCache, telemetry: Any, kind: str, reference: Profile,
+    comparison: Profile, mode: str, i: int, now: float,
+) -> bool:
+    """`got` equals the profile run on a fresh batch of the cache's nodes; False when no node
+    fits (as the reference filters say)."""
+    states = cache.node_states(telemetry)
+    filtered = filter_nodes(info, states)  # the per-node reference filters
+    assert got.names == [s.info.name for s in filtered.feasible], info.key
+    if not filtered.feasible:
+        assert got.chosen is None
+        assert got.summary == filtered.summary()
+        return False
+    batch = CandidateBatch.of(filtered.feasible, now)
+    want = reference.score(info, batch).total
+    want_default = comparison.score(info, batch).total
+    np.testing.assert_allclose(got.total, want, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(got.default_total, want_default)
+    pick = random.Random(i)
+    default_choice = batch.names[select_best(want_default, pick)]
+    recommended = batch.names[select_best(want, pick)]
+    assert (got.recommended, got.default_choice) == (recommended, default_choice)
+    assert got.chosen == (recommended if mode == MODE_ACTIVE else default_choice)
+    # The energy details are the energy plugin's (also behind the extender's view).
+    evaluated = reference.plugin(
+        "KubejouleEnergy" if kind != "entries" else "extender:KubejouleEnergy"
+    )
+    scores = getattr(evaluated, "plugin", evaluated).evaluate(info, batch)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(got.score, scores.score, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got.delta_watts, scores.delta_watts, rtol=0, atol=1e-9)
+    assert [got.reason(j) for j in range(len(got.names))] == scores.reasons()
+    return True
+
+
+@pytest.mark.parametrize(
+    ("seed", "kind", "consolidation"),
+    [(6, "energy", True), (7, "defaults+energy", False), (8, "entries", True)],
+)
+def test_refreshes_staged_in_the_background_decide_as_fresh_batches(
+    seed: int, kind: str, consolidation: bool
+) -> None:
+    """Telemetry refreshed every few pods, the new node states and plugin columns staged off
+    the decision path (Stager), pods placed between a stage and its adoption: every decision
+    still equals the profile on a fresh batch, and the staged table is the one adopted."""
+    rng = random.Random(seed)
+    now = time.time()
+    cache, telemetry, fan = _cluster(rng, now)
+    names = cache.node_names()
+
+    def energy() -> EnergyPlugin:
+        return EnergyPlugin(delta_p_ref_watts=30.0, consolidation=consolidation, curves=fan)
+
+    decider = ProfileDecider(_profile(kind, energy()))
+    reference, comparison = _profile(kind, energy()), default_profile()
+    entry = reference.plugin("KubejouleEnergy" if kind != "entries" else "extender:KubejouleEnergy")
+    taught = getattr(entry, "plugin", entry)
+    stager = Stager(cache, decider, telemetry.snapshot, lambda: now)
+    adopted = 0
+    for i in range(120):
+        staged_table = None
+        if i % 12 == 0:
+            telemetry.samples = _telemetry(rng, names, now + i).samples  # a refresh: a new view
+            for sample in telemetry.samples.values():  # the reference learns from every node too
+                taught.observe(sample)
+            stager.stage_once()
+            staged_table = cache._staged.table  # type: ignore[union-attr]
+            if i % 24 == 0:  # a pod placed after the stage, before its adoption
+                late = PodInfo.from_k8s(_random_pod(rng, 5000 + i))
+                cache.assume(late, rng.choice(names), now + i * 0.01)
+        assert stager.current is not None
+        token, view = stager.current
+        info = PodInfo.from_k8s(_random_pod(rng, i))
+        table = cache.table(view, token)
+        if staged_table is not None:
+            assert table is staged_table
+            adopted += 1
+        got = decider.decide(info, table, MODE_ACTIVE, random.Random(i), now)
+        if _check(got, info, cache, view, kind, reference, comparison, MODE_ACTIVE, i, now):
+            cache.assume(info, got.chosen, now + i * 0.01)  # type: ignore[arg-type]
+    assert adopted == 10 and stager.staged == 10
 
 
 @pytest.mark.parametrize("kind", ["energy", "defaults+energy", "entries"])
