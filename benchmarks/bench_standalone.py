@@ -46,6 +46,7 @@ from scheduler.plugins.defaults import kubejoule_profile  # noqa: E402
 from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
 from scheduler.standalone.loop import StandaloneScheduler  # noqa: E402
 from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig  # noqa: E402
+from scheduler.standalone.staging import Stager  # noqa: E402
 from tests.helpers.standalone_objects import node, pod  # noqa: E402
 
 NODE_COUNTS = (1000, 5000)
@@ -164,7 +165,13 @@ def decisions(
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     if profiler is not None:
         profiler.disable()
-    after_refresh = []
+    # Refreshes: every node's telemetry re-sampled (a new snapshot object). The stager builds
+    # the new node states and plugin columns as the scheduler's background thread does
+    # (timed apart: its CPU is not the decision's), then the next decision is timed.
+    stager = Stager(scheduler.cache, scheduler._decider, telemetry.snapshot, time.time)
+    scheduler.stager = stager
+    stager.stage_once()
+    after_refresh, staging = [], []
     for info in infos[5 + pods :]:
         telemetry.samples = dict(telemetry.samples)  # a new snapshot: every row re-read
         for name, sample in telemetry.samples.items():
@@ -172,6 +179,8 @@ def decisions(
                 name, sample.sample_time + 1.0, sample.watts, sample.source,
                 sample.utilization, sample.cores, sample.curve_points,
             )
+        stager.stage_once()
+        staging.append(stager.last_cpu_seconds * 1000.0)
         began = time.perf_counter()
         decision = scheduler.decide(info)
         scheduler.cache.assume(info, decision.chosen or "", time.time())
@@ -192,6 +201,8 @@ def decisions(
         "decisions_per_cpu_s": round(1000.0 / cpu_ms, 1),
         "cpu_ms_per_decision_mean": round(cpu * 1000.0 / pods, 3),
         "first_after_refresh_ms": round(sorted(after_refresh)[len(after_refresh) // 2], 2),
+        "first_after_refresh_max_ms": round(max(after_refresh), 2),
+        "staging_cpu_ms": round(sorted(staging)[len(staging) // 2], 1),
     }
 
 
@@ -213,7 +224,9 @@ def _decision_row(label: str, r: dict[str, Any]) -> str:
     return (
         f"| {label} | {r['nodes']:,} | {sampling} | {r['ms_per_decision']:.2f} | "
         f"{verdict(r['decisions_per_s'])} | {r['cpu_ms_per_decision']:.2f} | "
-        f"{verdict(r['decisions_per_cpu_s'])} | {r['first_after_refresh_ms']:.1f} |"
+        f"{verdict(r['decisions_per_cpu_s'])} | {r['first_after_refresh_ms']:.1f} / "
+        f"{r['first_after_refresh_max_ms']:.1f} ({'met' if r['first_after_refresh_max_ms'] <= 20 else '**MISSED**'}) | "
+        f"{r['staging_cpu_ms']:.0f} |"
     )
 
 
@@ -255,8 +268,9 @@ def run(
 def table(results: dict[str, Any]) -> str:
     rows = [
         "| profile | nodes | nodes scored | ms per decision | decisions/s (target 680) "
-        "| CPU ms per decision | decisions per CPU second | first after a telemetry refresh, ms |",
-        "|---|---:|---|---:|---:|---:|---:|---:|",
+        "| CPU ms per decision | decisions per CPU second | first after a telemetry refresh, median / max ms "
+        "(target ≤ 20) | staging CPU per refresh, ms (background) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     rows += [_decision_row(r["label"], r) for r in results["decisions"]]
     if results["with_api"]:

@@ -3,8 +3,8 @@ process against kmock's emulated API server in another (watch, bind, Events, lea
 on, as shipped), telemetry from a fake Prometheus in a third (every node's series, new each
 second: `benchmarks/fake_prometheus.py`), for benchmarks/bench_standalone.py.
 
-Measured from the moment the first pod is created to the moment the scheduler counts its last
-binding (`kubejoule_scheduler_schedule_attempts_total{result="scheduled"}`): the scheduler
+Measured from the moment the first pod is created to the moment the last one is bound (the
+scheduler's count of binding attempts says when to ask the emulator): the scheduler
 process's own CPU time (utime + stime from /proc, its threads and any child) per bound pod —
 the emulator's and Prometheus' cost is theirs, not ours — and the wall-clock pods/s beside it;
 and the same process's CPU per second while idle, before the pods (telemetry refresh, lease).
@@ -109,12 +109,14 @@ class FakePrometheus:
         self.notify.close()
 
 
-def _scheduled(metrics_url: str) -> float:
+def _attempts(metrics_url: str) -> float:
+    """Pods the scheduler bound or failed to (kubejoule_scheduler_schedule_attempts_total)."""
     with urllib.request.urlopen(metrics_url, timeout=10) as response:
         text = response.read().decode()
     return sum(
         float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-        if line.startswith('kubejoule_scheduler_schedule_attempts_total{result="scheduled"}')
+        if line.startswith(('kubejoule_scheduler_schedule_attempts_total{result="scheduled"}',
+                            'kubejoule_scheduler_schedule_attempts_total{result="error"}'))
     )
 
 
@@ -126,8 +128,11 @@ def _ready(url: str) -> bool:
         return False
 
 
-def run(nodes: list[dict], pods: list[dict], idle_seconds: float = 5.0) -> dict[str, Any]:
-    """One end-to-end run (module docstring)."""
+def run(
+    nodes: list[dict], pods: list[dict], idle_seconds: float = 5.0, wrap: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One end-to-end run (module docstring). `wrap`: a command the scheduler runs under (a
+    sampling profiler: `py-spy record -o FILE --`)."""
     from tests.helpers.processes import free_port
 
     with tempfile.TemporaryDirectory() as tmp, Emulator() as emulator:
@@ -144,7 +149,7 @@ def run(nodes: list[dict], pods: list[dict], idle_seconds: float = 5.0) -> dict[
             }))
             port = free_port()
             scheduler = subprocess.Popen(
-                [sys.executable, "-m", "scheduler.cli", "run", "--config", str(config), "--listen",
+                [*wrap, sys.executable, "-m", "scheduler.cli", "run", "--config", str(config), "--listen",
                  f"127.0.0.1:{port}", "--lease-namespace", "default", "--log-level", "warning"],
                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
@@ -164,7 +169,9 @@ def run(nodes: list[dict], pods: list[dict], idle_seconds: float = 5.0) -> dict[
             )
             creator.start()
             deadline = time.monotonic() + 600
-            while _scheduled(base + "/metrics") < len(pods):
+            # Done when every pod is bound. The scheduler's count of bindings says when to look
+            # (a binding whose answer was lost counts as an error, although the pod is bound).
+            while _attempts(base + "/metrics") < len(pods) or emulator.bound_pods() < len(pods):
                 if scheduler.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the pods were not all bound in time")
                 time.sleep(0.05)

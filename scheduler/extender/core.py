@@ -104,7 +104,9 @@ class Extender:
         names = args.names
         wanted = [i for i in unknown if self.states.has_spec(names[i]) or self.energy.knows(names[i])]
         states = self.states.for_names([names[i] for i in wanted], prepared)
-        return list(zip(wanted, states, strict=True))
+        # Nodes whose spec came in a Nodes.items body after the snapshot was built: scored
+        # with it now (the next snapshot has it).
+        return [*zip(wanted, states, strict=True), *self.states.spec_redo(names, prepared)]
 
     def candidates(self, args: ExtenderArgs, now: float) -> tuple[CandidateBatch, np.ndarray | None]:
         """The request's nodes as (batch, rows): the prepared batch and the rows of the names,
@@ -116,9 +118,9 @@ class Extender:
         batch = prepared.batch.at(now)
         if not redo:
             return batch, rows
-        # A copy (the sentinel row keeps `rows` from ever being the whole batch), its derived
-        # columns sliced before the patch so that the patch reaches them.
-        sub = batch.take(rows)
+        # A copy (the prepared batch is shared by every request), its derived columns sliced
+        # before the patch so that the patch reaches them.
+        sub = batch.take(rows, copy=True)
         self.energy.columns(sub)
         feature_values(sub, self.energy)
         sub.update([position for position, _ in redo], [state for _, state in redo])

@@ -184,6 +184,7 @@ class RemoteStates:
         self._names: list[str] = []
         self._index: dict[str, int] = {}
         self._sent: dict[str, tuple[int, NodeInfo]] = {}  # name → (number, spec) forwarded
+        self._unapplied: set[str] = set()  # names whose spec sent no generation has yet
         self._seq = itertools.count(1)
         self._listeners: list[Callable[[Any], None]] = []
         self._first = threading.Event()
@@ -319,6 +320,11 @@ class RemoteStates:
         batch = CandidateBatch(RowStates(count, make), 0.0, core, derived)
         batch._names = names  # noqa: SLF001 (known: not made from the states)
         meta = generation.header.meta
+        spec_numbers, in_cluster = raw["spec"], raw["cluster"]
+        for name in list(self._unapplied):
+            row = index.get(name)
+            if row is not None and (in_cluster[row] or spec_numbers[row] == sent[name][0]):
+                self._unapplied.discard(name)
         self._generation = generation
         self._current = Prepared({}, {}, batch, cluster_synced=bool(meta.get("cluster_synced", True)),
                                  index=index)
@@ -368,16 +374,34 @@ class RemoteStates:
             sent = self._sent.get(name)
             if sent is None or (sent[1] is not info and sent[1] != info):
                 sent = self._sent[name] = (next(self._seq), info)
+                self._unapplied.add(name)
                 self._forward(sent)
             if row is not None and raw_spec[row] == sent[0]:
                 continue
             if row is not None:
-                state = prepared.batch.states[row]
-                redo.append((position, NodeState(info, state.requested, state.telemetry,
-                                                 state.cpu_since_sample_cores, state.pod_count,
-                                                 daemon_pod_count=state.daemon_pod_count)))
+                redo.append((position, self._with_spec(prepared, row, info)))
             elif position in missing:
                 redo.append((position, self._bare(name, info)))
+        return redo
+
+    @staticmethod
+    def _with_spec(prepared: Prepared, row: int, info: NodeInfo) -> NodeState:
+        """The row's published state, with another spec."""
+        state = prepared.batch.states[row]
+        return NodeState(info, state.requested, state.telemetry, state.cpu_since_sample_cores,
+                         state.pod_count, daemon_pod_count=state.daemon_pod_count)
+
+    def spec_redo(self, names: Sequence[str], prepared: Prepared) -> list[tuple[int, NodeState]]:
+        """As NodeStates.spec_redo: names whose spec sent no generation has yet."""
+        unapplied, generation = self._unapplied, self._generation
+        if not unapplied or generation is None:
+            return []
+        index, cluster = prepared.index, generation.columns[RAW + "cluster"]
+        redo = []
+        for position, name in enumerate(names):
+            row = index.get(name) if name in unapplied else None
+            if row is not None and not cluster[row]:
+                redo.append((position, self._with_spec(prepared, row, self._sent[name][1])))
         return redo
 
     def _forward(self, sent: tuple[int, NodeInfo]) -> None:

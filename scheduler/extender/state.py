@@ -112,6 +112,7 @@ class NodeStates:
         # Node objects seen in Nodes.items payloads: their allocatable CPU serves the NodeNames
         # form later, when telemetry carries no core count.
         self._node_infos: dict[str, NodeInfo] = {}
+        self._unapplied: set[str] = set()  # names whose newest spec no snapshot has yet
         # The spec numbers the request process gave the specs it forwarded (refresher.py).
         self.spec_seq: dict[str, int] = {}
         self._specs: dict[str, tuple[str, NodeInfo]] = {}  # name → (resourceVersion, NodeInfo)
@@ -153,6 +154,7 @@ class NodeStates:
         """Build the snapshot of `view` (default: the store's) and publish it."""
         with self._build_lock:
             self._dirty.clear()
+            applied = set(self._unapplied)
             if view is None:
                 view = self.store.snapshot()
             previous = self._current
@@ -185,6 +187,7 @@ class NodeStates:
                 return previous  # nothing changed (a cluster event that moved no state)
             prepared = Prepared.build(self.energy, view, states, from_cluster, synced)
             self._current = prepared
+            self._unapplied -= applied
             self.builds += 1
             for publish in self.on_prepared:
                 publish(prepared)
@@ -295,6 +298,21 @@ class NodeStates:
         view = prepared.view
         return [states.get(name) or self._state(name, view, None) for name in names]
 
+    def spec_redo(self, names: Sequence[str], prepared: Prepared) -> list[tuple[int, NodeState]]:
+        """(position, state) of names whose newest spec (from a Nodes.items body) the snapshot
+        was not built with: their rows' states with that spec."""
+        unapplied = self._unapplied
+        if not unapplied:
+            return []
+        redo = []
+        for position, name in enumerate(names):
+            if name in unapplied and name not in prepared.from_cluster:
+                known = prepared.states.get(name)
+                info = self._node_infos.get(name)
+                if known is not None and info is not None and known.info is not info:
+                    redo.append((position, self._state(name, prepared.view, info)))
+        return redo
+
     def item_redo(
         self, infos: Sequence[NodeInfo], prepared: Prepared, unknown: Sequence[int]
     ) -> list[tuple[int, NodeState]]:
@@ -313,6 +331,7 @@ class NodeStates:
             remembered = self._node_infos.get(name)
             if remembered is not info and remembered != info:
                 self._node_infos[name] = info
+                self._unapplied.add(name)
                 changed = True
             if known is not None and (known.info is info or known.info == info):
                 continue

@@ -151,10 +151,11 @@ class CandidateBatch:
         other.now = float(now)
         return other
 
-    def take(self, rows: np.ndarray | Sequence[int]) -> CandidateBatch:
-        """The sub-batch of `rows` (in that order), with its core and derived columns sliced."""
+    def take(self, rows: np.ndarray | Sequence[int], copy: bool = False) -> CandidateBatch:
+        """The sub-batch of `rows` (in that order), with its core and derived columns sliced
+        (the batch itself when `rows` are all of it in order, unless `copy`: to be updated)."""
         index = np.asarray(rows, dtype=np.intp)
-        if len(index) == len(self.states) and bool((index == np.arange(len(index))).all()):
+        if not copy and len(index) == len(self.states) and bool((index == np.arange(len(index))).all()):
             return self
         columns = {name: values[index] for name, values in self._columns.items()}
         rows_list = index.tolist()

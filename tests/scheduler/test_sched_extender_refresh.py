@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
@@ -192,3 +193,22 @@ def test_a_cluster_change_wakes_the_preparer() -> None:
         assert extender.states.builds == builds
     finally:
         extender.states.stop()
+
+
+def test_a_node_scored_on_its_own_leaves_the_shared_snapshot_as_it_was(
+    running: tuple[Extender, FixedSource, TelemetryStore],
+) -> None:
+    """A request whose rows are every row of the snapshot (its unknown name maps to the
+    sentinel row) and one of them scored on its own state: the patch goes to a copy, never
+    into the snapshot other requests read."""
+    extender, _, store = running
+    store.refresh_once()
+    unknown = realistic_node("new", 0, cpu="4")
+    scores(extender, {"Nodes": {"items": [unknown]}})  # its spec is known from now on
+    prepared = extender.states.current()
+    before = {k: v.copy() for k, v in extender.energy.columns(prepared.batch).items()}
+    assert scores(extender, {"NodeNames": ["a", "b", "new"]})["new"] == scores(
+        extender, {"Nodes": {"items": [unknown]}})["new"]
+    after = extender.energy.columns(prepared.batch)
+    for name, values in before.items():
+        np.testing.assert_array_equal(after[name], values, err_msg=name)
