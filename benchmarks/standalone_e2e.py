@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -129,10 +130,11 @@ def _ready(url: str) -> bool:
 
 
 def run(
-    nodes: list[dict], pods: list[dict], idle_seconds: float = 5.0, wrap: tuple[str, ...] = ()
+    nodes: list[dict], pods: list[dict], idle_seconds: float = 5.0,
+    on_ready: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """One end-to-end run (module docstring). `wrap`: a command the scheduler runs under (a
-    sampling profiler: `py-spy record -o FILE --`)."""
+    """One end-to-end run (module docstring). `on_ready(pid)` is called with the scheduler's
+    process id before the pods come (to attach a sampling profiler: `py-spy record --pid`)."""
     from tests.helpers.processes import free_port
 
     with tempfile.TemporaryDirectory() as tmp, Emulator() as emulator:
@@ -149,7 +151,7 @@ def run(
             }))
             port = free_port()
             scheduler = subprocess.Popen(
-                [*wrap, sys.executable, "-m", "scheduler.cli", "run", "--config", str(config), "--listen",
+                [sys.executable, "-m", "scheduler.cli", "run", "--config", str(config), "--listen",
                  f"127.0.0.1:{port}", "--lease-namespace", "default", "--log-level", "warning"],
                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
@@ -163,6 +165,8 @@ def run(
             idle_cpu = cpu_seconds(scheduler.pid)
             time.sleep(idle_seconds)
             idle_share = (cpu_seconds(scheduler.pid) - idle_cpu) / idle_seconds
+            if on_ready is not None:
+                on_ready(scheduler.pid)
             cpu_before, started = cpu_seconds(scheduler.pid), time.perf_counter()
             creator = threading.Thread(
                 target=emulator.post_all, args=("/api/v1/namespaces/default/pods", pods), daemon=True

@@ -152,7 +152,7 @@ class ProfileDecider:
             return sub
         if self._sub_stale:
             where = np.flatnonzero(np.isin(rows, list(self._sub_stale)))
-            sub.update(where.tolist(), [batch.states[row] for row in rows[where].tolist()])
+            sub.copy_rows(where.tolist(), batch, rows[where].tolist())
             self._sub_stale = set()
         return sub.at(batch.now)
 

@@ -196,6 +196,23 @@ class CandidateBatch:
         # the same nodes: `names` stays valid
 
 
+    def copy_rows(self, rows: Sequence[int], parent: CandidateBatch, parent_rows: Sequence[int]) -> None:
+        """Bring `rows` of this sub-batch up to date from `parent_rows` of the batch it was
+        taken from (already updated): its core and derived values are copied, not rebuilt."""
+        if not len(rows):
+            return
+        index = np.asarray(rows, dtype=np.intp)
+        source = np.asarray(parent_rows, dtype=np.intp)
+        for name, values in self._columns.items():
+            values[index] = parent._columns[name][source]
+        for key, (_, cols, _) in self._derived.items():
+            theirs = parent._derived[key][1]
+            for name, values in cols.items():
+                values[index] = theirs[name][source]
+        for row, from_row in zip(index.tolist(), source.tolist(), strict=True):
+            self.states[row] = parent.states[from_row]
+
+
 class RowStates(Sequence[NodeState]):
     """States made on demand, row by row (a published snapshot's nodes: building all of them
     would cost what publishing saved). `pick(rows)` is the states of some rows, also on demand;
