@@ -21,8 +21,17 @@ def merge_samples(
     cores: Mapping[str, float],
 ) -> dict[str, NodeSample]:
     """One sample per node: the first source (in priority order) whose data is fresh, else the
-    freshest; static facts (cores, curve points) are filled in from any source or `cores`."""
+    freshest; static facts (cores, curve points) are filled in from any source or `cores`. A
+    sample that needs nothing filled in is kept as it is (no copy: thousands of nodes a
+    refresh)."""
     merged: dict[str, NodeSample] = {}
+    if len(per_source) == 1:  # nothing to choose between: fill in the cores, no more
+        for node, sample in per_source[0].items():
+            telemetry = sample.telemetry
+            if telemetry.cores is None and cores.get(node):
+                sample = replace(sample, telemetry=replace(telemetry, cores=cores[node]))
+            merged[node] = sample
+        return merged
     nodes = {node for samples in per_source for node in samples}
     for node in nodes:
         candidates = [samples[node] for samples in per_source if node in samples]
@@ -36,12 +45,13 @@ def merge_samples(
         telemetry = chosen.telemetry
         if telemetry.cores is None:
             known = next((c.telemetry.cores for c in candidates if c.telemetry.cores), None)
-            telemetry = replace(telemetry, cores=known or cores.get(node))
+            if known or cores.get(node):
+                telemetry = replace(telemetry, cores=known or cores.get(node))
         if telemetry.curve_points is None:
             curve = next((c.telemetry.curve_points for c in candidates if c.telemetry.curve_points), None)
             if curve is not None:
                 telemetry = replace(telemetry, curve_points=curve)
-        merged[node] = replace(chosen, telemetry=telemetry)
+        merged[node] = chosen if telemetry is chosen.telemetry else replace(chosen, telemetry=telemetry)
     return merged
 
 
