@@ -37,10 +37,10 @@ from rl.controllers import ControlledPolicy, split_controllers
 from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, heuristic_energy, named_profile
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
-from scheduler.cluster_cache import NodeTable
 from scheduler.decide import MODE_ACTIVE, Decision, ProfileDecider
 from scheduler.framework import CandidateBatch, Profile, ScorePlugin, select_best
 from scheduler.model import NodeState, PodInfo
+from scheduler.node_table import NodeTable
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.learned import LearnedPlugin
 from scheduler.plugins.noderesources import LEAST_ALLOCATED
