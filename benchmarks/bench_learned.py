@@ -19,7 +19,10 @@ Each plugin is timed on three kinds of batch:
   standalone scheduler's steady state, where derived columns are kept and patched;
 * `new batch`: a new CandidateBatch of the same NodeStates (per-node values cached per state);
 * `after refresh`: every node's telemetry re-sampled (new NodeStates): the first pod after a
-  telemetry refresh, where every pod-independent column is recomputed.
+  telemetry refresh, where every pod-independent column is recomputed;
+* `after refresh, staged`: the same, with the pod-independent columns computed beforehand as
+  the standalone scheduler's stager does off the decision path (`scheduler/standalone/staging.py`)
+  — what the first pod after a refresh costs in the scheduler.
 
 Wall-clock p50/p99/max and the calling thread's CPU time (p50): on a shared machine the wall
 clock includes waiting for a core, the CPU time does not.
@@ -125,6 +128,17 @@ def _refreshed(states: list[NodeState], k: int) -> list[NodeState]:
     return made
 
 
+WARM_UP = PodInfo("", "warm-up", "", Resources(100, 128 * 2**20, 1))
+
+
+def _staged(plugin: object, states: list[NodeState]) -> CandidateBatch:
+    """A new batch of refreshed states with the plugin's per-node columns computed, as the
+    standalone scheduler's stager computes them off the decision path (by scoring a pod)."""
+    batch = CandidateBatch.of(states, NOW)
+    plugin.score(WARM_UP, batch)  # type: ignore[attr-defined]
+    return batch
+
+
 def _times(call, repeats: int, prepare=None) -> dict[str, float]:
     """`call(prepare(k))` timed `repeats` times (`prepare`, untimed: its argument, if any)."""
     call(prepare(0) if prepare else None)  # warm: imports, caches, the first batch's columns
@@ -182,6 +196,11 @@ def measure(model: Path, repeats: int) -> dict[str, object]:
                 lambda fresh, p=plugin: p.score(pod, CandidateBatch.of(fresh, NOW)),
                 repeats,
                 lambda k, s=states: _refreshed(s, k),
+            )
+            timed[f"{what}, after refresh, staged"] = _times(
+                lambda staged, p=plugin: p.score(pod, staged),
+                repeats,
+                lambda k, s=states, p=plugin: _staged(p, _refreshed(s, k)),
             )
         timed["forward pass only"] = _times(forward, repeats)
         results["sizes"][str(size)] = timed  # type: ignore[index]

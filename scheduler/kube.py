@@ -343,6 +343,14 @@ def create_event(
     _send(api, "POST", f"/api/v1/namespaces/{_segment(namespace)}/events", event, timeout_seconds)
 
 
+def patch_event(
+    api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any], timeout_seconds: float = 10.0
+) -> None:
+    """Strategic-merge-patch an Event (a repeat: its count and lastTimestamp)."""
+    _request_json(api, "PATCH", f"/api/v1/namespaces/{_segment(namespace)}/events/{_segment(name)}",
+                  body=patch, content_type=STRATEGIC_MERGE_PATCH, timeout=timeout_seconds)
+
+
 def _lease_path(namespace: str, name: str | None = None) -> str:
     path = f"{COORDINATION}/namespaces/{_segment(namespace)}/leases"
     return f"{path}/{_segment(name)}" if name else path

@@ -32,6 +32,8 @@ class ClusterApi(WatchApi, Protocol):
 
     def create_event(self, namespace: str, event: dict[str, Any]) -> None: ...
 
+    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+
 
 class KubeClusterApi(KubeWatchApi):
     """ClusterApi over the Kubernetes API (scheduler/kube.py)."""
@@ -50,6 +52,9 @@ class KubeClusterApi(KubeWatchApi):
 
     def create_event(self, namespace: str, event: dict[str, Any]) -> None:
         kube.create_event(self.api, namespace, event, self.timeout_seconds)
+
+    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        kube.patch_event(self.api, namespace, name, patch, self.timeout_seconds)
 
 
 def annotation_patch(decision: Decision) -> dict[str, Any]:

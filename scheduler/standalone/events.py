@@ -1,14 +1,20 @@
 """Events (`Scheduled`, `FailedScheduling`) and `PodScheduled=False` status patches: side effects
-that must not slow placement down, sent by one background thread once started."""
+that must not slow placement down, sent by one background thread once started.
+
+As client-go's event recorder does (`tools/record`, its event logger: an LRU of 4,096 events),
+an Event identical to one sent before — the same pod, type, reason and message, e.g. a pod
+retried and still unschedulable — is not created again: the first one's `count` goes up and its
+`lastTimestamp` moves (a patch; a new Event if the old one has expired)."""
 
 from __future__ import annotations
 
 import itertools
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scheduler import kube
 from scheduler.background import BackgroundQueue
@@ -18,6 +24,8 @@ if TYPE_CHECKING:
     from scheduler.standalone.binding import ClusterApi
 
 log = logging.getLogger(__name__)
+
+SENT_EVENTS_KEPT = 4096  # client-go's event logger's LRU size
 
 
 def _side_effect_failed(exc: Exception) -> None:
@@ -55,6 +63,8 @@ class PodEvents:
         self._seq = itertools.count()
         self._queue: BackgroundQueue[Callable[[], None]] | None = None
         self._unschedulable_messages: dict[str, str] = {}
+        # (namespace, pod, uid, type, reason, message) → [event name, count], oldest first
+        self._sent: OrderedDict[tuple[str, ...], list[Any]] = OrderedDict()
 
     def start(self, size: int) -> None:
         self._queue = side_effects(size)
@@ -89,8 +99,35 @@ class PodEvents:
 
     def event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
         wall = self._wall()
+        key = (pod.namespace, pod.name, pod.uid, type_, reason, message)
+        seen = self._sent.get(key)
+        if seen is not None:
+            self._sent.move_to_end(key)
+            seen[1] += 1
+            name, count = seen
+            patch = {"count": count, "lastTimestamp": rfc3339(wall)}
+            self._submit(lambda: self._repeat(pod, type_, reason, message, name, patch))
+            return
         name = f"{pod.name}.{time.time_ns():x}{next(self._seq):x}"
-        event = {
+        self._sent[key] = [name, 1]
+        if len(self._sent) > SENT_EVENTS_KEPT:
+            self._sent.popitem(last=False)
+        event = self._event(pod, type_, reason, message, name, wall)
+        self._submit(lambda: self.api.create_event(pod.namespace, event))
+
+    def _repeat(self, pod: PodInfo, type_: str, reason: str, message: str, name: str,
+                patch: dict[str, Any]) -> None:
+        try:
+            self.api.patch_event(pod.namespace, name, patch)
+        except kube.ApiError as exc:
+            if not exc.not_found:
+                raise
+            event = self._event(pod, type_, reason, message, name, self._wall())  # expired
+            self.api.create_event(pod.namespace, {**event, "count": patch["count"]})
+
+    def _event(self, pod: PodInfo, type_: str, reason: str, message: str, name: str,
+               wall: float) -> dict[str, Any]:
+        return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": pod.namespace},
@@ -112,7 +149,6 @@ class PodEvents:
             "lastTimestamp": rfc3339(wall),
             "count": 1,
         }
-        self._submit(lambda: self.api.create_event(pod.namespace, event))
 
     def _submit(self, work: Callable[[], None]) -> None:
         if self._queue is not None:

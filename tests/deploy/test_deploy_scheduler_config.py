@@ -40,6 +40,7 @@ SCHEDULER_CALLS: dict[str, list[tuple[str, str, str, str]]] = {
     "patch_pod": [("", "pods", "patch", "cluster")],
     "patch_pod_status": [("", "pods/status", "patch", "cluster")],
     "create_event": [("", "events", "create", "cluster")],
+    "patch_event": [("", "events", "patch", "cluster")],
     "get_lease": [("coordination.k8s.io", "leases", "get", "namespace")],
     "create_lease": [("coordination.k8s.io", "leases", "create", "namespace")],
     "replace_lease": [("coordination.k8s.io", "leases", "update", "namespace")],
