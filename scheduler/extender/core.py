@@ -90,6 +90,8 @@ class Extender:
             self.metrics.registry.register(
                 _ClusterCollector(lambda: bool(getattr(cluster, "synced", False)))
             )
+        elif states is not None:  # the refresher's cluster watch, if it runs one
+            self.metrics.registry.register(_ClusterCollector(states.cluster_synced, states.has_cluster))
 
     # -- the request's nodes --
 

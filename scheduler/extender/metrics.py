@@ -63,10 +63,13 @@ class _StoreCollector(Collector):
 class _ClusterCollector(Collector):
     """Whether the cluster view (pods and nodes from watches) has synced, at scrape time."""
 
-    def __init__(self, synced: Callable[[], bool]) -> None:
+    def __init__(self, synced: Callable[[], bool], present: Callable[[], bool] = lambda: True) -> None:
         self._synced = synced
+        self._present = present  # whether there is a cluster view (known late: the refresher's)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        if not self._present():
+            return
         synced = GaugeMetricFamily(
             "kubejoule_extender_cluster_synced",
             "1 once the pod and node watches have listed the cluster (pods bound since each "

@@ -418,6 +418,15 @@ class RemoteStates:
     def add_listener(self, listener: Callable[[Any], None]) -> None:
         self._listeners.append(listener)
 
+    def has_cluster(self) -> bool:
+        """Whether the refresher watches the cluster."""
+        generation = self._generation
+        return generation is not None and bool(generation.header.meta.get("cluster"))
+
+    def cluster_synced(self) -> bool:
+        generation = self._generation
+        return generation is not None and bool(generation.header.meta.get("cluster_synced"))
+
     @property
     def ready(self) -> bool:
         generation = self._generation
