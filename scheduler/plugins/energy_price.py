@@ -22,20 +22,23 @@ BREAKPOINTS = np.arange(POINT_COUNT) / (POINT_COUNT - 1)
 
 
 def average_rates(cols: Columns) -> np.ndarray:
-    """P(v) / v at v = 10 % … 100 % for every row (rows × 10): watts per unit of utilization."""
+    """For every row (rows × 10), the least P(v) / v — watts per unit of utilization — over
+    v = 10 % … the grid point: a running minimum along the grid, so that amortized_rate() reads
+    a minimum up to any load with one look-up (pod-independent: computed once per node)."""
     count = len(cols["curve_points"])
     if not count:
         return np.zeros((0, len(RATE_GRID)))
     # One call over rows × grid (element for element the same arithmetic as a call per point).
-    return columns_watts(cols, np.broadcast_to(RATE_GRID, (count, len(RATE_GRID)))) / RATE_GRID
+    rates = columns_watts(cols, np.broadcast_to(RATE_GRID, (count, len(RATE_GRID)))) / RATE_GRID
+    return np.minimum.accumulate(rates, axis=1)
 
 
 def amortized_rate(cols: Columns, rates: np.ndarray, up_to: np.ndarray) -> np.ndarray:
     """a_n = min over 0 < v ≤ up_to of P(v) / v per row (`rates` from average_rates(), up_to >
     0). Exact for piecewise-linear curves: on a segment P = a + b·v, P / v is monotone, so the
     minimum is at a grid point or at the bound itself."""
-    within = RATE_GRID[None, :] <= up_to[:, None] + 1e-12
-    rate = np.where(within, rates, np.inf).min(axis=1)
+    last = np.searchsorted(RATE_GRID, up_to + 1e-12, side="right") - 1  # the last grid point ≤ up_to
+    rate = np.where(last >= 0, rates[np.arange(len(up_to)), np.maximum(last, 0)], np.inf)
     return np.minimum(rate, columns_watts(cols, up_to) / up_to)
 
 
