@@ -6,7 +6,8 @@ their own) post a maximal `Nodes.items` body at once (realistic Node objects up 
 limit); meanwhile two clients in the benchmark's process post small
 `NodeNames` requests (20 nodes, what kube-scheduler sends with `nodeCacheCapable: true`) every
 20 ms each, and each one's latency (connect to last byte) is recorded. Also measured: the same
-small requests with no flood; the server's peak RSS (VmHWM, whole process) against the
+small requests with no flood; the server's peak RSS (VmHWM, the server process and its
+telemetry refresher, summed) against the
 Deployment's memory limit; how the maximal bodies were answered (200, or 503 + Retry-After).
 
 Targets (issue 17): peak RSS ≤ the manifest's limit; small-request p99 ≤ 100 ms meanwhile;
@@ -167,7 +168,7 @@ def table(f: dict[str, Any]) -> str:
     rows = [
         f"| {f['clients']} clients × {f['rounds']} rounds of {f['body_bytes'] / 2**20:.1f} MiB bodies | figure | target |",
         "|---|---|---|",
-        f"| peak RSS (VmHWM, whole process; {f['rss_start_mib']:.0f} MiB at start, "
+        f"| peak RSS (VmHWM, server + refresher; {f['rss_start_mib']:.0f} MiB at start, "
         f"{f['rss_end_mib']:.0f} MiB after) | {f['rss_peak_mib']:.0f} MiB | ≤ {f['limit_mib']:.0f} MiB: {rss_met} |",
         f"| small requests meanwhile, p50 / p99 / max ({flooded['count']}) | "
         f"{flooded['p50_ms']:.0f} / {flooded['p99_ms']:.0f} / {flooded['max_ms']:.0f} ms | p99 ≤ 100 ms: {p99_met} |",
