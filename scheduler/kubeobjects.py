@@ -9,6 +9,7 @@ answers with a 400; maps' values (labels, quantities) are checked here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -80,7 +81,7 @@ def amount(value: Any, scale: int, where: str) -> int:
     overhead, capacity or allocatable — and one past int64 in its unit (2^63 − 1 millicores,
     bytes, pods), where Kubernetes' own MilliValue()/Value() would overflow."""
     try:
-        units = quantity_units(value, scale)
+        units = _units(type(value).__name__, value, scale) if type(value) in _CACHED else quantity_units(value, scale)
     except ValueError as exc:
         raise ShapeError(f"{where}: {_clip(str(exc))}") from exc
     if units < 0:
@@ -88,6 +89,16 @@ def amount(value: Any, scale: int, where: str) -> int:
     if units > _MAX_AMOUNT:
         raise ShapeError(f"{where}: quantity {_clip(repr(value))} is out of range")
     return units
+
+
+# Quantities repeat (every pod of a Deployment asks "500m"): their exact parse is remembered,
+# by type as well as value (True == 1, and True is no quantity).
+_CACHED = (str, int, float)
+
+
+@functools.lru_cache(maxsize=4096)
+def _units(kind: str, value: str | int | float, scale: int) -> int:
+    return quantity_units(value, scale)
 
 
 def resources(values: Map | None, where: str, pods: int = 0) -> Resources:
