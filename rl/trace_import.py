@@ -21,10 +21,12 @@ The CPU view, and what the trace lacks (each a documented assumption, each an op
   pods running when it opens arrive at 0 with the time they had left (`--running-at-start`,
   on by default: the cluster is not empty at the window's start); run times are cut at the
   window's end (a service that runs for months would otherwise run the simulation for months);
-* requests: `cpu_milli` and `memory_mib` × `--request-scale` (default 1: the trace's nodes are
-  32–128-core machines; scale them to the simulated cluster's); GPUs are not modelled (CPU view:
-  a GPU pod's CPU and memory only) unless `--cpu-only-pods` drops every pod that requests one;
-  pods whose scaled CPU request exceeds `--max-cpu` are left out (they would fit no node);
+* requests: `cpu_milli` × `--request-scale` and `memory_mib` × `--memory-scale` (default: the
+  request scale; the trace's nodes are 32–128-core machines with 4–8 GiB per core: scale them to
+  the simulated cluster's); GPUs are not modelled (CPU view: a GPU pod's CPU and memory only)
+  unless `--cpu-only-pods` drops every pod that requests one; pods whose scaled request exceeds
+  `--max-cpu` cores or `--max-memory-gib` are left out (they would fit no node and stay Pending
+  for the whole run);
 * CPU usage, absent from the trace: `--usage-ratio` × the request (default 0.6, the generator's
   median);
 * the owner kind from `qos` (the trace has no owner references): LS (latency-sensitive, long
@@ -61,6 +63,8 @@ class ImportOptions:
     request_scale: float = 1.0
     usage_ratio: float = 0.6
     max_cpu: float | None = None
+    memory_scale: float | None = None  # None: request_scale
+    max_memory_gib: float | None = None
     cpu_only_pods: bool = False
     running_at_start: bool = True
     owners: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_OWNERS))
@@ -76,6 +80,10 @@ class ImportOptions:
             raise ScenarioError(f"--usage-ratio: must be > 0, got {self.usage_ratio}")
         if self.max_cpu is not None and not self.max_cpu > 0:
             raise ScenarioError(f"--max-cpu: must be > 0, got {self.max_cpu}")
+        if self.memory_scale is not None and not self.memory_scale > 0:
+            raise ScenarioError(f"--memory-scale: must be > 0, got {self.memory_scale}")
+        if self.max_memory_gib is not None and not self.max_memory_gib > 0:
+            raise ScenarioError(f"--max-memory-gib: must be > 0, got {self.max_memory_gib}")
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,8 @@ class ImportSummary:
     def describe(self) -> str:
         return (
             f"{self.pods} pods; left out: {self.never_ran} never ran, {self.outside} outside "
-            f"the window, {self.gpu} requesting GPUs, {self.too_large} above --max-cpu"
+            f"the window, {self.gpu} requesting GPUs, {self.too_large} above --max-cpu or "
+            "--max-memory-gib"
         )
 
 
@@ -189,7 +198,12 @@ def import_pods(
             summary.gpu += 1
             continue
         cpu = row.cpu_milli / 1000.0 * options.request_scale
-        if options.max_cpu is not None and cpu > options.max_cpu:
+        memory_scale = options.request_scale if options.memory_scale is None else options.memory_scale
+        memory = row.memory_mib / MIB_PER_GIB * memory_scale
+        too_large = (options.max_cpu is not None and cpu > options.max_cpu) or (
+            options.max_memory_gib is not None and memory > options.max_memory_gib
+        )
+        if too_large:
             summary.too_large += 1
             continue
         arrival = max(row.created, start) - start
@@ -203,7 +217,7 @@ def import_pods(
             submit_s=float(arrival),
             duration_s=float(duration),
             cpu_request=cpu,
-            mem_request_gib=row.memory_mib / MIB_PER_GIB * options.request_scale,
+            mem_request_gib=memory,
             cpu_usage=cpu * options.usage_ratio,
             owner_kind=owner,
         )
@@ -245,7 +259,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--to-day", type=float, help="window end, days (default: the last deletion)")
     parser.add_argument("--request-scale", type=float, default=1.0, help="× CPU and memory requests (1)")
     parser.add_argument("--usage-ratio", type=float, default=0.6, help="CPU used / requested (0.6)")
+    parser.add_argument("--memory-scale", type=float, help="× memory requests (default: --request-scale)")
     parser.add_argument("--max-cpu", type=float, help="leave out pods requesting more cores (scaled)")
+    parser.add_argument("--max-memory-gib", type=float, help="leave out pods requesting more GiB (scaled)")
     parser.add_argument("--cpu-only-pods", action="store_true", help="leave out pods requesting GPUs")
     parser.add_argument(
         "--no-running-at-start", dest="running_at_start", action="store_false",
@@ -262,7 +278,8 @@ def command(args: Any) -> int:
     try:
         options = ImportOptions(
             args.from_day, args.to_day, args.request_scale, args.usage_ratio, args.max_cpu,
-            args.cpu_only_pods, args.running_at_start, _owners(args.owner),
+            args.memory_scale, args.max_memory_gib, args.cpu_only_pods, args.running_at_start,
+            _owners(args.owner),
         )
         pods, summary = import_pods(read_rows(args.pods), options, args.pods)
         text = format_trace(pods)

@@ -32,7 +32,7 @@ def test_the_window_scale_usage_and_owners_as_computed_by_hand(
     # after), k (scheduled after the end): outside; h: 96 cores × 0.25 = 24 > --max-cpu 16.
     code, out, err = _import(tmp_path, capsys, *WINDOW, "--max-cpu", "16")
     assert code == 0
-    assert "5 pods; left out: 2 never ran, 3 outside the window, 0 requesting GPUs, 1 above --max-cpu" in err
+    assert "5 pods; left out: 2 never ran, 3 outside the window, 0 requesting GPUs, 1 above" in err
     rows = [
         (p.submit_s, p.duration_s, p.cpu_request, p.mem_request_gib, p.cpu_usage, p.owner_kind)
         for p in load_trace(out)
@@ -59,6 +59,12 @@ def test_options_drop_gpu_pods_and_pods_running_at_the_start_and_remap_owners(
     assert [(p.submit_s, p.cpu_request, p.owner_kind) for p in load_trace(out)] == [
         (33600.0, 24.0, "StatefulSet"),  # h
         (83600.0, 0.25, "ReplicaSet"),  # e
+    ]
+    # Memory on its own scale, and a memory ceiling: d (32 GiB × 0.5 = 16 > 10) and h are left out.
+    code, out, err = _import(tmp_path, capsys, *WINDOW, "--memory-scale", "0.5", "--max-memory-gib", "10")
+    assert code == 0 and "2 above --max-cpu or --max-memory-gib" in err
+    assert [(p.cpu_request, p.mem_request_gib) for p in load_trace(out)] == [
+        (2.0, 8.0), (1.5, 6.0), (1.0, 4.0), (0.25, 1.0),  # a, j, b, e (h: 96 GiB)
     ]
     code, out, _ = _import(tmp_path, capsys)  # the whole file, unscaled
     pods = load_trace(out)
@@ -87,6 +93,7 @@ GOOD = "ok,1000,1024,0,0,,LS,Running,0,100,0"
         (HEADER, ["x,1000,1024,0,0,,LS,Pending,0,100,"], [], "no pod ran in the window"),
         (HEADER, [GOOD], ["--from-day", "2", "--to-day", "1"], "--to-day: must be after --from-day"),
         (HEADER, [GOOD], ["--request-scale", "0"], "--request-scale: must be > 0"),
+        (HEADER, [GOOD], ["--memory-scale", "-1"], "--memory-scale: must be > 0"),
         (HEADER, [GOOD], ["--owner", "LS"], "--owner 'LS': expected QOS=KIND"),
     ],
 )
