@@ -19,6 +19,8 @@ kubejoule-rl gate --candidate PATH|POLICY [--baseline kubejoule --baseline mosta
                   [--report gate.md]
 kubejoule-rl train --algo dqn --minutes M --seed S [--steps N] --out models/dqn.pt
 kubejoule-rl train --algo mlp --decisions FILE... --out models/mlp.pt
+kubejoule-rl ablation (--scenario NAME | --heldout DIR) [--seeds N] [--rows A,B] --out FILE
+                      [--report FILE] [--jobs N] [--shard K/N]
 kubejoule-rl scenarios
 """
 
@@ -31,7 +33,7 @@ from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rl import cluster_options, gate_run, shards, trace_import, train_cli
+from rl import ablation_cli, cluster_options, gate_run, shards, trace_import, train_cli
 from rl.autoscaler import DEFAULT_EXPANDER, EXPANDERS
 from rl.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.cluster import ClusterModel
@@ -173,6 +175,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("scenarios", help="list the bundled scenarios")
     gate_run.add_parser(sub)
+    ablation_cli.add_parser(sub)
     shards.add_parser(sub)
     train_cli.add_parser(sub)
     return parser
@@ -383,6 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return trace_import.command(args) if args.trace_command == "import" else _trace(args)
     if args.command == "gate":
         return gate_run.command(args)
+    if args.command == "ablation":
+        return ablation_cli.command(args)
     if args.command == "merge":
         return shards.command(args)
     if args.command == "train":

@@ -25,6 +25,8 @@ from rl.parallel import Shard
 
 BENCHMARK_SHARD = "kubejoule.rl-benchmark-shard/v1"
 GATE_SHARD = "kubejoule.gate-shard/v1"
+ABLATION_SHARD = "kubejoule.rl-ablation-shard/v1"
+SCHEMAS = (BENCHMARK_SHARD, GATE_SHARD, ABLATION_SHARD)
 
 
 class ShardError(ValueError):
@@ -78,8 +80,8 @@ def _load(path: str) -> dict[str, Any]:
         raise ShardError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ShardError(f"{path}: not JSON: {exc}") from exc
-    if not isinstance(document, dict) or document.get("schema") not in (BENCHMARK_SHARD, GATE_SHARD):
-        raise ShardError(f"{path}: schema: not a shard file ({BENCHMARK_SHARD} or {GATE_SHARD})")
+    if not isinstance(document, dict) or document.get("schema") not in SCHEMAS:
+        raise ShardError(f"{path}: schema: not a shard file ({', '.join(SCHEMAS)})")
     shard = document.get("shard")
     if (
         not isinstance(shard, dict)
@@ -149,14 +151,14 @@ def merged_benchmark(plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]])
 def add_parser(sub: Any) -> None:
     merge = sub.add_parser(
         "merge",
-        help="join the shard files of a `benchmark` or `gate` run with --shard",
+        help="join the shard files of a `benchmark`, `gate` or `ablation` run with --shard",
         description="Writes what the command without --shard writes; exit 2 when the files are "
         "not the N shards of one run.",
     )
     merge.add_argument("shards", nargs="+", metavar="SHARD", help="the N shard files")
-    merge.add_argument("--out", required=True, help="results JSON (benchmark) or gate.json path")
+    merge.add_argument("--out", required=True, help="results JSON (benchmark, ablation) or gate.json path")
     merge.add_argument("--plot", help="benchmark only: PNG path for the plots")
-    merge.add_argument("--report", help="gate only: gate.md path (Markdown report)")
+    merge.add_argument("--report", help="gate or ablation: Markdown path (report, table)")
 
 
 def command(args: Any) -> int:
@@ -164,6 +166,13 @@ def command(args: Any) -> int:
 
     try:
         schema, plan, runs = join(args.shards)
+        if schema == ABLATION_SHARD:
+            from rl.ablation_cli import merged, write
+
+            if args.plot:
+                raise ShardError("--plot: a benchmark's option; these are ablation shards")
+            write(merged(plan, runs), args.out, args.report)
+            return 0
         if schema == BENCHMARK_SHARD:
             if args.report:
                 raise ShardError("--report: a gate's option; these are benchmark shards")

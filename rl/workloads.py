@@ -173,6 +173,12 @@ class PodLedger:
     def finished(self, index: int) -> None:
         self._gone(index)
 
+    def run_plan_s(self, index: int) -> float:
+        """Seconds the pod's current incarnation (or the next one, while it is Pending) runs at
+        full speed from its placement: its startup plus the lifetime it has left. The truth
+        the `hindsight` reference is told (rl/hindsight.py); no policy reads it."""
+        return self._startup[index] + self._lifetime_left[index]
+
     def evicted(self, index: int, left_s: float) -> str:
         """The pod was evicted with `left_s` run seconds left: its fate, with the lost work and
         the replacement's run plan booked."""
