@@ -21,6 +21,9 @@ so a score depends only on the node and the pod (the plugin scores rows without 
 from __future__ import annotations
 
 import json
+import math
+import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,12 +85,38 @@ class NumpyModel:
         return str(self.meta["kind"])
 
     def outputs(self, rows: np.ndarray) -> np.ndarray:
-        """One batched pass: raw model outputs for every row."""
-        x = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale
-        return mlp_forward(self.layers, x)
+        """One batched pass: raw model outputs for every row; NaN for a row the model cannot
+        judge (`usable`)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale
+            bad = ~usable(x)
+            if bad.any():
+                x[bad] = 0.0
+            out = mlp_forward(self.layers, x)
+        bad |= ~np.isfinite(out)
+        if bad.any():
+            out[bad] = math.nan
+        return out
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
-        return self.score_map(self.outputs(rows))
+        """0–100 per row; NaN where `outputs` is NaN (the plugin scores those UNMEASURED_SCORE)."""
+        outputs = self.outputs(rows)
+        scores = self.score_map(outputs)
+        scores[~np.isfinite(outputs)] = math.nan
+        return scores
+
+
+# A standardized input farther than this from the training mean (in training scales) is no
+# value the model has seen anything like: an agent's garbage (an infinite or 1e300-watt
+# sample encodes as the largest float), not a measurement; its row is not judged.
+MAX_STANDARDIZED = 1e6
+
+
+def usable(standardized: np.ndarray) -> np.ndarray:
+    """Rows (already standardized) a model may judge: every value finite and within
+    MAX_STANDARDIZED training scales of the training mean."""
+    with np.errstate(invalid="ignore"):
+        return (np.abs(standardized) <= MAX_STANDARDIZED).all(axis=1)
 
 
 def save_numpy_model(
@@ -117,13 +146,17 @@ def numpy_model_path(path: str | Path) -> Path:
 def load_numpy_model(
     path: str | Path, schema: FeatureSchema = FEATURE_SCHEMA_V2, kinds: Sequence[str] = KINDS
 ) -> NumpyModel:
-    """Load and check a model; ModelError with a clear message when it cannot be served."""
+    """Load and check a model; ModelError with a clear message when it cannot be served: a
+    file that is missing, not a zip, truncated or corrupt (`zipfile.BadZipFile`, a short
+    member, a bad CRC), metadata that is not a model's, another kind or feature schema, layers
+    that do not chain into one output, or any weight, bias, mean or scale that is not a finite
+    number (a NaN weight would score every node NaN)."""
     file = numpy_model_path(path)
     try:
         with np.load(file, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{file}: cannot read the model: {exc}") from exc
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as exc:
+        raise ModelError(f"{file}: cannot read the model: {type(exc).__name__}: {exc}") from exc
     try:
         meta = json.loads(str(arrays.pop("meta")))
         kind = meta["kind"]
@@ -132,9 +165,9 @@ def load_numpy_model(
         count = sum(1 for name in arrays if name.endswith("_weight"))
         layers = tuple((arrays[f"layer{i}_weight"], arrays[f"layer{i}_bias"]) for i in range(count))
         mean, scale = arrays["mean"], arrays["scale"]
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ModelError(f"{file}: not a kubejoule model file: {exc}") from exc
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise ModelError(f"{file}: a {kind!r} model, expected one of {list(kinds)}")
     try:
         schema.check(theirs)
@@ -143,8 +176,39 @@ def load_numpy_model(
             f"{file}: built for another feature schema ({exc}); this scheduler serves "
             f"{schema.version}: retrain or export the model for it"
         ) from exc
-    if not layers or layers[0][0].shape[1] != schema.width or mean.shape != (schema.width,):
-        raise ModelError(f"{file}: input width does not match {schema.version}")
+    _check_arrays(file, schema, layers, mean, scale)
+    if not (math.isfinite(score_map.spread) and math.isfinite(score_map.center)):
+        raise ModelError(f"{file}: bad score map {meta['score_map']}")
     if score_map.spread <= 0 or score_map.sign not in (-1.0, 1.0):
         raise ModelError(f"{file}: bad score map {meta['score_map']}")
     return NumpyModel(layers, mean, scale, score_map, schema, meta)
+
+
+def _check_arrays(
+    file: Path,
+    schema: FeatureSchema,
+    layers: Sequence[tuple[np.ndarray, np.ndarray]],
+    mean: np.ndarray,
+    scale: np.ndarray,
+) -> None:
+    """Shapes that chain (width → … → 1) and finite numbers everywhere, scales above 0."""
+    if not layers or mean.shape != (schema.width,) or scale.shape != (schema.width,):
+        raise ModelError(f"{file}: input width does not match {schema.version}")
+    width = schema.width
+    for i, (weight, bias) in enumerate(layers):
+        if weight.ndim != 2 or weight.shape[1] != width or bias.shape != (weight.shape[0],):
+            raise ModelError(
+                f"{file}: layer{i} has weight {weight.shape} and bias {bias.shape}, "
+                f"expected ({{out}}, {width}) and ({{out}},)"
+            )
+        width = weight.shape[0]
+    if width != 1:
+        raise ModelError(f"{file}: the last layer has {width} outputs, expected 1")
+    named = [("mean", mean), ("scale", scale)]
+    for i, (weight, bias) in enumerate(layers):
+        named += [(f"layer{i}_weight", weight), (f"layer{i}_bias", bias)]
+    for name, values in named:
+        if not np.issubdtype(values.dtype, np.number) or not np.isfinite(values).all():
+            raise ModelError(f"{file}: {name} holds values that are not finite numbers")
+    if not (scale > 0).all():
+        raise ModelError(f"{file}: scale must be above 0 for every feature")

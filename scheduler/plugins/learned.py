@@ -9,8 +9,10 @@ v2), no NormalizeScore step, so a node's score never depends on the other candid
 A row whose telemetry is missing or stale (`telemetry_fresh` = 0) scores 0
 (UNMEASURED_SCORE), the floor — the energy plugin's score for a node it cannot price — so a node
 without fresh telemetry is never preferred over a measured one by this plugin (missing data
-never wins; docs/learned.md says why not a worst-state price). A model built for another
-feature schema refuses to load (ModelError).
+never wins; docs/learned.md says why not a worst-state price); so does a row with a value that
+is not finite or absurdly far from the training data (`scheduler.learned.usable`). A model file
+that cannot be served (another kind or feature schema, truncated, NaN weights) refuses to load
+(ModelError).
 
 The v1 features that come from the heuristic (curves, ΔP, staleness limit) are computed with
 `energy`, the scheduler's configured energy plugin (the profile's `KubejouleEnergy`, built by
@@ -94,11 +96,15 @@ class LearnedPlugin:
         return rows_v2(pod, batch, self.energy, known, scores)
 
     def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Scores and a fresh-telemetry mask for encoded rows."""
+        """Scores and a fresh-telemetry mask for encoded rows. A fresh row the model cannot
+        judge (a value not finite or absurdly far from anything in training:
+        `scheduler.learned.usable`) scores UNMEASURED_SCORE too, and so does a row whose
+        output is not a number: never NaN, never a crash."""
         fresh = rows[:, self._fresh] > 0.5
         scores = np.full(len(rows), UNMEASURED_SCORE, dtype=np.float64)
         if fresh.any():
-            scores[fresh] = self.model.scores(rows[fresh])
+            judged = self.model.scores(rows[fresh])
+            scores[fresh] = np.where(np.isfinite(judged), judged, UNMEASURED_SCORE)
         return scores, fresh
 
     def score(self, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
