@@ -2,13 +2,14 @@
 
 Data: decision-collector JSONL (`scheduler/collector.py`), from a real cluster (the standalone
 scheduler) or from the simulator (`kubejoule-rl benchmark --collector FILE`). A sample is a
-decision line's chosen candidate (its feature schema v2 row) joined with its outcome line:
+decision line's chosen candidate (its feature schema v3 row) joined with its outcome line:
 
     target = (watts_after − watts_before) × window_seconds        joules over the window
 
 — what the node drew more (or less) after the placement, as measured; never the heuristic's
-score. Decisions without v2 features, or whose outcome has no power after, are skipped and
-counted.
+score. Decisions without v3 features, or whose outcome has no power after, are skipped and
+counted; a log holding only older schemas (v2 before issue 24, v1 from the extender before it)
+is refused with a message saying so (exit 2): re-collect it.
 
 Training: the same shared per-row network as the DQN (`rl.dqn.network.RowMLP`), absolute error
 on the standardized target (the measured target is heavy-tailed — other pods start and finish
@@ -26,6 +27,7 @@ plugins/energy_history.py, fed with the telemetry each decision line saw), both 
 
 from __future__ import annotations
 
+import math
 import sys
 import zlib
 from collections import defaultdict
@@ -38,10 +40,11 @@ import numpy as np
 
 from scheduler.collector import read_records
 from scheduler.features import encode
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.plugins.energy_history import NodeHistory
 
-NAMES = FEATURE_SCHEMA_V2.node_features + FEATURE_SCHEMA_V2.pod_features
+SCHEMA = FEATURE_SCHEMA_V3
+NAMES = SCHEMA.node_features + SCHEMA.pod_features
 CURVE_FEATURES = ("curve_known", "idle_watts", "max_watts", "delta_watts")
 HELD_OUT_SHARE = 4  # 1 in 4 node names is held out
 
@@ -95,8 +98,9 @@ def _add_sample(
     outcome: dict[str, Any] | None,
     history: NodeHistory | None,
 ) -> None:
-    if record.get("feature_schema") != FEATURE_SCHEMA_V2.version:
-        out.skipped["not feature schema v2"] += 1
+    schema = record.get("feature_schema")
+    if schema != SCHEMA.version:
+        out.skipped[f"feature schema {schema or 'kubejoule.features/v1'}"] += 1
         return
     chosen = next(
         (c for c in record.get("candidates") or [] if c["node"] == record.get("chosen")), None
@@ -109,7 +113,15 @@ def _add_sample(
         return
     window = float(outcome["window_seconds"])
     features = chosen["features"]
-    out.rows.append(encode(features, NAMES))
+    try:
+        row = encode(features, NAMES)
+    except (KeyError, TypeError, ValueError):
+        out.skipped["features missing or not numbers"] += 1
+        return
+    if not all(math.isfinite(v) for v in row):
+        out.skipped["features missing or not numbers"] += 1
+        return
+    out.rows.append(row)
     out.joules.append((outcome["watts_after"] - outcome["watts_before"]) * window)
     out.nodes.append(str(record["chosen"]))
     delta = features.get("delta_watts") if features.get("curve_known") else None
@@ -182,7 +194,16 @@ def train_mlp(
     rows = np.asarray(samples.rows, dtype=np.float64)[train_mask]
     target = np.asarray(samples.joules)[train_mask]
     if len(rows) < 10:
-        raise ValueError(f"too few training samples ({len(rows)}) in the decision files")
+        older = {k: v for k, v in samples.skipped.items() if k.startswith("feature schema")}
+        hint = (
+            f"; skipped decisions of other feature schemas {older}: this trainer reads "
+            f"{SCHEMA.version} (re-collect the log with this version)"
+            if older
+            else ""
+        )
+        raise ValueError(
+            f"too few training samples ({len(rows)}) in the decision files{hint}"
+        )
     rows = np.concatenate([rows, blank_curves(rows)])
     target = np.concatenate([target, target])
     scale = float(np.std(target)) or 1.0
@@ -231,7 +252,7 @@ def train_mlp_command(args: Any, curve: str, code_version: str) -> int:
     low, mid, high = np.quantile(outputs, [0.1, 0.5, 0.9])
     meta = {
         "kind": "mlp",
-        "feature_schema": FEATURE_SCHEMA_V2.to_dict(),
+        "feature_schema": SCHEMA.to_dict(),
         "score_map": {
             "center": float(mid),
             "spread": float(max((high - low) / 4, 1e-9)),

@@ -38,6 +38,7 @@ from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, heuristic_energy, named
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
 from scheduler.decide import MODE_ACTIVE, Decision, ProfileDecider
+from scheduler.features_v2 import FEATURE_SCHEMA_V2
 from scheduler.framework import CandidateBatch, Profile, ScorePlugin, select_best
 from scheduler.model import NodeState, PodInfo
 from scheduler.node_table import NodeTable
@@ -182,18 +183,36 @@ class PluginPolicy:
 
 class LearnedPolicy(PluginPolicy):
     """The `learned` plugin as a policy; `attach(sim)` gives it the simulator's node
-    workloads."""
+    workloads and, for a v3 model, its autoscaler marks and a lifetime predictor learning from
+    the run's finished pods (`rl.sim_features`)."""
 
     def __init__(self, path: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None):
         self._sim: Any = None
-        plugin = LearnedPlugin(path, heuristic_energy(nodes, power_off), workloads=self._workloads)
+        self._lifetimes: Any = None
+        plugin = LearnedPlugin(
+            path,
+            heuristic_energy(nodes, power_off),
+            workloads=self._workloads,
+            lifetimes=self._predictor,
+        )
+        self._v2 = plugin.model.schema.version == FEATURE_SCHEMA_V2.version
         super().__init__(plugin, f"learned:{path}")
 
     def attach(self, sim: Any) -> None:
+        from rl.sim_features import SimLifetimes
+
         self._sim = sim
+        self._lifetimes = SimLifetimes(sim)
 
     def _workloads(self) -> Any:
-        return self._sim.workloads() if self._sim is not None else None
+        if self._sim is None:
+            return None
+        if self._v2:
+            return self._sim.workloads()  # bit for bit what v2 models were trained on
+        return self._lifetimes.workloads()
+
+    def _predictor(self) -> Any:
+        return self._lifetimes.predictor if self._lifetimes is not None else None
 
 
 def _load_plugin(spec: str, nodes: Sequence[NodeSpec]) -> ScorePlugin:

@@ -4,7 +4,8 @@ model trained on simulated decisions reads real ones unchanged.
 
 * decision (at the simulated time of the placement): the pod, the candidates — the best
   `max_candidates` by the heuristic's score plus the chosen node — with the heuristic's score and
-  ΔP and feature schema v2 (with the simulator's node workloads), the node chosen, the
+  ΔP and feature schema v3 (with the simulator's node workloads, autoscaler marks and a
+  lifetime predictor learning from the run's finished pods: `rl.sim_features`), the node chosen, the
   heuristic's recommendation; `source: "simulator"`, `scorer`: the run's policy key, `run`:
   `POLICY#SEED`.
 * outcome: the chosen node's power at the decision and at the first decision at least
@@ -22,8 +23,9 @@ from typing import Any
 from rl.cluster import ClusterModel
 from rl.profiles import heuristic_energy
 from rl.scenario import NodeSpec
+from rl.sim_features import SimLifetimes
 from scheduler.collector import CandidateRecord, DecisionCollector
-from scheduler.features_v2 import FEATURE_SCHEMA_V2, V2Features
+from scheduler.features_v3 import FEATURE_SCHEMA_V3, V3Features
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
 from scheduler.model import REASONS, NodeTelemetry
@@ -48,10 +50,16 @@ class SimDecisionLog:
         self._sim: Any = None
         self._energy = heuristic_energy(self.nodes, cluster.policy_power_off())
         self._workloads: dict[str, Any] = {}
-        self._features = V2Features(self._energy, lambda name: self._workloads.get(name))
+        self._lifetimes: SimLifetimes | None = None
+        self._features = V3Features(
+            self._energy,
+            lambda name: self._workloads.get(name),
+            lambda: self._lifetimes.predictor if self._lifetimes is not None else None,
+        )
 
     def start(self, sim: Any, label: str, seed: int) -> None:
         self._sim, self._run, self._pending = sim, f"{label}#{seed}", []
+        self._lifetimes = SimLifetimes(sim)
 
     def _telemetry(self, node: str) -> NodeTelemetry:
         sim = self._sim
@@ -73,7 +81,8 @@ class SimDecisionLog:
 
     def decided(self, sim: Any, decision: Any, chosen: str) -> None:
         self._flush()
-        self._workloads = sim.workloads()
+        assert self._lifetimes is not None
+        self._workloads = self._lifetimes.workloads()
         now = decision.now
         feasible = decision.feasible
         batch = CandidateBatch.of(feasible, now)
@@ -108,7 +117,7 @@ class SimDecisionLog:
             extra={
                 "run": self._run,
                 "candidate_count": len(names),
-                "feature_schema": FEATURE_SCHEMA_V2.version,
+                "feature_schema": FEATURE_SCHEMA_V3.version,
             },
         )
         self._pending.append(

@@ -62,6 +62,15 @@ def placed_time(pod: Mapping[str, Any]) -> float:
     return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
 
 
+def _taint_time(value: str, now: float) -> float:
+    """A cluster-autoscaler taint's value: the Unix second it was set; `now` if not one."""
+    try:
+        seconds = float(int(value.strip()))
+    except ValueError:
+        return now
+    return seconds if seconds <= now else now
+
+
 class ClusterCache:
     """Thread-safe. Pod keys are "namespace/name". `scheduler_name` None: no pod is waiting
     for us (the extender's view: it only counts what others bind). `lifetimes`: told the
@@ -86,6 +95,7 @@ class ClusterCache:
         self._unbound: dict[str, str] = {}  # key → uid of pods last seen without a node
         self._generation = 0  # bumped by every change that could make a pod fit somewhere
         self._layout = 0  # bumped when nodes come, go or change (not their pods)
+        self._newest: tuple[int, float | None] | None = None  # layout → newest ready time
         self._table: NodeTable | None = None
         self._dirty: set[str] = set()  # nodes whose pods changed since the last table()
         self._telemetry_token: object = None
@@ -119,22 +129,48 @@ class ClusterCache:
             return (placed.node, placed.assumed) if placed is not None else None
 
     def workload(self, node: str) -> NodeWorkload:
-        """The node's workload for feature schema v2: placement times and Job share of its pods
-        other than DaemonSet and mirror pods; in the scale-down window when cluster-autoscaler
-        has marked it a deletion candidate (its soft taint); ready since its Ready condition's
-        last transition to True (None: unknown)."""
+        """The node's workload for feature schemas v2 and v3: placement times and Job share of
+        its pods other than DaemonSet and mirror pods; in the scale-down window when
+        cluster-autoscaler has marked it a deletion candidate (its soft taint); ready since its
+        Ready condition's last transition to True (None: unknown). v3: the predicted end of
+        the last of those pods (`lifetimes`, at each pod's age now; None without a predictor),
+        the deletion-candidate taint and its value (the Unix time cluster-autoscaler marked
+        the node, as its `GetTaintTime` reads it; a value that is not one: marked now), and the
+        newest node's ready time as the cluster's last scale-up."""
+        now = self._clock()
         with self._lock:
             pods = [
                 p for p in self._by_node.get(node, {}).values() if not is_node_daemon_pod(p.info)
             ]
             info = self._nodes.get(node)
+            last_up = self._newest_ready()
+        taint = next(
+            (t for t in info.taints if t.key == SCALE_DOWN_CANDIDATE_TAINT), None
+        ) if info is not None else None
+        end = None
+        if self.lifetimes is not None:
+            predict = self.lifetimes.predict_remaining
+            end = max((p.placed_at + predict(p.info, now - p.placed_at) for p in pods), default=now)
+            end = max(end, now)
         return NodeWorkload(
             pod_start_times=tuple(p.placed_at for p in pods),
             job_pods=sum(1 for p in pods if p.info.owner_kind == "Job"),
             ready_since=info.ready_since if info is not None else None,
-            in_scale_down_window=info is not None
-            and any(t.key == SCALE_DOWN_CANDIDATE_TAINT for t in info.taints),
+            in_scale_down_window=taint is not None,
+            pods_end_at=end,
+            autoscaler_known=info is not None,
+            deletion_candidate=taint is not None,
+            unneeded_since=_taint_time(taint.value, now) if taint is not None else None,
+            last_scale_up=last_up,
         )
+
+    def _newest_ready(self) -> float | None:
+        """The latest ready time of any node (cached while the nodes stay the same)."""
+        cached = self._newest
+        if cached is None or cached[0] != self._layout:
+            times = [i.ready_since for i in self._nodes.values() if i.ready_since is not None]
+            cached = self._newest = (self._layout, max(times) if times else None)
+        return cached[1]
 
     def pods_on(self, node: str) -> list[str]:
         with self._lock:

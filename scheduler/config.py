@@ -325,17 +325,23 @@ def build_energy_plugin(config: Config) -> EnergyPlugin:
 
 
 def build_profile(
-    config: Config, energy: ScorePlugin, workload: Callable[[str], Any] | None = None
+    config: Config,
+    energy: ScorePlugin,
+    workload: Callable[[str], Any] | None = None,
+    lifetimes: Callable[[], Any] | None = None,
 ) -> Profile:
     """The standalone scheduler's profile: the configured entries, else kubejoule_profile().
-    `workload(name)`: the nodes' workloads (the cluster cache's), for the `learned` plugin."""
+    `workload(name)`: the nodes' workloads (the cluster cache's), `lifetimes()`: its lifetime
+    predictor, for the `learned` plugin's features."""
     from scheduler.plugins.defaults import KUBEJOULE_PROFILE, kubejoule_profile
     from scheduler.plugins.registry import PluginContext, profile_from_entries
 
     if config.profile is None:
         return kubejoule_profile(energy)
     return profile_from_entries(
-        config.profile, PluginContext(energy, config.curves, workload), name=KUBEJOULE_PROFILE
+        config.profile,
+        PluginContext(energy, config.curves, workload, lifetimes),
+        name=KUBEJOULE_PROFILE,
     )
 
 

@@ -81,6 +81,12 @@ class NodeWorkload:
     job_pods: int = 0  # how many of them a Job owns
     ready_since: float | None = None  # when the node became ready; None: unknown
     in_scale_down_window: bool = False
+    # Feature schema v3 (scheduler.features_v3); v2 rows never read these.
+    pods_end_at: float | None = None  # predicted end of the last of those pods; None: no predictor
+    autoscaler_known: bool = False  # the next two are known
+    deletion_candidate: bool = False  # cluster-autoscaler's DeletionCandidate… soft taint
+    unneeded_since: float | None = None  # when it was marked unneeded (None: not, or unknown)
+    last_scale_up: float | None = None  # the cluster's last scale-up; None: unknown
 
 
 # What rows_v2() accepts as the nodes' workloads: a mapping by node name, a function of the
@@ -159,7 +165,7 @@ def pod_features_v2(pod: PodInfo) -> Features:
     return features
 
 
-def _found(workloads: Workloads, names: Sequence[str]) -> list[NodeWorkload | None]:
+def found_workloads(workloads: Workloads, names: Sequence[str]) -> list[NodeWorkload | None]:
     if isinstance(workloads, list):
         if len(workloads) != len(names):
             raise ValueError(f"{len(workloads)} workloads for {len(names)} candidates")
@@ -180,7 +186,7 @@ def node_columns_v2(
     """Every candidate's v2 node features as columns (NaN where unknown): node_columns() and
     the workload columns of each node's workload (looked up by name)."""
     columns = node_columns(pod, batch, energy, scores)
-    found = _found(workloads, batch.names)
+    found = found_workloads(workloads, batch.names)
     columns.update(workload_columns(found, batch.now, node_values(energy)))
     return columns
 

@@ -14,8 +14,9 @@ A model file (`.npz`, written by `rl.dqn`/`rl.mlp` beside their `.pt` checkpoint
 
 Score: `100 / (1 + exp(−sign × (output − center) / spread))`, a fixed map stored with the model,
 so a score depends only on the node and the pod (the plugin scores rows without fresh telemetry
-0: `scheduler.plugins.learned`). A model built for another feature schema is refused with
-`ModelError` naming both schemas.
+0: `scheduler.plugins.learned`). A model is built for feature schema v3 or v2 (SERVED_SCHEMAS;
+the plugin computes the rows of the model's own schema, so models trained before v3 keep
+serving); one built for another schema (v1) is refused with `ModelError` naming both.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 
 from scheduler.features import FeatureSchema, SchemaMismatch
 from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.framework.interface import MAX_NODE_SCORE
 
 KINDS = ("dqn", "mlp")
@@ -143,8 +145,31 @@ def numpy_model_path(path: str | Path) -> Path:
     return p if p.suffix == ".npz" else p.with_suffix(".npz")
 
 
+# The feature schemas a model may be built for (the plugin computes the rows of its schema).
+SERVED_SCHEMAS: tuple[FeatureSchema, ...] = (FEATURE_SCHEMA_V3, FEATURE_SCHEMA_V2)
+
+
+def _schema_for(
+    theirs: Any, schemas: FeatureSchema | Sequence[FeatureSchema]
+) -> FeatureSchema:
+    """The served schema named by a model's metadata; SchemaMismatch naming what is served."""
+    served = (schemas,) if isinstance(schemas, FeatureSchema) else tuple(schemas)
+    version = theirs.get("version") if isinstance(theirs, Mapping) else None
+    for schema in served:
+        if schema.version == version:
+            schema.check(theirs)
+            return schema
+    if len(served) == 1:
+        served[0].check(theirs)
+    raise SchemaMismatch(
+        f"feature schema {version!r}, expected one of {[s.version for s in served]}"
+    )
+
+
 def load_numpy_model(
-    path: str | Path, schema: FeatureSchema = FEATURE_SCHEMA_V2, kinds: Sequence[str] = KINDS
+    path: str | Path,
+    schema: FeatureSchema | Sequence[FeatureSchema] = SERVED_SCHEMAS,
+    kinds: Sequence[str] = KINDS,
 ) -> NumpyModel:
     """Load and check a model; ModelError with a clear message when it cannot be served: a
     file that is missing, not a zip, truncated or corrupt (`zipfile.BadZipFile`, a short
@@ -170,11 +195,11 @@ def load_numpy_model(
     if not isinstance(kind, str) or kind not in kinds:
         raise ModelError(f"{file}: a {kind!r} model, expected one of {list(kinds)}")
     try:
-        schema.check(theirs)
+        schema = _schema_for(theirs, schema)
     except SchemaMismatch as exc:
         raise ModelError(
-            f"{file}: built for another feature schema ({exc}); this scheduler serves "
-            f"{schema.version}: retrain or export the model for it"
+            f"{file}: built for another feature schema ({exc}): retrain or export the model "
+            "for one this scheduler serves"
         ) from exc
     _check_arrays(file, schema, layers, mean, scale)
     if not (math.isfinite(score_map.spread) and math.isfinite(score_map.center)):

@@ -15,7 +15,7 @@ from rl.dqn.network import RowMLP, save_checkpoint
 from rl.dqn.train import DQNConfig, TrainLog, train
 from rl.progress import ProgressBar
 from rl.tracegen import FAMILIES
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.features_v3 import FEATURE_SCHEMA_V3
 
 SCORE_MAP_ROWS = 2000
 
@@ -110,7 +110,7 @@ def train_dqn(args: Any, curve: str, code_version: str) -> int:
         bar.close()
     meta = {
         "kind": "dqn",
-        "feature_schema": FEATURE_SCHEMA_V2.to_dict(),
+        "feature_schema": FEATURE_SCHEMA_V3.to_dict(),
         "score_map": score_map(net, sample_rows(config, SCORE_MAP_ROWS)),
         "training": {
             "families": list(FAMILIES),
@@ -126,7 +126,7 @@ def train_dqn(args: Any, curve: str, code_version: str) -> int:
         "command": "kubejoule-rl " + " ".join(sys.argv[1:]) if sys.argv[1:] else None,
     }
     settings = {k: v for k, v in asdict(config).items() if k != "reward"}
-    settings.update({"width": FEATURE_SCHEMA_V2.width, "reward": asdict(config.reward)})
+    settings.update({"width": FEATURE_SCHEMA_V3.width, "reward": asdict(config.reward)})
     npz = save_checkpoint(args.out, net, settings, meta)
     plot_curve(log, curve)
     print(

@@ -3,8 +3,8 @@
 * Draws (`draw_episode`): cluster size uniform in `TRAINING_SIZES` (rl/pool.py), two or three
   node kinds from the bundled SPECpower curves, a trace family and a load (15–50 % of the
   cluster's cores) and a seed, all from the training RNG.
-* Rows: feature schema v2 (`scheduler.features_v2`) of each feasible node, with the node
-  workloads the simulator knows; the v1 part comes from the heuristic's energy plugin configured as the
+* Rows: feature schema v3 (`scheduler.features_v3`) of each feasible node, with the node
+  workloads, autoscaler marks and lifetime predictor the simulator knows (`rl.sim_features`); the v1 part comes from the heuristic's energy plugin configured as the
   `heuristic` policy is, exactly as the scheduler would compute it.
 * Reward of one decision: `−(cluster energy until the next decision) / joules_scale
   − pending_weight × (pod-hours not started meanwhile) − slowdown_weight × Σ slowdown of the
@@ -30,9 +30,10 @@ from rl.scenario import (
     load_daemonsets,
     scenario_path,
 )
+from rl.sim_features import SimLifetimes
 from rl.simulator import PlacementRequest, PowerOffModel
 from rl.tracegen import FAMILIES
-from scheduler.features_v2 import candidate_matrix_v2
+from scheduler.features_v3 import candidate_matrix_v3
 from scheduler.plugins.energy import EnergyPlugin
 
 
@@ -96,13 +97,17 @@ class Episode:
         self.sim = simulation(nodes, pods, cluster, seed)
         self.energy: EnergyPlugin = heuristic_energy(nodes, cluster.policy_power_off())
         self.reward = reward
+        self.lifetimes = SimLifetimes(self.sim)
         self.decision: PlacementRequest | None = self.sim.next_decision()
 
     def rows(self) -> np.ndarray:
         """Feature rows (feasible × width) of the pending decision."""
         d = self.decision
         assert d is not None
-        matrix = candidate_matrix_v2(d.info, d.feasible, d.now, self.energy, self.sim.workloads())
+        workloads = self.lifetimes.workloads()
+        matrix = candidate_matrix_v3(
+            d.info, d.feasible, d.now, self.energy, workloads, self.lifetimes.predictor
+        )
         return np.asarray(matrix, dtype=np.float64)
 
     def names(self) -> list[str]:

@@ -45,7 +45,7 @@ from rl.dqn.replay import NStepWriter, Replay, collate
 from rl.policies import make_policy
 from rl.pool import TRAINING_SIZES
 from rl.scenario import NodeSpec, PodSpec
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.features_v3 import FEATURE_SCHEMA_V3
 
 EpisodeSource = Callable[[random.Random], tuple[list[NodeSpec], list[PodSpec], dict[str, Any]]]
 
@@ -204,7 +204,7 @@ def train(
     source = source or random_episodes(config)
     log = TrainLog()
     started = time.monotonic()
-    width = FEATURE_SCHEMA_V2.width
+    width = FEATURE_SCHEMA_V3.width
 
     # 1. demonstrations, and the input standardization from their rows
     demos = _demonstrations(config, source, rng, log)

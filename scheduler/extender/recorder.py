@@ -50,6 +50,7 @@ class ExtenderRecorder:
         also: Any = None,
         features: Callable[[PodInfo, CandidateBatch], Sequence[Features]] | None = None,
         scorer: str = "heuristic",
+        feature_schema: str | None = None,
         queue_size: int = DEFAULT_RECORDER_QUEUE_SIZE,
         write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS,
     ) -> None:
@@ -57,6 +58,7 @@ class ExtenderRecorder:
         self.energy = energy  # the extender's: its columns give the telemetry ages
         self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
         self.features = features
+        self.feature_schema = feature_schema  # written on every line when features are
         self.scorer = scorer
         self.write_wait_seconds = write_wait_seconds
         self.late = 0
@@ -114,6 +116,11 @@ class ExtenderRecorder:
             self.late += 1
         written.set_result(True)
 
+    def _schema(self) -> dict[str, str]:
+        if self.features is None or self.feature_schema is None:
+            return {}
+        return {"feature_schema": self.feature_schema}
+
     def _write(self, decision: ExtenderCall) -> None:
         wall = float(decision.wall_time)
         scores = decision.scores
@@ -151,5 +158,5 @@ class ExtenderRecorder:
             default_choice=None,
             scorer=self.scorer,
             wall_time=wall,
-            extra={"candidate_count": len(names)},
+            extra={"candidate_count": len(names), **self._schema()},
         )

@@ -37,9 +37,12 @@ def _cluster_watch(config: Config) -> tuple[ClusterView | None, Any]:
         return None, api
     from scheduler.cluster_cache import ClusterCache
     from scheduler.cluster_watch import ClusterWatch, KubeWatchApi
+    from scheduler.lifetimes import LifetimePredictor
 
-    # No scheduler name: the extender only counts what kube-scheduler binds.
-    return ClusterWatch(KubeWatchApi(api), ClusterCache(None)), api
+    # No scheduler name: the extender only counts what kube-scheduler binds; its predictor
+    # learns from the pods that end (the decision log's v3 lifetimes).
+    cache = ClusterCache(None, lifetimes=LifetimePredictor())
+    return ClusterWatch(KubeWatchApi(api), cache), api
 
 
 def _watch_hooks(watch: Any, on_start: Hooks, on_stop: Hooks) -> None:
@@ -90,14 +93,24 @@ def build_extender(
     if collector_path:
         from scheduler.collector import CollectorConfig, DecisionCollector
         from scheduler.extender.recorder import ExtenderRecorder
-        from scheduler.features import batch_features
+        from scheduler.features_v3 import FEATURE_SCHEMA_V3, batch_features_v3
 
+        # Feature schema v3, as the standalone scheduler and the simulator log it: with the
+        # cluster watch's workloads and lifetime predictor where the watch runs in this
+        # process; without (the refresher process's mode, or no watch) the workload and
+        # lifetime features are unknown (null), never guessed.
+        cache = getattr(watch, "cache", None)
+        workload = cache.workload if cache is not None else None
+        lifetimes = cache.lifetimes if cache is not None else None
         collector = DecisionCollector(CollectorConfig(path=collector_path))
         recorder = ExtenderRecorder(
             collector,
             energy,
             also=recorder,
-            features=lambda pod, batch: batch_features(pod, batch, energy),
+            features=lambda pod, batch: batch_features_v3(
+                pod, batch, energy, workload, lifetimes
+            ),
+            feature_schema=FEATURE_SCHEMA_V3.version,
             scorer=config.scorer.name,
         )
     extender = Extender(

@@ -3,8 +3,8 @@ a numpy forward pass (`scheduler.learned`) — the scheduler never needs torch.
 
 Configuration: `{name: learned, args: {model: PATH}}` (PATH: the `.npz` exported beside the
 `.pt` checkpoint, or the `.pt` path, whose `.npz` sibling is loaded). Scores are absolute 0–100
-from the model's fixed score map, one batched pass over the candidates' feature rows (schema
-v2), no NormalizeScore step, so a node's score never depends on the other candidates.
+from the model's fixed score map, one batched pass over the candidates' feature rows (the
+model's schema: v3, or v2 for models trained before it), no NormalizeScore step, so a node's score never depends on the other candidates.
 
 A row whose telemetry is missing or stale (`telemetry_fresh` = 0) scores 0
 (UNMEASURED_SCORE), the floor — the energy plugin's score for a node it cannot price — so a node
@@ -31,9 +31,11 @@ from typing import Any
 import numpy as np
 
 from scheduler.features_v2 import NodeWorkload, rows_v2
+from scheduler.features_v3 import FEATURE_SCHEMA_V3, rows_v3
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import MIN_NODE_SCORE
 from scheduler.learned import NumpyModel, load_numpy_model
+from scheduler.lifetimes import LifetimePredictor
 from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
@@ -53,17 +55,21 @@ class LearnedPlugin:
         energy: EnergyPlugin | None = None,
         workload: WorkloadLookup | None = None,
         workloads: Callable[[], Mapping[str, NodeWorkload] | None] | None = None,
+        lifetimes: Callable[[], LifetimePredictor | None] | None = None,
     ) -> None:
         """`model`: a model file (or one loaded); `energy`: the plugin the v1 features are
         computed with (default: a default EnergyPlugin, which the scheduler replaces by its
         configured one); `workload(name)` or `workloads()` (a mapping by name): the nodes'
-        v2 workloads."""
+        v2/v3 workloads; `lifetimes()`: the lifetime predictor for the pod's v3 features
+        (None: unknown)."""
         if workload is not None and workloads is not None:
             raise ValueError("give workload or workloads, not both")
         self.model = model if isinstance(model, NumpyModel) else load_numpy_model(model)
         self.energy = energy or EnergyPlugin()
         self.workload = workload
         self.workloads = workloads
+        self.lifetimes = lifetimes
+        self._v3 = self.model.schema == FEATURE_SCHEMA_V3
         self._fresh = self.model.schema.node_features.index("telemetry_fresh")
         # name → (the NodeState it was read for, its workload): see _read_workloads()
         self._read: dict[str, tuple[NodeState, NodeWorkload | None]] = {}
@@ -88,11 +94,17 @@ class LearnedPlugin:
     def rows(
         self, pod: PodInfo, batch: CandidateBatch, scores: EnergyScores | None = None
     ) -> np.ndarray:
-        """The v2 rows of every candidate, as the model sees them (`scores`: the energy
-        plugin's evaluation of `pod` over `batch`, when already computed)."""
+        """The rows of every candidate in the model's feature schema (v3 or v2), as the model
+        sees them (`scores`: the energy plugin's evaluation of `pod` over `batch`, when
+        already computed)."""
+        known: Any
         if self.workload is not None:
-            return rows_v2(pod, batch, self.energy, self._read_workloads(batch), scores)
-        known = self.workloads() if self.workloads is not None else None
+            known = self._read_workloads(batch)
+        else:
+            known = self.workloads() if self.workloads is not None else None
+        if self._v3:
+            lifetimes = self.lifetimes() if self.lifetimes is not None else None
+            return rows_v3(pod, batch, self.energy, known, lifetimes, scores)
         return rows_v2(pod, batch, self.energy, known, scores)
 
     def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +129,9 @@ def from_args(
     args: Mapping[str, Any],
     energy: EnergyPlugin | None = None,
     workload: WorkloadLookup | None = None,
+    lifetimes: Callable[[], LifetimePredictor | None] | None = None,
 ) -> LearnedPlugin:
     """The plugin from its configuration arguments (`model: PATH`)."""
     if set(args) != {"model"} or not isinstance(args.get("model"), str) or not args["model"]:
         raise ValueError(f"learned takes args {{model: PATH}}, got {dict(args)!r}")
-    return LearnedPlugin(args["model"], energy, workload)
+    return LearnedPlugin(args["model"], energy, workload, lifetimes=lifetimes)

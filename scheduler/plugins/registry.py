@@ -56,6 +56,7 @@ class PluginContext:
     energy: ScorePlugin | None = None
     curves: Mapping[str, PowerCurve] = field(default_factory=dict)
     workload: Callable[[str], Any] | None = None
+    lifetimes: Callable[[], Any] | None = None  # the lifetime predictor (feature schema v3)
 
 
 def _no_args(name: str, plugin: Callable[[], ScorePlugin]) -> Callable[..., ScorePlugin]:
@@ -117,7 +118,7 @@ def _learned(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
 
     if not isinstance(context.energy, EnergyPlugin):
         raise ValueError("learned: needs the scheduler's energy plugin for its features")
-    return from_args(args, context.energy, context.workload)
+    return from_args(args, context.energy, context.workload, context.lifetimes)
 
 
 BUILDERS: dict[str, Callable[[Mapping[str, Any], PluginContext], ScorePlugin]] = {

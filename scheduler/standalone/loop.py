@@ -18,6 +18,7 @@ from scheduler.decide import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.filters import failure_summary
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile
+from scheduler.lifetimes import LifetimePredictor
 from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.plugins.defaults import kubejoule_profile
 from scheduler.scheduler_metrics import SchedulerMetrics
@@ -76,7 +77,10 @@ class StandaloneScheduler:
         self._decider = ProfileDecider(
             self.profile, percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score
         )
-        self.cache = ClusterCache(self.config.scheduler_name, wall_clock)
+        # its lifetime predictor learns from the pods that end (feature schema v3's lifetimes)
+        self.cache = ClusterCache(
+            self.config.scheduler_name, wall_clock, lifetimes=LifetimePredictor()
+        )
         self.queue = SchedulingQueue(
             self.config.initial_backoff_seconds,
             self.config.max_backoff_seconds,

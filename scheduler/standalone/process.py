@@ -40,13 +40,18 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         build_store,
         parse_listen,
     )
-    from scheduler.features_v2 import V2Features
+    from scheduler.features_v3 import V3Features
     from scheduler.scheduler_metrics import serve
 
     api = build_api_client(config)
     energy = build_energy_plugin(config)  # the decision features' energy inputs…
     # …from the plugin the profile scores with; `learned` reads the cluster cache's workloads
-    profile = build_profile(config, energy, lambda name: scheduler.cache.workload(name))
+    profile = build_profile(
+        config,
+        energy,
+        lambda name: scheduler.cache.workload(name),
+        lifetimes=lambda: scheduler.cache.lifetimes,
+    )
     store = build_store(config, api)
     metrics = SchedulerMetrics()
     collector = outcomes = None
@@ -71,7 +76,11 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         collector=collector,
         outcomes=outcomes,
         metrics=metrics,
-        features=V2Features(energy, lambda name: scheduler.cache.workload(name)),
+        features=V3Features(
+            energy,
+            lambda name: scheduler.cache.workload(name),
+            lambda: scheduler.cache.lifetimes,
+        ),
         identity=leader_config.identity,
     )
     if options.leader_elect:

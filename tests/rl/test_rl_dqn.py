@@ -22,10 +22,10 @@ from rl.dqn.train import DQNConfig, train
 from rl.scenario import NodeSpec, PodSpec
 from rl.simulator import PowerOffModel
 from rl.tracegen import TraceConfig, generate_family
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.framework import CandidateBatch
 
-WIDTH = FEATURE_SCHEMA_V2.width
+WIDTH = FEATURE_SCHEMA_V3.width
 GOOD = PowerCurve.from_mapping({"idle_watts": 40, "max_watts": 120})
 BAD = PowerCurve.from_mapping({"idle_watts": 250, "max_watts": 400})
 # One efficient node and three wasteful ones; nodes power off 30 s after they empty: a policy
@@ -183,7 +183,7 @@ def test_checkpoint_round_trip(tmp_path):
     net.set_standardization(np.random.default_rng(0).normal(3.0, 2.0, size=(50, WIDTH)))
     meta = {
         "kind": "dqn",
-        "feature_schema": FEATURE_SCHEMA_V2.to_dict(),
+        "feature_schema": FEATURE_SCHEMA_V3.to_dict(),
         "score_map": {"center": 0.0, "spread": 1.0, "sign": 1.0},
     }
     npz = save_checkpoint(tmp_path / "m.pt", net, {"width": WIDTH, "hidden": 8, "layers": 2}, meta)
@@ -202,7 +202,7 @@ def test_numpy_export_scores_as_torch_does(tmp_path):
     net.set_standardization(np.random.default_rng(0).normal(3.0, 2.0, size=(50, WIDTH)))
     meta = {
         "kind": "dqn",
-        "feature_schema": FEATURE_SCHEMA_V2.to_dict(),
+        "feature_schema": FEATURE_SCHEMA_V3.to_dict(),
         "score_map": {"center": 0.1, "spread": 0.5, "sign": 1.0},
     }
     npz = save_checkpoint(tmp_path / "m.pt", net, {"width": WIDTH, "hidden": 16, "layers": 3}, meta)
@@ -243,7 +243,7 @@ def test_train_command_writes_checkpoint_export_curve_and_metadata(tmp_path):
     model = load_numpy_model(out.with_suffix(".npz"))
     assert model.kind == "dqn"
     meta = model.meta
-    assert meta["feature_schema"] == FEATURE_SCHEMA_V2.to_dict()
+    assert meta["feature_schema"] == FEATURE_SCHEMA_V3.to_dict()
     assert meta["torch_version"] == torch.__version__ and meta["code_version"]
     training = meta["training"]
     assert training["seed"] == 3 and training["steps"] == 40
@@ -274,7 +274,7 @@ def test_learned_policy_runs_in_the_benchmark_with_the_node_workloads(tmp_path):
     net = RowMLP(WIDTH, hidden=8)
     meta = {
         "kind": "dqn",
-        "feature_schema": FEATURE_SCHEMA_V2.to_dict(),
+        "feature_schema": FEATURE_SCHEMA_V3.to_dict(),
         "score_map": {"center": 0.0, "spread": 1.0, "sign": 1.0},
     }
     npz = save_checkpoint(tmp_path / "m.pt", net, {"width": WIDTH, "hidden": 8, "layers": 2}, meta)
@@ -286,6 +286,6 @@ def test_learned_policy_runs_in_the_benchmark_with_the_node_workloads(tmp_path):
     policy.attach(episode.sim)
     d = episode.decision
     rows = policy.plugin.rows(d.info, CandidateBatch.of(d.feasible, d.now))
-    known = FEATURE_SCHEMA_V2.node_features.index("workload_known")
+    known = FEATURE_SCHEMA_V3.node_features.index("workload_known")
     assert rows[:, known].tolist() == [1.0] * len(d.feasible)
     np.testing.assert_array_equal(rows, episode.rows())  # the policy sees what training saw

@@ -13,7 +13,7 @@ from rl.mlp import blank_curves, held_out, load_samples
 from rl.scenario import format_trace
 from rl.tracegen import TraceConfig, generate_family
 from scheduler.collector import read_records
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.learned import load_numpy_model
 
 NODES = """- name: small
@@ -70,14 +70,14 @@ def test_the_decision_log_records_a_hand_computed_outcome(tmp_path):
     decisions = [r for r in records if r["type"] == "decision"]
     outcomes = {r["id"]: r for r in records if r["type"] == "outcome"}
     assert [d["time"] for d in decisions] == [0.0, 100.0]
-    assert all(d["feature_schema"] == FEATURE_SCHEMA_V2.version for d in decisions)
+    assert all(d["feature_schema"] == FEATURE_SCHEMA_V3.version for d in decisions)
     first = outcomes[decisions[0]["id"]]
     assert (first["watts_before"], first["watts_after"]) == pytest.approx((50.0, 75.0))
     assert first["sample_time_after"] == 100.0 and first["measured"] is False
     last = outcomes[decisions[1]["id"]]  # the run ends before its window: no "after"
     assert last["watts_after"] is None
     features = decisions[0]["candidates"][0]["features"]
-    assert list(features) == list(FEATURE_SCHEMA_V2.node_features + FEATURE_SCHEMA_V2.pod_features)
+    assert list(features) == list(FEATURE_SCHEMA_V3.node_features + FEATURE_SCHEMA_V3.pod_features)
 
 
 @pytest.fixture(scope="module")
@@ -117,12 +117,12 @@ def test_samples_join_decisions_and_outcomes(decision_log):
     _, log = decision_log
     samples = load_samples([log])
     assert len(samples.rows) > 100 and len(samples.rows) == len(samples.joules)
-    assert all(len(r) == FEATURE_SCHEMA_V2.width for r in samples.rows)
+    assert all(len(r) == FEATURE_SCHEMA_V3.width for r in samples.rows)
     assert any(v is not None for v in samples.line_joules)
     assert samples.skipped["no outcome with power before and after"] >= 1  # runs' last decisions
     rows = np.asarray(samples.rows)
     blanked = blank_curves(rows)
-    known = FEATURE_SCHEMA_V2.node_features.index("curve_known")
+    known = FEATURE_SCHEMA_V3.node_features.index("curve_known")
     assert rows[:, known].max() == 1.0 and blanked[:, known].max() == 0.0
     assert {held_out(n) for n in samples.nodes} == {True, False}
 
@@ -142,7 +142,46 @@ def test_v1_records_are_skipped_and_counted(tmp_path):
         + "\n"
     )
     samples = load_samples([log])
-    assert samples.rows == [] and samples.skipped["not feature schema v2"] == 1
+    assert samples.rows == [] and samples.skipped["feature schema kubejoule.features/v1"] == 1
+
+
+def test_a_log_of_older_schemas_or_bad_feature_rows_fails_clearly(tmp_path, capsys):
+    """A v2 log (every decision before issue 24) or v1 (the extender's before it) is read, its
+    decisions skipped and counted, and training refuses it saying which schema it reads; a
+    v3 row with a missing feature or a value that is not a number is skipped, never a crash."""
+    log = tmp_path / "old.jsonl"
+    lines = []
+    for i in range(30):
+        for schema in ("kubejoule.features/v2", None):
+            decision = {
+                "type": "decision", "id": f"{schema}{i}", "time": float(i), "chosen": "n",
+                "candidates": [{"node": "n", "features": {"watts": 1.0}}],
+            }
+            if schema:
+                decision["feature_schema"] = schema
+            lines.append(decision)
+            lines.append({"type": "outcome", "id": f"{schema}{i}", "window_seconds": 60.0,
+                          "watts_before": 1.0, "watts_after": 2.0})
+    names = FEATURE_SCHEMA_V3.node_features + FEATURE_SCHEMA_V3.pod_features
+    full = dict.fromkeys(names, 1.0)
+    for i, bad in enumerate([{**full, "watts": "x"}, {k: v for k, v in full.items() if k != "watts"},
+                             {**full, "watts": float("inf")}]):
+        lines.append({"type": "decision", "id": f"bad{i}", "time": 100.0 + i, "chosen": "n",
+                      "feature_schema": FEATURE_SCHEMA_V3.version,
+                      "candidates": [{"node": "n", "features": bad}]})
+        lines.append({"type": "outcome", "id": f"bad{i}", "window_seconds": 60.0,
+                      "watts_before": 1.0, "watts_after": 2.0})
+    log.write_text("".join(json.dumps(x).replace("Infinity", "1e999") + "\n" for x in lines))
+    samples = load_samples([log])
+    assert samples.rows == []
+    assert samples.skipped["feature schema kubejoule.features/v2"] == 30
+    assert samples.skipped["feature schema kubejoule.features/v1"] == 30
+    assert samples.skipped["features missing or not numbers"] == 3
+    out = tmp_path / "m.pt"
+    assert main(["train", "--algo", "mlp", "--decisions", str(log), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "kubejoule.features/v2" in err and "this trainer reads kubejoule.features/v3" in err
+    assert not out.exists()
 
 
 def test_train_mlp_command_writes_a_servable_energy_model(decision_log, tmp_path):

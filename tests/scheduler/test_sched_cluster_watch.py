@@ -222,3 +222,56 @@ def test_watch_cluster_switch() -> None:
     assert parser.parse_args(["extender"]).watch_cluster is None
     assert parser.parse_args(["extender", "--no-watch-cluster"]).watch_cluster is False
     assert parser.parse_args(["extender", "--watch-cluster"]).watch_cluster is True
+
+
+def test_the_extender_logs_feature_schema_v3_with_the_watchs_workloads(tmp_path: Path) -> None:
+    """Issue 24: the extender's decision log writes v3 — the features the standalone scheduler
+    and the simulator log, one implementation — with each node's workload, lifetimes and
+    autoscaler marks from its cluster watch (the deletion-candidate taint's Unix time)."""
+    from scheduler.collector import read_records
+    from scheduler.features_v3 import FEATURE_SCHEMA_V3
+
+    marked = time.time() - 120
+    with EmulatedCluster() as cluster, text_server() as agents:
+        cluster.create_node(node("n1"))
+        tainted = node("n2")
+        tainted["spec"] = {"taints": [{"key": "DeletionCandidateOfClusterAutoscaler",
+                                       "value": str(int(marked)), "effect": "PreferNoSchedule"}]}
+        cluster.create_node(tainted)
+        job = pod("job-a", "1", node_name="n1")
+        job["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "a", "uid": "j", "controller": True}
+        ]
+        cluster.create_pod(job)
+        for name in ("n1", "n2"):
+            agents.pages[f"/{name}"] = agent_exposition(name, time.time(), utilization=0.4, curve=STEEP)
+        config = config_from_dict({
+            "mode": "active",
+            "refresh_seconds": 0.2,
+            "telemetry": {"agents": {"static": {n: agents.url(f"/{n}") for n in ("n1", "n2")}}},
+            "kubernetes": {"host": cluster.url},
+        })
+        extender = build_extender(config, str(tmp_path / "decisions.jsonl"))
+        watch = extender.cluster
+        assert isinstance(watch, ClusterWatch)
+        with TestClient(create_app(extender)) as client:
+            wait_for(lambda: extender.ready and watch.synced, 15, "telemetry and watches")
+            prioritize(client, "1", ["n1", "n2"])
+    records, broken = read_records(tmp_path / "decisions.jsonl")
+    assert broken == 0
+    [decision] = [r for r in records if r["type"] == "decision"]
+    assert decision["feature_schema"] == FEATURE_SCHEMA_V3.version
+    features = {c["node"]: c["features"] for c in decision["candidates"]}
+    names = list(FEATURE_SCHEMA_V3.node_features + FEATURE_SCHEMA_V3.pod_features)
+    assert all(list(f) == names for f in features.values())
+    n1, n2 = features["n1"], features["n2"]
+    assert n1["workload_known"] == n2["workload_known"] == 1.0
+    assert n1["job_pod_share"] == 1.0 and n2["job_pod_share"] is None
+    # the Job's pod, from the Job prior: the Lomax's mean residual life is 30 min + its age
+    assert n1["lifetimes_known"] == 1.0 and 1790 < n1["predicted_seconds_until_pods_end"] < 1810
+    assert 0.0 <= n2["predicted_seconds_until_pods_end"] < 1.0  # nothing runs there
+    assert (n1["deletion_candidate"], n2["deletion_candidate"]) == (0.0, 1.0)
+    assert n1["unneeded_seconds"] == 0.0 and 100 <= n2["unneeded_seconds"] <= 200
+    assert n1["autoscaler_known"] == 1.0
+    assert n1["predicted_lifetime_seconds"] == 3600.0  # the incoming bare pod: the 1 h prior
+    assert n1["lifetime_from_history"] == 0.0

@@ -200,6 +200,18 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
     [decision] = [r for r in records if r["type"] == "decision"]
     assert (decision["source"], decision["mode"], decision["recommended"]) == ("extender", "active", "frugal")
     assert {c["node"] for c in decision["candidates"]} == {"frugal", "hungry", "gone"}
+    # Feature schema v3 (issue 24), as the standalone scheduler logs it; without a cluster
+    # watch the workload, lifetime and autoscaler features are unknown, never guessed.
+    from scheduler.features_v3 import FEATURE_SCHEMA_V3
+
+    assert decision["feature_schema"] == FEATURE_SCHEMA_V3.version
+    names = list(FEATURE_SCHEMA_V3.node_features + FEATURE_SCHEMA_V3.pod_features)
+    for candidate in decision["candidates"]:
+        features = candidate["features"]
+        assert list(features) == names
+        assert (features["workload_known"], features["lifetimes_known"]) == (0.0, 0.0)
+        assert features["predicted_seconds_until_pods_end"] is None
+        assert features["predicted_lifetime_seconds"] is None
 
 
 def test_the_extender_command_gives_the_app_the_configured_body_budget(

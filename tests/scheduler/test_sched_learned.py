@@ -163,7 +163,7 @@ def test_the_plugin_scores_a_batch_as_one_node_at_a_time(tmp_path):
 def test_a_model_for_another_schema_is_refused_with_a_clear_message(tmp_path):
     v1 = write_model(tmp_path / "v1.npz", schema=FEATURE_SCHEMA, width=FEATURE_SCHEMA.width)
     with pytest.raises(
-        ModelError, match=r"kubejoule.features/v1.*expected 'kubejoule.features/v2'.*retrain"
+        ModelError, match=r"kubejoule.features/v1.*expected one of .*kubejoule.features/v3.*kubejoule.features/v2.*retrain"
     ):
         load_numpy_model(v1)
     with pytest.raises(ModelError, match="'gbm' model"):

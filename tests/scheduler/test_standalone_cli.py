@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.collector import read_records
-from scheduler.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2
+from scheduler.features_v3 import NODE_FEATURES_V3, POD_FEATURES_V3
 from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
 from tests.helpers.processes import free_port
 from tests.helpers.sched_http import http_get
@@ -101,11 +101,14 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
     assert sorted(r["pod"]["name"] for r in records) == names
     assert all(r["mode"] == "shadow" and r["chosen"] == r["default_choice"] for r in records)
     assert all(c["features"] is not None for r in records for c in r["candidates"])
-    # Feature schema v2, with the node workloads from the scheduler's cluster cache.
-    assert {r["feature_schema"] for r in records} == {"kubejoule.features/v2"}
+    # Feature schema v3, with the node workloads from the scheduler's cluster cache.
+    assert {r["feature_schema"] for r in records} == {"kubejoule.features/v3"}
     features = [c["features"] for r in records for c in r["candidates"]]
-    assert all(list(f) == list(NODE_FEATURES_V2 + POD_FEATURES_V2) for f in features)
+    assert all(list(f) == list(NODE_FEATURES_V3 + POD_FEATURES_V3) for f in features)
     assert all(f["workload_known"] == 1.0 for f in features)
+    # …and its lifetime predictor (priors until pods end) and the nodes' autoscaler marks
+    assert all(f["lifetimes_known"] == 1.0 and f["autoscaler_known"] == 1.0 for f in features)
+    assert all(f["predicted_lifetime_seconds"] is not None for f in features)
 
 
 def test_run_refuses_a_bad_profile_or_percentage_before_starting(
