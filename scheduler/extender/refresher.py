@@ -46,6 +46,7 @@ from scheduler.extender.publish import (
     write_generation,
 )
 from scheduler.extender.state import NodeStates, Prepared
+from scheduler.extender.wire import RememberedNodes
 from scheduler.features import VALUES_KEY, node_values
 from scheduler.framework.batch import CORE_COLUMNS, Builder, CandidateBatch, Columns, RowStates
 from scheduler.model import NodeInfo, NodeState, Resources
@@ -184,6 +185,7 @@ class RemoteStates:
         self._names: list[str] = []
         self._index: dict[str, int] = {}
         self._sent: dict[str, tuple[int, NodeInfo]] = {}  # name → (number, spec) forwarded
+        self._read_node = RememberedNodes()  # Nodes.items' Nodes, by name and resourceVersion
         self._unapplied: set[str] = set()  # names whose spec sent no generation has yet
         self._seq = itertools.count(1)
         self._listeners: list[Callable[[Any], None]] = []
@@ -343,9 +345,9 @@ class RemoteStates:
         return name in self._sent
 
     def node_info(self, raw: Any, position: int = 0) -> NodeInfo:
-        from scheduler.extender.wire import read_node
-
-        return read_node(raw, position)
+        """As NodeStates.node_info: remembered by name and resourceVersion, so a Node sent
+        again is neither decoded nor compared again (item_redo sees the same object)."""
+        return self._read_node(raw, position)
 
     def for_names(self, names: Sequence[str], prepared: Prepared) -> list[NodeState]:
         """States of names the snapshot does not know (their spec if one was sent)."""

@@ -27,7 +27,7 @@ from typing import Protocol
 import msgspec
 import numpy as np
 
-from scheduler.extender.wire import node_identity, read_node
+from scheduler.extender.wire import RememberedNodes
 from scheduler.framework.batch import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.plugins.energy import EnergyPlugin
@@ -48,9 +48,6 @@ class ClusterView(Protocol):
         self, telemetry: Callable[[str], NodeTelemetry | None] | None = None
     ) -> list[NodeState]: ...
 
-
-# Node specs remembered by name and resourceVersion (the cache is emptied beyond this).
-MAX_CACHED_NODE_SPECS = 100_000
 
 # The preparer's pace: changes (pods bound, Node specs) within this delay are folded into one
 # rebuild. With a cluster view and no listener, the view is also polled at this pace.
@@ -115,7 +112,7 @@ class NodeStates:
         self._unapplied: set[str] = set()  # names whose newest spec no snapshot has yet
         # The spec numbers the request process gave the specs it forwarded (refresher.py).
         self.spec_seq: dict[str, int] = {}
-        self._specs: dict[str, tuple[str, NodeInfo]] = {}  # name → (resourceVersion, NodeInfo)
+        self._read_node = RememberedNodes()  # Nodes.items' Nodes, by name and resourceVersion
         self.on_prepared: list[Callable[[Prepared], None]] = []  # each new snapshot, when built
         self._current: Prepared | None = None
         self._build_lock = threading.Lock()  # one build at a time
@@ -244,23 +241,8 @@ class NodeStates:
 
     def node_info(self, raw: msgspec.Raw | bytes, position: int = 0) -> NodeInfo:
         """The NodeInfo of one Node of a Nodes.items body (its JSON; BadRequest naming it when
-        it is wrong), remembered by name and resourceVersion: kube-scheduler sends the same
-        Node objects with every pod, and the API server gives a changed object a new
-        resourceVersion. (A client that changes an object without changing its
-        resourceVersion gets the spec it sent first.) Objects without one are read every
-        time."""
-        identity = node_identity(raw)
-        if identity is None:
-            return read_node(raw, position)
-        name, version = identity
-        known = self._specs.get(name)
-        if known is not None and known[0] == version:
-            return known[1]
-        info = read_node(raw, position)
-        if len(self._specs) >= MAX_CACHED_NODE_SPECS:
-            self._specs.clear()
-        self._specs[name] = (version, info)
-        return info
+        it is wrong), remembered by name and resourceVersion (`RememberedNodes`)."""
+        return self._read_node(raw, position)
 
     def current(self) -> Prepared:
         """The published snapshot; built here only if there is none yet, or if something
