@@ -316,10 +316,10 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
                         clock=lambda: now)
     body = orjson.dumps({"Pod": POD, "NodeNames": names})
     for _ in range(5):
-        json_response(extender.prioritize(parse_args(body, extender.states.node_info)))
+        json_response(extender.prioritize(parse_args(body, extender.states.node_info, raw_nodes=False)))
     started = time.thread_time()
     for _ in range(requests):
-        json_response(extender.prioritize(parse_args(body, extender.states.node_info)))
+        json_response(extender.prioritize(parse_args(body, extender.states.node_info, raw_nodes=False)))
     request_ms = (time.thread_time() - started) / requests * 1000.0
     started = time.thread_time()
     store.refresh_once()

@@ -76,12 +76,14 @@ def create_app(
     app.state.body_budget = budget
     metrics = extender.metrics
 
-    def work(body: bytearray, answer: Callable[[ExtenderArgs], Any]) -> tuple[Response, list[Pending]]:
+    def work(
+        body: bytearray, answer: Callable[[ExtenderArgs], Any], raw_nodes: bool
+    ) -> tuple[Response, list[Pending]]:
         # A large body's objects live until its answer is encoded: the cyclic collector stays
         # off for all of it, or a full collection walks them all (~0.1 s, the GIL held).
         paused = gc_paused() if len(body) > LARGE_BODY_BYTES else nullcontext()
         with paused, awaiting_writes() as pending:
-            response = json_response(answer(parse_args(body, extender.states.node_info)))
+            response = json_response(answer(parse_args(body, extender.states.node_info, raw_nodes)))
         return response, pending
 
     async def handle(verb: str, request: Request, answer: Callable[[ExtenderArgs], Any]) -> Response:
@@ -90,7 +92,8 @@ def create_app(
             async with admitted_body(request, extender.body_limit(), budget) as body:
                 pool = pools.get(len(body) > LARGE_BODY_BYTES)
                 loop = asyncio.get_running_loop()
-                response, pending = await loop.run_in_executor(pool, work, body, answer)
+                # /filter echoes the Nodes it keeps as they came: their JSON is kept.
+                response, pending = await loop.run_in_executor(pool, work, body, answer, verb == "filter")
                 # The decision lines first (the budget still holds the body: the decision
                 # keeps the parsed nodes until its line is written).
                 await _written(pending)

@@ -101,7 +101,7 @@ class Extender:
         node's own is known), or (Nodes.items form) a Node whose spec the batch was not built
         with. Scored on their own states (the same kernel)."""
         unknown = np.flatnonzero(rows == prepared.sentinel).tolist()
-        if args.node_items is not None:
+        if args.node_names is None:  # the Nodes.items form
             return self.states.item_redo(args.node_infos, prepared, unknown)
         names = args.names
         wanted = [i for i in unknown if self.states.has_spec(names[i]) or self.energy.knows(names[i])]

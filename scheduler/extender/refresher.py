@@ -185,7 +185,9 @@ class RemoteStates:
         self._names: list[str] = []
         self._index: dict[str, int] = {}
         self._sent: dict[str, tuple[int, NodeInfo]] = {}  # name → (number, spec) forwarded
-        self._read_node = RememberedNodes()  # Nodes.items' Nodes, by name and resourceVersion
+        # As NodeStates.node_info: a Node sent again is neither decoded nor compared again
+        # (item_redo sees the same NodeInfo object).
+        self.node_info = RememberedNodes()
         self._unapplied: set[str] = set()  # names whose spec sent no generation has yet
         self._seq = itertools.count(1)
         self._listeners: list[Callable[[Any], None]] = []
@@ -343,11 +345,6 @@ class RemoteStates:
 
     def has_spec(self, name: str) -> bool:
         return name in self._sent
-
-    def node_info(self, raw: Any, position: int = 0) -> NodeInfo:
-        """As NodeStates.node_info: remembered by name and resourceVersion, so a Node sent
-        again is neither decoded nor compared again (item_redo sees the same object)."""
-        return self._read_node(raw, position)
 
     def for_names(self, names: Sequence[str], prepared: Prepared) -> list[NodeState]:
         """States of names the snapshot does not know (their spec if one was sent)."""

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Protocol
 
-import msgspec
 import numpy as np
 
 from scheduler.extender.wire import RememberedNodes
@@ -112,7 +111,9 @@ class NodeStates:
         self._unapplied: set[str] = set()  # names whose newest spec no snapshot has yet
         # The spec numbers the request process gave the specs it forwarded (refresher.py).
         self.spec_seq: dict[str, int] = {}
-        self._read_node = RememberedNodes()  # Nodes.items' Nodes, by name and resourceVersion
+        # The NodeInfo of one Node of a Nodes.items body (its JSON; BadRequest naming it when
+        # it is wrong), remembered by name and resourceVersion: `node_info(raw, position)`.
+        self.node_info = RememberedNodes()
         self.on_prepared: list[Callable[[Prepared], None]] = []  # each new snapshot, when built
         self._current: Prepared | None = None
         self._build_lock = threading.Lock()  # one build at a time
@@ -238,11 +239,6 @@ class NodeStates:
             self._thread = None
 
     # -- reading (the request path) --
-
-    def node_info(self, raw: msgspec.Raw | bytes, position: int = 0) -> NodeInfo:
-        """The NodeInfo of one Node of a Nodes.items body (its JSON; BadRequest naming it when
-        it is wrong), remembered by name and resourceVersion (`RememberedNodes`)."""
-        return self._read_node(raw, position)
 
     def current(self) -> Prepared:
         """The published snapshot; built here only if there is none yet, or if something

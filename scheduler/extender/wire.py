@@ -166,9 +166,31 @@ class _Identified(msgspec.Struct):
     metadata: _Identity | None = None
 
 
+class _IdentifiedList(msgspec.Struct):
+    items: list[_Identified] | None = None
+
+
+class _ArgsIdentified(msgspec.Struct):
+    """ExtenderArgs with each Node's identity only (name, resourceVersion)."""
+
+    Pod: Pod | None = None  # noqa: N815 (kube-scheduler's keys)
+    Nodes: _IdentifiedList | None = None  # noqa: N815
+    NodeNames: list[str] | None = None  # noqa: N815
+
+
 _ARGS = msgspec.json.Decoder(_Args)
+_ARGS_IDENTIFIED = msgspec.json.Decoder(_ArgsIdentified)
 _NODE = msgspec.json.Decoder(Node)
 _IDENTITY = msgspec.json.Decoder(_Identified)
+
+
+def _identity_of(meta: _Identity | None) -> tuple[str, str] | None:
+    if meta is None:
+        return None
+    name, version = meta.name, meta.resourceVersion
+    if isinstance(name, str) and name and isinstance(version, str) and version:
+        return name, version
+    return None
 
 
 def node_identity(raw: msgspec.Raw | bytes) -> tuple[str, str] | None:
@@ -176,15 +198,9 @@ def node_identity(raw: msgspec.Raw | bytes) -> tuple[str, str] | None:
     (also for JSON that is not a Node: decode_node says what is wrong). Cheaper than
     decoding the Node: kube-scheduler sends the same Nodes with every pod."""
     try:
-        meta = _IDENTITY.decode(raw).metadata
+        return _identity_of(_IDENTITY.decode(raw).metadata)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if meta is None:
-        return None
-    name, version = meta.name, meta.resourceVersion
-    if isinstance(name, str) and name and isinstance(version, str) and version:
-        return name, version
-    return None
 
 
 def decode_args(body: bytes | bytearray) -> _Args:
@@ -195,9 +211,11 @@ def decode_args(body: bytes | bytearray) -> _Args:
 @dataclass(frozen=True)
 class ExtenderArgs:
     pod: PodInfo
-    node_names: list[str] | None  # the NodeNames form
-    node_items: list[msgspec.Raw] | None  # the Nodes.items form: each Node's JSON, as sent
-    node_infos: tuple[NodeInfo, ...] = ()  # node_items, decoded (same order)
+    node_names: list[str] | None  # the NodeNames form (else Nodes.items)
+    # The Nodes.items form: each Node's JSON, as sent (None unless asked for: parse_args'
+    # raw_nodes), and each Node decoded (same order).
+    node_items: list[msgspec.Raw] | None
+    node_infos: tuple[NodeInfo, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -283,6 +301,13 @@ class RememberedNodes:
     def __len__(self) -> int:
         return len(self._specs)
 
+    def known(self, identity: tuple[str, str] | None) -> NodeInfo | None:
+        """The NodeInfo remembered for (name, resourceVersion), if it is."""
+        if identity is None:
+            return None
+        known = self._specs.get(identity[0])
+        return known[1] if known is not None and known[0] == identity[1] else None
+
     def __call__(self, raw: msgspec.Raw | bytes, position: int = 0) -> NodeInfo:
         identity = node_identity(raw)
         if identity is None:
@@ -298,12 +323,20 @@ class RememberedNodes:
         return info
 
 
-def parse_args(body: bytes | bytearray, read: NodeReader = read_node) -> ExtenderArgs:
+def parse_args(
+    body: bytes | bytearray, read: NodeReader = read_node, raw_nodes: bool = True
+) -> ExtenderArgs:
     """ExtenderArgs from a request body, or BadRequest saying what is wrong. Everything is
     decoded and type-checked here, so answering cannot fail on the request's shape.
-    `read(raw, position)` turns one Node into a NodeInfo (the extender passes one that
-    remembers them by resourceVersion)."""
+    `read(raw, position)` turns one Node into a NodeInfo (the extender passes a
+    `RememberedNodes`). Without `raw_nodes` (/prioritize: it echoes no Node back) and with a
+    RememberedNodes, the body is decoded once into each Node's identity, and each Node's JSON
+    is decoded only if its name and resourceVersion are not remembered (`_identified`)."""
     with gc_paused():
+        if not raw_nodes and isinstance(read, RememberedNodes):
+            identified = _identified(body, read)
+            if identified is not None:
+                return identified
         try:
             args = decode_args(body)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
@@ -324,6 +357,37 @@ def parse_args(body: bytes | bytearray, read: NodeReader = read_node) -> Extende
         items = args.Nodes.items or []
         infos = tuple(read(raw, i) for i, raw in enumerate(items))
         return ExtenderArgs(info, None, items, infos)
+
+
+def _identified(body: bytes | bytearray, remembered: RememberedNodes) -> ExtenderArgs | None:
+    """parse_args' answer from one pass that reads each Node's identity only: the Nodes seen
+    before (kube-scheduler sends the same Nodes with every pod) are the NodeInfos remembered,
+    and only the others are decoded (the body's Nodes kept raw for them: a second pass). At
+    5,000 realistic Nodes: 11 ms of CPU instead of 22 (decoding the body with raw Nodes, then
+    each Node's identity). None when the body is anything else than a well-formed request
+    (parse_args' own decoding then names what is wrong, as always)."""
+    try:
+        args = _ARGS_IDENTIFIED.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    pod = args.Pod
+    if pod is None or pod.metadata is None:
+        return None
+    try:
+        info = pod_info(pod)
+    except ValueError:
+        return None
+    if args.NodeNames is not None:
+        return ExtenderArgs(info, args.NodeNames, None) if "" not in args.NodeNames else None
+    if args.Nodes is None:
+        return None
+    items = args.Nodes.items or []
+    infos = [remembered.known(_identity_of(item.metadata)) for item in items]
+    if None in infos:
+        raws = decode_args(body).Nodes.items  # type: ignore[union-attr]  # the same shape
+        assert raws is not None and len(raws) == len(infos)
+        infos = [known if known is not None else remembered(raws[i], i) for i, known in enumerate(infos)]
+    return ExtenderArgs(info, None, None, tuple(infos))  # type: ignore[arg-type]  # no None left
 
 
 _gc_lock = threading.Lock()

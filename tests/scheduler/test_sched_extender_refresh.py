@@ -212,3 +212,49 @@ def test_a_node_scored_on_its_own_leaves_the_shared_snapshot_as_it_was(
     after = extender.energy.columns(prepared.batch)
     for name, values in before.items():
         np.testing.assert_array_equal(after[name], values, err_msg=name)
+
+
+def test_prioritize_decodes_only_the_nodes_not_seen_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/prioritize's decoding (no raw Nodes kept) reads each Node's identity in one pass and
+    decodes only the Nodes whose name and resourceVersion are new: the same NodeInfos as
+    decoding everything, the remembered ones as the same objects; the NodeNames form and bad
+    bodies exactly as the full decoding gives them."""
+    from scheduler.extender import wire
+
+    decoded: list[str] = []
+    read_node = wire.read_node
+
+    def counting(raw: Any, position: int) -> NodeInfo:
+        info = read_node(raw, position)
+        decoded.append(info.name)
+        return info
+
+    monkeypatch.setattr(wire, "read_node", counting)
+    remembered = wire.RememberedNodes()
+    nodes = [realistic_node(name, i, cpu=str(4 * (i + 1))) for i, name in enumerate("abc")]
+    body = json.dumps({"Pod": POD, "Nodes": {"items": nodes}}).encode()
+    first = parse_args(body, remembered, raw_nodes=False)
+    assert first.node_names is None and first.node_items is None and first.names == ["a", "b", "c"]
+    assert first.node_infos == parse_args(body).node_infos and decoded[-3:] == ["a", "b", "c"]
+
+    decoded.clear()
+    nodes[1]["metadata"]["resourceVersion"] = "7"
+    nodes[1]["status"]["allocatable"]["cpu"] = "30"
+    again = parse_args(json.dumps({"Pod": POD, "Nodes": {"items": nodes}}).encode(), remembered, raw_nodes=False)
+    assert decoded == ["b"]
+    assert again.node_infos[0] is first.node_infos[0] and again.node_infos[2] is first.node_infos[2]
+    assert again.node_infos[1].allocatable.cpu_millicores == 30000
+
+    names = json.dumps({"Pod": POD, "NodeNames": ["a", "x"]}).encode()
+    assert parse_args(names, remembered, raw_nodes=False) == parse_args(names)
+    for bad in ({"Pod": POD, "Nodes": {"items": [nodes[0], 5]}},
+                {"Pod": POD, "Nodes": {"items": [{**nodes[0], "metadata": "a"}]}},
+                {"Pod": POD, "NodeNames": ["a", ""]},
+                {"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"resources": {"requests": {"cpu": "-1"}}}]}},
+                 "NodeNames": ["a"]}):
+        data = json.dumps(bad).encode()
+        with pytest.raises(wire.BadRequest) as full:
+            parse_args(data)
+        with pytest.raises(wire.BadRequest) as identified:
+            parse_args(data, remembered, raw_nodes=False)
+        assert str(identified.value) == str(full.value) and identified.value.status == 400
