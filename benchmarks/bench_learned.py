@@ -155,7 +155,8 @@ def _times(call, repeats: int, prepare=None) -> dict[str, float]:
         "p99_ms": float(np.percentile(a, 99)),
         "max_ms": float(a.max()),
         "cpu_p50_ms": float(np.percentile(cpu, 50)),  # this thread's CPU: what waiting for a
-    }  # core on a shared machine does not inflate
+        "cpu_p99_ms": float(np.percentile(cpu, 99)),  # core on a shared machine does not inflate
+    }
 
 
 def measure(model: Path, repeats: int) -> dict[str, object]:
@@ -205,22 +206,51 @@ def measure(model: Path, repeats: int) -> dict[str, object]:
         timed["forward pass only"] = _times(forward, repeats)
         results["sizes"][str(size)] = timed  # type: ignore[index]
     results["load_average_after"] = os.getloadavg()[0]
+    results["cpu_model"] = _cpu_model()
     return results
+
+
+# Issue 25: the learned plugin after a refresh within the extender's NodeNames p99 targets.
+TARGET_P99_MS = {1000: 10.0, 5000: 50.0}
+
+
+def _verdict(what: str, size: int, t: dict[str, float]) -> str:
+    """met / MISSED (wall-clock p99) for the learned plugin's rows after a refresh (the staged
+    one is what the standalone scheduler's first pod after a refresh pays), and whether the
+    thread's CPU time alone would meet it: a miss on the wall clock only is waiting for a core."""
+    target = TARGET_P99_MS.get(size)
+    if target is None or not what.startswith("learned plugin, after refresh"):
+        return ""
+    if t["p99_ms"] <= target:
+        return f"≤ {target:.0f} ms: met"
+    cpu = "met" if t["cpu_p99_ms"] <= target else "missed"
+    return f"≤ {target:.0f} ms: **MISSED** ({t['p99_ms']:.1f} ms; CPU p99 {t['cpu_p99_ms']:.1f} ms: {cpu})"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 def table(results: dict[str, object]) -> str:
     lines = [
-        f"Model `{results['model']}`, {results['repeats']} calls per row, load average "
-        f"{results['load_average']:.1f} → {results['load_average_after']:.1f}.",
+        f"Model `{results['model']}`, {results['repeats']} calls per row, {os.cpu_count()} CPUs "
+        f"({results.get('cpu_model', 'unknown')}), load average (1 min) "
+        f"{results['load_average']:.2f} → {results['load_average_after']:.2f}.",
         "",
-        "| candidates | what | p50 | p99 | max | CPU p50 |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| candidates | what | p50 | p99 | max | CPU p50 / p99 | target p99 (NodeNames) |",
+        "|---:|---|---:|---:|---:|---:|---|",
     ]
     for size, rows in results["sizes"].items():  # type: ignore[attr-defined]
         for what, t in rows.items():
             lines.append(
                 f"| {int(size):,} | {what} | {t['p50_ms']:.2f} ms | {t['p99_ms']:.2f} ms "
-                f"| {t['max_ms']:.2f} ms | {t['cpu_p50_ms']:.2f} ms |"
+                f"| {t['max_ms']:.2f} ms | {t['cpu_p50_ms']:.2f} / {t['cpu_p99_ms']:.2f} ms | {_verdict(what, int(size), t)} |"
             )
     return "\n".join(lines)
 

@@ -171,7 +171,7 @@ def decisions(
     stager = Stager(scheduler.cache, scheduler._decider, telemetry.snapshot, time.time)
     scheduler.stager = stager
     stager.stage_once()
-    after_refresh, staging = [], []
+    after_refresh, after_refresh_cpu, staging = [], [], []
     for info in infos[5 + pods :]:
         telemetry.samples = dict(telemetry.samples)  # a new snapshot: every row re-read
         for name, sample in telemetry.samples.items():
@@ -181,10 +181,11 @@ def decisions(
             )
         stager.stage_once()
         staging.append(stager.last_cpu_seconds * 1000.0)
-        began = time.perf_counter()
+        began, cpu_began = time.perf_counter(), time.thread_time()
         decision = scheduler.decide(info)
         scheduler.cache.assume(info, decision.chosen or "", time.time())
         after_refresh.append((time.perf_counter() - began) * 1000.0)
+        after_refresh_cpu.append((time.thread_time() - cpu_began) * 1000.0)
     ms = sorted(chunks)[len(chunks) // 2]
     cpu_ms = sorted(cpu_chunks)[len(cpu_chunks) // 2]
     return {
@@ -202,6 +203,7 @@ def decisions(
         "cpu_ms_per_decision_mean": round(cpu * 1000.0 / pods, 3),
         "first_after_refresh_ms": round(sorted(after_refresh)[len(after_refresh) // 2], 2),
         "first_after_refresh_max_ms": round(max(after_refresh), 2),
+        "first_after_refresh_cpu_max_ms": round(max(after_refresh_cpu), 2),  # the deciding thread's
         "staging_cpu_ms": round(sorted(staging)[len(staging) // 2], 1),
     }
 
@@ -211,6 +213,20 @@ def with_api(node_count: int, pods: int) -> dict[str, Any]:
     from benchmarks.standalone_e2e import run as end_to_end
 
     return end_to_end(_node_objects(node_count), _pod_objects(pods, prefix="e2e"))
+
+
+TARGET_FIRST_AFTER_REFRESH_MS = 20.0
+
+
+def _after_refresh_verdict(r: dict[str, Any]) -> str:
+    """The worst first decision after a refresh against 20 ms; on a miss, whether the deciding
+    thread's CPU time alone met it (then the miss is waiting for a core)."""
+    worst, cpu = r["first_after_refresh_max_ms"], r.get("first_after_refresh_cpu_max_ms")
+    if worst <= TARGET_FIRST_AFTER_REFRESH_MS:
+        return "met"
+    if cpu is None:
+        return "**MISSED**"
+    return f"**MISSED**; CPU {cpu:.1f} ms: {'met' if cpu <= TARGET_FIRST_AFTER_REFRESH_MS else 'missed'}"
 
 
 def _decision_row(label: str, r: dict[str, Any]) -> str:
@@ -225,7 +241,7 @@ def _decision_row(label: str, r: dict[str, Any]) -> str:
         f"| {label} | {r['nodes']:,} | {sampling} | {r['ms_per_decision']:.2f} | "
         f"{verdict(r['decisions_per_s'])} | {r['cpu_ms_per_decision']:.2f} | "
         f"{verdict(r['decisions_per_cpu_s'])} | {r['first_after_refresh_ms']:.1f} / "
-        f"{r['first_after_refresh_max_ms']:.1f} ({'met' if r['first_after_refresh_max_ms'] <= 20 else '**MISSED**'}) | "
+        f"{r['first_after_refresh_max_ms']:.1f} ({_after_refresh_verdict(r)}) | "
         f"{r['staging_cpu_ms']:.0f} |"
     )
 
@@ -279,8 +295,20 @@ def table(results: dict[str, Any]) -> str:
                  "|---:|---:|---:|---:|---:|"]
         rows += [_api_row(r) for r in results["with_api"]]
     before, after = results["load_average"], results["load_average_after"]
-    rows += ["", f"Load average {before[0]:.2f} before, {after[0]:.2f} after."]
+    rows += ["", f"{os.cpu_count()} CPUs ({_cpu_model()}); load average (1 min) {before[0]:.2f} before, "
+             f"{after[0]:.2f} after" + "".join(f"; {r['nodes']:,}-node end to end at {r['load_average'][0]:.2f}"
+                                            for r in results["with_api"] if r.get("load_average")) + "."]
     return "\n".join(rows)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 def main() -> str:
