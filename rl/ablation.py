@@ -39,6 +39,12 @@ from rl.scenario import NodeSpec, PodSpec, scenario_path
 SCHEMA = "kubejoule.rl-ablation/v1"
 BASELINE = "default@least-waste"
 PACKING = "mostallocated@kubejoule"
+OPERATORS = "mostallocated+highnodeutilization@least-waste"
+# Issue 23's targets, for the recommended setups (`ablation_targets`).
+RECOMMENDED = ("kubejoule@kubejoule", "kubejoule+rebalancer@kubejoule")
+SAVING_VS_BASELINE_PCT = 25.0
+SAVING_VS_PACKING_PCT = 5.0
+SLOWDOWN_MARGIN_POINTS = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,15 +59,15 @@ ROWS: tuple[Row, ...] = (
     Row("bin packing", PACKING, "kube-scheduler's MostAllocated, our expander"),
     Row(
         "bin packing + descheduler",
-        "mostallocated+highnodeutilization@least-waste",
+        OPERATORS,
         "what operators run: MostAllocated, descheduler HighNodeUtilization, least-waste",
     ),
     Row("kubejoule with least-waste", "kubejoule@least-waste", "our scheduler, CA's shipped expander"),
-    Row("kubejoule", "kubejoule@kubejoule", "our scheduler and expander as shipped"),
+    Row("kubejoule as shipped", "kubejoule@kubejoule", "the shipped profile and our expander"),
     Row(
         "kubejoule + rebalancer",
         "kubejoule+rebalancer@kubejoule",
-        "the shipped profile with the energy rebalancer (active)",
+        "the shipped profile, our expander, the energy rebalancer (active)",
     ),
 )
 
@@ -186,6 +192,7 @@ def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -
         entry: dict[str, Any] = {
             "label": row["label"],
             "entry": row["entry"],
+            "key": key,  # its runs' key in each case's results
             "what": row["what"],
             "energy_kwh": round(total, 4),
             "vs_baseline_pct": None,
@@ -245,4 +252,60 @@ def ablation_table(document: Mapping[str, Any]) -> str:
             f"| {row['never_scheduled']:g} |"
         )
     lines.append(f"| oracle bound | | {document['oracle_kwh']:.2f} | | | 100 % | | | | |")
+    return "\n".join(lines)
+
+
+def ablation_targets(document: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """Issue 23's targets for each recommended setup the ablation ran, as (target, measured,
+    met): ≥ 25 % less energy than the baseline and ≥ 5 % less than both bin-packing setups,
+    mean slowdown ≤ the baseline's + 2 points, no more evictions than the baseline's, no pod
+    never scheduled. Empty without the baseline."""
+    rows = {r["entry"]: r for r in document["rows"]}
+    base = rows.get(BASELINE)
+    if base is None:
+        return []
+    targets = []
+    for entry in RECOMMENDED:
+        row = rows.get(entry)
+        if row is None:
+            continue
+        less = -row["vs_baseline_pct"]
+        targets.append((
+            f"{entry} ≥ {SAVING_VS_BASELINE_PCT:g} % less energy than {BASELINE}",
+            f"{less:.1f} % less ({row['energy_kwh']:.2f} vs {base['energy_kwh']:.2f} kWh)",
+            less >= SAVING_VS_BASELINE_PCT,
+        ))
+        for peer in (PACKING, OPERATORS):
+            other = rows.get(peer)
+            if other is None:
+                continue
+            saving = 100.0 * (other["energy_kwh"] - row["energy_kwh"]) / other["energy_kwh"]
+            targets.append((
+                f"{entry} ≥ {SAVING_VS_PACKING_PCT:g} % less energy than {peer}",
+                f"{saving:.1f} % less ({row['energy_kwh']:.2f} vs {other['energy_kwh']:.2f} kWh)",
+                saving >= SAVING_VS_PACKING_PCT,
+            ))
+        if row["slowdown_mean"] is not None and base["slowdown_mean"] is not None:
+            margin = row["slowdown_mean"] - base["slowdown_mean"]
+            targets.append((
+                f"{entry} mean slowdown ≤ {BASELINE}'s + {SLOWDOWN_MARGIN_POINTS:g} points",
+                f"{row['slowdown_mean']:.2f} % vs {base['slowdown_mean']:.2f} % ({margin:+.2f} points)",
+                margin <= SLOWDOWN_MARGIN_POINTS + 1e-9,
+            ))
+        targets.append((
+            f"{entry} evictions ≤ {BASELINE}'s (cluster-autoscaler alone)",
+            f"{row['evictions']:g} vs {base['evictions']:g}",
+            row["evictions"] <= base["evictions"],
+        ))
+        targets.append((
+            f"{entry} pods never scheduled: none",
+            f"{row['never_scheduled']:g}",
+            row["never_scheduled"] == 0,
+        ))
+    return targets
+
+
+def targets_table(targets: Sequence[tuple[str, str, bool]]) -> str:
+    lines = ["| target | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {t} | {m} | {'met' if ok else 'MISSED'} |" for t, m, ok in targets]
     return "\n".join(lines)

@@ -19,7 +19,16 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from rl.ablation import ROWS, AblationPlan, Case, ablation_document, ablation_table, plan_ablation
+from rl.ablation import (
+    ROWS,
+    AblationPlan,
+    Case,
+    ablation_document,
+    ablation_table,
+    ablation_targets,
+    plan_ablation,
+    targets_table,
+)
 from rl.parallel import add_options
 
 
@@ -112,6 +121,9 @@ def build_plan(args: argparse.Namespace) -> AblationPlan:
 def write(document: dict[str, Any], out: str, report: str | None) -> None:
     Path(out).write_text(json.dumps(document, indent=2) + "\n")
     table = ablation_table(document)
+    targets = ablation_targets(document)
+    if targets:
+        table += "\n\n" + targets_table(targets)
     if report:
         Path(report).write_text(table + "\n")
     print(table)

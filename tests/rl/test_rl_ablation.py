@@ -44,9 +44,10 @@ def test_every_row_runs_on_held_out_cases(tmp_path: Path, capsys: pytest.Capture
     code, document, table = run(tmp_path, "--heldout", str(heldout))
     assert code == 0
     assert [r["label"] for r in document["rows"]] == [r.label for r in ROWS]
+    assert not any("," in r.label for r in ROWS)  # --rows takes them comma-separated
     assert document["cases"] == 2 and set(document["results"]) == {"case-0", "case-1"}
     for row in ROWS:
-        assert f"| {row.label} | `{row.entry}` |" in table
+        assert f"| {row.label} | `{row.entry.replace('{profiles}/', '')}` |" in table
     assert "| oracle bound |" in table and table in capsys.readouterr().out
     rows = {r["label"]: r for r in document["rows"]}
     for row in document["rows"]:
@@ -55,7 +56,7 @@ def test_every_row_runs_on_held_out_cases(tmp_path: Path, capsys: pytest.Capture
         # a row's energy is the sum of its cases' energies (each the mean over seeds)
         cases = document["results"].values()
         assert row["energy_kwh"] == pytest.approx(
-            sum(c["policies"][row["entry"]]["energy_kwh"] for c in cases), abs=1e-3)
+            sum(c["policies"][row["key"]]["energy_kwh"] for c in cases), abs=1e-3)
     base, packing = rows["baseline"], rows["bin packing"]
     assert base["entry"] == BASELINE and packing["entry"] == PACKING
     assert base["vs_baseline_pct"] == 0.0 and base["gap_closed_pct"] == 0.0
@@ -70,7 +71,7 @@ def test_every_row_runs_on_held_out_cases(tmp_path: Path, capsys: pytest.Capture
 
 def test_shards_merge_into_the_unsharded_document(tmp_path: Path) -> None:
     heldout = tiny_heldout(tmp_path / "heldout")
-    rows = "baseline,bin packing,kubejoule"
+    rows = "baseline,bin packing,kubejoule as shipped"
     code, whole, _ = run(tmp_path, "--heldout", str(heldout), "--rows", rows)
     assert code == 0
     files = []
@@ -91,11 +92,11 @@ def test_a_scenario_with_its_files_replaced(tmp_path: Path) -> None:
     code, document, table = run(
         tmp_path, "--scenario", "heterogeneous-autoscaler", "--nodes", str(CASE / "nodes.yaml"),
         "--trace", str(tmp_path / "trace.csv"), "--pdbs", str(tmp_path / "pdbs.yaml"),
-        "--rows", "baseline,kubejoule with least-waste,kubejoule",
+        "--rows", "baseline,kubejoule with least-waste,kubejoule as shipped",
     )
     assert code == 0
     assert document["source"]["scenario"] == "heterogeneous-autoscaler"
-    assert [r["label"] for r in document["rows"]] == ["baseline", "kubejoule with least-waste", "kubejoule"]
+    assert [r["label"] for r in document["rows"]] == ["baseline", "kubejoule with least-waste", "kubejoule as shipped"]
     assert document["rows"][0]["vs_packing_pct"] is None  # bin packing was not run
     assert "| kubejoule with least-waste | `kubejoule@least-waste` |" in table
 
@@ -117,3 +118,25 @@ def test_bad_input_exits_2_saying_why(tmp_path: Path, capsys: pytest.CaptureFixt
     code, _, _ = run(tmp_path, *args)
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_issue_23_targets_are_judged_for_the_recommended_setups() -> None:
+    from rl.ablation import ablation_targets
+
+    def row(entry: str, kwh: float, slowdown: float = 1.0, evictions: float = 10,
+            never: float = 0) -> dict:
+        return {"entry": entry, "energy_kwh": kwh, "vs_baseline_pct": 100 * (kwh - 20.0) / 20.0,
+                "slowdown_mean": slowdown, "evictions": evictions, "never_scheduled": never}
+
+    document = {"rows": [
+        row(BASELINE, 20.0), row(PACKING, 16.0), row("mostallocated+highnodeutilization@least-waste", 15.9),
+        row("kubejoule@kubejoule", 15.0, slowdown=3.0),  # 25 % less, 6.25 % / 5.66 % below packing
+        row("kubejoule+rebalancer@kubejoule", 15.1, evictions=11, never=1),  # 24.5 % less
+    ]}
+    targets = ablation_targets(document)
+    assert [ok for _, _, ok in targets] == [True, True, True, True, True, True,
+                                            False, True, True, True, False, False]
+    assert targets[0][1] == "25.0 % less (15.00 vs 20.00 kWh)"
+    assert targets[6] == ("kubejoule+rebalancer@kubejoule ≥ 25 % less energy than default@least-waste",
+                          "24.5 % less (15.10 vs 20.00 kWh)", False)
+    assert ablation_targets({"rows": [row(PACKING, 16.0)]}) == []

@@ -90,3 +90,19 @@ def test_a_pod_not_of_the_trace_gets_the_priors_and_nothing_is_learned() -> None
     assert hindsight.trace_index(stranger) is None  # beyond the trace
     assert hindsight.observe_end(sim.pod_info(0), 10.0) is False
     assert hindsight.version == 0
+
+
+def test_the_benchmark_table_puts_hindsight_beside_the_oracle() -> None:
+    from rl.report import format_table, is_reference
+
+    row = {"energy_kwh": 1.0, "energy_vs_default_pct": 0.0, "gap_closed_pct": 0.0,
+           "slowdown_mean": 0.0, "slowdown_p99": 0.0, "pending_seconds_mean": 0.0,
+           "pending_seconds_p99": 0.0, "boots": 0, "scale_ups": 0, "scale_downs": 0,
+           "restarted_pods": 0, "unschedulable": 0, "never_scheduled": 0}
+    keys = ["default@least-waste", "hindsight@kubejoule", "kubejoule@kubejoule",
+            "hindsight+rebalancer@kubejoule", "mostallocated@kubejoule"]
+    table = format_table({"policies": dict.fromkeys(keys, row), "oracle": {"energy_kwh": 0.5}})
+    names = [line.split(" | ")[0].lstrip("| ") for line in table.splitlines()[2:]]
+    assert names == ["default@least-waste", "kubejoule@kubejoule", "mostallocated@kubejoule",
+                     "hindsight@kubejoule", "hindsight+rebalancer@kubejoule", "oracle bound"]
+    assert is_reference("hindsight") and not is_reference("kubejoule@kubejoule")
