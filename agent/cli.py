@@ -171,6 +171,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     collector = SnapshotCollector(
         ExportLevels(containers=args.containers, process_top=args.process_top),
         model_points=profile.model_points() if profile is not None else (),
+        model_reading=profile.reading if profile is not None else "rapl",
     )
     node = args.node or default_node_name()
     gpus, platform = open_gpus(args), open_platform(args, node)

@@ -137,9 +137,13 @@ class SnapshotCollector(Collector):
         self,
         levels: ExportLevels | None = None,
         model_points: Iterable[tuple[float, float]] = (),
+        model_reading: str = "rapl",
     ) -> None:
         self.levels = levels or ExportLevels()
         self.model_points = tuple(model_points)  # (utilization, watts) of a calibrated curve
+        # What the curve measures (the profile's `reading`): `rapl` (the CPU side: GPUs and the
+        # rest of the platform are outside it) or `platform` (the BMC's whole-server reading).
+        self.model_reading = model_reading
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
         self._totals = Totals(errors=dict.fromkeys(ERROR_KINDS, 0.0))
@@ -306,11 +310,12 @@ class SnapshotCollector(Collector):
         yield utilization
         if self.model_points:
             model = GaugeMetricFamily(
-                PREFIX + "node_power_model_watts", "Calibrated power curve of the node.",
-                labels=["node", "utilization"],
+                PREFIX + "node_power_model_watts", "Calibrated power curve of the node (reading: what it "
+                "measures, rapl = the CPU side, platform = the whole server).",
+                labels=["node", "utilization", "reading"],
             )
             for level, watts in self.model_points:
-                model.add_metric([node, f"{level:.1f}"], watts)
+                model.add_metric([node, f"{level:.1f}", self.model_reading], watts)
             yield model
         wall_watts = snap.extra_value("wall_watts")
         if wall_watts is not None:  # only with a calibration profile's wall correction

@@ -232,10 +232,12 @@ class NodeTelemetry:
     node: str
     sample_time: float
     watts: float | None = None
-    source: str = "none"  # rapl | estimated | none
+    source: str = "none"  # rapl | estimated | platform | none
     utilization: float | None = None  # 0..1
     cores: float | None = None
-    curve_points: tuple[float, ...] | None = None  # 11 calibration points, if exported
+    # 11 points of the node's power curve, if exported: what the node draws, GPUs and the
+    # platform's rest included (scheduler/telemetry/exposition.py)
+    curve_points: tuple[float, ...] | None = None
 
     def age_seconds(self, now: float) -> float:
         return max(0.0, now - self.sample_time)

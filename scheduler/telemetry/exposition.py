@@ -1,4 +1,24 @@
-"""The agents' Prometheus exposition (`kubejoule_*` series) folded into per-node samples."""
+"""The agents' Prometheus exposition (`kubejoule_*` series) folded into per-node samples.
+
+A node's curve is the watts the node draws, not only what its calibration measured. The agent's
+node power is the CPU side plus its GPUs, or the BMC's platform reading (`source="platform"`,
+the CPU side and the GPUs inside it: agent/composition.py), while the exported curve
+(`kubejoule_node_power_model_watts`) is what the calibration fitted, its `reading` label saying
+against what. So the curve a sample carries is:
+
+* `reading="platform"` (fitted against the BMC): the curve as exported; the GPUs and the rest of
+  the platform are inside it (at the draw they had while it was fitted);
+* `reading="rapl"` (the CPU side; an agent without the label): the curve plus what the node
+  draws outside the CPU side at the sample — Σ `kubejoule_gpu_power_watts` (each GPU once), and
+  where node power is the platform's, `kubejoule_node_platform_other_watts` (fans, power
+  supplies, disks) — rounded to the watt; nodes without GPUs or a platform reading unchanged;
+* withheld (None) when that part is unknown — a node with GPUs (`kubejoule_gpu_info`) whose node
+  power the agent could not give, or a platform node without its rest — so such a node is priced
+  as one without a curve (at its worst, with the last curve seen), never as a CPU-only node.
+
+The energy plugin, the expander's curves of running nodes and the rebalancer all price the
+curve, so a GPU node's idle GPUs are a cost of keeping it on, with one formula for them all.
+"""
 
 from __future__ import annotations
 
@@ -19,9 +39,17 @@ M_CURVE = "kubejoule_node_power_model_watts"
 M_TIMESTAMP = "kubejoule_sample_timestamp_seconds"
 M_POD_POWER = "kubejoule_pod_power_watts"
 M_POD_ENERGY = "kubejoule_pod_energy_joules_total"
+M_GPU_POWER = "kubejoule_gpu_power_watts"
+M_GPU_INFO = "kubejoule_gpu_info"
+M_PLATFORM_OTHER = "kubejoule_node_platform_other_watts"
 
-# When a node reports several power series, the measured one is preferred.
-_SOURCE_RANK = {"rapl": 0, "estimated": 1, "none": 2}
+READING_RAPL = "rapl"  # the curve's `reading` label: what the calibration measured
+READING_PLATFORM = "platform"
+SOURCE_PLATFORM = "platform"
+
+# When a node reports several power series, the measured one is preferred (equal ranks: the
+# later series, the newest in Prometheus' answers, wins).
+_SOURCE_RANK = {"rapl": 0, "platform": 0, "estimated": 1, "none": 2}
 
 
 @dataclass
@@ -35,6 +63,34 @@ class _Partial:
     daemon_pods: set[str] = field(default_factory=set)
     pod_total: int = 0  # pods counted by a query (Prometheus), besides the series in `pods`
     daemon_total: int = 0
+    curve_reading: str = READING_RAPL
+    gpu_watts: dict[str, float] = field(default_factory=dict)  # by GPU (UUID, else index)
+    gpus: set[str] = field(default_factory=set)  # every GPU the agent lists (kubejoule_gpu_info)
+    gpu_total: float | None = None  # Σ GPU watts and GPU count from a query (Prometheus)
+    gpu_count: int = 0
+    gpu_unknown: bool = False  # a GPU series with a value that is not a number
+    platform_other: float | None = None
+
+
+def _has_gpus(part: _Partial) -> bool:
+    return bool(part.gpus or part.gpu_watts or part.gpu_count or part.gpu_total is not None)
+
+
+def _outside_curve(part: _Partial) -> float | None:
+    """Watts the node draws outside its exported curve at the sample (module docstring), or
+    None when they are unknown."""
+    if part.curve_reading == READING_PLATFORM:
+        return 0.0
+    if part.gpu_unknown:
+        return None
+    if part.watts is None:
+        return None if _has_gpus(part) else 0.0
+    outside = sum(part.gpu_watts.values()) + (part.gpu_total or 0.0)
+    if part.source == SOURCE_PLATFORM:
+        if part.platform_other is None:
+            return None
+        outside += part.platform_other
+    return float(round(outside))
 
 
 def _finite(value: float) -> float | None:
@@ -91,6 +147,19 @@ class SeriesFolder:
             watts = _finite(value)
             if level is not None and watts is not None:
                 part.curve[level] = watts
+            part.curve_reading = labels.get("reading") or READING_RAPL
+        elif name == M_GPU_POWER:
+            watts = _finite(value)
+            gpu = labels.get("gpu_uuid") or labels.get("gpu") or ""
+            part.gpus.add(gpu)
+            if watts is None:
+                part.gpu_unknown = True
+            else:
+                part.gpu_watts[gpu] = watts  # two jobs scraping one agent: each GPU once
+        elif name == M_GPU_INFO:
+            part.gpus.add(labels.get("gpu_uuid") or labels.get("gpu") or "")
+        elif name == M_PLATFORM_OTHER:
+            part.platform_other = _finite(value)
         elif name in (M_POD_POWER, M_POD_ENERGY):
             pod = labels.get("pod_uid") or f"{labels.get('namespace')}/{labels.get('pod')}"
             part.pods.add(pod)
@@ -109,11 +178,38 @@ class SeriesFolder:
         if labels.get("owner_kind") in NODE_BOUND_OWNER_KINDS:
             part.daemon_total += int(count)
 
-    def set_curve(self, node: str, curve: dict[int, float]) -> None:
+    def add_gpu_total(self, labels: Labels, watts: float, count: float | None = None) -> None:
+        """A node's GPU watts summed elsewhere (`sum by (node)` in PromQL, each GPU once), or
+        with `count` its GPUs counted (`kubejoule_gpu_info`)."""
+        node = labels.get("node")
+        if not node:
+            return
+        part = self.nodes.get(node)
+        if part is None:
+            part = self.nodes[node] = _Partial()
+        if count is not None:
+            part.gpu_count += int(count) if math.isfinite(count) and count > 0 else 0
+            return
+        if not math.isfinite(watts):
+            part.gpu_unknown = True
+            return
+        part.gpu_total = (part.gpu_total or 0.0) + watts
+
+    def nodes_with_gpus(self) -> set[str]:
+        return {node for node, part in self.nodes.items() if _has_gpus(part)}
+
+    def gpus_unknown(self, node: str) -> None:
+        """The GPUs of `node` (which has some) could not be read this round."""
+        part = self.nodes.get(node)
+        if part is not None:
+            part.gpu_unknown = True
+
+    def set_curve(self, node: str, curve: dict[int, float], reading: str = READING_RAPL) -> None:
         """A curve read earlier, for a node this round has series of (others are left out)."""
         part = self.nodes.get(node)
         if part is not None and not part.curve:
             part.curve = dict(curve)
+            part.curve_reading = reading
 
     def samples(self, source_name: str) -> FetchResult:
         result = FetchResult()
@@ -123,6 +219,13 @@ class SeriesFolder:
                 result.errors.append(("no_timestamp", node))
                 continue
             curve = _POINTS(part.curve) if len(part.curve) == POINT_COUNT else None
+            if curve is not None:
+                outside = _outside_curve(part)
+                if outside is None:
+                    curve = None
+                    result.errors.append(("no_whole_curve", node))
+                elif outside:
+                    curve = tuple(w + outside for w in curve)
             telemetry = NodeTelemetry(
                 node=node,
                 sample_time=part.sample_time,

@@ -16,6 +16,9 @@ from scheduler.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (
     M_CURVE,
+    M_GPU_INFO,
+    M_GPU_POWER,
+    M_PLATFORM_OTHER,
     M_POD_POWER,
     M_POWER,
     M_TIMESTAMP,
@@ -79,6 +82,10 @@ class AgentScrapeSource:
 POD_COUNT_QUERY = (
     f"count by (node, owner_kind) (group by (node, owner_kind, pod_uid, namespace, pod) ({M_POD_POWER}))"
 )
+# Per node: its GPUs' watts (each GPU once, however many jobs scrape the agent) and how many
+# GPUs it has; one series per GPU node (exposition.py: what a CPU-side curve is missing).
+GPU_WATTS_QUERY = f"sum by (node) (max by (node, gpu_uuid, gpu) ({M_GPU_POWER}))"
+GPU_COUNT_QUERY = f"count by (node) (group by (node, gpu_uuid, gpu) ({M_GPU_INFO}))"
 # Calibration curves change when a node is recalibrated, not between refreshes: eleven series a
 # node are read again only this often (and after a failed read).
 CURVE_REFRESH_SECONDS = 60.0
@@ -91,6 +98,7 @@ class _Labels(msgspec.Struct):
     source: str | None = None
     owner_kind: str | None = None
     utilization: str | None = None
+    reading: str | None = None
 
     def get(self, key: str, default: Any = None, /) -> Any:
         value = getattr(self, key, None)
@@ -125,7 +133,9 @@ class PrometheusSource:
 
     name = "prometheus"
 
-    QUERIES: tuple[str, ...] = (M_POWER, M_UTILIZATION, M_TIMESTAMP, POD_COUNT_QUERY)
+    QUERIES: tuple[str, ...] = (
+        M_POWER, M_UTILIZATION, M_TIMESTAMP, POD_COUNT_QUERY, GPU_WATTS_QUERY, GPU_COUNT_QUERY, M_PLATFORM_OTHER,
+    )
     CURVE_QUERY = M_CURVE
 
     def __init__(
@@ -139,8 +149,9 @@ class PrometheusSource:
         self._client = httpx.Client(timeout=timeout_seconds)
         self._curve_refresh = curve_refresh_seconds
         self._clock = clock
-        self._curves: dict[str, dict[int, float]] = {}
+        self._curves: dict[str, tuple[dict[int, float], str]] = {}  # node → (curve, its reading)
         self._curves_read: float | None = None
+        self._gpu_nodes: set[str] = set()  # nodes with GPUs at the last answered GPU queries
 
     def _query(self, promql: str) -> list[_Series]:
         response = self._client.get(f"{self._base}/api/v1/query", params={"query": promql})
@@ -159,19 +170,36 @@ class PrometheusSource:
     def fetch(self) -> FetchResult:
         collector = SeriesFolder()
         errors: list[tuple[str, str]] = []
+        gpus_read = True
         for metric in self.QUERIES:
             series = self._series(metric, errors)
             if series is None:
+                gpus_read = gpus_read and metric not in (GPU_WATTS_QUERY, GPU_COUNT_QUERY)
                 continue
             if metric == POD_COUNT_QUERY:
                 for item in series:
                     collector.add_pod_count(item.metric, float(item.value[1]))
                 continue
+            if metric in (GPU_WATTS_QUERY, GPU_COUNT_QUERY):
+                for item in series:
+                    value = float(item.value[1])
+                    if metric == GPU_WATTS_QUERY:
+                        collector.add_gpu_total(item.metric, value)
+                    else:
+                        collector.add_gpu_total(item.metric, 0.0, count=value)
+                continue
             for item in series:
                 collector.add(metric, item.metric, float(item.value[1]))
+        # Without the GPU answers, the nodes known to have GPUs have unknown watts outside their
+        # curve (never priced as CPU-only nodes); with them, those nodes are learnt again.
+        if gpus_read:
+            self._gpu_nodes = collector.nodes_with_gpus()
+        else:
+            for node in self._gpu_nodes:
+                collector.gpus_unknown(node)
         self._refresh_curves(errors)
-        for node, curve in self._curves.items():
-            collector.set_curve(node, curve)
+        for node, (curve, reading) in self._curves.items():
+            collector.set_curve(node, curve, reading)
         result = collector.samples(self.name)
         result.errors[:0] = errors
         return result
@@ -195,7 +223,7 @@ class PrometheusSource:
         folder = SeriesFolder()
         for item in series:
             folder.add(M_CURVE, item.metric, float(item.value[1]))
-        self._curves = {node: part.curve for node, part in folder.nodes.items() if part.curve}
+        self._curves = {node: (part.curve, part.curve_reading) for node, part in folder.nodes.items() if part.curve}
         self._curves_read = now
 
     def close(self) -> None:

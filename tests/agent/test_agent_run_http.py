@@ -42,7 +42,7 @@ DESIGN_METRICS: dict[str, set[str]] = {
     "kubejoule_process_power_watts": {"pid", "comm"},
     "kubejoule_process_energy_joules_total": {"pid", "comm"},
     "kubejoule_node_cpu_utilization_ratio": set(),
-    "kubejoule_node_power_model_watts": {"utilization"},
+    "kubejoule_node_power_model_watts": {"utilization", "reading"},
     "kubejoule_sample_timestamp_seconds": set(),
     "kubejoule_agent_errors_total": {"kind"},
 }

@@ -163,7 +163,7 @@ def test_exporter_labels_estimated_power_and_exports_the_model_and_wall_power(tm
     assert registry.get_sample_value("kubejoule_node_active_power_watts", calibrated) == pytest.approx(node - 41.6)
     assert registry.get_sample_value("kubejoule_node_wall_power_watts", estimated) == pytest.approx(30.0 + 1.1 * node)
     for level, watts in enumerate(POINTS):
-        labels = {"node": "n1", "utilization": f"{level / 10:.1f}"}
+        labels = {"node": "n1", "utilization": f"{level / 10:.1f}", "reading": "rapl"}
         assert registry.get_sample_value("kubejoule_node_power_model_watts", labels) == pytest.approx(watts)
 
 

@@ -246,7 +246,13 @@ def test_calibrated_curve_points_are_exported_when_given() -> None:
     collector = SnapshotCollector(model_points=points)
     registry = registry_with(collector)
     collector.update(snapshot())
-    assert registry.get_sample_value("kubejoule_node_power_model_watts", {"node": "n1", "utilization": "0.3"}) == 130.0
+    rapl = {"node": "n1", "utilization": "0.3", "reading": "rapl"}  # the default: the CPU side's curve
+    assert registry.get_sample_value("kubejoule_node_power_model_watts", rapl) == 130.0
+    platform = SnapshotCollector(model_points=points, model_reading="platform")
+    platform_registry = registry_with(platform)
+    platform.update(snapshot())
+    assert platform_registry.get_sample_value("kubejoule_node_power_model_watts", {**rapl, "reading": "platform"}) == 130.0
+    assert platform_registry.get_sample_value("kubejoule_node_power_model_watts", rapl) is None
     assert registry.get_sample_value("kubejoule_sample_timestamp_seconds", {"node": "n1"}) == pytest.approx(1.7e9)
 
 

@@ -32,14 +32,18 @@ def secret(directory: Path, username: str = USERNAME, password: str = PASSWORD) 
 def test_platform_power_from_the_bmc_with_the_rest_in_idle_then_a_gap_when_it_goes(tmp_path: Path) -> None:
     tls = self_signed(tmp_path, ("127.0.0.1",))
     credentials = secret(tmp_path / "bmc")
+    profile = tmp_path / "platform.yaml"  # a curve fitted against the BMC (kubejoule-calibrate run --bmc-url)
+    profile.write_text("schema: kubejoule.calibration/v1\nidle_watts: 90.0\nmax_watts: 300.0\nmodel: linear\n"
+                       "reading: platform\nrapl: {idle_watts: 10.0, max_watts: 40.0, model: linear}\n")
     bmc_service = serve(redfish_mockup.environment(PLATFORM_WATTS), tls=tls)
     bmc = bmc_service.__enter__()
     args = ["--bmc-url", bmc.url, "--bmc-credentials", str(credentials), "--bmc-ca-bundle", str(tls.cert_path),
-            "--bmc-interval", "0.3", "--bmc-max-age", "1.5", "--no-gpu"]
+            "--bmc-interval", "0.3", "--bmc-max-age", "1.5", "--no-gpu", "--calibration", str(profile)]
     try:
         with AgentProcess(FIXTURE / "before", interval=0.5, hermetic=True, args=args) as agent:
             agent.drive(node_watts=40.0, cgroup_share={"6f1c3b0e-2a4d-4e8b-9c71-0d5e8f2a1b01": 0.5})
-            text = agent.scrape_until(lambda t: 'source="platform"' in t and "kubejoule_node_idle_power_watts{" in t)
+            text = agent.scrape_until(lambda t: 'source="platform"' in t and "kubejoule_node_idle_power_watts{" in t
+                                      and (agent.value("kubejoule_zone_power_watts", t, zone="package") or 0) > 0)
             assert agent.value("kubejoule_node_power_watts", text, source="platform") == PLATFORM_WATTS
             other = agent.value("kubejoule_node_platform_other_watts", text)
             rapl = sum(v for labels, v in agent.samples("kubejoule_zone_power_watts", text)
@@ -54,6 +58,10 @@ def test_platform_power_from_the_bmc_with_the_rest_in_idle_then_a_gap_when_it_go
             age = agent.value("kubejoule_node_platform_reading_age_seconds", text, reading="EnvironmentMetrics")
             assert age is not None and 0.0 <= age <= 1.5
             assert agent.value("kubejoule_agent_errors_total", text, kind="platform") == 0.0
+            # the curve says what it measures: the scheduler prices it as the whole server's
+            model = {(labels["utilization"], labels["reading"]): v
+                     for labels, v in agent.samples("kubejoule_node_power_model_watts", text)}
+            assert model[("0.0", "platform")] == 90.0 and model[("1.0", "platform")] == 300.0 and len(model) == 11
             bmc_requests = len(bmc.requests)
             # the BMC goes away: its last reading ages out, then RAPL is node power again
             bmc_service.__exit__(None, None, None)
