@@ -1,5 +1,6 @@
 """`kubejoule-agent run` as a real subprocess on a fixture tree whose counters the test moves,
-scraped over HTTP on 127.0.0.1."""
+scraped over HTTP on 127.0.0.1; the energy counters across a RAPL wrap through `run`'s sampler,
+collector and exposition in this process, sampled at instants the test chooses."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
+from agent.exporter import ExportLevels, SnapshotCollector
+from agent.hostfs import HostFS
+from agent.sampler import Sampler
 from tests.helpers.agent_metrics import documented_metrics, exposed_labels
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
 from tests.helpers.components import require_binary
@@ -141,43 +146,68 @@ EVERY_COUNTER = [
 
 
 def test_energy_counters_stay_monotonic_across_a_rapl_wrap() -> None:
-    agent = AgentProcess(TREE, interval=0.25, hermetic=True, args=["--containers", "--process-top", "20"])
-    max_range = int((agent.sysfs / "class/powercap/intel-rapl:0/max_energy_range_uj").read_text())
-    agent.set_energy_uj("intel-rapl:0", max_range - 5_000_000)  # 5 J below the wrap, before start
+    """Across a wrap of the package counter every energy counter the agent exports only grows,
+    and the node's is the true energy. `run`'s own sampler, collector and exposition read the
+    tree at the instants the test chooses, each after a step's writes are all made: a running
+    agent's sample may fall between two of them on a loaded machine (the process counter then
+    saw ticks without the energy, or the energy without the ticks), which is timing, not the
+    wrap under test."""
+    host = AgentProcess(TREE, hermetic=True)  # a copy of the tree and its writers, never started
+    sampler = Sampler(HostFS(host.procfs, host.sysfs), "test-node", process_top=20, containers=True)
+    collector = SnapshotCollector(ExportLevels(containers=True, process_top=20))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    try:
+        max_range = int((host.sysfs / "class/powercap/intel-rapl:0/max_energy_range_uj").read_text())
+        host.set_energy_uj("intel-rapl:0", max_range - 5_000_000)  # 5 J below the wrap, before start
+        before = sampler.read()
 
-    def step(joules_uj: int) -> None:
-        agent.advance(energy_uj={"intel-rapl:0": joules_uj}, cpu_ticks={"user": 100, "idle": 100},
-                      cgroup_cpu={NGINX: 0.2}, process_ticks={2101: 20, 3001: 10})
+        def sample() -> str:
+            nonlocal before
+            after = sampler.read()
+            collector.update(sampler.compute(before, after, 0.25))
+            before = after
+            return generate_latest(registry).decode()
 
-    with agent:
-        first = agent.value("kubejoule_zone_energy_joules_total", zone="package")
-        totals = [{name: agent.value(name, **labels) for name, labels in EVERY_COUNTER}]
-        step(12_000_000)
-        assert int((agent.sysfs / "class/powercap/intel-rapl:0/energy_uj").read_text()) == 7_000_000  # wrapped
-        second = agent.value("kubejoule_zone_energy_joules_total", zone="package")
-        totals.append({name: agent.value(name, **labels) for name, labels in EVERY_COUNTER})
-        step(3_000_000)
-        third = agent.value("kubejoule_zone_energy_joules_total", zone="package")
-        totals.append({name: agent.value(name, **labels) for name, labels in EVERY_COUNTER})
-        # every family, the opt-in container and process ones included, only grows across the wrap
-        for name, _labels in EVERY_COUNTER:
-            series = [value for t in totals[1:] if (value := t[name]) is not None]
-            assert len(series) == 2 and series == sorted(series) and series[-1] > 0, (name, totals)
-        assert first == 0.0
-        assert second == pytest.approx(12.0, rel=1e-9)
-        assert third == pytest.approx(15.0, rel=1e-9)
-        assert agent.value("kubejoule_agent_errors_total", kind="rapl") == 0.0
-        # the counters beside the other gauges come from the same wrap-corrected energy: the
-        # intervals with a CPU split (/proc/stat moved) give idle + active their node energy, and
-        # the host's is part of the active energy
-        text = agent.scrape()
-        node = agent.value("kubejoule_node_energy_joules_total", text, source="rapl")
-        idle = agent.value("kubejoule_node_idle_energy_joules_total", text, idle_source="utilization")
-        active = agent.value("kubejoule_node_active_energy_joules_total", text, idle_source="utilization")
-        host = agent.value("kubejoule_host_energy_joules_total", text)
-        assert node is not None and idle is not None and active is not None and host is not None
-        assert node == pytest.approx(15.0, rel=1e-9)
-        assert 0.0 < idle + active <= node * (1 + 1e-9) and 0.0 <= host <= active * (1 + 1e-9)
+        def step(joules_uj: int) -> str:
+            host.advance(energy_uj={"intel-rapl:0": joules_uj}, cpu_ticks={"user": 100, "idle": 100},
+                         cgroup_cpu={NGINX: 0.2}, process_ticks={2101: 20, 3001: 10}, wait=False, sync=False)
+            return sample()
+
+        def counters(text: str) -> dict[str, float | None]:
+            return {name: host.value(name, text, **labels) for name, labels in EVERY_COUNTER}
+
+        text = sample()  # nothing moved yet
+        first = host.value("kubejoule_zone_energy_joules_total", text, zone="package")
+        totals = [counters(text)]
+        text = step(12_000_000)
+        assert int((host.sysfs / "class/powercap/intel-rapl:0/energy_uj").read_text()) == 7_000_000  # wrapped
+        second = host.value("kubejoule_zone_energy_joules_total", text, zone="package")
+        totals.append(counters(text))
+        text = step(3_000_000)
+        third = host.value("kubejoule_zone_energy_joules_total", text, zone="package")
+        totals.append(counters(text))
+    finally:
+        sampler.close()
+        shutil.rmtree(host.tree.parent, ignore_errors=True)
+    # every family, the opt-in container and process ones included, only grows across the wrap
+    for name, _labels in EVERY_COUNTER:
+        series = [value for t in totals[1:] if (value := t[name]) is not None]
+        assert len(series) == 2 and series == sorted(series) and series[-1] > 0, (name, totals)
+    assert first == 0.0
+    assert second == pytest.approx(12.0, rel=1e-9)
+    assert third == pytest.approx(15.0, rel=1e-9)
+    assert host.value("kubejoule_agent_errors_total", text, kind="rapl") == 0.0
+    # the counters beside the other gauges come from the same wrap-corrected energy: the
+    # intervals with a CPU split (/proc/stat moved) give idle + active their node energy, and
+    # the host's is part of the active energy
+    node = host.value("kubejoule_node_energy_joules_total", text, source="rapl")
+    idle = host.value("kubejoule_node_idle_energy_joules_total", text, idle_source="utilization")
+    active = host.value("kubejoule_node_active_energy_joules_total", text, idle_source="utilization")
+    hosted = host.value("kubejoule_host_energy_joules_total", text)
+    assert node is not None and idle is not None and active is not None and hosted is not None
+    assert node == pytest.approx(15.0, rel=1e-9)
+    assert 0.0 < idle + active <= node * (1 + 1e-9) and 0.0 <= hosted <= active * (1 + 1e-9)
 
 
 def test_default_levels_keep_cardinality_low_and_missing_power_is_absent() -> None:
