@@ -140,10 +140,23 @@ class GatePlan:
 
     @property
     def semantics(self) -> str:
+        """The cluster rules every side ran under, read from the model the gate builds
+        (`gate_cluster`), so the record cannot drift from what ran."""
+        cluster = gate_cluster((), self.scale_down_unneeded_s, self.boot_seconds)
+        a, telemetry = cluster.autoscaler, cluster.telemetry
+        assert a is not None and telemetry is not None
+        threshold = ("only empty nodes" if a.utilization_threshold is None
+                     else f"utilization threshold {a.utilization_threshold:g}")
         return (
-            f"cluster-autoscaler, {EXPANDER} expander, scale-down after "
-            f"{self.scale_down_unneeded_s:g} s unneeded, boot {self.boot_seconds:g} s, "
-            "DaemonSets, telemetry sampled every 5 s"
+            f"cluster-autoscaler's shipped rules with the {a.expander} expander for every side: "
+            f"scan every {a.scan_interval_s:g} s, boot {a.boot_seconds:g} s; scale-down after "
+            f"{a.scale_down_unneeded_s:g} s unneeded ({threshold}, DaemonSet pods "
+            f"{'ignored' if a.ignore_daemonsets_utilization else 'counted'}), delay after add "
+            f"{a.delay_after_add_s:g} s, after delete {a.delay_after_delete_s:g} s, after failure "
+            f"{a.delay_after_failure_s:g} s, up to {a.max_scale_down_parallelism} empty nodes per scan, "
+            f"{a.max_drain_parallelism} drain at a time through the cases' PDBs; DaemonSets on every "
+            f"node; telemetry sampled every {telemetry.sample_seconds:g} s, refreshed every "
+            f"{telemetry.refresh_seconds:g} s"
         )
 
 

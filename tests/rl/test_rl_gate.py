@@ -270,3 +270,22 @@ def test_candidate_path_becomes_the_learned_policy(tmp_path):
     model.write_bytes(b"")
     assert gate_run.candidate_policy(str(model)) == f"learned:{model}"
     assert gate_run.candidate_policy("default") == "default"
+
+
+def test_the_recorded_semantics_are_the_rules_the_gate_runs() -> None:
+    """gate.json's `semantics` is read from the cluster the gate builds: cluster-autoscaler's
+    shipped scale-down (threshold 0.5, the cool-downs, the parallelism) and the plan's own times."""
+    from rl.autoscaler import AutoscalerModel
+    from rl.gate_run import EXPANDER, GatePlan, gate_cluster
+
+    plan = GatePlan("mlp", ("kubejoule",), (), scale_down_unneeded_s=300.0, boot_seconds=90.0)
+    shipped = AutoscalerModel()
+    assert gate_cluster((), 300.0, 90.0).autoscaler == AutoscalerModel(
+        expander=EXPANDER, boot_seconds=90.0, scale_down_unneeded_s=300.0)
+    for words in (f"{EXPANDER} expander", "boot 90 s", "after 300 s unneeded",
+                  f"utilization threshold {shipped.utilization_threshold:g}",
+                  f"delay after add {shipped.delay_after_add_s:g} s",
+                  f"after failure {shipped.delay_after_failure_s:g} s",
+                  f"up to {shipped.max_scale_down_parallelism} empty nodes per scan",
+                  f"{shipped.max_drain_parallelism} drain at a time", "telemetry sampled every 5 s"):
+        assert words in plan.semantics, (words, plan.semantics)
