@@ -11,16 +11,22 @@ one slice of them (`--shard K/N`) whose results `kubejoule-rl merge` joins (rl/s
   tasks i with i mod N = K: round robin, so every shard gets a share of every policy's runs.
 
 The pool is `concurrent.futures.ProcessPoolExecutor` with the `spawn` start method (a worker
-starts from a fresh interpreter, whatever threads the parent has).
+starts from a fresh interpreter, whatever threads the parent has). When it is done its workers
+are joined, and multiprocessing's resource tracker — a process the pool's semaphores start
+under `spawn`, which would otherwise outlive the pool and, orphaned when we exit, stay a zombie
+under an init that does not reap (a container's, a sandbox's) — is stopped and reaped too,
+unless it ran before the pool.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from typing import Any, TypeVar
 
 Task = TypeVar("Task")
@@ -106,6 +112,36 @@ def run_tasks(
             if done is not None:
                 done(position, results[-1])
         return results
+    tracker_before = _tracker_running()
+    try:
+        found = _run_in_pool(work, context, tasks, jobs, done)
+    finally:
+        if not tracker_before:
+            _stop_tracker()
+    return [found[position] for position in range(len(tasks))]
+
+
+def _tracker_running() -> bool:
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    return getattr(tracker, "_fd", None) is not None
+
+
+def _stop_tracker() -> None:
+    """Stop multiprocessing's resource tracker and reap it (module docstring). The pool's
+    semaphores are collected first: one finalized later would start it again."""
+    gc.collect()
+    stop = getattr(getattr(resource_tracker, "_resource_tracker", None), "_stop", None)
+    if stop is not None:  # CPython's tracker; another implementation keeps its own
+        stop()
+
+
+def _run_in_pool(
+    work: Callable[[Any, Task], Result],
+    context: Any,
+    tasks: Sequence[Task],
+    jobs: int,
+    done: Callable[[int, Result], None] | None,
+) -> dict[int, Result]:
     found: dict[int, Result] = {}
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(tasks)),
@@ -128,7 +164,7 @@ def run_tasks(
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    return [found[position] for position in range(len(tasks))]
+    return found
 
 
 def add_options(parser: Any) -> None:

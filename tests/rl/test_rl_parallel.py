@@ -6,6 +6,9 @@ the field."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,3 +194,39 @@ def test_pool_results_come_back_in_task_order_and_errors_propagate() -> None:
     assert sorted(finished) == [0, 1, 2, 3] and finished != [0, 1, 2, 3]  # out of order
     with pytest.raises(ArithmeticError, match="task -1"):
         run_tasks(slow_square, delays, [2, -1, 3], 2)
+
+
+CHILDREN_AFTER_A_POOL = """
+import os, sys
+from rl.parallel import run_tasks
+from tests.helpers.pool_work import slow_square
+
+def children():
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.append((int(pid), fields[0]))
+    return found
+
+if __name__ == "__main__":  # spawned workers import this file again
+    assert run_tasks(slow_square, {0: 0.0, 1: 0.0, 2: 0.0}, [0, 1, 2], 2) == [0, 1, 4]
+    print(children())
+"""
+
+
+def test_a_pool_leaves_no_process_behind(tmp_path: Path) -> None:
+    """After `--jobs N` the workers are joined and multiprocessing's resource tracker, which the
+    pool's semaphores started, is stopped and reaped: no child is left to become a zombie when
+    the process exits (run in a process of its own: this one's tracker may run for other tests)."""
+    script = tmp_path / "pool.py"
+    script.write_text(CHILDREN_AFTER_A_POOL)
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
