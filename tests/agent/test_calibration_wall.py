@@ -143,3 +143,24 @@ def test_readings_at_a_phase_start_and_unsteady_phases_are_left_out() -> None:
         for i, p in enumerate(PHASES)
     ]
     assert [s.name for s in phase_spans(records)] == ["step-0", "step-1", "step-3", "step-4"]
+
+
+def test_the_virtual_wall_meter_logs_exact_periods_whatever_its_thread_is_late(tmp_path: Path) -> None:
+    """The end-to-end calibration's wall meter (tests/helpers/calibrate_meter.py): each reading is
+    the mean over its own period of a fixed grid, stamped at the period's end, from the energy
+    the RAPL counters were given — a tick one second late moves no reading into the next load."""
+    from tests.helpers.calibrate_meter import POWERCAP, VirtualMeter, copy_tree
+
+    sys_root = copy_tree(POWERCAP / "intel-1s/before", tmp_path / "host")
+    log = tmp_path / "pdu.csv"
+    meter = VirtualMeter(sys_root, lambda u: 50.0, {"intel-rapl:0": 1.0}, wall_csv=log, wall=wall_watts)
+    # driven by hand at chosen instants (no thread): 100 W from t = 0, then a tick 1.0 s late
+    meter._last, meter._wall_clock, meter._wall_next, meter._watts = 0.0, T0, 0.25, 100.0
+    meter._log_wall(1.0)
+    meter._advance(1.0)
+    meter._watts = 200.0  # the load changed at that tick
+    meter._log_wall(1.26)
+    readings = read_wall_csv(log)
+    assert [r.timestamp for r in readings] == pytest.approx([T0 + 0.25 * k for k in range(1, 6)])
+    assert [r.watts for r in readings] == pytest.approx([wall_watts(100.0)] * 4 + [wall_watts(200.0)])
+    assert meter.total_joules == pytest.approx(100.0)

@@ -9,7 +9,10 @@ along the curve but never off it.
 The counters are rewritten every `tick_seconds` (atomically, so a reader never sees half a
 number) by a thread that asks for real-time scheduling: on a shared machine busy with other test
 runs, a normally scheduled writer can be late by tens of milliseconds — several percent of a short
-measurement window — where the hardware counter is never late.
+measurement window — where the hardware counter is never late. The wall meter's log is made
+from the same energy: the exact mean over each period of a fixed grid, stamped at its end, so a
+late tick moves no reading's time or span (a reading written late covered the stall, stamped
+after it, and could reach back into the previous phase's load).
 """
 
 from __future__ import annotations
@@ -121,7 +124,8 @@ class VirtualMeter:
             self.range_uj[zone_id] = limit if limit > 0 else None
             if limit > 0:
                 self.energy_uj[zone_id] %= limit
-        # A wall power meter's log: `wall(mean node watts)` every `wall_every_seconds`.
+        # A wall power meter's log: `wall(mean node watts)` over each period of `wall_every_seconds`
+        # on a fixed grid, stamped at the period's end (as a meter stamps its average).
         self.wall_csv = wall_csv
         self.wall = wall
         self.wall_every_seconds = wall_every_seconds
@@ -132,6 +136,9 @@ class VirtualMeter:
         self.ticks = 0
         self._watts = 0.0  # power since the last integration step
         self._last = time.monotonic()
+        self._wall_clock = time.time() - self._last  # wall-clock time = monotonic + this
+        self._wall_next = self._last + wall_every_seconds  # the end of the meter's next period
+        self._wall_joules = 0.0  # total_joules at the end of its last period
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._history: deque[tuple[float, float, float]] = deque()  # (time, busy, busy + idle)
@@ -194,25 +201,36 @@ class VirtualMeter:
         except FileNotFoundError:  # the test removed the zone: it stops counting
             self.removed.add(zone_id)
 
+    def _log_wall(self, now: float) -> None:
+        """The wall meter's readings for every period that ended by `now`: the exact mean power
+        over the period, from the energy the counters were given (power is `_watts` since the
+        last tick), so a late tick moves no reading's time or span."""
+        if self.wall_csv is None or self.wall is None or self._wall_next > now:
+            return
+        lines = []
+        while self._wall_next <= now:
+            joules = self.total_joules + self._watts * max(0.0, self._wall_next - self._last)
+            mean_watts = (joules - self._wall_joules) / self.wall_every_seconds
+            lines.append(f"{self._wall_next + self._wall_clock:.3f},{self.wall(mean_watts):.3f}\n")
+            self._wall_joules = joules
+            self._wall_next += self.wall_every_seconds
+        with open(self.wall_csv, "a", encoding="utf-8") as log:
+            log.write("".join(lines))
+
     def _run(self) -> None:
         with contextlib.suppress(OSError, AttributeError):  # not root: run late now and then
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # this thread only
-        logged_at, logged_joules = time.monotonic(), 0.0
-        sampled_at = logged_at
+        sampled_at = time.monotonic()
         while not self._stop.wait(self.tick_seconds):
             watts = max(0.0, self.power(*self.utilization()) + self.random.gauss(0.0, self.noise_watts))
             now = time.monotonic()
+            self._log_wall(now)  # before the step: its periods' energy is at the last tick's power
             self._advance(now)
             self._watts = watts
             for zone_id in self.shares:
                 if zone_id not in self.removed:
                     self._write(zone_id)
             self.ticks += 1
-            if self.wall_csv is not None and self.wall is not None and now - logged_at >= self.wall_every_seconds:
-                mean_watts = (self.total_joules - logged_joules) / (now - logged_at)
-                with open(self.wall_csv, "a", encoding="utf-8") as log:
-                    log.write(f"{time.time():.3f},{self.wall(mean_watts):.3f}\n")
-                logged_at, logged_joules = now, self.total_joules
             if self.monitor is not None and now - sampled_at >= self.monitor.every_seconds:
                 self.monitor.sample()
                 sampled_at = now
@@ -221,6 +239,9 @@ class VirtualMeter:
         self.utilization()
         self._watts = max(0.0, self.curve(0.0))
         self._last = time.monotonic()
+        self._wall_clock = time.time() - self._last
+        self._wall_next = self._last + self.wall_every_seconds
+        self._wall_joules = self.total_joules
         self._thread = threading.Thread(target=self._run, name="virtual-meter", daemon=True)
         self._thread.start()
 
