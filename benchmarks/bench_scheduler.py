@@ -270,20 +270,28 @@ def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False
 
 def parse_comparison(body: bytes, repeat: int = 5) -> dict[str, float]:
     """The extender's decoder (msgspec: ExtenderArgs into typed structs, then every Node's
-    struct, as `parse_args` does, without the NodeInfos) against orjson.loads and json.loads
+    struct, as `parse_args` does for Nodes it has not seen, without the NodeInfos; and
+    /prioritize's decoding of Nodes it has seen: `parse_args(raw_nodes=False)`, each Node's
+    identity) against orjson.loads and json.loads
     (dicts of everything) on one body: best of `repeat` in wall and in thread CPU time, the
     three alternating (so all meet the same machine), the cyclic GC paused as the extender
     pauses it."""
     import gc
 
-    from scheduler.extender.wire import decode_args, decode_node
+    from scheduler.extender.wire import RememberedNodes, decode_args, decode_node, parse_args
 
     def typed(data: bytes) -> None:
         args = decode_args(data)
         for i, raw in enumerate(args.Nodes.items if args.Nodes is not None and args.Nodes.items else ()):
             decode_node(raw, i)
 
-    decoders = (("msgspec", typed), ("orjson", orjson.loads), ("json", json.loads))
+    remembered = RememberedNodes()
+    parse_args(body, remembered, raw_nodes=False)  # every Node seen once
+
+    def seen(data: bytes) -> None:  # what /prioritize does with Nodes it has seen before
+        parse_args(data, remembered, raw_nodes=False)
+
+    decoders = (("msgspec", typed), ("msgspec_seen", seen), ("orjson", orjson.loads), ("json", json.loads))
     best = {f"{name}_{kind}": float("inf") for name, _ in decoders for kind in ("ms", "cpu_ms")}
     for _ in range(repeat):
         for name, loads in decoders:
@@ -394,7 +402,10 @@ def table(result: dict[str, Any]) -> str:
     if parse:
         lines.append(
             f"Decoding the {parse['body_mib']:.1f} MiB {parse['nodes']:,}-node Nodes.items body (best of 5, "
-            f"wall / CPU): msgspec (the extender's decoder) {parse['msgspec_ms']:.0f} / {parse['msgspec_cpu_ms']:.0f} ms, "
+            f"wall / CPU): the extender's /prioritize decoding with every Node seen before (msgspec, each "
+            f"Node's identity) {parse.get('msgspec_seen_ms', float('nan')):.0f} / "
+            f"{parse.get('msgspec_seen_cpu_ms', float('nan')):.0f} ms, with every Node new (msgspec, every Node "
+            f"decoded) {parse['msgspec_ms']:.0f} / {parse['msgspec_cpu_ms']:.0f} ms, "
             f"orjson {parse['orjson_ms']:.0f} / {parse['orjson_cpu_ms']:.0f} ms, json {parse['json_ms']:.0f} / "
             f"{parse['json_cpu_ms']:.0f} ms."
         )
