@@ -4,7 +4,7 @@
 |---|---|
 | `default` | kube-scheduler's default profile (`scheduler.plugins.defaults.default_profile`): TaintToleration 3, NodeAffinity 2, NodeResourcesFit LeastAllocated 1, BalancedAllocation 1 |
 | `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
-| `kubejoule` | the standalone scheduler's default profile (`kubejoule_profile`) |
+| `kubejoule` | the standalone scheduler's shipped profile (`shipped_kubejoule_profile`: the energy plugin's v3 levers, MostAllocated beside it) |
 | `default+extender:W` | kube-scheduler's default profile plus kubejoule's energy plugin through the extender at weight W (`extender_profile`; the 0–10 answer × W × 10) |
 | `profile:FILE` | a profile YAML file: a list of `{name, weight, args}` (`rl.profiles`) |
 | `roundrobin` | the next feasible node after the last one used, in node order (the old DQN project's baseline) |
@@ -34,7 +34,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.controllers import ControlledPolicy, split_controllers
-from rl.profiles import EXTENDER_POLICY, PROFILE_POLICY, heuristic_energy, named_profile
+from rl.profiles import (
+    EXTENDER_POLICY,
+    PROFILE_POLICY,
+    energy_plugins,
+    heuristic_energy,
+    named_profile,
+)
 from rl.scenario import NodeSpec
 from rl.simulator import Policy, PowerOffModel
 from scheduler.decide import MODE_ACTIVE, Decision, ProfileDecider
@@ -104,6 +110,18 @@ class ProfilePolicy:
             self.profile, percentage_of_nodes_to_score=self.percentage_of_nodes_to_score
         )
         self._candidates = CandidateTable()
+
+    def attach(self, sim: Any) -> None:
+        """Energy plugins with v3 levers that read the cluster's outlook (pods' predicted
+        lifetimes, cluster-autoscaler's unneeded nodes) get the simulation's (rl/outlook_sim.py),
+        learned from the pods that end in this run."""
+        from rl.outlook_sim import SimulationOutlook
+
+        outlook = None
+        for plugin in energy_plugins(self.profile):
+            if plugin.levers.needs_outlook:
+                outlook = outlook or SimulationOutlook(sim)
+                plugin.outlook = outlook
 
     def decide(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> Decision:
         """The standalone scheduler's decision over `nodes` (every node it sees)."""

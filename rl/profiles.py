@@ -6,7 +6,7 @@ Named profiles (built by `scheduler.plugins.defaults`, the code the scheduler it
 |---|---|
 | `default` | kube-scheduler's default profile (`default_profile()`): TaintToleration 3, NodeAffinity 2, NodeResourcesFit LeastAllocated 1, NodeResourcesBalancedAllocation 1 |
 | `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
-| `kubejoule` | the standalone scheduler's default profile (`kubejoule_profile()`) with the energy plugin |
+| `kubejoule` | the standalone scheduler's shipped profile (`shipped_kubejoule_profile()`): the energy plugin with its v3 lifetimes lever and per-pod scale × 3, NodeResourcesFit MostAllocated × 1 |
 | `default+extender:W` | kube-scheduler's default profile plus the energy plugin through the extender at weight W (`extender_profile()`): its 0–10 answer × W × 10 |
 | `heuristic` | the energy plugin alone, weight 1 |
 | `peaks`, `trimaran` | scheduler-plugins' PEAKS (fitted to the simulated curves) or TargetLoadPacking alone |
@@ -22,7 +22,10 @@ The energy plugin (`scheduler.plugins.energy.EnergyPlugin`) is configured as the
 it: consolidation on exactly where nodes power off (the autoscaler, or the visible power-off
 ablation), at its default reference load. ΔP_ref, the extra watts that score 0:
 
-* `kubejoule`, `default+extender:W` and profile files model deployments, so they take the
+* `kubejoule` ranks by its v3 per-pod scale, which has no ΔP_ref (scheduler/plugins/energy_v3.py),
+  and reads the simulation's outlook (rl/outlook_sim.py: lifetimes learned from the pods that end
+  in the run); so do profile files whose `KubejouleEnergy` entry sets the v3 levers (`args:`);
+* `default+extender:W` and profile files model deployments, so they take the
   shipped configuration's 20 W (`ScorerConfig`, `scheduler/examples/extender-config.yaml`);
   through the extender that is what sets the 0–10 rounding (docs/scheduler.md, "Choosing
   ΔP_ref"), and alone it saturates: nodes that cost more than 20 W all score 0 and tie;
@@ -64,7 +67,7 @@ from scheduler.plugins.defaults import (
     default_filters,
     default_profile,
     extender_profile,
-    kubejoule_profile,
+    shipped_kubejoule_profile,
 )
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED
@@ -83,6 +86,16 @@ FILE_KEYS = ("profile", "scorer", PERCENTAGE_KEY)
 
 class ProfileFileError(ValueError):
     """A profile file that does not follow the format."""
+
+
+def energy_plugins(profile: Profile) -> list[EnergyPlugin]:
+    """The energy plugins a profile scores with (also through the extender)."""
+    found = []
+    for plugin, _ in profile.scores:
+        inner = getattr(plugin, "plugin", plugin)
+        if isinstance(inner, EnergyPlugin) and inner not in found:
+            found.append(inner)
+    return found
 
 
 def largest_full_load_watts(nodes: Sequence[NodeSpec]) -> float:
@@ -172,7 +185,7 @@ def named_profile(
         return ProfileSetup(extender_profile(plugin, extender_weight(name), name), kube)
     if name == "kubejoule":
         return ProfileSetup(
-            kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
+            shipped_kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
         )
     if name == "heuristic":
         return ProfileSetup(Profile("heuristic", default_filters(), [(heuristic_energy(nodes, power_off), 1)]))

@@ -708,6 +708,10 @@ class Simulation:
         """Pods finished so far, in finishing order (read-only view)."""
         return tuple(self._outcomes)
 
+    def completed_since(self, start: int) -> list[PodOutcome]:
+        """Pods finished after the first `start` of them, in finishing order."""
+        return self._outcomes[start:]
+
     @property
     def completed_count(self) -> int:
         return len(self._outcomes)

@@ -172,6 +172,17 @@ class ClusterCache:
             cached = self._newest = (self._layout, max(times) if times else None)
         return cached[1]
 
+    def node_pods(self, node: str) -> tuple[int, list[tuple[PodInfo, float]]]:
+        """(a mark that changes whenever the node's pods do, its pods other than DaemonSet and
+        mirror pods with their placement times): the energy plugin's outlook reads these."""
+        with self._lock:
+            pods = [
+                (p.info, p.placed_at)
+                for p in self._by_node.get(node, {}).values()
+                if not is_node_daemon_pod(p.info)
+            ]
+            return self._changed_at.get(node, 0), pods
+
     def pods_on(self, node: str) -> list[str]:
         with self._lock:
             return sorted(self._by_node.get(node, {}))

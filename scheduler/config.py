@@ -330,14 +330,15 @@ def build_profile(
     workload: Callable[[str], Any] | None = None,
     lifetimes: Callable[[], Any] | None = None,
 ) -> Profile:
-    """The standalone scheduler's profile: the configured entries, else kubejoule_profile().
+    """The standalone scheduler's profile: the configured entries, else the shipped `kubejoule`
+    profile (shipped_kubejoule_profile: the energy plugin with its v3 levers).
     `workload(name)`: the nodes' workloads (the cluster cache's), `lifetimes()`: its lifetime
     predictor, for the `learned` plugin's features."""
-    from scheduler.plugins.defaults import KUBEJOULE_PROFILE, kubejoule_profile
+    from scheduler.plugins.defaults import KUBEJOULE_PROFILE, shipped_kubejoule_profile
     from scheduler.plugins.registry import PluginContext, profile_from_entries
 
     if config.profile is None:
-        return kubejoule_profile(energy)
+        return shipped_kubejoule_profile(energy)
     return profile_from_entries(
         config.profile,
         PluginContext(energy, config.curves, workload, lifetimes),

@@ -18,6 +18,7 @@ from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.nodeaffinity import NodeAffinity, NodeUnschedulable
 from scheduler.plugins.noderesources import (
     LEAST_ALLOCATED,
+    MOST_ALLOCATED,
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
 )
@@ -81,3 +82,26 @@ def extender_profile(energy_plugin: ScorePlugin, weight: int, name: str = "") ->
     return default_profile(
         name or f"default+extender:{weight}", extra=[(ExtenderScore(energy_plugin), weight)]
     )
+
+
+# The shipped `kubejoule` profile (docs/standalone.md, "Scoring profile", has the measurements
+# behind it): the energy plugin with its v3 lifetimes lever and per-pod scale, weight 3, then
+# NodeResourcesFit MostAllocated, weight 1, which packs where the energy prices are close.
+SHIPPED_ENERGY_WEIGHT = 3
+SHIPPED_PACKING_WEIGHT = 1
+
+
+def shipped_kubejoule_profile(energy_plugin: ScorePlugin) -> Profile:
+    """The `kubejoule` profile as it ships (the standalone scheduler without a `profile:`, the
+    simulator's `kubejoule` policy): kube-scheduler's default filters, the energy plugin with
+    SHIPPED_LEVERS (scheduler/plugins/energy_v3.py) at SHIPPED_ENERGY_WEIGHT and NodeResourcesFit
+    MostAllocated at SHIPPED_PACKING_WEIGHT."""
+    from scheduler.plugins.energy import EnergyPlugin
+    from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
+
+    if isinstance(energy_plugin, EnergyPlugin):
+        energy_plugin.levers = SHIPPED_LEVERS
+    return Profile(KUBEJOULE_PROFILE, default_filters(), [
+        (energy_plugin, SHIPPED_ENERGY_WEIGHT),
+        (NodeResourcesFit(MOST_ALLOCATED), SHIPPED_PACKING_WEIGHT),
+    ])

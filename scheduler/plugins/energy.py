@@ -16,52 +16,38 @@ A node's score depends only on that node's state and history, never on the other
 Missing data never wins
 -----------------------
 
-A node without fresh, priceable telemetry (no sample, a sample older than
-`max_staleness_seconds`, or no curve) is priced at the *worst state it could be in*: with the
-node's own curve — the stale sample's, else the last one its agent exported, else a configured
-one, else the line fitted to its history — and its core count, the price is the maximum over
-every utilization (and, with consolidation, over empty and running) of what the pod would cost
-there: `max over u of P(u + Δu) − P(u)`, or with consolidation the empty node's share
-`Δu × a_n`, which no running state exceeds. Its score is therefore at most the score the same
-node would get measured, whatever its load. Without a curve or a core count nothing can be
-priced and the score is 0, the floor. Either way a node without telemetry never outscores a
-measured node of the same kind for energy reasons, an agent that dies does not attract pods, and
-the score is still the node's own (candidate-independent, as the extender contract needs). Its
-ΔP is reported unknown (NaN / None) and its reason says why (`stale`, `missing`, `no_curve`).
+A node without fresh, priceable telemetry (no sample, one older than `max_staleness_seconds`,
+or no curve) is priced at the worst state it could be in, with its own curve (the stale
+sample's, else the last one its agent exported, else configured, else fitted) and core count:
+`max over u of P(u + Δu) − P(u)`, or with consolidation the empty node's share. Its score is
+at most what the same node would get measured; without a curve or a core count it scores 0.
+Its ΔP is reported unknown (NaN / None) and its reason says why (`stale`, `missing`,
+`no_curve`). docs/scheduler.md, "Missing telemetry never wins".
 
 Consolidation: the amortized price
 ----------------------------------
 
-Where empty nodes power off, keeping a node on costs its idle power, and many real curves also
-climb steeply from idle to their first tenth of load (SPECpower's 2-socket Westmere servers:
-58 → 98 W). Charging that *opening cost* (idle power plus the steep first step) in full to the
-one pod that opens a node is the greedy mistake: a 1-CPU pod then opens whichever node has the
-smallest idle power, however inefficient it is once loaded, and the load that follows piles
-onto it (on the bundled heterogeneous scenario the small nodes were filled first and the
-heuristic lost to PEAKS). The opening cost is really shared by every pod the node will carry
-while it is on. So, with `u_ref` the utilization a consolidated node is expected to run at
+Where empty nodes power off, keeping a node on costs its idle power (and many curves climb
+steeply to their first tenth of load). That opening cost is shared by every pod the node will
+carry, so with `u_ref` the utilization a consolidated node is expected to run at
 (`consolidation_utilization`, default 0.5) and the node's *amortized rate*
-
-    a_n = min over 0 < v ≤ max(u_ref, Δu) of P_n(v) / v        (watts per unit of utilization)
-
-— the least average power per unit of load the node reaches up to the reference load, which
-is where its opening cost is spread thinnest — the price of the pod on node n is
+`a_n = min over 0 < v ≤ max(u_ref, Δu) of P_n(v) / v`:
 
     empty node:    ΔP = Δu × a_n
     running node:  ΔP = min(P_n(u + Δu) − P_n(u),  Δu × a_n)
 
-An empty node thus costs the pod its share of the node's power at its best point up to the
-reference load (the price of serving the load there in the long run), so an efficient big node
-beats an inefficient small one even for a small pod; a running node costs its marginal watts
-(its idle power is paid already), but never more than that share: a marginal above it means the
-node is still in its steep start, the part of the opening cost that the amortized rate already
-spreads. Two properties follow: a running node is never priced above an identical empty one (the
-scorer fills open nodes before opening new ones of the same kind), and a running node of an
-inefficient kind whose marginal watts exceed an efficient empty node's share costs more than
-opening that node (the entry condition of a fleet: add a unit when the marginal cost of the
-running ones exceeds the least average cost of a new one). Both terms are the node's own, so
-scores stay absolute and candidate-independent. The reasoning and the measurements are
-in docs/scheduler.md and docs/rl.md.
+A running node is never priced above an identical empty one (open nodes fill first), and an
+efficient big node beats an inefficient small one even for a small pod. Both terms are the
+node's own. The reasoning and the measurements: docs/scheduler.md ("Consolidation"), docs/rl.md.
+
+The v3 levers
+-------------
+
+`levers` (scheduler/plugins/energy_v3.py: `lifetimes`, `protectRemoval`, `efficiency`, the
+per-pod `scale`; all off by default, the v2 plugin above) price what a placement changes under
+cluster-autoscaler — how long each node must stay on — from an `outlook` (the pods' predicted
+lifetimes, the nodes' predicted empty times) the scheduler or the simulator provides. The
+shipped `kubejoule` profile turns them on (`scheduler.plugins.defaults.shipped_kubejoule_profile`).
 """
 
 from __future__ import annotations
@@ -94,6 +80,15 @@ from scheduler.plugins.energy_price import (
     average_rates,
     consolidation_price,
     worst_marginal_watts,
+)
+from scheduler.plugins.energy_v3 import (
+    SCALE_POD,
+    Levers,
+    Outlook,
+    batch_v3_price,
+    pod_scale_score,
+    requested_share,
+    tie_by_fullness,
 )
 
 __all__ = [
@@ -164,6 +159,8 @@ class EnergyPlugin:
         curves: Mapping[str, PowerCurve] | None = None,
         history_size: int = 64,
         consolidation_utilization: float = DEFAULT_CONSOLIDATION_UTILIZATION,
+        levers: Levers | None = None,
+        outlook: Outlook | None = None,
     ) -> None:
         if delta_p_ref_watts <= 0:
             raise ValueError("delta_p_ref_watts must be positive")
@@ -173,6 +170,10 @@ class EnergyPlugin:
         self.consolidation = consolidation
         self.consolidation_utilization = float(consolidation_utilization)
         self.max_staleness_seconds = float(max_staleness_seconds)
+        # The v3 levers (scheduler/plugins/energy_v3.py; all off: the v2 plugin) and where their
+        # inputs come from (the cluster cache's or the simulation's outlook; None: unknown).
+        self.levers = levers or Levers()
+        self.outlook = outlook
         self._configured = dict(curves or {})
         self._history_size = history_size
         self._histories: dict[str, NodeHistory] = {}
@@ -363,10 +364,15 @@ class EnergyPlugin:
         stale = (batch.now - cols["sample_time"]) > self.max_staleness_seconds
         reason[stale & (reason != _MISSING)] = _STALE
         ok = reason == _OK
-        delta_u = request_cores(pod) / cols["cores"]
+        cores = request_cores(pod)
+        delta_u = cores / cols["cores"]
         delta = columns_watts(cols, cols["utilization"] + delta_u) - cols["watts_before"]
         priced = self.consolidation and with_idle
-        if priced:
+        levers = self.levers
+        if priced and levers.v3:
+            delta = batch_v3_price(levers, self.outlook, pod, batch, rows, cols, delta_u, delta,
+                                   self.consolidation_utilization)
+        elif priced:
             delta = consolidation_price(
                 cols, cols["rates"], self.consolidation_utilization, delta_u, delta, cols["empty"]
             )
@@ -375,7 +381,13 @@ class EnergyPlugin:
         if unknown.any():
             known_curve = unknown & (cols["kind"] >= 0)
             delta[known_curve] = self._worst_price(cols, np.flatnonzero(known_curve), delta_u, priced)
-        score = MAX_NODE_SCORE * np.clip(1.0 - delta / self.delta_p_ref_watts, 0.0, 1.0)
+        ranked = delta
+        if levers.v3 and with_idle:  # equal prices: the fuller node (worst-priced rows: empty)
+            ranked = tie_by_fullness(delta, np.where(ok, requested_share(batch, rows), 0.0))
+        if levers.scale == SCALE_POD:
+            score = pod_scale_score(ranked, cores)
+        else:
+            score = MAX_NODE_SCORE * np.clip(1.0 - ranked / self.delta_p_ref_watts, 0.0, 1.0)
         score[unknown & (cols["kind"] < 0)] = MIN_NODE_SCORE
         delta[~ok] = np.nan
         return EnergyScores(score=score, delta_watts=delta, reason=reason)

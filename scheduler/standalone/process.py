@@ -5,11 +5,15 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker
 from scheduler.config import Config
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
+from scheduler.lifetimes import LifetimePredictor
+from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.energy_v3 import CacheOutlook
 from scheduler.scheduler_metrics import SchedulerMetrics
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
@@ -29,6 +33,18 @@ class RunOptions:
     outcome_window_seconds: float = 60.0
     leader_elect: bool = True
     leader: LeaderElectionConfig | None = None  # None: defaults (kube-system/kubejoule-scheduler)
+
+
+def attach_outlook(energy: EnergyPlugin, scheduler: StandaloneScheduler) -> None:
+    """Levers that read the cluster's outlook (scheduler/plugins/energy_v3.py) read the
+    scheduler's cluster cache and the lifetime predictor the cache teaches from every pod that
+    ends on its own (the one the decision features read)."""
+    if not energy.levers.needs_outlook:
+        return
+    predictor = scheduler.cache.lifetimes
+    if predictor is None:
+        predictor = scheduler.cache.lifetimes = LifetimePredictor()
+    energy.outlook = CacheOutlook(scheduler.cache, predictor, time.time)
 
 
 def run_process(config: Config, options: RunOptions, stop: threading.Event) -> int:
@@ -83,6 +99,7 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         ),
         identity=leader_config.identity,
     )
+    attach_outlook(energy, scheduler)
     if options.leader_elect:
         elector = LeaderElector(
             KubeLeaseStore(api, leader_config.namespace, leader_config.name),

@@ -80,7 +80,7 @@ percentage_of_nodes_to_score: 0
         ([{"name": "KubejouleEnergy", "weight": -1}], r"\(KubejouleEnergy\): a plugin weight must be >= 0"),
         ([{"name": "KubejouleEnergy", "weight": "5"}], "must be an integer"),
         ([{"name": "KubejouleEnergy", "wieght": 5}], r"unknown key\(s\) \['wieght'\]"),
-        ([{"name": "KubejouleEnergy", "args": {"delta": 1}}], "takes no args"),
+        ([{"name": "KubejouleEnergy", "args": {"delta": 1}}], r"unknown args \['delta'\]"),
         ([{"name": "KubejouleEnergy", "extender": "yes"}], "'extender' must be true or false"),
         ([{"name": "TaintToleration"}, {"name": "TaintToleration"}], "listed twice"),
         (

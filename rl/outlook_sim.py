@@ -1,0 +1,69 @@
+"""The energy plugin's v3 outlook in the simulator (scheduler/plugins/energy_v3.py): each node's
+predicted time until its pods have all ended, whether cluster-autoscaler's unneeded timer runs
+for it, and each pod's predicted lifetime.
+
+Predictions come from a lifetime predictor (scheduler/lifetimes) that learns, before each
+answer, the lifetime of every pod that finished in this simulation since the last one (from its
+last placement to its end, as the rebalancer's controller learns) — never from the trace's
+durations, which the simulator knows and the scheduler does not. A node's pods are the pods
+placed on it (running, or waiting for its boot), each at its age since its placement. Whether the
+node is unneeded is the simulated cluster-autoscaler's own timer (`ScaleDown.unneeded_since`):
+what a live scheduler sees as the `DeletionCandidateOfClusterAutoscaler` taint CA puts on the
+nodes it finds unneeded.
+
+`source` may be any object with `predict_remaining(pod, age_s)` and `observe_end(pod,
+lifetime_s)`: the hindsight reference gives one that knows each pod's true end.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scheduler.lifetimes import LifetimePredictor
+from scheduler.model import PodInfo
+from scheduler.plugins.energy_v3 import NodeEnds, NodeOutlook
+
+if TYPE_CHECKING:
+    from rl.simulator import Simulation, _Node
+
+
+class SimulationOutlook:
+    """The `Outlook` of one simulation (module docstring)."""
+
+    def __init__(self, sim: Simulation, source: Any = None) -> None:
+        self.sim = sim
+        self.source = source if source is not None else LifetimePredictor()
+        self._learned = 0
+        self._nodes = {n.spec.name: n for n in sim.nodes}
+        self._ends = NodeEnds(self.source.predict_remaining)
+
+    def _learn(self) -> None:
+        sim = self.sim
+        if sim.completed_count == self._learned:
+            return
+        for outcome in sim.completed_since(self._learned):
+            self.source.observe_end(sim.pod_info(outcome.index), outcome.finish_s - outcome.start_s)
+        self._learned = sim.completed_count
+
+    def pod_lifetime(self, pod: PodInfo) -> float | None:
+        self._learn()
+        return self.source.predict_remaining(pod, 0.0)
+
+    def node(self, name: str) -> NodeOutlook | None:
+        node = self._nodes.get(name)
+        if node is None:
+            return None
+        self._learn()
+        left = self._ends.empty_in(
+            name, node.version, getattr(self.source, "version", 0), self.sim.now,
+            lambda: self._pods(node),
+        )
+        return NodeOutlook(left, self._unneeded(name))
+
+    def _pods(self, node: _Node) -> list[tuple[PodInfo, float]]:
+        sim = self.sim
+        return [(sim.pod_info(i), node.placed_at.get(i, sim.now)) for i in (*node.running, *node.pending)]
+
+    def _unneeded(self, name: str) -> bool:
+        autoscaler = self.sim.autoscaler
+        return autoscaler is not None and name in autoscaler.scale_down.unneeded_since
