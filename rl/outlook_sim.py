@@ -4,8 +4,8 @@ for it, and each pod's predicted lifetime.
 
 Predictions come from a lifetime predictor (scheduler/lifetimes) that learns, before each
 answer, the lifetime of every pod that finished in this simulation since the last one (from its
-last placement to its end, as the rebalancer's controller learns) — never from the trace's
-durations, which the simulator knows and the scheduler does not. A node's pods are the pods
+last placement to its end: rl/sim_features.py's SimLifetimes, as the decision features learn) —
+never from the trace's durations, which the simulator knows and the scheduler does not. A node's pods are the pods
 placed on it (running, or waiting for its boot), each at its age since its placement. Whether the
 node is unneeded is the simulated cluster-autoscaler's own timer (`ScaleDown.unneeded_since`):
 what a live scheduler sees as the `DeletionCandidateOfClusterAutoscaler` taint CA puts on the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler.lifetimes import LifetimePredictor
+from rl.sim_features import SimLifetimes
 from scheduler.model import PodInfo
 from scheduler.plugins.energy_v3 import NodeEnds, NodeOutlook
 
@@ -32,18 +32,14 @@ class SimulationOutlook:
 
     def __init__(self, sim: Simulation, source: Any = None) -> None:
         self.sim = sim
-        self.source = source if source is not None else LifetimePredictor()
-        self._learned = 0
+        # SimLifetimes teaches the source every pod that finished since it last asked.
+        self._lifetimes = SimLifetimes(sim, source)
+        self.source = self._lifetimes.predictor
         self._nodes = {n.spec.name: n for n in sim.nodes}
         self._ends = NodeEnds(self.source.predict_remaining)
 
     def _learn(self) -> None:
-        sim = self.sim
-        if sim.completed_count == self._learned:
-            return
-        for outcome in sim.completed_since(self._learned):
-            self.source.observe_end(sim.pod_info(outcome.index), outcome.finish_s - outcome.start_s)
-        self._learned = sim.completed_count
+        self._lifetimes.update()
 
     def pod_lifetime(self, pod: PodInfo) -> float | None:
         self._learn()
