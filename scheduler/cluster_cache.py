@@ -172,6 +172,11 @@ class ClusterCache:
             cached = self._newest = (self._layout, max(times) if times else None)
         return cached[1]
 
+    def node_mark(self, node: str) -> int:
+        """A number that changes whenever the node's pods do (placed, assumed or removed)."""
+        with self._lock:
+            return self._changed_at.get(node, 0)
+
     def node_pods(self, node: str) -> tuple[int, list[tuple[PodInfo, float]]]:
         """(a mark that changes whenever the node's pods do, its pods other than DaemonSet and
         mirror pods with their placement times): the energy plugin's outlook reads these."""

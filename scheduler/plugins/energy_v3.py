@@ -221,8 +221,12 @@ class CacheOutlook:
         return self.predictor.predict_remaining(pod, 0.0)
 
     def node(self, name: str) -> NodeOutlook | None:
-        mark, pods = self.cache.node_pods(name)
-        left = self._ends.empty_in(name, mark, self.predictor.version, self._clock(), lambda: pods)
+        # The mark is cheap; the pods are read only when the node's end must be predicted again
+        # (a pod placed or removed since, read under the same lock, changes the mark: the next
+        # call predicts again).
+        mark = self.cache.node_mark(name)
+        left = self._ends.empty_in(name, mark, self.predictor.version, self._clock(),
+                                   lambda: self.cache.node_pods(name)[1])
         return NodeOutlook(left)
 
 

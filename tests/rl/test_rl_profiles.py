@@ -16,7 +16,7 @@ from rl.profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
 from rl.scenario import NodeSpec
 from scheduler.framework import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.plugins.defaults import default_profile, kubejoule_profile
+from scheduler.plugins.defaults import default_profile, shipped_kubejoule_profile
 
 GIB = 2**30
 
@@ -88,8 +88,9 @@ def test_named_profiles_are_the_schedulers_builders():
         assert layout(policy.profile) == layout(default_profile(strategy=strategy))
     kubejoule = make_policy("kubejoule", SPECS)
     assert isinstance(kubejoule, ProfilePolicy)
-    standalone = kubejoule_profile(kubejoule.profile.scores[-1][0])
+    standalone = shipped_kubejoule_profile(kubejoule.profile.scores[0][0])
     assert layout(kubejoule.profile) == layout(standalone)
+    assert layout(standalone) == [("EnergyPlugin", None, 3), ("NodeResourcesFit", "MostAllocated", 1)]
 
 
 def test_a_profile_file_gives_the_named_profiles_totals(tmp_path: Path):

@@ -176,8 +176,11 @@ def test_kubejoule_under_the_autoscaler_decides_as_the_standalone_scheduler() ->
     )
     # The shipped configuration's ΔP_ref; consolidation on, as where nodes power off.
     standalone = {"scorer": {"delta_p_ref_watts": 20.0, "consolidation": True}}
-    decisions, ties, _ = _assert_same_run(nodes, pods, cluster, "kubejoule", standalone)
-    assert decisions >= len(pods) and ties > 0
+    decisions, _, _ = _assert_same_run(nodes, pods, cluster, "kubejoule", standalone)
+    # The shipped profile's v3 energy scores order every node apart (no ties to break here:
+    # the 120-node run below breaks kube-scheduler's); neither side is given an outlook, so
+    # the lifetimes lever prices as v2 on both (tests/scheduler/test_energy_v3.py covers it).
+    assert decisions >= len(pods)
 
 
 def test_kube_scheduler_sampling_120_nodes_decides_as_the_standalone_scheduler() -> None:

@@ -15,16 +15,20 @@ from scheduler.config import (
     config_from_dict,
     load_config,
 )
+from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
 from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.noderesources import MOST_ALLOCATED, NodeResourcesFit
 
 
-def test_default_profile_is_the_energy_plugin_alone() -> None:
+def test_default_profile_is_the_shipped_kubejoule_profile() -> None:
     config = config_from_dict({"scorer": {"delta_p_ref_watts": 40}})
     energy = build_energy_plugin(config)
     profile = build_profile(config, energy)
     assert profile.name == "kubejoule"
-    assert profile.scores == ((energy, 1),)
+    (first, three), (fit, one) = profile.scores
+    assert (first, three, one) == (energy, 3, 1)
+    assert isinstance(fit, NodeResourcesFit) and fit.strategy == MOST_ALLOCATED
+    assert energy.levers == SHIPPED_LEVERS  # type: ignore[attr-defined]
     assert energy.delta_p_ref_watts == 40.0  # type: ignore[attr-defined]
     assert [f.name for f in profile.filters] == [
         "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit"
