@@ -16,11 +16,9 @@ Targets (issue 14's), on the headline's means over seeds (`headline_targets`):
 baseline's + 10 %; no pod is left unscheduled in any run; `kubejoule@kubejoule` uses less than
 `mostallocated@least-waste`.
 
-Issue 23's targets, where the document holds the rows (`lifetime_targets`): the recommended
-setups (`kubejoule@kubejoule`, `kubejoule+rebalancer@kubejoule`) each use ≥ 25 % less energy
-than the baseline and ≥ 5 % less than both packing peers (`mostallocated@kubejoule`,
-`mostallocated+highnodeutilization@least-waste`), with mean slowdown ≤ the baseline's + 2
-points and no more evictions than the baseline's.
+The headline also runs issue 23's rows (`mostallocated+highnodeutilization@least-waste`,
+`kubejoule+rebalancer@kubejoule`); issue 23's targets are judged by `kubejoule-rl ablation`
+(rl/ablation.py, `ablation_targets`).
 """
 
 from __future__ import annotations
@@ -36,8 +34,7 @@ KUBEJOULE = "kubejoule@kubejoule"
 EXTENDER = "default+extender:5@kubejoule"
 PACKING = "mostallocated@least-waste"
 REBALANCED = "kubejoule+rebalancer@kubejoule"
-PACKING_PEERS = ("mostallocated@kubejoule", "mostallocated+highnodeutilization@least-waste")
-PEER_SAVING = 5.0
+OPERATORS_PACKING = "mostallocated+highnodeutilization@least-waste"
 HEADLINE_POLICIES = (
     BASELINE,
     BEFORE_7631,
@@ -52,7 +49,7 @@ HEADLINE_POLICIES = (
     "mostallocated@kubejoule",
     "peaks@kubejoule",
     "trimaran@kubejoule",
-    PACKING_PEERS[1],
+    OPERATORS_PACKING,
     REBALANCED,
 )
 SAVING_TARGETS = ((KUBEJOULE, 25.0), (EXTENDER, 15.0))
@@ -169,49 +166,6 @@ def headline_targets(document: Mapping[str, Any]) -> list[Target]:
             ours < packing,
         )
     )
-    return targets
-
-
-def lifetime_targets(document: Mapping[str, Any]) -> list[Target]:
-    """Issue 23's targets (module docstring) for the rows the document holds."""
-    rows = document["policies"]
-    if BASELINE not in rows:
-        return []
-    base = rows[BASELINE]
-    targets: list[Target] = []
-    for key in (KUBEJOULE, REBALANCED):
-        row = rows.get(key)
-        if row is None:
-            continue
-        less = -row["energy_vs_default_pct"]
-        targets.append(Target(
-            f"{key} ≥ 25 % less energy than {BASELINE}",
-            f"{_less(less)} ({row['energy_kwh']:.2f} vs {base['energy_kwh']:.2f} kWh)",
-            less >= 25.0,
-        ))
-        for peer in PACKING_PEERS:
-            if peer not in rows:
-                continue
-            theirs = rows[peer]["energy_kwh"]
-            saving = 100 * (1 - row["energy_kwh"] / theirs)
-            targets.append(Target(
-                f"{key} ≥ {PEER_SAVING:g} % less energy than {peer}",
-                f"{_less(saving)} ({row['energy_kwh']:.2f} vs {theirs:.2f} kWh)",
-                saving >= PEER_SAVING,
-            ))
-        margin = row["slowdown_mean"] - base["slowdown_mean"]
-        targets.append(Target(
-            f"{key} mean slowdown ≤ {BASELINE}'s + {SLOWDOWN_MARGIN_POINTS:g} points",
-            f"{row['slowdown_mean']:.2f} % vs {base['slowdown_mean']:.2f} % ({margin:+.2f} points)",
-            margin <= SLOWDOWN_MARGIN_POINTS + 1e-9,
-        ))
-        ours, theirs = row.get("evictions"), base.get("evictions")
-        if ours is not None and theirs is not None:
-            targets.append(Target(
-                f"{key} evictions ≤ {BASELINE}'s",
-                f"{ours:g} vs {theirs:g} a day",
-                ours <= theirs + 1e-9,
-            ))
     return targets
 
 

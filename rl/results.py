@@ -117,13 +117,7 @@ def write_results(
 ) -> None:
     """Write the results document to `out` (and the plots to `plot`, which need the runs'
     timelines); print the table and, for the headline's runs, the targets."""
-    from rl.report import (
-        format_table,
-        format_targets,
-        has_headline,
-        headline_targets,
-        lifetime_targets,
-    )
+    from rl.report import format_table, format_targets, has_headline, headline_targets
 
     Path(out).write_text(json.dumps(document, indent=2) + "\n")
     if plot:
@@ -134,7 +128,4 @@ def write_results(
     if has_headline(document):
         print()
         print(format_targets(headline_targets(document)))
-    lifetimes = lifetime_targets(document)
-    if lifetimes:
-        print()
-        print(format_targets(lifetimes))
+

@@ -15,7 +15,6 @@ from rl.report import (
     format_table,
     has_headline,
     headline_targets,
-    lifetime_targets,
 )
 from rl.scenario import SCENARIOS
 from tests.rl.test_rl_cli import inputs  # noqa: F401  (the fixture)
@@ -106,9 +105,7 @@ def test_the_headline_scenario_runs_its_policies_and_prints_the_targets(inputs, 
     assert list(doc["policies"]) == list(HEADLINE_POLICIES) and has_headline(doc)
     assert printed.startswith(format_table(doc))
     assert "| kubejoule@kubejoule ≥ 25 % less energy than default@least-waste |" in printed
-    judged = len(headline_targets(doc)) + len(lifetime_targets(doc))
-    assert printed.count(" met |") + printed.count(" MISSED |") == judged
-    assert "| kubejoule+rebalancer@kubejoule ≥ 5 % less energy than mostallocated@kubejoule |" in printed
+    assert printed.count(" met |") + printed.count(" MISSED |") == len(headline_targets(doc))
 
 
 def test_the_headline_scenario_as_an_ablation_runs_its_schedulers_without_expanders(inputs, tmp_path, capsys):  # noqa: F811
@@ -125,29 +122,3 @@ def test_the_headline_scenario_as_an_ablation_runs_its_schedulers_without_expand
         "kubejoule+rebalancer",
     ]
 
-
-def test_issue_23_targets_judge_both_recommended_setups_against_both_packing_peers():
-    doc = document(**{
-        "default@least-waste": {**row(20.0, 20.0), "evictions": 100},
-        "kubejoule@kubejoule": {**row(14.0, 20.0), "evictions": 40},  # 30 % less
-        "kubejoule+rebalancer@kubejoule": {**row(15.5, 20.0, slowdown=2.6), "evictions": 101},
-        "mostallocated@kubejoule": row(14.7, 20.0),  # ours 4.8 % less: missed
-        "mostallocated+highnodeutilization@least-waste": row(16.0, 20.0),
-    })
-    targets = lifetime_targets(doc)
-    assert [(t.target, t.met) for t in targets] == [
-        ("kubejoule@kubejoule ≥ 25 % less energy than default@least-waste", True),
-        ("kubejoule@kubejoule ≥ 5 % less energy than mostallocated@kubejoule", False),
-        ("kubejoule@kubejoule ≥ 5 % less energy than mostallocated+highnodeutilization@least-waste", True),
-        ("kubejoule@kubejoule mean slowdown ≤ default@least-waste's + 2 points", True),
-        ("kubejoule@kubejoule evictions ≤ default@least-waste's", True),
-        ("kubejoule+rebalancer@kubejoule ≥ 25 % less energy than default@least-waste", False),
-        ("kubejoule+rebalancer@kubejoule ≥ 5 % less energy than mostallocated@kubejoule", False),
-        ("kubejoule+rebalancer@kubejoule ≥ 5 % less energy than mostallocated+highnodeutilization@least-waste", False),
-        ("kubejoule+rebalancer@kubejoule mean slowdown ≤ default@least-waste's + 2 points", False),
-        ("kubejoule+rebalancer@kubejoule evictions ≤ default@least-waste's", False),
-    ]
-    assert targets[1].measured == "4.8 % less (14.00 vs 14.70 kWh)"
-    assert targets[7].measured == "3.1 % less (15.50 vs 16.00 kWh)"
-    assert targets[9].measured == "101 vs 100 a day"
-    assert lifetime_targets({"policies": {}, "oracle": {}}) == []
