@@ -11,7 +11,9 @@ against what. So the curve a sample carries is:
 * `reading="rapl"` (the CPU side; an agent without the label): the curve plus what the node
   draws outside the CPU side at the sample — Σ `kubejoule_gpu_power_watts` (each GPU once), and
   where node power is the platform's, `kubejoule_node_platform_other_watts` (fans, power
-  supplies, disks) — rounded to the watt; nodes without GPUs or a platform reading unchanged;
+  supplies, disks) — rounded to the watt (so a scorer that remembers curves by their points
+  keeps at most one per watt of GPU power per calibration); nodes without GPUs or a platform
+  reading unchanged;
 * withheld (None) when that part is unknown — a node with GPUs (`kubejoule_gpu_info`) whose node
   power the agent could not give, or a platform node without its rest — so such a node is priced
   as one without a curve (at its worst, with the last curve seen), never as a CPU-only node.

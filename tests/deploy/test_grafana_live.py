@@ -558,3 +558,27 @@ def test_the_manifests_probes_answer_on_the_running_processes(stack: Stack, tmp_
                 assert r.status == 200, (name, probe, path)
         probed.add(name)
     assert probed == set(stack.workloads)
+
+
+def test_the_scheduler_prices_what_each_node_draws(stack: Stack) -> None:
+    """The scheduler's telemetry on this Prometheus (issue 27, item 4): the GPU node's RAPL curve
+    gains its GPUs and, its node power being the BMC's, the platform's rest — 500 W less the
+    CPU side at the sample — while the other nodes keep the curve their agents export."""
+    from scheduler.telemetry.sources import PrometheusSource
+
+    source = PrometheusSource(stack.prometheus.url)
+    try:
+        result = source.fetch()
+    finally:
+        source.close()
+    curves = {node: sample.telemetry.curve_points for node, sample in result.samples.items()}
+    assert curves[RAPL_NODE] == pytest.approx(PROFILE["points"])
+    assert curves[ESTIMATED_NODE] == pytest.approx(PROFILE["points"])
+    gpu_curve = curves[GPU_NODE]
+    assert gpu_curve is not None
+    shifts = {round(w - p, 6) for w, p in zip(gpu_curve, PROFILE["points"], strict=True)}
+    assert len(shifts) == 1, shifts  # the same watts at every load: the GPUs and the rest
+    (shift,) = shifts
+    # to the watt; the BMC's 500 W less a CPU side driven at about 40 W: well above the GPUs'
+    # 210 W alone (the rest of the platform is in), below the whole reading (the CPU side is not)
+    assert shift == round(shift) and 400 <= shift < 500
