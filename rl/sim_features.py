@@ -8,7 +8,9 @@ counts from its last placement: what the cluster cache would see), never the tra
 durations. `workloads()` is `Simulation.workloads()` with, per node:
 
 * `pods_end_at`: the latest predicted end (`placed_at + predicted remaining at its age`) of its
-  non-DaemonSet pods (now when it holds none);
+  non-DaemonSet pods (now when it holds none), predicted when the node's pods last changed —
+  as the `learned` plugin reads a node's workload from the cluster cache again only when the
+  node changes — and never before now;
 * the autoscaler's marks, under autoscaler semantics: `deletion_candidate` when the simulated
   cluster-autoscaler holds the node unneeded (cluster-autoscaler soft-taints those nodes),
   `unneeded_since` the time it first did, `last_scale_up` the time of its last scale-up
@@ -34,6 +36,7 @@ class SimLifetimes:
         # a fixed clock: the predictor's log throttle must not make runs differ
         self.predictor = predictor or LifetimePredictor(clock=lambda: 0.0)
         self._learned = 0
+        self._ends: dict[str, tuple[tuple[int, ...], float]] = {}  # node → its pods, their end
 
     def update(self) -> LifetimePredictor:
         """Learn every pod finished since the last call; returns the predictor."""
@@ -60,16 +63,21 @@ class SimLifetimes:
         unneeded = scaler.scale_down.unneeded_since if scaler is not None else None
         last_up = scaler.scale_down.last_scale_up_s if scaler is not None else -math.inf
         out = {}
+        ends = self._ends
         for node in sim.nodes:
             name = node.spec.name
-            end = now
-            for index in (*node.running, *node.pending):  # the pods v2's workload counts
-                placed = node.placed_at[index]
-                info = sim.pod_info(index)
-                end = max(end, placed + predictor.predict_remaining(info, now - placed))
+            pods = (*node.running, *node.pending)  # the pods v2's workload counts
+            known = ends.get(name)
+            if known is None or known[0] != pods:
+                end = now
+                for index in pods:
+                    placed = node.placed_at[index]
+                    info = sim.pod_info(index)
+                    end = max(end, placed + predictor.predict_remaining(info, now - placed))
+                known = ends[name] = (pods, end)
             out[name] = replace(
                 base[name],
-                pods_end_at=end,
+                pods_end_at=max(known[1], now),
                 autoscaler_known=unneeded is not None,
                 deletion_candidate=unneeded is not None and name in unneeded,
                 unneeded_since=unneeded.get(name) if unneeded is not None else None,

@@ -46,6 +46,20 @@ def add_parser(sub: Any) -> None:
         default=64,
         help="dqn: largest training cluster (4..64, default 64)",
     )
+    train.add_argument(
+        "--reward",
+        choices=("credit", "episode"),
+        default="credit",
+        help="dqn: credit on the action from forked simulations (rl/dqn/credit_train.py, the "
+        "default) or the whole cluster's energy between decisions (rl/dqn/train.py)",
+    )
+    train.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="dqn --reward credit: rollouts run at once, each in its own process (the same "
+        "weights for every N; default 1)",
+    )
     train.add_argument("--decisions", nargs="+", help="mlp: decision-collector JSONL files")
     train.add_argument("--epochs", type=int, default=60, help="mlp: passes over the data (60)")
     train.add_argument("--curve", help="learning-curve PNG (default: OUT with .png)")
@@ -84,15 +98,18 @@ def command(args: Any) -> int:
             or (args.steps is not None and args.steps < 1)
             or args.demo_episodes < 0
             or not 4 <= args.max_nodes <= 64
+            or args.jobs < 1
         ):
             print(
                 "kubejoule-rl train: --minutes and --steps must be positive, --demo-episodes "
-                ">= 0, --max-nodes in 4..64",
+                ">= 0, --max-nodes in 4..64, --jobs >= 1",
                 file=sys.stderr,
             )
             return 2
-        from rl.dqn.cli import train_dqn
+        from rl.dqn.cli import train_dqn, train_dqn_credit
 
+        if args.reward == "credit":
+            return train_dqn_credit(args, curve, code_version())
         return train_dqn(args, curve, code_version())
     if not args.decisions:
         print("kubejoule-rl train: --algo mlp needs --decisions FILE...", file=sys.stderr)

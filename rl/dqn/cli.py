@@ -139,3 +139,103 @@ def train_dqn(args: Any, curve: str, code_version: str) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def plot_credit_curve(log: Any, path: str) -> None:
+    """Per round: the mean credit of the network's own choices on its labelled decisions (0 =
+    as good as the better gate baseline there) against self-play decisions; and the loss."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6))
+    steps = [r["steps"] for r in log.rounds]
+    credit = [r["chosen_credit"] for r in log.rounds]
+    top.plot(steps, credit, ".-", label="mean credit of the chosen node (training rollouts)")
+    top.axhline(0.0, color="k", ls="--", label="the better of kubejoule and mostallocated")
+    top.set_xlabel("self-play decisions")
+    top.set_ylabel("credit (cost units: 0.1 kWh)")
+    top.legend(fontsize=8)
+    top.set_title("DQN with forked credit (each rollout: a new random cluster and trace)")
+    bottom.plot(log.losses, lw=0.5)
+    bottom.set_yscale("log")
+    bottom.set_xlabel("update")
+    bottom.set_ylabel("loss (credit regression + margin)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def train_dqn_credit(args: Any, curve: str, code_version: str) -> int:
+    """`kubejoule-rl train --algo dqn --reward credit`: rl/dqn/credit_train.py."""
+    from rl.dqn.credit_train import CreditConfig, CreditLog, train_credit
+
+    sizes = (4, args.max_nodes)
+    config = CreditConfig(
+        seed=args.seed,
+        steps=args.steps if args.steps is not None else 0,
+        minutes=None if args.steps is not None else args.minutes,
+        sizes=sizes,
+    )
+    bar = None
+    if not args.no_progress:
+        total = config.steps if args.steps is not None else int(60 * args.minutes)
+        bar = ProgressBar(total, "train dqn (credit)")
+        shown = [0]
+
+        def progress(log: CreditLog, _net: Any = None) -> None:
+            position = min(log.steps if args.steps is not None else int(log.seconds), total)
+            bar.advance(position - shown[0], f"{log.steps} decisions, {log.labelled} labelled")
+            shown[0] = position
+
+    net, log = train_credit(config, args.jobs, progress if bar is not None else None)
+    if bar is not None:
+        bar.close()
+    npz = write_credit_checkpoint(args.out, curve, net, log, config, code_version)
+    print(
+        f"wrote {args.out}, {npz}, {curve}: {log.steps} self-play decisions, {log.labelled} "
+        f"labelled by forks, {log.updates} updates, {len(log.episodes)} rollouts in "
+        f"{log.seconds:.0f} s",
+        file=sys.stderr,
+    )
+    print(f"the same weights again: --seed {config.seed} --steps {log.steps}", file=sys.stderr)
+    return 0
+
+
+def write_credit_checkpoint(
+    out: str, curve: str, net: RowMLP, log: Any, config: Any, code_version: str
+) -> Any:
+    """The credit DQN's checkpoint, numpy export (its score map from sample rows of training
+    draws) and learning curve."""
+    rows_config = DQNConfig(seed=config.seed, sizes=config.sizes)
+    meta = {
+        "kind": "dqn",
+        "feature_schema": FEATURE_SCHEMA_V3.to_dict(),
+        "score_map": score_map(net, sample_rows(rows_config, SCORE_MAP_ROWS)),
+        "training": {
+            "reward": "credit",
+            "families": list(FAMILIES),
+            "sizes": list(config.sizes),
+            "seed": config.seed,
+            "steps": log.steps,
+            "labelled": log.labelled,
+            "updates": log.updates,
+            "seconds": round(log.seconds, 1),
+            "rounds": log.rounds,
+            "episodes": log.episodes,
+        },
+        "code_version": code_version,
+        "torch_version": torch.__version__,
+        "command": "kubejoule-rl " + " ".join(sys.argv[1:]) if sys.argv[1:] else None,
+    }
+    settings = {k: v for k, v in asdict(config).items() if k != "cost"}
+    settings.update({
+        "width": FEATURE_SCHEMA_V3.width,
+        "hidden": config.hidden,
+        "layers": config.layers,
+        "cost": asdict(config.cost),
+    })
+    npz = save_checkpoint(out, net, settings, meta)
+    plot_credit_curve(log, curve)
+    return npz
