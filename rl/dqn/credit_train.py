@@ -42,6 +42,7 @@ import numpy as np
 from rl.dqn.credit import RewardConfig as CreditCost
 from rl.dqn.credit import fork_cost
 from rl.dqn.episodes import Episode, RewardConfig, build_episode, draw_episode, training_cluster
+from rl.parallel import _stop_tracker, _tracker_running
 from rl.pool import TRAINING_SIZES
 from scheduler.learned import mlp_forward
 
@@ -230,6 +231,7 @@ def train_credit(
     net: Any = None
     optimizer: Any = None
     replay: list[Labelled] = []
+    tracker_before = _tracker_running()
     pool = (
         ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
         if jobs > 1
@@ -291,5 +293,7 @@ def train_credit(
     finally:
         if pool is not None:
             pool.shutdown()
+            if not tracker_before:  # as rl.parallel does: no orphaned resource tracker
+                _stop_tracker()
     log.seconds = time.monotonic() - started
     return net, log
