@@ -223,6 +223,8 @@ def test_train_command_writes_checkpoint_export_curve_and_metadata(tmp_path):
             "train",
             "--algo",
             "dqn",
+            "--reward",
+            "episode",
             "--steps",
             "40",
             "--seed",
