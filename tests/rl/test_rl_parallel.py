@@ -17,7 +17,7 @@ from rl.cli import main
 from rl.parallel import Shard, parse_shard, run_tasks
 from rl.scenario import format_trace
 from rl.tracegen import TraceConfig, generate_family
-from tests.helpers.pool_work import slow_square
+from tests.helpers.pool_work import slow_square, square_after
 
 NODES_YAML = """\
 - name: small
@@ -186,20 +186,20 @@ def test_shards_take_every_nth_task_and_parse_as_job_completion_indices() -> Non
     assert Shard(5, 6).indices(3) == []
 
 
-def test_pool_results_come_back_in_task_order_and_errors_propagate() -> None:
-    delays = {0: 0.6, 1: 0.3, 2: 0.0, 3: 0.0, -1: 0.0}
+def test_pool_results_come_back_in_task_order_and_errors_propagate(tmp_path: Path) -> None:
     finished: list[int] = []
-    squares = run_tasks(slow_square, delays, [0, 1, 2, 3], 2, lambda i, r: finished.append(i))
+    # task 0 waits for task 2, which the other worker runs: they finish out of order
+    squares = run_tasks(square_after, {"dir": str(tmp_path)}, [0, 1, 2, 3], 2, lambda i, r: finished.append(i))
     assert squares == [0, 1, 4, 9]
-    assert sorted(finished) == [0, 1, 2, 3] and finished != [0, 1, 2, 3]  # out of order
+    assert sorted(finished) == [0, 1, 2, 3] and finished.index(2) < finished.index(0)
     with pytest.raises(ArithmeticError, match="task -1"):
-        run_tasks(slow_square, delays, [2, -1, 3], 2)
+        run_tasks(slow_square, {2: 0.0, -1: 0.0, 3: 0.0}, [2, -1, 3], 2)
 
 
 CHILDREN_AFTER_A_POOL = """
 import os, sys
 from rl.parallel import run_tasks
-from tests.helpers.pool_work import slow_square
+from tests.helpers.pool_work import slow_square, square_after
 
 def children():
     found = []
