@@ -42,9 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.curves import PowerCurve  # noqa: E402
 from scheduler.framework.profile import Profile  # noqa: E402
 from scheduler.model import NodeTelemetry, PodInfo  # noqa: E402
-from scheduler.plugins.defaults import kubejoule_profile  # noqa: E402
+from scheduler.plugins.defaults import kubejoule_profile, shipped_kubejoule_profile  # noqa: E402
 from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
 from scheduler.standalone.loop import StandaloneScheduler  # noqa: E402
+from scheduler.standalone.process import attach_outlook  # noqa: E402
 from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig  # noqa: E402
 from scheduler.standalone.staging import Stager  # noqa: E402
 from tests.helpers.standalone_objects import node, pod  # noqa: E402
@@ -59,7 +60,12 @@ DEFAULTS_PLUS_ENERGY_WEIGHT = 50  # the alternative docs/standalone.md documents
 CHUNK = 30  # decisions per timed chunk: the figure is the median chunk (robust to load bursts)
 
 PROFILES: dict[str, Any] = {
-    "kubejoule (default: energy alone)": lambda: kubejoule_profile(EnergyPlugin()),
+    "kubejoule (v2: energy alone)": lambda: kubejoule_profile(EnergyPlugin()),
+    # The shipped profile where it prices node-time: consolidation on, its lifetimes lever
+    # reading the cluster cache's outlook (scheduler/plugins/energy_v3.py).
+    "kubejoule (shipped v3, consolidation)": lambda: shipped_kubejoule_profile(
+        EnergyPlugin(consolidation=True)
+    ),
     f"kube-scheduler defaults + energy ×{DEFAULTS_PLUS_ENERGY_WEIGHT}": lambda: kubejoule_profile(
         EnergyPlugin(), DEFAULTS_PLUS_ENERGY_WEIGHT, with_default_scores=True
     ),
@@ -140,6 +146,9 @@ def decisions(
     telemetry = Telemetry([n["metadata"]["name"] for n in nodes])
     config = StandaloneConfig(mode=MODE_ACTIVE, seed=1, percentage_of_nodes_to_score=percentage)
     scheduler = StandaloneScheduler(None, profile, config, telemetry=telemetry)  # type: ignore[arg-type]
+    for plugin, _ in profile.scores:  # as `kubejoule-scheduler run` wires it
+        if isinstance(plugin, EnergyPlugin):
+            attach_outlook(plugin, scheduler)
     for obj in nodes:
         scheduler.cache.upsert_node(obj)
     for obj in _daemon_pods(nodes):

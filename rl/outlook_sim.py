@@ -17,11 +17,14 @@ lifetime_s)`: the hindsight reference gives one that knows each pod's true end.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from rl.sim_features import SimLifetimes
 from scheduler.model import PodInfo
-from scheduler.plugins.energy_v3 import NodeEnds, NodeOutlook
+from scheduler.plugins.energy_v3 import NodeEnds
 
 if TYPE_CHECKING:
     from rl.simulator import Simulation, _Node
@@ -45,16 +48,19 @@ class SimulationOutlook:
         self._learn()
         return self.source.predict_remaining(pod, 0.0)
 
-    def node(self, name: str) -> NodeOutlook | None:
-        node = self._nodes.get(name)
-        if node is None:
-            return None
+    def nodes(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         self._learn()
-        left = self._ends.empty_in(
-            name, node.version, getattr(self.source, "version", 0), self.sim.now,
-            lambda: self._pods(node),
+        found = [self._nodes.get(name) for name in names]
+        known = [n for n in found if n is not None]
+        ends = self._ends.empty_in(
+            [n.spec.name for n in known], [n.version for n in known],
+            getattr(self.source, "version", 0), self.sim.now,
+            lambda name: self._pods(self._nodes[name]),
         )
-        return NodeOutlook(left, self._unneeded(name))
+        out = np.full(len(names), np.nan)
+        out[[i for i, n in enumerate(found) if n is not None]] = ends
+        unneeded = np.fromiter((self._unneeded(name) for name in names), dtype=bool, count=len(names))
+        return out, unneeded
 
     def _pods(self, node: _Node) -> list[tuple[PodInfo, float]]:
         sim = self.sim

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agent.kubetime import parse_timestamp
@@ -172,10 +172,11 @@ class ClusterCache:
             cached = self._newest = (self._layout, max(times) if times else None)
         return cached[1]
 
-    def node_mark(self, node: str) -> int:
-        """A number that changes whenever the node's pods do (placed, assumed or removed)."""
+    def node_marks(self, nodes: Sequence[str]) -> list[int]:
+        """Per node, a number that changes whenever its pods do (placed, assumed or removed)."""
         with self._lock:
-            return self._changed_at.get(node, 0)
+            changed = self._changed_at
+            return [changed.get(node, 0) for node in nodes]
 
     def node_pods(self, node: str) -> tuple[int, list[tuple[PodInfo, float]]]:
         """(a mark that changes whenever the node's pods do, its pods other than DaemonSet and

@@ -162,8 +162,16 @@ class Outlook(Protocol):
     def pod_lifetime(self, pod: PodInfo) -> float | None:
         """The pod's predicted lifetime in seconds from its start, None if unknown."""
 
-    def node(self, name: str) -> NodeOutlook | None:
-        """The node's outlook, None if unknown."""
+    def nodes(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, NodeOutlook's two values as columns: `empty_in_s` (float, NaN where
+        unknown) and `unneeded` (bool)."""
+
+
+def one_node(outlook: Outlook, name: str) -> NodeOutlook:
+    """One node's outlook from an Outlook's columns (None where it is not known)."""
+    ends, unneeded = outlook.nodes([name])
+    end = float(ends[0])
+    return NodeOutlook(None if end != end else end, bool(unneeded[0]))
 
 
 def node_empty_in(
@@ -189,15 +197,20 @@ class NodeEnds:
         self._ends: dict[str, tuple[int, int, float]] = {}
 
     def empty_in(
-        self, name: str, mark: int, version: int, now: float,
-        pods: Callable[[], Sequence[tuple[PodInfo, float]]],
-    ) -> float:
-        known = self._ends.get(name)
-        if known is not None and known[0] == mark and known[1] == version and known[2] > now:
-            return known[2] - now
-        left = node_empty_in(pods(), now, self._remaining)
-        self._ends[name] = (mark, version, now + left)
-        return left
+        self, names: Sequence[str], marks: Sequence[int], version: int, now: float,
+        pods: Callable[[str], Sequence[tuple[PodInfo, float]]],
+    ) -> np.ndarray:
+        """Seconds until each node's last pod is predicted to end (`marks[i]`: node i's
+        current mark; `pods(name)` read only where the end must be predicted again)."""
+        ends = self._ends
+        out = np.empty(len(names))
+        for i, name in enumerate(names):
+            known = ends.get(name)
+            mark = marks[i]
+            if known is None or known[0] != mark or known[1] != version or known[2] <= now:
+                known = ends[name] = (mark, version, now + node_empty_in(pods(name), now, self._remaining))
+            out[i] = known[2]
+        return np.maximum(out - now, 0.0)
 
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Drop the nodes `keep` refuses (nodes gone from the cluster)."""
@@ -220,19 +233,17 @@ class CacheOutlook:
     def pod_lifetime(self, pod: PodInfo) -> float | None:
         return self.predictor.predict_remaining(pod, 0.0)
 
-    def node(self, name: str) -> NodeOutlook | None:
-        # The mark is cheap; the pods are read only when the node's end must be predicted again
-        # (a pod placed or removed since, read under the same lock, changes the mark: the next
-        # call predicts again).
-        mark = self.cache.node_mark(name)
-        left = self._ends.empty_in(name, mark, self.predictor.version, self._clock(),
-                                   lambda: self.cache.node_pods(name)[1])
-        return NodeOutlook(left)
+    def nodes(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        # The marks are cheap; a node's pods are read only when its end must be predicted
+        # again (a pod placed or removed in between changes its mark: predicted again next time).
+        marks = self.cache.node_marks(names)
+        ends = self._ends.empty_in(names, marks, self.predictor.version, self._clock(),
+                                   lambda name: self.cache.node_pods(name)[1])
+        return ends, np.zeros(len(names), dtype=bool)
 
 
 def _removal_candidates(
-    names: Sequence[str], states: Sequence[Any], outlooks: list[NodeOutlook | None],
-    cols: Mapping[str, np.ndarray], threshold: float,
+    states: Sequence[Any], unneeded: np.ndarray, cols: Mapping[str, np.ndarray], threshold: float,
 ) -> np.ndarray:
     """Nodes cluster-autoscaler is about to remove: its taint, or unneeded and at or below the
     threshold by requests (the larger of CPU and memory, DaemonSet pods counted, as CA does)."""
@@ -240,8 +251,6 @@ def _removal_candidates(
         (any(t.key == DELETION_CANDIDATE_TAINT for t in s.info.taints) for s in states),
         dtype=bool, count=len(states),
     )
-    unneeded = np.fromiter((o is not None and o.unneeded for o in outlooks), dtype=bool,
-                           count=len(outlooks))
     if not unneeded.any():
         return tainted
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -275,21 +284,17 @@ def v3_price(
         running = np.minimum(marginal, share)
     # The share of the pod's life it keeps the node on by itself: 1 on an empty node.
     alone = empty.astype(np.float64)
-    outlooks: list[NodeOutlook | None] = [None] * len(names)
+    ends = np.full(len(names), np.nan)
+    unneeded = np.zeros(len(names), dtype=bool)
     if outlook is not None and levers.needs_outlook:
-        outlooks = [outlook.node(name) for name in names]
+        ends, unneeded = outlook.nodes(names)
     if outlook is not None and levers.lifetimes:
         life = outlook.pod_lifetime(pod)
         if life is not None and life > 0 and life == life:
-            ends = np.fromiter(
-                (np.nan if o is None or o.empty_in_s is None else o.empty_in_s for o in outlooks),
-                dtype=np.float64, count=len(outlooks),
-            )
             known = ~np.isnan(ends) & ~empty
             alone[known] = np.clip((life - ends[known]) / life, 0.0, 1.0)
     if levers.protect_removal:
-        doomed = _removal_candidates(names, states, outlooks, core,
-                                     levers.scale_down_utilization_threshold)
+        doomed = _removal_candidates(states, unneeded, core, levers.scale_down_utilization_threshold)
         alone[doomed] = 1.0
     price = (1.0 - alone) * running + alone * share
     return np.maximum(price, 0.0)

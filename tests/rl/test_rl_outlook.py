@@ -14,7 +14,7 @@ from rl.simulator import Simulation
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import SHIPPED_ENERGY_WEIGHT, SHIPPED_PACKING_WEIGHT
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
+from scheduler.plugins.energy_v3 import SHIPPED_LEVERS, one_node
 
 NODES = [NodeSpec("a", "g1", 8, 16, PowerCurve.linear(50.0, 150.0)),
          NodeSpec("b", "g2", 8, 16, PowerCurve.linear(50.0, 150.0), ordinal=1)]
@@ -37,9 +37,9 @@ def test_predictions_come_from_pods_that_ended_never_from_the_trace() -> None:
     probe = sim.pod_info(2)
     # Nothing has ended: the owner kind's prior, though the trace says every pod runs 100 s.
     assert outlook.pod_lifetime(probe) == PRIOR_JOB
-    node = outlook.node("a")
+    node = one_node(outlook, "a")
     assert node is not None and node.empty_in_s > 1_000.0  # the prior at age 50, not 50 s
-    assert outlook.node("b").empty_in_s == 0.0  # nothing on it
+    assert one_node(outlook, "b").empty_in_s == 0.0  # nothing on it
     step_to(sim, 200.0)  # both pods have ended: 100 s each, learned
     learned = outlook.pod_lifetime(probe)
     assert learned < PRIOR_JOB / 2
@@ -55,10 +55,10 @@ def test_unneeded_is_the_simulated_autoscalers_timer() -> None:
 
     sim = Simulation(NODES, [job(0, 0.0, 100.0)])
     outlook = SimulationOutlook(sim)
-    assert not outlook.node("b").unneeded  # no autoscaler: never
+    assert not one_node(outlook, "b").unneeded  # no autoscaler: never
     sim._autoscaler = Autoscaler()  # type: ignore[assignment]
-    assert outlook.node("b").unneeded and not outlook.node("a").unneeded
-    assert outlook.node("nowhere") is None
+    assert one_node(outlook, "b").unneeded and not one_node(outlook, "a").unneeded
+    assert one_node(outlook, "nowhere").empty_in_s is None
 
 
 def test_the_kubejoule_policy_reads_the_simulations_outlook() -> None:

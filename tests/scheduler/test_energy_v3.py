@@ -22,6 +22,7 @@ from scheduler.plugins.energy_v3 import (
     NodeOutlook,
     levers_from_args,
     node_empty_in,
+    one_node,
 )
 from scheduler.plugins.registry import PluginContext, score_entries
 
@@ -64,13 +65,15 @@ class FakeOutlook:
 
     def __init__(self, life: float | None, nodes: dict[str, NodeOutlook]) -> None:
         self.life = life
-        self.nodes = nodes
+        self.known = nodes
 
     def pod_lifetime(self, pod: PodInfo) -> float | None:
         return self.life
 
-    def node(self, name: str) -> NodeOutlook | None:
-        return self.nodes.get(name)
+    def nodes(self, names):
+        found = [self.known.get(name) for name in names]
+        ends = np.array([np.nan if o is None or o.empty_in_s is None else o.empty_in_s for o in found])
+        return ends, np.array([o is not None and o.unneeded for o in found], dtype=bool)
 
 
 def plugin(levers: Levers, outlook: FakeOutlook | None = None) -> EnergyPlugin:
@@ -296,18 +299,18 @@ def test_the_live_outlook_reads_the_cluster_cache_and_learns_from_pods_that_end(
     cache.upsert_pod(first)
     cache.upsert_pod(second)
     prior = predictor.prior_seconds("Job")
-    assert outlook.node("idle").empty_in_s == 0.0
-    assert outlook.node("n").empty_in_s == pytest.approx(prior)  # the Lomax prior at age 0
+    assert one_node(outlook, "idle").empty_in_s == 0.0
+    assert one_node(outlook, "n").empty_in_s == pytest.approx(prior)  # the Lomax prior at age 0
     assert outlook.pod_lifetime(PodInfo.from_k8s(first)) == pytest.approx(prior)
     clock[0] = 1_060.0  # the first ends after 60 s: learned, and the node's pods predicted again
     cache.upsert_pod({**first, "status": {"phase": "Succeeded"}})
     assert predictor.version == 1
     # The second, at 60 s, has outlived every lifetime learned: the prior again, at its age.
-    assert outlook.node("n").empty_in_s == pytest.approx(
+    assert one_node(outlook, "n").empty_in_s == pytest.approx(
         predictor.predict_remaining(PodInfo.from_k8s(second), 60.0))
     third = job_pod("third")
     third["metadata"]["creationTimestamp"] = "1970-01-01T00:17:30Z"  # 1,050 s: 10 s old
     cache.upsert_pod({**second, "status": {"phase": "Succeeded"}})
     cache.upsert_pod(third)
     # Two Job pods of 60 s learned: the third, 10 s old, is predicted to end well before the prior.
-    assert outlook.node("n").empty_in_s < prior / 2
+    assert one_node(outlook, "n").empty_in_s < prior / 2
