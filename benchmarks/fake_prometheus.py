@@ -6,7 +6,9 @@ phase), for benchmarks/bench_scheduler.py. Runs as its own process, as a real Pr
 
 It writes its port to PORT_FILE and, after answering the last of the queries the scheduler's
 PrometheusSource makes every refresh (the curves, read every minute, may follow), sends a
-datagram to 127.0.0.1:NOTIFY_PORT. A query it does not know is a 400, and said on stderr.
+datagram to 127.0.0.1:NOTIFY_PORT. The nodes have no GPUs and no BMC: the GPU and platform
+queries are answered with no series, as a real Prometheus answers them for such a cluster. A
+query it does not know is a 400, and said on stderr.
 """
 
 from __future__ import annotations
@@ -24,12 +26,18 @@ sys.path.insert(0, str(ROOT))
 from agent.curves import PowerCurve  # noqa: E402
 from scheduler.telemetry.exposition import (  # noqa: E402
     M_CURVE,
+    M_PLATFORM_OTHER,
     M_POD_POWER,
     M_POWER,
     M_TIMESTAMP,
     M_UTILIZATION,
 )
-from scheduler.telemetry.sources import POD_COUNT_QUERY, PrometheusSource  # noqa: E402
+from scheduler.telemetry.sources import (  # noqa: E402
+    GPU_COUNT_QUERY,
+    GPU_WATTS_QUERY,
+    POD_COUNT_QUERY,
+    PrometheusSource,
+)
 
 CORES = (16, 32, 64)
 VARIANTS = 4  # value sets each node's agent cycles through, one per second
@@ -53,7 +61,9 @@ class _Series:
         self.names = node_names(size)
         self.phase = [rng.random() for _ in self.names]  # each agent samples on its own phase
         self.by_variant: dict[str, list[list[bytes]]] = {M_POWER: [], M_UTILIZATION: []}
-        curve_parts, pod_parts, count_parts = [], [], []
+        curve_parts: list[bytes] = []
+        pod_parts: list[bytes] = []
+        count_parts: list[bytes] = []
         for i, name in enumerate(self.names):
             labels = f'"node":"{name}","instance":"10.0.{i // 250}.{i % 250}:9102","job":"kubejoule-agent"'
             curve = curves[i % len(curves)]
@@ -78,7 +88,9 @@ class _Series:
                               f'"pod_uid":"{rng.getrandbits(128):032x}"')
                 pod_parts.append(_fragment(M_POD_POWER, pod_labels, f"{rng.uniform(0.5, 20):.2f}"))
         self.static = {M_CURVE: b",".join(curve_parts), M_POD_POWER: b",".join(pod_parts),
-                       POD_COUNT_QUERY: b",".join(count_parts)}
+                       POD_COUNT_QUERY: b",".join(count_parts),
+                       # No GPUs, no BMC: no series (CPU-only nodes read through RAPL).
+                       GPU_WATTS_QUERY: b"", GPU_COUNT_QUERY: b"", M_PLATFORM_OTHER: b""}
         self.labels = [
             f'"node":"{name}","instance":"10.0.{i // 250}.{i % 250}:9102","job":"kubejoule-agent"'
             for i, name in enumerate(self.names)
