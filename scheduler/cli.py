@@ -176,6 +176,10 @@ def add_run_command(subparsers: Subparsers) -> None:
     parser.add_argument("--bind-workers", type=int, default=4,
                         help="concurrent binding calls (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=None, help="seed for tie-breaking")
+    parser.add_argument("--lifetime-state", metavar="FILE",
+                        help="the lifetime predictor's state file (what it learned from the pods "
+                        "that ended): read at start, written every 5 min and at exit (default: "
+                        "none, learn from scratch)")
     parser.add_argument("--percentage-of-nodes-to-score", type=int, default=None, metavar="PCT",
                         help="score only the feasible nodes kube-scheduler's percentageOfNodesToScore "
                         "rule finds (0: its adaptive default); default: the config's "
@@ -221,6 +225,7 @@ def run_standalone(args: argparse.Namespace) -> int:
             outcome_window_seconds=args.outcome_window,
             leader_elect=args.leader_elect,
             leader=leader,
+            lifetime_state=args.lifetime_state,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc

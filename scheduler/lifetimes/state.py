@@ -18,9 +18,11 @@ and a log line) — never half a state, never an exception.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -128,3 +130,29 @@ def load_state(predictor: LifetimePredictor, path: str | Path) -> bool:
     for key, lifetimes in histories:
         predictor.restore(key, lifetimes)
     return True
+
+
+_log = logging.getLogger(__name__)
+
+
+def save_quietly(predictor: LifetimePredictor, path: str | Path) -> bool:
+    """save_state(), a failure logged instead of raised (a full disk must not stop a scheduler)."""
+    try:
+        save_state(predictor, path)
+    except OSError as exc:
+        _log.warning("could not write the lifetime state file: %s", exc)
+        return False
+    return True
+
+
+def saving_thread(
+    predictor: LifetimePredictor, path: str | Path, stop: threading.Event, every_seconds: float
+) -> threading.Thread:
+    """A daemon thread (not started) that writes the state every `every_seconds` until `stop`
+    is set; the caller writes it once more on its way out."""
+
+    def run() -> None:
+        while not stop.wait(every_seconds):
+            save_quietly(predictor, path)
+
+    return threading.Thread(target=run, daemon=True, name="lifetime-state")

@@ -72,7 +72,8 @@ def serve(config: Any, settings: Any, args: argparse.Namespace, host: str, port:
         LeaderElector,
         default_identity,
     )
-    from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state, save_state
+    from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
+    from scheduler.lifetimes.state import save_quietly, saving_thread
     from scheduler.rebalancer.api import KubeRebalancerApi
     from scheduler.rebalancer.loop import Rebalancer
     from scheduler.rebalancer.metrics import RebalancerMetrics
@@ -115,9 +116,8 @@ def serve(config: Any, settings: Any, args: argparse.Namespace, host: str, port:
         threads.append(threading.Thread(target=elector.run, args=(stop,), name="leader-election",
                                         daemon=True))
     if args.lifetime_state:
-        threads.append(threading.Thread(target=_save_every, daemon=True, name="lifetime-state",
-                                        args=(stop, settings.interval_seconds * STATE_SAVE_ROUNDS,
-                                              lambda: save_state(predictor, args.lifetime_state))))
+        threads.append(saving_thread(predictor, args.lifetime_state, stop,
+                                     settings.interval_seconds * STATE_SAVE_ROUNDS))
     for thread in threads:
         thread.start()
     try:
@@ -127,19 +127,7 @@ def serve(config: Any, settings: Any, args: argparse.Namespace, host: str, port:
         for thread in threads:
             thread.join(10.0)  # the elector releases the lease on its way out
         if args.lifetime_state:
-            _save(lambda: save_state(predictor, args.lifetime_state))
+            save_quietly(predictor, args.lifetime_state)
         store.stop()
         server.shutdown()
     return 0
-
-
-def _save(save: Any) -> None:
-    try:
-        save()
-    except OSError as exc:
-        log.warning("could not write the lifetime state file: %s", exc)
-
-
-def _save_every(stop: threading.Event, seconds: float, save: Any) -> None:
-    while not stop.wait(seconds):
-        _save(save)

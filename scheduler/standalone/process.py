@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker
 from scheduler.config import Config
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
-from scheduler.lifetimes import LifetimePredictor
+from scheduler.lifetimes import LifetimePredictor, load_state
+from scheduler.lifetimes.state import save_quietly, saving_thread
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.energy_v3 import CacheOutlook
 from scheduler.scheduler_metrics import SchedulerMetrics
@@ -33,6 +34,10 @@ class RunOptions:
     outcome_window_seconds: float = 60.0
     leader_elect: bool = True
     leader: LeaderElectionConfig | None = None  # None: defaults (kube-system/kubejoule-scheduler)
+    # The cluster cache's lifetime predictor's state file (scheduler/lifetimes/state.py): read
+    # at start, written every `lifetime_state_seconds` and at exit. None: learn from scratch.
+    lifetime_state: str | None = None
+    lifetime_state_seconds: float = 300.0
 
 
 def attach_outlook(energy: EnergyPlugin, scheduler: StandaloneScheduler) -> None:
@@ -100,6 +105,9 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         identity=leader_config.identity,
     )
     attach_outlook(energy, scheduler)
+    predictor = scheduler.cache.lifetimes
+    if options.lifetime_state and predictor is not None:
+        load_state(predictor, options.lifetime_state)
     if options.leader_elect:
         elector = LeaderElector(
             KubeLeaseStore(api, leader_config.namespace, leader_config.name),
@@ -129,6 +137,10 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     # shorter GIL switch interval (default 5 ms) keeps it from waiting on them between pods.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
+    saver = None
+    if options.lifetime_state and predictor is not None:
+        saver = saving_thread(predictor, options.lifetime_state, stop, options.lifetime_state_seconds)
+        saver.start()
     elector_thread = None
     if elector is not None:
         elector_thread = threading.Thread(
@@ -141,6 +153,9 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         stop.set()
         if elector_thread is not None:
             elector_thread.join(10.0)  # releases the lease on its way out
+        if saver is not None and predictor is not None and options.lifetime_state:
+            saver.join(10.0)
+            save_quietly(predictor, options.lifetime_state)
         store.stop()
         server.shutdown()
         if collector is not None:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from scheduler.collector import read_records
 from scheduler.features_v3 import NODE_FEATURES_V3, POD_FEATURES_V3
+from scheduler.lifetimes import LifetimePredictor, WorkloadKey, load_state, save_state
 from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
 from tests.helpers.processes import free_port
 from tests.helpers.sched_http import http_get
@@ -33,6 +36,13 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
             cluster.create_pod(pod(name, requests={"cpu": "200m"}))
         config = tmp_path / "scheduler.yaml"
         config.write_text(f"kubernetes:\n  host: {cluster.url}\nrefresh_seconds: 1\n")
+        # What an earlier run learned: read at start, written back (with anything new) at exit.
+        state = tmp_path / "lifetimes.json"
+        learned = LifetimePredictor()
+        learned.restore(WorkloadKey("batch", "Job", "nightly"), [600.0, 900.0])
+        save_state(learned, state)
+        saved_before = json.loads(state.read_text())["saved_at"]
+        time.sleep(0.01)
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -55,6 +65,8 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
                 "0.2",
                 "--seed",
                 "1",
+                "--lifetime-state",
+                str(state),
                 "--log-level",
                 "warning",
             ],
@@ -95,6 +107,10 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
             "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubejoule-scheduler"
         )
     assert lease["spec"]["holderIdentity"] == ""  # released on the way out
+    assert json.loads(state.read_text())["saved_at"] > saved_before  # written at exit…
+    reread = LifetimePredictor()
+    assert load_state(reread, state)  # …after being read at start: nothing lost
+    assert dict(reread.histories())[WorkloadKey("batch", "Job", "nightly")] == [600.0, 900.0]
     # shadow mode by default: the recommendation is on every pod
     assert all(ANNOTATION_RECOMMENDED in p["metadata"]["annotations"] for p in pods)
     records = [r for r in read_records(decisions)[0] if r["type"] == "decision"]
