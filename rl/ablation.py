@@ -272,7 +272,7 @@ def ablation_targets(document: Mapping[str, Any]) -> list[tuple[str, str, bool]]
         less = -row["vs_baseline_pct"]
         targets.append((
             f"{entry} ≥ {SAVING_VS_BASELINE_PCT:g} % less energy than {BASELINE}",
-            f"{less:.1f} % less ({row['energy_kwh']:.2f} vs {base['energy_kwh']:.2f} kWh)",
+            f"{_less(less)} ({row['energy_kwh']:.2f} vs {base['energy_kwh']:.2f} kWh)",
             less >= SAVING_VS_BASELINE_PCT,
         ))
         for peer in (PACKING, OPERATORS):
@@ -282,7 +282,7 @@ def ablation_targets(document: Mapping[str, Any]) -> list[tuple[str, str, bool]]
             saving = 100.0 * (other["energy_kwh"] - row["energy_kwh"]) / other["energy_kwh"]
             targets.append((
                 f"{entry} ≥ {SAVING_VS_PACKING_PCT:g} % less energy than {peer}",
-                f"{saving:.1f} % less ({row['energy_kwh']:.2f} vs {other['energy_kwh']:.2f} kWh)",
+                f"{_less(saving)} ({row['energy_kwh']:.2f} vs {other['energy_kwh']:.2f} kWh)",
                 saving >= SAVING_VS_PACKING_PCT,
             ))
         if row["slowdown_mean"] is not None and base["slowdown_mean"] is not None:
@@ -303,6 +303,11 @@ def ablation_targets(document: Mapping[str, Any]) -> list[tuple[str, str, bool]]
             row["never_scheduled"] == 0,
         ))
     return targets
+
+
+def _less(pct: float) -> str:
+    """A saving as "N % less", a loss as "N % more"."""
+    return f"{abs(pct):.1f} % {'less' if pct >= 0 else 'more'}"
 
 
 def targets_table(targets: Sequence[tuple[str, str, bool]]) -> str:

@@ -140,3 +140,6 @@ def test_issue_23_targets_are_judged_for_the_recommended_setups() -> None:
     assert targets[6] == ("kubejoule+rebalancer@kubejoule ≥ 25 % less energy than default@least-waste",
                           "24.5 % less (15.10 vs 20.00 kWh)", False)
     assert ablation_targets({"rows": [row(PACKING, 16.0)]}) == []
+    worse = ablation_targets({"rows": [row(BASELINE, 20.0), row(PACKING, 16.0),
+                                       row("kubejoule@kubejoule", 16.4)]})
+    assert worse[1][1] == "2.5 % more (16.40 vs 16.00 kWh)" and not worse[1][2]
