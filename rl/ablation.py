@@ -62,12 +62,62 @@ ROWS: tuple[Row, ...] = (
         OPERATORS,
         "what operators run: MostAllocated, descheduler HighNodeUtilization, least-waste",
     ),
-    Row("kubejoule with least-waste", "kubejoule@least-waste", "our scheduler, CA's shipped expander"),
-    Row("kubejoule as shipped", "kubejoule@kubejoule", "the shipped profile and our expander"),
+    Row(
+        "energy v2",
+        "profile:{profiles}/ablation-v2.yaml@kubejoule",
+        "the energy plugin before v3: no lever, fixed 20 W scale",
+    ),
+    Row("no lever", "profile:{profiles}/ablation-none.yaml@kubejoule", "v3's per-pod scale, no lever"),
+    Row(
+        "lifetimes alone",
+        "profile:{profiles}/ablation-lifetimes.yaml@kubejoule",
+        "lifetime-aware pricing",
+    ),
+    Row(
+        "no revival alone",
+        "profile:{profiles}/ablation-protect.yaml@kubejoule",
+        "nodes CA is about to remove not revived for a short pod",
+    ),
+    Row(
+        "efficiency alone",
+        "profile:{profiles}/ablation-efficiency.yaml@kubejoule",
+        "load first to the fewest watts per unit of work",
+    ),
+    Row(
+        "rebalancer alone",
+        "profile:{profiles}/ablation-none.yaml+rebalancer@kubejoule",
+        "no lever in the plugin, the energy rebalancer (active)",
+    ),
+    Row("three levers", "profile:{profiles}/ablation-all.yaml@kubejoule", "all three levers, our expander"),
+    Row(
+        "three levers + rebalancer",
+        "profile:{profiles}/ablation-all.yaml+rebalancer@kubejoule",
+        "all three levers, our expander, the energy rebalancer (active)",
+    ),
+    Row(
+        "kubejoule without lifetimes",
+        "profile:{profiles}/ablation-shipped-no-lifetimes.yaml@kubejoule",
+        "the shipped profile with its lifetime lever off",
+    ),
+    Row(
+        "kubejoule with least-waste",
+        "kubejoule@least-waste",
+        "the shipped profile with CA's shipped expander",
+    ),
+    Row(
+        "kubejoule as shipped",
+        "kubejoule@kubejoule",
+        "the shipped profile (lifetimes lever, MostAllocated beside it) and our expander",
+    ),
     Row(
         "kubejoule + rebalancer",
         "kubejoule+rebalancer@kubejoule",
         "the shipped profile, our expander, the energy rebalancer (active)",
+    ),
+    Row(
+        "hindsight",
+        "hindsight@kubejoule",
+        "NOT DEPLOYABLE: the shipped profile told each pod's true end",
     ),
 )
 

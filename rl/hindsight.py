@@ -11,17 +11,30 @@ pod's replacement the rest of its lifetime, a restarted Job all of it again). Th
 full speed; the stretch of CPU contention is not foreseen (it depends on later placements). A
 pod that is not the trace's (a DaemonSet pod) is answered by a predictor of priors. It learns
 nothing: `observe_end` is refused, and its `version` never moves.
+
+The policy `hindsight` (`hindsight@kubejoule`, `hindsight+rebalancer@kubejoule`) is the
+standalone scheduler's default profile as shipped (`kubejoule`), its energy plugin's lifetime
+lever on (scheduler/plugins/energy_v3.py; the others as shipped), whose outlook
+(rl/outlook_sim.py, the simulation's view of nodes and lifetimes) asks this predictor instead of
+one that learns from the pods that end. Every other input — telemetry, the autoscaler's
+unneeded nodes, the tie-breaking — is the same as `kubejoule`'s, so the difference between the
+two rows is what the lifetime predictor's errors cost.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
+from rl.policies import ProfilePolicy
+from rl.profiles import energy_plugins, named_profile
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor, Prediction
 from scheduler.model import PodInfo
 
 if TYPE_CHECKING:
-    from rl.simulator import Simulation
+    from rl.scenario import NodeSpec
+    from rl.simulator import PowerOffModel, Simulation
 
 HINDSIGHT = "hindsight"
 UID_PREFIX = "sim-"  # a trace pod's uid: sim-<index> (rl/traces.py, PodSpec.pod_object)
@@ -59,3 +72,22 @@ class HindsightPredictor:
 
     def observe_end(self, pod: PodInfo, lifetime_s: float, disrupted: bool = False) -> bool:
         return False  # the truth needs no learning
+
+
+class HindsightPolicy(ProfilePolicy):
+    """The `kubejoule` profile, its energy plugins' outlook answering from the truth."""
+
+    def attach(self, sim: Any) -> None:
+        from rl.outlook_sim import SimulationOutlook
+
+        outlook = SimulationOutlook(sim, HindsightPredictor(sim))
+        for plugin in energy_plugins(self.profile):
+            plugin.outlook = outlook
+
+
+def hindsight_policy(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> HindsightPolicy:
+    setup = named_profile("kubejoule", nodes, power_off)
+    assert setup is not None
+    for plugin in energy_plugins(setup.profile):
+        plugin.levers = replace(plugin.levers, lifetimes=True)
+    return HindsightPolicy(setup.profile, HINDSIGHT, setup.percentage_of_nodes_to_score)

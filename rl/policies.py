@@ -12,6 +12,7 @@
 | `trimaran` | a profile of the TargetLoadPacking Score plugin alone (`scheduler.plugins.trimaran`), target 40 % |
 | `heuristic` | a profile of kubejoule's energy plugin alone (`scheduler.plugins.energy`) |
 | `learned:PATH` | the `learned` Score plugin (`scheduler.plugins.learned`) serving a model (`.npz`, or a `.pt` with its `.npz` beside it), feature schema v2 with the simulator's node workloads |
+| `hindsight` | NOT DEPLOYABLE, a reference: `kubejoule` told each pod's true end instead of the lifetime predictor's guess (`rl.hindsight`) |
 | `py:MODULE:ATTR` | any Score plugin (a model's, say): ATTR is a ScorePlugin or a callable returning one, called with the node list |
 | `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.controllers`) |
 
@@ -258,11 +259,15 @@ def make_policy(
         return ProfilePolicy(setup.profile, name, setup.percentage_of_nodes_to_score)
     if name == "roundrobin":
         return RoundRobinPolicy()
+    if name == "hindsight":  # a reference, not deployable: rl/hindsight.py
+        from rl.hindsight import hindsight_policy
+
+        return hindsight_policy(nodes, power_off)
     if name.startswith("learned:"):
         return LearnedPolicy(name[len("learned:") :], nodes, power_off)
     if name.startswith("py:"):
         return PluginPolicy(_load_plugin(name, nodes), name)
     raise ValueError(
         f"unknown policy {name!r}; known: {', '.join(BUILTIN_POLICIES)}, {EXTENDER_POLICY}W, "
-        f"{PROFILE_POLICY}FILE, learned:PATH, py:MODULE:ATTR"
+        f"{PROFILE_POLICY}FILE, learned:PATH, py:MODULE:ATTR, hindsight (a reference)"
     )

@@ -71,7 +71,7 @@ def test_every_row_runs_on_held_out_cases(tmp_path: Path, capsys: pytest.Capture
 
 def test_shards_merge_into_the_unsharded_document(tmp_path: Path) -> None:
     heldout = tiny_heldout(tmp_path / "heldout")
-    rows = "baseline,bin packing,kubejoule as shipped"
+    rows = "baseline,bin packing,three levers"
     code, whole, _ = run(tmp_path, "--heldout", str(heldout), "--rows", rows)
     assert code == 0
     files = []
@@ -92,11 +92,11 @@ def test_a_scenario_with_its_files_replaced(tmp_path: Path) -> None:
     code, document, table = run(
         tmp_path, "--scenario", "heterogeneous-autoscaler", "--nodes", str(CASE / "nodes.yaml"),
         "--trace", str(tmp_path / "trace.csv"), "--pdbs", str(tmp_path / "pdbs.yaml"),
-        "--rows", "baseline,kubejoule with least-waste,kubejoule as shipped",
+        "--rows", "baseline,kubejoule with least-waste,three levers",
     )
     assert code == 0
     assert document["source"]["scenario"] == "heterogeneous-autoscaler"
-    assert [r["label"] for r in document["rows"]] == ["baseline", "kubejoule with least-waste", "kubejoule as shipped"]
+    assert [r["label"] for r in document["rows"]] == ["baseline", "kubejoule with least-waste", "three levers"]
     assert document["rows"][0]["vs_packing_pct"] is None  # bin packing was not run
     assert "| kubejoule with least-waste | `kubejoule@least-waste` |" in table
 

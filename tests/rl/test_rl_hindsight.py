@@ -92,6 +92,32 @@ def test_a_pod_not_of_the_trace_gets_the_priors_and_nothing_is_learned() -> None
     assert hindsight.version == 0
 
 
+def test_the_hindsight_policy_is_the_shipped_profile_told_the_truth() -> None:
+    from rl.benchmark import run_once
+    from rl.cluster import ClusterModel
+    from rl.hindsight import HindsightPolicy
+    from rl.policies import make_policy
+    from rl.profiles import energy_plugins
+
+    sim = simulation()
+    policy = make_policy("hindsight", NODES)
+    assert isinstance(policy, HindsightPolicy) and policy.name == "hindsight"
+    policy.attach(sim)
+    plugins = energy_plugins(policy.profile)
+    shipped = energy_plugins(make_policy("kubejoule", NODES).profile)
+    assert plugins and all(p.levers.lifetimes for p in plugins)
+    assert [p.levers.efficiency for p in plugins] == [p.levers.efficiency for p in shipped]
+    outlook = plugins[0].outlook
+    assert isinstance(outlook.source, HindsightPredictor)
+    assert outlook.pod_lifetime(sim.pod_info(2)) == 7200.0  # the truth, not the 1-day prior
+    learning = make_policy("kubejoule", NODES)
+    learning.attach(sim)
+    assert energy_plugins(learning.profile)[0].outlook.pod_lifetime(sim.pod_info(2)) != 7200.0
+    # it runs as a benchmark entry, with a controller beside it
+    result = run_once(NODES, simulation().pods, "hindsight+rebalancer", 0, cluster=ClusterModel())
+    assert result.never_scheduled == 0 and len(result.outcomes) == 3
+
+
 def test_the_benchmark_table_puts_hindsight_beside_the_oracle() -> None:
     from rl.report import format_table, is_reference
 
