@@ -470,6 +470,25 @@ def test_scheduler_runs_two_replicas_spread_and_protected(tmp_path: Path) -> Non
     assert Path(config_path).name in configmap["data"]
 
 
+def test_scheduler_keeps_its_learned_lifetimes_on_a_writable_volume(tmp_path: Path) -> None:
+    # energy plugin v3 prices node-time with the lifetime predictor; without --lifetime-state a
+    # restarted scheduler forgets every workload's history and prices from priors again.
+    from scheduler import cli
+
+    objects = built("base", tmp_path)
+    pod = by_kind(objects, "Deployment")["kubejoule-scheduler"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    parsed = cli.build_parser().parse_args(container["args"])
+    assert parsed.lifetime_state
+    mount = next(
+        m for m in container["volumeMounts"]
+        if parsed.lifetime_state.startswith(m["mountPath"] + "/")
+    )
+    assert not mount.get("readOnly", False)
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert "emptyDir" in volume or "persistentVolumeClaim" in volume
+
+
 @pytest.mark.parametrize(
     "name",
     ["kubejoule-scheduler", "kubejoule-extender", "kubejoule-autoscaler-expander",
