@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker
 from scheduler.config import Config
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
-from scheduler.lifetimes import LifetimePredictor, load_state
+from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
 from scheduler.lifetimes.state import save_quietly, saving_thread
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.energy_v3 import CacheOutlook
@@ -108,6 +108,8 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     predictor = scheduler.cache.lifetimes
     if options.lifetime_state and predictor is not None:
         load_state(predictor, options.lifetime_state)
+    if predictor is not None:  # its errors and fallbacks (kubejoule_lifetime_*) beside ours
+        metrics.registry.register(LifetimeCollector(predictor))
     if options.leader_elect:
         elector = LeaderElector(
             KubeLeaseStore(api, leader_config.namespace, leader_config.name),

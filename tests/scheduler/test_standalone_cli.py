@@ -91,6 +91,9 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
             )
             body = http_get(metrics)[1]
             assert "kubejoule_scheduler_leader 1.0" in body
+            # the lifetime predictor's error histogram and fallbacks, as the rebalancer exports
+            assert 'kubejoule_lifetime_prediction_ratio_bucket{le="+Inf",level="controller"}' in body
+            assert 'kubejoule_lifetime_fallbacks_total{reason="no_history"}' in body
             assert http_get(f"http://127.0.0.1:{port}/healthz")[0] == 200
             assert http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200
             pods = [cluster.get_pod("default", n) for n in names]
