@@ -1,5 +1,5 @@
 """`make bench` for the simulator: the headline scenario `heterogeneous-autoscaler`, its policies
-(`rl.report.HEADLINE_POLICIES`), 3 seeds, and the issue-14 targets.
+(`rl.evaluation.report.HEADLINE_POLICIES`), 3 seeds, and the issue-14 targets.
 
 The cluster is one that can exist: cluster-autoscaler as it ships (powered-off nodes are no
 candidates; Pending pods make the autoscaler boot a node group the expander picks; unneeded
@@ -25,18 +25,18 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from rl.benchmark import run_benchmark
 from rl.cli import _build_parser, cluster_model
-from rl.cluster_options import workload_model
-from rl.report import (
+from rl.evaluation.benchmark import run_benchmark
+from rl.evaluation.report import (
     HEADLINE_POLICIES,
     HEADLINE_SCENARIO,
     format_table,
     format_targets,
     headline_targets,
 )
-from rl.results import results_json
-from rl.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
+from rl.evaluation.results import results_json
+from rl.simulation.cluster_options import workload_model
+from rl.simulation.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
 
 SEEDS = 3
 

@@ -2,7 +2,7 @@
 
 kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
                        [--autoscaler [--expanders least-waste,random,...] [--scan-interval S]
-                        [cluster-autoscaler's scale-down flags, rl/cluster_options.py]
+                        [cluster-autoscaler's scale-down flags, rl/simulation/cluster_options.py]
                         [--old-autoscaler-defaults] [--pdbs FILE] [--pod-startup-seconds S]]
                        [--power-off-visible | --power-off-after S]
                        [--boot-seconds S] [--boot-joules J] [--daemonsets FILE]
@@ -33,15 +33,17 @@ from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rl import ablation_cli, cluster_options, gate_run, shards, trace_import, train_cli
-from rl.autoscaler import DEFAULT_EXPANDER, EXPANDERS
-from rl.benchmark import assemble, plan_benchmark, run_plan, split_pair
-from rl.cluster import ClusterModel
-from rl.parallel import add_options, default_jobs
-from rl.policies import BUILTIN_POLICIES
-from rl.results import results_json, write_results
-from rl.sampling import TelemetryModel
-from rl.scenario import (
+from rl.evaluation import ablation_cli, gate_run, shards
+from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
+from rl.evaluation.parallel import add_options, default_jobs
+from rl.evaluation.results import results_json, write_results
+from rl.learning import train_cli
+from rl.policies.catalog import BUILTIN_POLICIES
+from rl.simulation import cluster_options, trace_import
+from rl.simulation.autoscaler import DEFAULT_EXPANDER, EXPANDERS
+from rl.simulation.cluster import ClusterModel
+from rl.simulation.sampling import TelemetryModel
+from rl.simulation.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     SCENARIOS,
     Scenario,
@@ -53,8 +55,8 @@ from rl.scenario import (
     load_trace,
     scenario_path,
 )
-from rl.simulator import PowerOffModel
-from rl.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
+from rl.simulation.simulator import PowerOffModel
+from rl.simulation.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -162,7 +164,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--family",
         choices=FAMILIES,
         default="diurnal",
-        help="trace family (default diurnal; see rl/tracegen.py)",
+        help="trace family (default diurnal; see rl/simulation/tracegen.py)",
     )
     for f in _trace_options():
         trace.add_argument(
@@ -328,7 +330,7 @@ def _benchmark(args: argparse.Namespace) -> int:
 def _decision_log(path: str | None, nodes: Any, cluster: ClusterModel) -> Any:
     if path is None:
         return None
-    from rl.sim_collector import SimDecisionLog
+    from rl.learning.sim_collector import SimDecisionLog
     from scheduler.collector import CollectorConfig, DecisionCollector
 
     collector = DecisionCollector(CollectorConfig(path, max_candidates=4, max_bytes=2**40))
@@ -336,7 +338,7 @@ def _decision_log(path: str | None, nodes: Any, cluster: ClusterModel) -> Any:
 
 
 def _trace_options() -> list[Field[Any]]:
-    """TraceConfig's numeric fields; the size menus stay as documented in rl/tracegen.py."""
+    """TraceConfig's numeric fields; the size menus stay as documented in rl/simulation/tracegen.py."""
     return [f for f in fields(TraceConfig) if "help" in f.metadata]
 
 

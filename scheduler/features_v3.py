@@ -25,7 +25,7 @@ on its owner kind's prior).
 Where the values come from: the lifetime and autoscaler fields of a node are filled into its
 `NodeWorkload` by whoever knows them — the standalone scheduler's cluster cache
 (`ClusterCache.workload`: its lifetime predictor, the taint and its value, the newest node's
-ready time as the last scale-up) and the simulator (`rl.sim_features`: the simulator's
+ready time as the last scale-up) and the simulator (`rl.policies.sim_features`: the simulator's
 autoscaler and a predictor learning from the pods that finish) — and the pod's prediction from
 the `LifetimePredictor` passed in. Everything else is computed here from the batch's columns, one
 implementation for the plugin, the collectors and training.

@@ -1,7 +1,7 @@
 """A learned model's file and its numpy forward pass (served by the `learned` Score plugin,
 `scheduler.plugins.learned`, without torch).
 
-A model file (`.npz`, written by `rl.dqn`/`rl.mlp` beside their `.pt` checkpoint) holds
+A model file (`.npz`, written by `rl.learning.dqn`/`rl.learning.mlp` beside their `.pt` checkpoint) holds
 
 * `layer{i}_weight` (out × in) and `layer{i}_bias` of a small MLP with ReLU between layers,
   applied to each candidate's row of the feature schema (node features then pod features) —

@@ -10,8 +10,8 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
   keys) through `scheduler.config.config_from_dict`; a Pod through `scheduler.model.PodInfo`; a
   KubeSchedulerConfiguration's extenders
   are checked against kube-scheduler's Extender fields and the routes the extender serves; a
-  node-group list through `rl.scenario.parse_node_groups`; a PodDisruptionBudget list through
-  `rl.scenario.parse_pdbs`. Any other YAML (Kubernetes manifest
+  node-group list through `rl.simulation.scenario.parse_node_groups`; a PodDisruptionBudget list through
+  `rl.simulation.scenario.parse_pdbs`. Any other YAML (Kubernetes manifest
   fragments) is listed in OTHER_YAML with what it is.
 * Command lines of ours (`kubejoule-agent`, `kubejoule-calibrate`, `kubejoule-scheduler`,
   `kubejoule-rl`, with or without `sudo`) in `sh`, `console` (`$ ` lines) and plain blocks are
@@ -22,7 +22,7 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
 * Lines of other programs (kubectl, docker, make, openssl, host scripts, …) are not run: each
   program is listed in OTHER_PROGRAMS with the reason.
 * `json`: must parse, unless it is an excerpt (`…` or `...` in it).
-* `csv`: a workload trace, through `rl.scenario.parse_trace`.
+* `csv`: a workload trace, through `rl.simulation.scenario.parse_trace`.
 * `python`: runs.
 * A plain block without a command line is text (a diagram, a formula, sample output).
 """
@@ -338,11 +338,11 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
         pod = PodInfo.from_k8s(data)  # read as the scheduler reads a pod
         assert data["spec"]["schedulerName"] == "kubejoule-scheduler" and pod.requests.cpu_millicores == 500
     elif kind == "node-groups":
-        from rl.scenario import parse_node_groups
+        from rl.simulation.scenario import parse_node_groups
 
         assert parse_node_groups(data)
     elif kind == "pdbs":
-        from rl.scenario import parse_pdbs
+        from rl.simulation.scenario import parse_pdbs
 
         assert len(parse_pdbs(block.text, block.where, [p["workload"] for p in data])) == len(data)
     elif kind == "scheduler-config":
@@ -389,7 +389,7 @@ CSV_BLOCKS = _by_lang("csv")
 
 @pytest.mark.parametrize("block", CSV_BLOCKS, ids=[b.where for b in CSV_BLOCKS])
 def test_csv_examples_parse_as_traces(block: Block) -> None:
-    from rl.scenario import parse_trace
+    from rl.simulation.scenario import parse_trace
 
     assert parse_trace(block.text, block.where)
 

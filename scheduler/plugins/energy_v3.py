@@ -43,7 +43,7 @@ state, its pods' predicted lifetimes, its taints and requests) or the pod's.
 
 Where the inputs come from (`Outlook`): the standalone scheduler's cluster cache and its
 predictor (learned from pods that end in the cluster), the simulator's running pods and a
-predictor learned from pods that end in the simulation (`rl/outlook_sim.py`) — never from a
+predictor learned from pods that end in the simulation (`rl/policies/outlook_sim.py`) — never from a
 trace's durations. `NodeOutlook.unneeded` is what the simulator knows of cluster-autoscaler's
 timer; a live scheduler sees only the taint CA puts on the nodes it marks unneeded.
 """

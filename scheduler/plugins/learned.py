@@ -1,4 +1,4 @@
-"""The `learned` Score plugin: a model trained in the simulator (`rl.dqn`, `rl.mlp`), served by
+"""The `learned` Score plugin: a model trained in the simulator (`rl.learning.dqn`, `rl.learning.mlp`), served by
 a numpy forward pass (`scheduler.learned`) — the scheduler never needs torch.
 
 Configuration: `{name: learned, args: {model: PATH}}` (PATH: the `.npz` exported beside the

@@ -252,7 +252,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError(f"{name} is not in this image")
         return None
 sys.meta_path.insert(0, Block())
-import rl.cli, rl.parallel, rl.shards, rl.gate_run, rl.results, rl.plots
+import rl.cli, rl.evaluation.parallel, rl.evaluation.shards, rl.evaluation.gate_run, rl.evaluation.results, rl.evaluation.plots
 sys.exit(rl.cli.main(["scenarios"]))
 """
     result = subprocess.run(

@@ -1,4 +1,4 @@
-"""A pool worker's work for rl/parallel.py's tests, in a module that imports little (a spawned
+"""A pool worker's work for rl/evaluation/parallel.py's tests, in a module that imports little (a spawned
 worker imports it)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`kubejoule-rl ablation` (rl/ablation.py, rl/ablation_cli.py) on a tiny case: every row runs
+"""`kubejoule-rl ablation` (rl/evaluation/ablation.py, rl/evaluation/ablation_cli.py) on a tiny case: every row runs
 and is in the table and the JSON, the sums and ratios are the cases' own numbers, shards merge
 into exactly the unsharded document, and bad input exits 2."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rl.ablation import BASELINE, PACKING, ROWS
 from rl.cli import main
+from rl.evaluation.ablation import BASELINE, PACKING, ROWS
 
 CASE = Path(__file__).resolve().parents[2] / "rl" / "heldout" / "00-diurnal-6n"
 PODS = 30
@@ -121,7 +121,7 @@ def test_bad_input_exits_2_saying_why(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_issue_23_targets_are_judged_for_the_recommended_setups() -> None:
-    from rl.ablation import ablation_targets
+    from rl.evaluation.ablation import ablation_targets
 
     def row(entry: str, kwh: float, slowdown: float = 1.0, evictions: float = 10,
             never: float = 0) -> dict:

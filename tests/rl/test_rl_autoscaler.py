@@ -9,13 +9,13 @@ from collections.abc import Sequence
 import pytest
 
 from agent.curves import PowerCurve
-from rl.autoscaler import AutoscalerModel, ScaleUpOption, least_waste_score
-from rl.benchmark import run_once
-from rl.cluster import ClusterModel
-from rl.policies import BUILTIN_POLICIES
-from rl.sampling import TelemetryModel, dropped_nodes
-from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
-from rl.simulator import Simulation
+from rl.evaluation.benchmark import run_once
+from rl.policies.catalog import BUILTIN_POLICIES
+from rl.simulation.autoscaler import AutoscalerModel, ScaleUpOption, least_waste_score
+from rl.simulation.cluster import ClusterModel
+from rl.simulation.sampling import TelemetryModel, dropped_nodes
+from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
+from rl.simulation.simulator import Simulation
 from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 
@@ -181,7 +181,7 @@ def test_the_energy_price_takes_a_daemonset_only_node_for_empty():
     each; pod 0 (1 core) goes to one of them, then pod 1 (1 core request) is priced. The node
     with only the DaemonSet: Δu × a_n = 0.25 × min P(v)/v for v ≤ 0.5 = 0.25 × 150 / 0.5 = 75 W;
     the node running pod 0 (u = 0.5): min(P(0.75) − P(0.5), 75) = 25 W."""
-    from rl.policies import make_policy
+    from rl.policies.catalog import make_policy
     from scheduler.framework import CandidateBatch
 
     nodes = [node("a-0", "a", 4, min_count=2), node("a-1", "a", 4, ordinal=1, min_count=2)]
@@ -222,7 +222,7 @@ def test_node_group_fields_parse_with_defaults_and_bounds():
         (True, True, 4.0), (False, False, 4.0), (False, False, 4.0)]
     nodes = parse_node_groups([{**group, "initial_count": 2}])
     assert [n.initially_on for n in nodes] == [True, True, False]
-    from rl.scenario import ScenarioError
+    from rl.simulation.scenario import ScenarioError
     for bad in ({"min_count": 4}, {"min_count": 2, "initial_count": 1}, {"standby_watts": -1}):
         with pytest.raises(ScenarioError):
             parse_node_groups([{**group, **bad}])

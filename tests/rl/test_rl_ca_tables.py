@@ -1,6 +1,6 @@
 """cluster-autoscaler's own Go test tables, translated: each case cites its file at
 kubernetes/autoscaler f7bb0c3623750695e1bb7f9f52269590f2974cbf (paths under cluster-autoscaler/).
-The implementations are rl/autoscaler.py, rl/scaledown.py and rl/workloads.py."""
+The implementations are rl/simulation/autoscaler.py, rl/simulation/scaledown.py and rl/simulation/workloads.py."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections import Counter
 
 import pytest
 
-from rl.autoscaler import ScaleUpOption, least_waste_score, make_expander
-from rl.scaledown import CA_COMMIT, crop_to_budgets, node_utilization, within_min_sizes
-from rl.scenario import PodSpec
-from rl.workloads import blocking_reason
+from rl.simulation.autoscaler import ScaleUpOption, least_waste_score, make_expander
+from rl.simulation.scaledown import CA_COMMIT, crop_to_budgets, node_utilization, within_min_sizes
+from rl.simulation.scenario import PodSpec
+from rl.simulation.workloads import blocking_reason
 from scheduler.model import ContainerResources, NodeInfo, PodInfo, Resources
 
 assert CA_COMMIT == "f7bb0c3623750695e1bb7f9f52269590f2974cbf"

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from rl.cli import main
-from rl.plots import binned_mean_watts
-from rl.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
+from rl.evaluation.plots import binned_mean_watts
+from rl.simulation.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
 
 NODES_YAML = """\
 - name: old

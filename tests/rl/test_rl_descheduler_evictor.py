@@ -1,4 +1,4 @@
-"""descheduler's DefaultEvictor, its own Go test tables translated (rl/descheduler/evictor.py).
+"""descheduler's DefaultEvictor, its own Go test tables translated (rl/simulation/descheduler/evictor.py).
 
 Source: kubernetes-sigs/descheduler at 7d2b28bf2b6a12810317936d909af0270ff38fa3,
 pkg/framework/plugins/defaultevictor/defaultevictor_test.go — TestDefaultEvictorFilter,
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rl.descheduler.evictor import (
+from rl.simulation.descheduler.evictor import (
     DAEMONSET_PODS,
     DEFAULT_PROTECTIONS,
     FAILED_BARE_PODS,
@@ -28,7 +28,7 @@ from rl.descheduler.evictor import (
     DefaultEvictorArgs,
     effective_protections,
 )
-from rl.descheduler.model import Node, Pod
+from rl.simulation.descheduler.model import Node, Pod
 from tests.helpers.descheduler_objects import (
     MIRROR_ANNOTATIONS,
     annotations,

@@ -1,4 +1,4 @@
-"""descheduler's HighNodeUtilization, its own Go test tables translated (rl/descheduler/).
+"""descheduler's HighNodeUtilization, its own Go test tables translated (rl/simulation/descheduler/).
 
 Sources: kubernetes-sigs/descheduler at 7d2b28bf2b6a12810317936d909af0270ff38fa3 —
 HNU = pkg/framework/plugins/nodeutilization/highnodeutilization_test.go,
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from rl.descheduler import DESCHEDULER_COMMIT
-from rl.descheduler.evictor import DefaultEvictor, DefaultEvictorArgs
-from rl.descheduler.highnodeutilization import (
+from rl.simulation.descheduler import DESCHEDULER_COMMIT
+from rl.simulation.descheduler.evictor import DefaultEvictor, DefaultEvictorArgs
+from rl.simulation.descheduler.highnodeutilization import (
     EvictionLimits,
     HighNodeUtilizationArgs,
     PodEvictor,

@@ -1,4 +1,4 @@
-"""descheduler's HighNodeUtilization in the simulator (rl/descheduler/simulation.py), on
+"""descheduler's HighNodeUtilization in the simulator (rl/simulation/descheduler/simulation.py), on
 hand-computed cases: its cycles every 120 s, its evictions through the eviction API (a PDB
 without room refuses) and the pods' owners, and the policy suffix.
 
@@ -13,13 +13,13 @@ import random
 import pytest
 
 from agent.curves import PowerCurve
-from rl.benchmark import ClusterModel, run_once
-from rl.controllers import ControlledPolicy, split_controllers
-from rl.descheduler.simulation import DeschedulerModel, HighNodeUtilizationController
-from rl.policies import make_policy
-from rl.scenario import NodeSpec, PdbSpec, PodSpec
-from rl.simulator import Simulation
-from rl.workloads import WorkloadModel
+from rl.evaluation.benchmark import ClusterModel, run_once
+from rl.policies.catalog import make_policy
+from rl.simulation.controllers import ControlledPolicy, split_controllers
+from rl.simulation.descheduler.simulation import DeschedulerModel, HighNodeUtilizationController
+from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
+from rl.simulation.simulator import Simulation
+from rl.simulation.workloads import WorkloadModel
 
 LINEAR = PowerCurve.linear(100.0, 200.0)
 NODES = [NodeSpec("a", "g", 4, 8, LINEAR), NodeSpec("b", "g", 4, 8, LINEAR, ordinal=1)]
@@ -120,7 +120,7 @@ def test_the_benchmark_runs_the_suffix() -> None:
 def test_a_pod_that_fits_nowhere_does_not_keep_the_run_alive() -> None:
     """The autoscaler stops scanning when nothing but periodic controllers is left to happen,
     and so do the controllers: the run ends with the pod never scheduled."""
-    from rl.autoscaler import AutoscalerModel
+    from rl.simulation.autoscaler import AutoscalerModel
 
     pods = [PodSpec(0, 0.0, 100.0, 1.0, 0.5, 1.0, owner_kind="ReplicaSet"),
             PodSpec(1, 0.0, 100.0, 64.0, 0.5, 1.0, owner_kind="ReplicaSet")]

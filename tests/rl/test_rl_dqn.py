@@ -14,14 +14,14 @@ import torch
 
 from agent.curves import PowerCurve
 from rl.cli import main
-from rl.cluster import ClusterModel
-from rl.dqn.episodes import Episode, RewardConfig
-from rl.dqn.network import RowMLP, load_checkpoint, masked_argmax, save_checkpoint
-from rl.dqn.replay import NStepWriter
-from rl.dqn.train import DQNConfig, train
-from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import PowerOffModel
-from rl.tracegen import TraceConfig, generate_family
+from rl.learning.dqn.episodes import Episode, RewardConfig
+from rl.learning.dqn.network import RowMLP, load_checkpoint, masked_argmax, save_checkpoint
+from rl.learning.dqn.replay import NStepWriter
+from rl.learning.dqn.train import DQNConfig, train
+from rl.simulation.cluster import ClusterModel
+from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.simulator import PowerOffModel
+from rl.simulation.tracegen import TraceConfig, generate_family
 from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.framework import CandidateBatch
 
@@ -105,7 +105,7 @@ def test_a_pending_pod_costs_reward():
 def test_episodes_run_the_benchmarks_cluster_rules():
     """Episodes are built by the benchmark's simulation factory: a rule of the cluster model —
     here the telemetry-dropout fault, which episodes once dropped — reaches them."""
-    from rl.sampling import TelemetryModel
+    from rl.simulation.sampling import TelemetryModel
 
     pods = [PodSpec(0, 0.0, 100.0, 1, 1, 1)]
     for dropout, known in ((0.0, True), (1.0, False)):
@@ -269,8 +269,8 @@ def test_train_command_refuses_bad_options(argv, tmp_path, monkeypatch):
 
 
 def test_learned_policy_runs_in_the_benchmark_with_the_node_workloads(tmp_path):
-    from rl.benchmark import run_once
-    from rl.policies import make_policy
+    from rl.evaluation.benchmark import run_once
+    from rl.policies.catalog import make_policy
 
     torch.manual_seed(0)
     net = RowMLP(WIDTH, hidden=8)

@@ -1,4 +1,4 @@
-"""The DQN with credit on the action (rl/dqn/credit_train.py): labels from forked simulations,
+"""The DQN with credit on the action (rl/learning/dqn/credit_train.py): labels from forked simulations,
 the better gate baseline at credit 0, the same weights for every --jobs, and a checkpoint the
 scheduler serves."""
 
@@ -11,16 +11,22 @@ import numpy as np
 import pytest
 
 from rl.cli import main
-from rl.dqn.credit import fork_cost
-from rl.dqn.credit_train import (
+from rl.learning.dqn.credit import fork_cost
+from rl.learning.dqn.credit_train import (
     BASELINES,
     CreditConfig,
     RolloutTask,
     credit_episode,
     train_credit,
 )
-from rl.dqn.episodes import Episode, RewardConfig, build_episode, draw_episode, training_cluster
-from rl.policies import make_policy
+from rl.learning.dqn.episodes import (
+    Episode,
+    RewardConfig,
+    build_episode,
+    draw_episode,
+    training_cluster,
+)
+from rl.policies.catalog import make_policy
 from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.learned import load_numpy_model
 

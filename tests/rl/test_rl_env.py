@@ -7,10 +7,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from agent.curves import PowerCurve
-from rl.env import ClusterSchedulingEnv, EnvConfig
-from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import PowerOffModel
-from rl.tracegen import TraceConfig, generate_trace
+from rl.learning.env import ClusterSchedulingEnv, EnvConfig
+from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.simulator import PowerOffModel
+from rl.simulation.tracegen import TraceConfig, generate_trace
 from scheduler.features import FEATURE_SCHEMA
 
 

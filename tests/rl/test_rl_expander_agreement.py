@@ -1,4 +1,4 @@
-"""The simulator's `kubejoule` expander (rl/autoscaler.py) and the gRPC expander server choose the
+"""The simulator's `kubejoule` expander (rl/simulation/autoscaler.py) and the gRPC expander server choose the
 same node group for the same state: the simulator's own scale-up options (its binpacking of
 random Pending pods onto the bundled heterogeneous-autoscaler groups' templates, each group with
 a random number of nodes still off) are sent to the
@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from rl.autoscaler import ScaleUpOption, binpack, kubejoule_expander
-from rl.scenario import load_node_groups, scenario_path
+from rl.simulation.autoscaler import ScaleUpOption, binpack, kubejoule_expander
+from rl.simulation.scenario import load_node_groups, scenario_path
 from scheduler.autoscaler.protos import k8s_core_v1_pb2
 from scheduler.autoscaler.server import Expander, start_server
 from scheduler.model import NodeInfo, PodInfo, Resources

@@ -12,11 +12,11 @@ from statistics import median
 import pytest
 
 from agent.curves import PowerCurve
-from rl.policies import make_policy
-from rl.profiles import heuristic_energy
-from rl.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
-from rl.simulator import PowerOffModel, Simulation
-from rl.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
+from rl.policies.catalog import make_policy
+from rl.policies.profiles import heuristic_energy
+from rl.simulation.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
+from rl.simulation.simulator import PowerOffModel, Simulation
+from rl.simulation.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
 from scheduler.features import FEATURE_SCHEMA, SchemaMismatch
 from scheduler.features_v2 import (
     FEATURE_SCHEMA_V2,

@@ -1,6 +1,6 @@
 """Feature schema v3 (scheduler/features_v3.py): v2 plus lifetimes, the autoscaler's view and
 watts per unit of load — each feature by hand, the one implementation shared by the plugin,
-the collectors and training, and the simulator's side (rl/sim_features.py)."""
+the collectors and training, and the simulator's side (rl/policies/sim_features.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from rl.dqn.episodes import Episode, EpisodeDraw, RewardConfig, build_episode, training_cluster
-from rl.sim_features import SimLifetimes
+from rl.learning.dqn.episodes import (
+    Episode,
+    EpisodeDraw,
+    RewardConfig,
+    build_episode,
+    training_cluster,
+)
+from rl.policies.sim_features import SimLifetimes
 from scheduler.cluster_cache import _taint_time
 from scheduler.features import encode
 from scheduler.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2, NodeWorkload, rows_v2

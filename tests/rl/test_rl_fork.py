@@ -1,5 +1,5 @@
 """Forking a run (Simulation.fork), stopping it at an instant (next_decision(until=…)) and the
-credit of an action measured on forks (rl/dqn/credit.py)."""
+credit of an action measured on forks (rl/learning/dqn/credit.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import random
 import pytest
 
 from agent.curves import PowerCurve
-from rl.autoscaler import AutoscalerModel
-from rl.cluster import ClusterModel, simulation
-from rl.dqn.credit import RewardConfig, action_costs, fork_cost
-from rl.gate_run import gate_cluster
-from rl.policies import make_policy
-from rl.pool import TraceDraw, random_cluster, scaled_trace
-from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import SimResult, Simulation
-from rl.tracegen import family_pdbs
+from rl.evaluation.gate_run import gate_cluster
+from rl.learning.dqn.credit import RewardConfig, action_costs, fork_cost
+from rl.policies.catalog import make_policy
+from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.cluster import ClusterModel, simulation
+from rl.simulation.pool import TraceDraw, random_cluster, scaled_trace
+from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.simulator import SimResult, Simulation
+from rl.simulation.tracegen import family_pdbs
 
 
 def _case(seed: int = 3):

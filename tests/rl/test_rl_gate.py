@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from rl import gate_run
 from rl.cli import main
-from rl.gate import (
+from rl.evaluation import gate_run
+from rl.evaluation.gate import (
     CaseResult,
     bootstrap_upper,
     combine,
@@ -140,8 +140,8 @@ def test_report_lists_every_case_and_reason_per_baseline():
 
 
 def _case_dir(root, cases=6, arrivals_per_hour=120):
-    from rl.scenario import format_trace
-    from rl.tracegen import TraceConfig, generate_family
+    from rl.simulation.scenario import format_trace
+    from rl.simulation.tracegen import TraceConfig, generate_family
 
     nodes = """- name: small
   count: 2
@@ -275,8 +275,8 @@ def test_candidate_path_becomes_the_learned_policy(tmp_path):
 def test_the_recorded_semantics_are_the_rules_the_gate_runs() -> None:
     """gate.json's `semantics` is read from the cluster the gate builds: cluster-autoscaler's
     shipped scale-down (threshold 0.5, the cool-downs, the parallelism) and the plan's own times."""
-    from rl.autoscaler import AutoscalerModel
-    from rl.gate_run import EXPANDER, GatePlan, gate_cluster
+    from rl.evaluation.gate_run import EXPANDER, GatePlan, gate_cluster
+    from rl.simulation.autoscaler import AutoscalerModel
 
     plan = GatePlan("mlp", ("kubejoule",), (), scale_down_unneeded_s=300.0, boot_seconds=90.0)
     shipped = AutoscalerModel()

@@ -7,20 +7,20 @@ import ast
 import importlib.util
 from pathlib import Path
 
-from rl.gate_run import load_cases
-from rl.pool import TRAINING_SIZES
+from rl.evaluation.gate_run import load_cases
+from rl.simulation.pool import TRAINING_SIZES
 
 ROOT = Path(__file__).resolve().parents[2]
 HELDOUT = ROOT / "rl" / "heldout"
 # Modules that training runs; none may name the held-out set in code.
 TRAINING_MODULES = (
-    "rl/pool.py",
-    "rl/env.py",
-    "rl/tracegen.py",
-    "rl/dqn",
-    "rl/mlp.py",
-    "rl/sim_collector.py",
-    "rl/train_cli.py",
+    "rl/simulation/pool.py",
+    "rl/learning/env.py",
+    "rl/simulation/tracegen.py",
+    "rl/learning/dqn",
+    "rl/learning/mlp.py",
+    "rl/learning/sim_collector.py",
+    "rl/learning/train_cli.py",
 )
 
 
@@ -85,8 +85,8 @@ def test_training_modules_never_name_the_heldout_set():
 
 
 def test_a_validation_set_comes_from_training_seeds_clear_of_the_gates(tmp_path, capsys):
-    from rl.pool import RESERVED_SEEDS
-    from rl.pool import main as pool_main
+    from rl.simulation.pool import RESERVED_SEEDS
+    from rl.simulation.pool import main as pool_main
 
     spec = importlib.util.spec_from_file_location("make_heldout", HELDOUT / "make_heldout.py")
     assert spec is not None and spec.loader is not None

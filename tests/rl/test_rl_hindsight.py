@@ -1,4 +1,4 @@
-"""The hindsight reference's predictor (rl/hindsight.py): each trace pod's true remaining run
+"""The hindsight reference's predictor (rl/policies/hindsight.py): each trace pod's true remaining run
 from the simulation — at placement, at an age, after an eviction by owner — and priors for pods
 that are not the trace's; it learns nothing."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from agent.curves import PowerCurve
-from rl.hindsight import HindsightPredictor
-from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import Simulation
-from rl.workloads import WorkloadModel
+from rl.policies.hindsight import HindsightPredictor
+from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.simulator import Simulation
+from rl.simulation.workloads import WorkloadModel
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor
 from scheduler.model import PodInfo
 
@@ -93,11 +93,11 @@ def test_a_pod_not_of_the_trace_gets_the_priors_and_nothing_is_learned() -> None
 
 
 def test_the_hindsight_policy_is_the_shipped_profile_told_the_truth() -> None:
-    from rl.benchmark import run_once
-    from rl.cluster import ClusterModel
-    from rl.hindsight import HindsightPolicy
-    from rl.policies import make_policy
-    from rl.profiles import energy_plugins
+    from rl.evaluation.benchmark import run_once
+    from rl.policies.catalog import make_policy
+    from rl.policies.hindsight import HindsightPolicy
+    from rl.policies.profiles import energy_plugins
+    from rl.simulation.cluster import ClusterModel
 
     sim = simulation()
     policy = make_policy("hindsight", NODES)
@@ -119,7 +119,7 @@ def test_the_hindsight_policy_is_the_shipped_profile_told_the_truth() -> None:
 
 
 def test_the_benchmark_table_puts_hindsight_beside_the_oracle() -> None:
-    from rl.report import format_table, is_reference
+    from rl.evaluation.report import format_table, is_reference
 
     row = {"energy_kwh": 1.0, "energy_vs_default_pct": 0.0, "gap_closed_pct": 0.0,
            "slowdown_mean": 0.0, "slowdown_p99": 0.0, "pending_seconds_mean": 0.0,

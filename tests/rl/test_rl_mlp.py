@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from rl.cli import main
-from rl.mlp import blank_curves, held_out, load_samples
-from rl.scenario import format_trace
-from rl.tracegen import TraceConfig, generate_family
+from rl.learning.mlp import blank_curves, held_out, load_samples
+from rl.simulation.scenario import format_trace
+from rl.simulation.tracegen import TraceConfig, generate_family
 from scheduler.collector import read_records
 from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.learned import load_numpy_model
@@ -242,9 +242,9 @@ def test_the_training_log_draws_training_clusters_and_never_opens_the_heldout_se
     import sys
     from pathlib import Path
 
-    from rl.pool import TRAINING_SIZES
-    from rl.sim_collector import main as log_main
-    from rl.sim_collector import write_training_log
+    from rl.learning.sim_collector import main as log_main
+    from rl.learning.sim_collector import write_training_log
+    from rl.simulation.pool import TRAINING_SIZES
 
     heldout = str(Path(__file__).resolve().parents[2] / "rl" / "heldout")
     opened: list[str] = []

@@ -7,16 +7,16 @@ from dataclasses import replace
 import pytest
 
 from agent.curves import PowerCurve
-from rl.autoscaler import AutoscalerModel
-from rl.benchmark import oracle_for, run_once
-from rl.cluster import ClusterModel
-from rl.oracle import best_marginal_watts_per_core, best_watts_per_core, oracle_bound
-from rl.policies import BUILTIN_POLICIES
-from rl.sampling import TelemetryModel
-from rl.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from rl.simulator import PowerOffModel
-from rl.tracegen import TraceConfig, family_pdbs, generate_family, generate_trace
-from rl.workloads import WorkloadModel
+from rl.evaluation.benchmark import oracle_for, run_once
+from rl.evaluation.oracle import best_marginal_watts_per_core, best_watts_per_core, oracle_bound
+from rl.policies.catalog import BUILTIN_POLICIES
+from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.cluster import ClusterModel
+from rl.simulation.sampling import TelemetryModel
+from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
+from rl.simulation.simulator import PowerOffModel
+from rl.simulation.tracegen import TraceConfig, family_pdbs, generate_family, generate_trace
+from rl.simulation.workloads import WorkloadModel
 
 LINEAR = PowerCurve.linear(100.0, 200.0)
 

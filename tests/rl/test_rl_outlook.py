@@ -1,4 +1,4 @@
-"""The energy plugin's outlook in the simulator (rl/outlook_sim.py): predictions learned only
+"""The energy plugin's outlook in the simulator (rl/policies/outlook_sim.py): predictions learned only
 from pods that end in the simulation, never from the trace's durations; the nodes' predicted
 empty time and cluster-autoscaler's unneeded timer; the `kubejoule` policy wired to it."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import random
 
 from agent.curves import PowerCurve
-from rl.outlook_sim import SimulationOutlook
-from rl.policies import ProfilePolicy, make_policy
-from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import Simulation
+from rl.policies.catalog import ProfilePolicy, make_policy
+from rl.policies.outlook_sim import SimulationOutlook
+from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.simulator import Simulation
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import SHIPPED_ENERGY_WEIGHT, SHIPPED_PACKING_WEIGHT
 from scheduler.plugins.energy import EnergyPlugin

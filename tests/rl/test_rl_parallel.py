@@ -1,4 +1,4 @@
-"""Parallel and distributed runs (rl/parallel.py, rl/shards.py): `--jobs N` writes the bytes
+"""Parallel and distributed runs (rl/evaluation/parallel.py, rl/evaluation/shards.py): `--jobs N` writes the bytes
 `--jobs 1` writes; the N shards of a benchmark or a gate, merged in any order, write the bytes
 of the unsharded run; bad shard strings and shard files exit 2 naming the argument, the file and
 the field."""
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from rl.cli import main
-from rl.parallel import Shard, parse_shard, run_tasks
-from rl.scenario import format_trace
-from rl.tracegen import TraceConfig, generate_family
+from rl.evaluation.parallel import Shard, parse_shard, run_tasks
+from rl.simulation.scenario import format_trace
+from rl.simulation.tracegen import TraceConfig, generate_family
 from tests.helpers.pool_work import slow_square, square_after
 
 NODES_YAML = """\
@@ -198,7 +198,7 @@ def test_pool_results_come_back_in_task_order_and_errors_propagate(tmp_path: Pat
 
 CHILDREN_AFTER_A_POOL = """
 import os, sys
-from rl.parallel import run_tasks
+from rl.evaluation.parallel import run_tasks
 from tests.helpers.pool_work import slow_square, square_after
 
 def children():

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
-from rl.policies import ProfilePolicy, make_policy
-from rl.profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
-from rl.scenario import NodeSpec
+from rl.policies.catalog import ProfilePolicy, make_policy
+from rl.policies.profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
+from rl.simulation.scenario import NodeSpec
 from scheduler.framework import CandidateBatch
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.defaults import default_profile, shipped_kubejoule_profile

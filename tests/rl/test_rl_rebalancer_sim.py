@@ -1,4 +1,4 @@
-"""The energy rebalancer in the simulator (rl/rebalancer_sim.py): the decision's moves carried
+"""The energy rebalancer in the simulator (rl/simulation/rebalancer_sim.py): the decision's moves carried
 out through the eviction API and the pods' owners, and doubt that stops it.
 
 Two always-on nodes: `old` (4 cores, linear 100–200 W) runs one 1-core pod, `new` (8 cores,
@@ -15,10 +15,10 @@ from dataclasses import replace
 import pytest
 
 from agent.curves import PowerCurve
-from rl.rebalancer_sim import RebalancerController
-from rl.scenario import NodeSpec, PdbSpec, PodSpec
-from rl.simulator import Simulation
-from rl.workloads import WorkloadModel
+from rl.simulation.rebalancer_sim import RebalancerController
+from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
+from rl.simulation.simulator import Simulation
+from rl.simulation.workloads import WorkloadModel
 from scheduler.lifetimes import LEVEL_CONTROLLER, LEVEL_PRIOR, LifetimePredictor, Prediction
 from scheduler.model import NodeState, PodInfo
 from scheduler.rebalancer.settings import RebalancerConfig
@@ -123,7 +123,7 @@ def test_shadow_mode_decides_and_evicts_nothing() -> None:
 
 
 def test_the_runs_settings_come_from_the_simulation() -> None:
-    from rl.autoscaler import AutoscalerModel
+    from rl.simulation.autoscaler import AutoscalerModel
 
     sim = Simulation(NODES, [PodSpec(0, 0.0, 10.0, 1.0, 1.0, 1.0, owner_kind="ReplicaSet")],
                      autoscaler=AutoscalerModel(scale_down_unneeded_s=300.0),
@@ -154,8 +154,8 @@ def test_its_predictor_learns_the_pods_that_end_in_the_simulation() -> None:
 def test_the_policy_suffix_with_a_settings_file(tmp_path: object) -> None:
     from pathlib import Path
 
-    from rl.controllers import ControlledPolicy, make_controller, split_controllers
-    from rl.policies import make_policy
+    from rl.policies.catalog import make_policy
+    from rl.simulation.controllers import ControlledPolicy, make_controller, split_controllers
 
     path = Path(str(tmp_path)) / "scheduler.yaml"
     path.write_text("rebalancer: {margin: 3, interval_seconds: 120}\n")

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from rl.cli import main
-from rl.report import (
+from rl.evaluation.report import (
     HEADLINE_POLICIES,
     HEADLINE_SCENARIO,
     format_table,
     has_headline,
     headline_targets,
 )
-from rl.scenario import SCENARIOS
+from rl.simulation.scenario import SCENARIOS
 from tests.rl.test_rl_cli import inputs  # noqa: F401  (the fixture)
 
 

@@ -1,4 +1,4 @@
-"""cluster-autoscaler's scale-down on hand-computed cases (rl/scaledown.py, rl/workloads.py): the
+"""cluster-autoscaler's scale-down on hand-computed cases (rl/simulation/scaledown.py, rl/simulation/workloads.py): the
 0.5 utilization threshold, the unneeded time, delay-after-add, blocking pods, PDBs, eviction by
 owner, and the parallelism budgets.
 
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import pytest
 
 from agent.curves import PowerCurve
-from rl.autoscaler import AutoscalerModel
-from rl.scenario import NodeSpec, PdbSpec, PodSpec
-from rl.simulator import SimResult, Simulation
-from rl.workloads import WorkloadModel
+from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
+from rl.simulation.simulator import SimResult, Simulation
+from rl.simulation.workloads import WorkloadModel
 from scheduler.model import NodeState, PodInfo
 
 LINEAR = PowerCurve.linear(100.0, 200.0)

@@ -7,7 +7,7 @@ import math
 import pytest
 import yaml
 
-from rl.scenario import (
+from rl.simulation.scenario import (
     ScenarioError,
     format_trace,
     load_node_groups,
@@ -15,7 +15,12 @@ from rl.scenario import (
     parse_trace,
     scenario_path,
 )
-from rl.tracegen import TraceConfig, arrival_rate_per_second, bounded_pareto, generate_trace
+from rl.simulation.tracegen import (
+    TraceConfig,
+    arrival_rate_per_second,
+    bounded_pareto,
+    generate_trace,
+)
 
 
 def test_node_groups_expand_and_build_curves():
@@ -135,7 +140,7 @@ def test_trace_pods_carry_one_container_with_requests_and_no_limits():
 
 
 def test_daemonsets_parse_and_the_bundled_default():
-    from rl.scenario import (
+    from rl.simulation.scenario import (
         DEFAULT_DAEMONSETS_FILE,
         DaemonSetSpec,
         load_daemonsets,
@@ -158,7 +163,7 @@ def test_daemonsets_parse_and_the_bundled_default():
 
 
 def test_the_headline_scenario_is_autoscaled_with_always_on_big_nodes():
-    from rl.scenario import SCENARIOS
+    from rl.simulation.scenario import SCENARIOS
 
     scenario = SCENARIOS["heterogeneous-autoscaler"]
     assert scenario.autoscaler and scenario.power_off_after_s is None

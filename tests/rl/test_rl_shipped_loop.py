@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from agent.curves import PowerCurve
-from rl.autoscaler import AutoscalerModel
-from rl.cluster import ClusterModel, simulation
-from rl.policies import ProfilePolicy, make_policy
-from rl.sampling import TelemetryModel
-from rl.scenario import (
+from rl.policies.catalog import ProfilePolicy, make_policy
+from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.cluster import ClusterModel, simulation
+from rl.simulation.sampling import TelemetryModel
+from rl.simulation.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     NodeSpec,
     PodSpec,
@@ -30,7 +30,7 @@ from rl.scenario import (
     load_trace,
     scenario_path,
 )
-from rl.simulator import ON, Simulation
+from rl.simulation.simulator import ON, Simulation
 from scheduler.config import build_energy_plugin, build_profile, config_from_dict
 from scheduler.model import NodeState
 from scheduler.standalone.loop import StandaloneScheduler

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from agent.curves import PowerCurve
-from rl.scenario import NodeSpec, PodSpec
-from rl.simulator import PowerOffModel, Simulation
+from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.simulator import PowerOffModel, Simulation
 from scheduler.model import NodeState, PodInfo
 
 LINEAR = PowerCurve.linear(100.0, 200.0)  # 100 W idle, 200 W at full load

@@ -1,4 +1,4 @@
-"""`kubejoule-rl trace import` (rl/trace_import.py) on a pod list of our own in Alibaba's
+"""`kubejoule-rl trace import` (rl/simulation/trace_import.py) on a pod list of our own in Alibaba's
 cluster-trace-gpu-v2023 format (tests/fixtures/rl/openb_pod_list_sample.csv: the trace's header
 and column meanings, our own rows — the trace itself is not redistributable): every row's fate
 computed by hand, the options, and bad files exiting 2 with the file, line and field."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rl.cli import main
-from rl.traces import load_trace
+from rl.simulation.traces import load_trace
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "rl" / "openb_pod_list_sample.csv"
 HEADER = SAMPLE.read_text().splitlines()[0]

@@ -1,4 +1,4 @@
-"""Workloads in traces and PDB files (rl/traces.py), the PDB and eviction rules (rl/workloads.py),
+"""Workloads in traces and PDB files (rl/simulation/traces.py), the PDB and eviction rules (rl/simulation/workloads.py),
 and bad input exiting 2 with the file, the line and the field."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rl.cli import main
-from rl.scenario import (
+from rl.simulation.scenario import (
     PdbSpec,
     ScenarioError,
     format_pdbs,
@@ -16,8 +16,8 @@ from rl.scenario import (
     parse_pdbs,
     parse_trace,
 )
-from rl.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
-from rl.workloads import DELETED, REPLACED, RESTARTED, disruptions_allowed, eviction_fate
+from rl.simulation.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
+from rl.simulation.workloads import DELETED, REPLACED, RESTARTED, disruptions_allowed, eviction_fate
 
 HEADER = "submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage"
 

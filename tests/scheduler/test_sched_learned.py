@@ -267,7 +267,7 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
 
     import yaml
 
-    from rl.gate_run import DEFAULT_BASELINES
+    from rl.evaluation.gate_run import DEFAULT_BASELINES
     from scheduler.config import (
         Config,
         build_energy_plugin,

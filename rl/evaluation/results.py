@@ -1,0 +1,131 @@
+"""The benchmark's results document (`kubejoule.rl-benchmark/v1`): per results key the means over
+seeds and each seed's run, against the baseline and the oracle bound (the fields are described
+in rl/evaluation/benchmark.py's docstring and docs/rl.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkResult
+
+SCHEMA = "kubejoule.rl-benchmark/v1"
+
+
+def baseline_key(keys: Sequence[str]) -> str | None:
+    """The run energy is compared with (module docstring)."""
+    for key in ("default", "default@least-waste", "default@random"):
+        if key in keys:
+            return key
+    return next((k for k in keys if k.startswith("default@")), None)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The results document (see the module docstring for every field)."""
+    oracle_j = result.oracle.energy_joules
+    baseline = baseline_key(result.policies)
+    default_j = result.mean_energy_joules(baseline) if baseline is not None else None
+    policies: dict[str, Any] = {}
+    for name in result.policies:
+        runs = result.runs[name]
+        energy_j = result.mean_energy_joules(name)
+        vs_default = gap = None
+        if default_j is not None and default_j > 0:
+            vs_default = 100.0 * (energy_j - default_j) / default_j
+            if default_j > oracle_j:
+                gap = 100.0 * (default_j - energy_j) / (default_j - oracle_j)
+        policies[name] = {
+            "energy_kwh": _round(energy_j / JOULES_PER_KWH),
+            "energy_vs_default_pct": _round(vs_default, 2),
+            "slowdown_mean": _round(_mean([r.slowdown_mean_pct for r in runs]), 3),
+            "slowdown_p99": _round(_mean([r.slowdown_p99_pct for r in runs]), 3),
+            "unschedulable": _round(_mean([float(r.unschedulable) for r in runs]), 2),
+            "gap_closed_pct": _round(gap, 2),
+            "never_scheduled": _round(_mean([float(r.never_scheduled) for r in runs]), 2),
+            "boots": _round(_mean([float(r.boots) for r in runs]), 2),
+            "pending_seconds_mean": _round(_mean([r.pending_mean_s for r in runs]), 3),
+            "pending_seconds_p99": _round(_mean([r.pending_p99_s for r in runs]), 3),
+            "scale_ups": _round(_mean([float(r.scale_ups) for r in runs]), 2),
+            "scale_downs": _round(_mean([float(r.scale_downs) for r in runs]), 2),
+            "evictions": _round(_mean([float(r.evictions) for r in runs]), 2),
+            "restarted_pods": _round(_mean([float(r.restarted_pods) for r in runs]), 2),
+            "lost_cpu_hours": _round(_mean([r.lost_cpu_seconds / 3600.0 for r in runs]), 3),
+            "disrupted_workloads": _round(_mean([float(r.disrupted_workloads) for r in runs]), 2),
+            "deleted_pods": _round(_mean([float(r.deleted_pods) for r in runs]), 2),
+            "below_oracle": any(r.energy_joules < oracle_j for r in runs),
+            "runs": [
+                {
+                    "seed": r.seed,
+                    "energy_kwh": _round(r.energy_joules / JOULES_PER_KWH),
+                    "slowdown_mean": _round(r.slowdown_mean_pct, 3),
+                    "slowdown_p99": _round(r.slowdown_p99_pct, 3),
+                    "unschedulable": r.unschedulable,
+                    "never_scheduled": r.never_scheduled,
+                    "boots": r.boots,
+                    "end_s": _round(r.end_s, 3),
+                    "pending_seconds_mean": _round(r.pending_mean_s, 3),
+                    "pending_seconds_p99": _round(r.pending_p99_s, 3),
+                    "scale_ups": r.scale_ups,
+                    "scale_downs": r.scale_downs,
+                    "evictions": r.evictions,
+                    "restarted_pods": r.restarted_pods,
+                    "lost_cpu_hours": _round(r.lost_cpu_seconds / 3600.0, 3),
+                    "disrupted_workloads": r.disrupted_workloads,
+                    "deleted_pods": r.deleted_pods,
+                }
+                for r in runs
+            ],
+        }
+    bound = result.oracle
+    return {
+        "schema": SCHEMA,
+        "scenario": scenario or {},
+        "seeds": result.seeds,
+        "baseline": baseline,
+        "units": {
+            "energy": "kWh",
+            "slowdown": "percent: 100 × ((finish − submit) / duration − 1) per pod",
+            "pending": "seconds from arrival to (first) start, per pod",
+        },
+        "policies": policies,
+        "oracle": {
+            "energy_kwh": _round(bound.energy_kwh),
+            "idle_kwh": _round(bound.idle_joules / JOULES_PER_KWH),
+            "work_core_hours": _round(bound.work_core_seconds / 3600.0, 3),
+            "watts_per_core": _round(bound.watts_per_core, 4),
+            "horizon_s": _round(bound.horizon_s, 3),
+        },
+    }
+
+
+def write_results(
+    document: dict[str, Any],
+    out: str,
+    plot: str | None = None,
+    timelines: dict[str, list[tuple[float, float]]] | None = None,
+) -> None:
+    """Write the results document to `out` (and the plots to `plot`, which need the runs'
+    timelines); print the table and, for the headline's runs, the targets."""
+    from rl.evaluation.report import format_table, format_targets, has_headline, headline_targets
+
+    Path(out).write_text(json.dumps(document, indent=2) + "\n")
+    if plot:
+        from rl.evaluation.plots import plot_benchmark
+
+        plot_benchmark(document, timelines or {}, plot)
+    print(format_table(document))
+    if has_headline(document):
+        print()
+        print(format_targets(headline_targets(document)))
+

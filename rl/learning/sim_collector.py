@@ -1,0 +1,218 @@
+"""The decision collector's JSONL, written by the simulator (`kubejoule-rl benchmark --collector
+FILE`): the same two record kinds the standalone scheduler writes (scheduler/collector.py), so a
+model trained on simulated decisions reads real ones unchanged.
+
+* decision (at the simulated time of the placement): the pod, the candidates — the best
+  `max_candidates` by the heuristic's score plus the chosen node — with the heuristic's score and
+  ΔP and feature schema v3 (with the simulator's node workloads, autoscaler marks and a
+  lifetime predictor learning from the run's finished pods: `rl.policies.sim_features`), the node chosen, the
+  heuristic's recommendation; `source: "simulator"`, `scorer`: the run's policy key, `run`:
+  `POLICY#SEED`.
+* outcome: the chosen node's power at the decision and at the first decision at least
+  `window_seconds` later — decisions are when this log samples, so "after" may come later than
+  the window; `sample_time_after` says when — (the simulator's exact node power, source
+  `simulated`; `measured` stays false, it is reserved for RAPL), or no "after" when no decision
+  came before the run ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rl.policies.profiles import heuristic_energy
+from rl.policies.sim_features import SimLifetimes
+from rl.simulation.cluster import ClusterModel
+from rl.simulation.scenario import NodeSpec
+from scheduler.collector import CandidateRecord, DecisionCollector
+from scheduler.features_v3 import FEATURE_SCHEMA_V3, V3Features
+from scheduler.framework.batch import CandidateBatch
+from scheduler.framework.decision import ranked
+from scheduler.model import REASONS, NodeTelemetry
+
+SOURCE = "simulated"
+
+
+class SimDecisionLog:
+    def __init__(
+        self,
+        collector: DecisionCollector,
+        nodes: Sequence[NodeSpec],
+        cluster: ClusterModel,
+        window_seconds: float = 60.0,
+    ) -> None:
+        self.collector = collector
+        self.nodes = list(nodes)
+        self.cluster = cluster
+        self.window_seconds = window_seconds
+        self._pending: list[tuple[float, str, str, NodeTelemetry]] = []
+        self._run = ""
+        self._sim: Any = None
+        self._energy = heuristic_energy(self.nodes, cluster.policy_power_off())
+        self._workloads: dict[str, Any] = {}
+        self._lifetimes: SimLifetimes | None = None
+        self._features = V3Features(
+            self._energy,
+            lambda name: self._workloads.get(name),
+            lambda: self._lifetimes.predictor if self._lifetimes is not None else None,
+        )
+
+    def start(self, sim: Any, label: str, seed: int) -> None:
+        self._sim, self._run, self._pending = sim, f"{label}#{seed}", []
+        self._lifetimes = SimLifetimes(sim)
+
+    def _telemetry(self, node: str) -> NodeTelemetry:
+        sim = self._sim
+        return NodeTelemetry(node, sim.now, watts=sim.node_watts(node), source=SOURCE)
+
+    def _flush(self, final: bool = False) -> None:
+        now = self._sim.now
+        keep = []
+        for due, decision_id, node, before in self._pending:
+            if due <= now or final:
+                # The run's end is not a sample: after it everything has finished.
+                after = self._telemetry(node) if due <= now and not final else None
+                self.collector.record_outcome(
+                    decision_id, node, self.window_seconds, before, after, wall_time=now
+                )
+            else:
+                keep.append((due, decision_id, node, before))
+        self._pending = keep
+
+    def decided(self, sim: Any, decision: Any, chosen: str) -> None:
+        self._flush()
+        assert self._lifetimes is not None
+        self._workloads = self._lifetimes.workloads()
+        now = decision.now
+        feasible = decision.feasible
+        batch = CandidateBatch.of(feasible, now)
+        scores = self._energy.evaluate(decision.info, batch)
+        names = batch.names
+        order = ranked(scores.score, names, len(names))
+        limit = self.collector.config.max_candidates
+        kept = [i for rank, i in enumerate(order) if rank < limit or names[i] == chosen]
+        candidates = []
+        for i in kept:
+            state, delta = feasible[i], float(scores.delta_watts[i])
+            candidates.append(CandidateRecord(
+                node=names[i],
+                score=float(scores.score[i]),
+                delta_watts=None if delta != delta else delta,
+                reason=REASONS[int(scores.reason[i])],
+                telemetry_age_seconds=(
+                    t.age_seconds(now) if (t := state.telemetry) is not None else None
+                ),
+                features=self._features(decision.info, state, now),
+            ))
+        decision_id = self.collector.record_decision(
+            source="simulator",
+            mode="active",
+            pod=decision.info,
+            candidates=candidates,
+            chosen=chosen,
+            recommended=names[order[0]] if order else None,
+            default_choice=None,
+            scorer=self._run.split("#")[0],
+            wall_time=now,
+            extra={
+                "run": self._run,
+                "candidate_count": len(names),
+                "feature_schema": FEATURE_SCHEMA_V3.version,
+            },
+        )
+        self._pending.append(
+            (now + self.window_seconds, decision_id, chosen, self._telemetry(chosen))
+        )
+
+    def finish(self, sim: Any) -> None:
+        self._flush(final=True)
+        self.collector.flush()
+
+
+# --- training data for the MLP: decision logs on random training clusters --------------------
+
+TRAINING_LOG_POLICIES = ("heuristic", "default", "mostallocated", "roundrobin")
+
+
+def write_training_log(
+    path: str,
+    clusters: int,
+    seed: int,
+    policies: Sequence[str] = TRAINING_LOG_POLICIES,
+    hours: float = 1.0,
+    on_cluster: Any = None,
+) -> list[dict[str, Any]]:
+    """The decision log of `policies` on `clusters` random training clusters and traces (the
+    DQN's draws: rl/learning/dqn/episodes.py, from `random.Random(seed)`), under the gate's cluster rules
+    (autoscaler with the kubejoule expander, the bundled DaemonSets, lagging telemetry). Node
+    names carry their cluster's index (`c03-…`) so the MLP's held-out nodes are distinct nodes.
+    Returns the draws."""
+    import random
+    from dataclasses import asdict, replace
+
+    from rl.evaluation.benchmark import run_once
+    from rl.learning.dqn.episodes import build_episode, draw_episode, training_cluster
+    from scheduler.collector import CollectorConfig, DecisionCollector
+
+    rng = random.Random(seed)
+    cluster = training_cluster()
+    collector = DecisionCollector(CollectorConfig(path, max_candidates=4, max_bytes=2**40))
+    draws = []
+    try:
+        for index in range(clusters):
+            draw = draw_episode(rng, hours)
+            nodes, pods = build_episode(draw)
+            nodes = [replace(n, name=f"c{index:02d}-{n.name}") for n in nodes]
+            log = SimDecisionLog(collector, nodes, cluster)
+            for policy in policies:
+                run_once(
+                    nodes,
+                    pods,
+                    policy,
+                    0,
+                    cluster=cluster,
+                    label=f"c{index:02d}:{policy}",
+                    observer=log,
+                )
+            draws.append({**asdict(draw), "pods": len(pods)})
+            if on_cluster is not None:
+                on_cluster(index, draws[-1])
+    finally:
+        collector.close()
+    return draws
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m rl.learning.sim_collector --out FILE --clusters N --seed S`: an MLP training log."""
+    import argparse
+    import json
+    import os
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m rl.learning.sim_collector", description=main.__doc__)
+    parser.add_argument("--out", required=True, help="decision-collector JSONL to write")
+    parser.add_argument("--clusters", type=int, default=12, help="random training clusters (12)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
+    parser.add_argument("--hours", type=float, default=1.0, help="arrival window per trace (1)")
+    parser.add_argument(
+        "--policies", default=",".join(TRAINING_LOG_POLICIES), help="policies run on each cluster"
+    )
+    args = parser.parse_args(argv)
+    policies = [p for p in args.policies.split(",") if p]
+    if args.clusters < 1 or args.hours <= 0 or not policies:
+        print("--clusters and --hours must be positive, --policies non-empty", file=sys.stderr)
+        return 2
+    if os.path.exists(args.out) and os.path.getsize(args.out) > 0:
+        # The collector appends: a second run into the same file would train on both.
+        print(f"{args.out} exists: remove it first (the log is appended to)", file=sys.stderr)
+        return 2
+
+    def progress(index: int, draw: dict[str, Any]) -> None:
+        print(f"cluster {index + 1}/{args.clusters}: {json.dumps(draw)}", file=sys.stderr)
+
+    write_training_log(args.out, args.clusters, args.seed, policies, args.hours, progress)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

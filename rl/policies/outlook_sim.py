@@ -1,0 +1,71 @@
+"""The energy plugin's v3 outlook in the simulator (scheduler/plugins/energy_v3.py): each node's
+predicted time until its pods have all ended, whether cluster-autoscaler's unneeded timer runs
+for it, and each pod's predicted lifetime.
+
+Predictions come from a lifetime predictor (scheduler/lifetimes) that learns, before each
+answer, the lifetime of every pod that finished in this simulation since the last one (from its
+last placement to its end: rl/policies/sim_features.py's SimLifetimes, as the decision features learn) —
+never from the trace's durations, which the simulator knows and the scheduler does not. A node's pods are the pods
+placed on it (running, or waiting for its boot), each at its age since its placement. Whether the
+node is unneeded is the simulated cluster-autoscaler's own timer (`ScaleDown.unneeded_since`):
+what a live scheduler sees as the `DeletionCandidateOfClusterAutoscaler` taint CA puts on the
+nodes it finds unneeded.
+
+`source` may be any object with `predict_remaining(pod, age_s)` and `observe_end(pod,
+lifetime_s)`: the hindsight reference gives one that knows each pod's true end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rl.policies.sim_features import SimLifetimes
+from scheduler.model import PodInfo
+from scheduler.plugins.energy_v3 import NodeEnds
+
+if TYPE_CHECKING:
+    from rl.simulation.simulator import Simulation, _Node
+
+
+class SimulationOutlook:
+    """The `Outlook` of one simulation (module docstring)."""
+
+    def __init__(self, sim: Simulation, source: Any = None) -> None:
+        self.sim = sim
+        # SimLifetimes teaches the source every pod that finished since it last asked.
+        self._lifetimes = SimLifetimes(sim, source)
+        self.source = self._lifetimes.predictor
+        self._nodes = {n.spec.name: n for n in sim.nodes}
+        self._ends = NodeEnds(self.source.predict_remaining)
+
+    def _learn(self) -> None:
+        self._lifetimes.update()
+
+    def pod_lifetime(self, pod: PodInfo) -> float | None:
+        self._learn()
+        return self.source.predict_remaining(pod, 0.0)
+
+    def nodes(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        self._learn()
+        found = [self._nodes.get(name) for name in names]
+        known = [n for n in found if n is not None]
+        ends = self._ends.empty_in(
+            [n.spec.name for n in known], [n.version for n in known],
+            getattr(self.source, "version", 0), self.sim.now,
+            lambda name: self._pods(self._nodes[name]),
+        )
+        out = np.full(len(names), np.nan)
+        out[[i for i, n in enumerate(found) if n is not None]] = ends
+        unneeded = np.fromiter((self._unneeded(name) for name in names), dtype=bool, count=len(names))
+        return out, unneeded
+
+    def _pods(self, node: _Node) -> list[tuple[PodInfo, float]]:
+        sim = self.sim
+        return [(sim.pod_info(i), node.placed_at.get(i, sim.now)) for i in (*node.running, *node.pending)]
+
+    def _unneeded(self, name: str) -> bool:
+        autoscaler = self.sim.autoscaler
+        return autoscaler is not None and name in autoscaler.scale_down.unneeded_since

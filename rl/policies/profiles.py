@@ -1,0 +1,239 @@
+"""Scheduling profiles as simulator policies: the named ones and profile YAML files.
+
+Named profiles (built by `scheduler.plugins.defaults`, the code the scheduler itself runs):
+
+| policy | profile |
+|---|---|
+| `default` | kube-scheduler's default profile (`default_profile()`): TaintToleration 3, NodeAffinity 2, NodeResourcesFit LeastAllocated 1, NodeResourcesBalancedAllocation 1 |
+| `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
+| `kubejoule` | the standalone scheduler's shipped profile (`shipped_kubejoule_profile()`): the energy plugin with its v3 lifetimes lever and per-pod scale × 3, NodeResourcesFit MostAllocated × 1 |
+| `default+extender:W` | kube-scheduler's default profile plus the energy plugin through the extender at weight W (`extender_profile()`): its 0–10 answer × W × 10 |
+| `heuristic` | the energy plugin alone, weight 1 |
+| `peaks`, `trimaran` | scheduler-plugins' PEAKS (fitted to the simulated curves) or TargetLoadPacking alone |
+| `profile:FILE` | a profile YAML file (below) |
+
+Every profile runs kube-scheduler's default filters. The profiles that model kube-scheduler
+(`default`, `mostallocated`, `default+extender:W`, `peaks`, `trimaran`) score its adaptive
+percentageOfNodesToScore sample, as kube-scheduler does unless configured; kubejoule's own
+scheduler (`kubejoule`, `heuristic`, profile files) scores every feasible node, as it ships,
+unless a profile file sets `percentage_of_nodes_to_score` (the standalone configuration's key).
+
+The energy plugin (`scheduler.plugins.energy.EnergyPlugin`) is configured as the cluster runs
+it: consolidation on exactly where nodes power off (the autoscaler, or the visible power-off
+ablation), at its default reference load. ΔP_ref, the extra watts that score 0:
+
+* `kubejoule` ranks by its v3 per-pod scale, which has no ΔP_ref (scheduler/plugins/energy_v3.py),
+  and reads the simulation's outlook (rl/policies/outlook_sim.py: lifetimes learned from the pods that end
+  in the run); so do profile files whose `KubejouleEnergy` entry sets the v3 levers (`args:`);
+* `default+extender:W` and profile files model deployments, so they take the
+  shipped configuration's 20 W (`ScorerConfig`, `scheduler/examples/extender-config.yaml`);
+  through the extender that is what sets the 0–10 rounding (docs/scheduler.md, "Choosing
+  ΔP_ref"), and alone it saturates: nodes that cost more than 20 W all score 0 and tie;
+* `heuristic` keeps the simulator's own choice, the cluster's largest full-load power (≥ 20 W),
+  so the score never saturates and ranks by ΔP itself (the difference between the two is the
+  price of saturation: docs/rl.md).
+
+A profile file is the scheduler configuration's `profile:` list — Score plugins in order, each
+`{name, weight, args, extender}` (`scheduler.plugins.registry`, the code that reads the
+standalone scheduler's configuration; the simulator has already filtered):
+
+    - {name: TaintToleration, weight: 3}
+    - {name: NodeAffinity, weight: 2}
+    - {name: NodeResourcesFit, weight: 1, args: {scoringStrategy: {type: MostAllocated}}}
+    - {name: NodeResourcesBalancedAllocation, weight: 1}
+    - {name: KubejouleEnergy, weight: 5, extender: true}    # through the extender at weight 5
+
+or a mapping with that list under `profile:`, optionally `percentage_of_nodes_to_score`, and the
+configuration's `scorer:` section beside it
+(`delta_p_ref_watts`, `consolidation`, `consolidation_utilization`), which configures
+`KubejouleEnergy`: ΔP_ref defaults to the shipped 20 W and consolidation to the cluster's
+(on where nodes power off). PEAKS fits its models to the simulated nodes' curves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rl.simulation.scenario import NodeSpec
+from rl.simulation.simulator import PowerOffModel
+from scheduler.config import ConfigError, ScorerConfig, config_from_dict
+from scheduler.framework import Profile
+from scheduler.plugins.defaults import (
+    default_filters,
+    default_profile,
+    extender_profile,
+    shipped_kubejoule_profile,
+)
+from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.noderesources import MOST_ALLOCATED
+from scheduler.plugins.peaks import Peaks, models_from_config
+from scheduler.plugins.registry import PluginContext, score_entries
+from scheduler.plugins.trimaran import TargetLoadPacking
+
+# The shipped configuration's ΔP_ref (scheduler/examples/extender-config.yaml, ScorerConfig).
+DEPLOYED_DELTA_P_REF_WATTS = ScorerConfig().delta_p_ref_watts
+EXTENDER_POLICY = "default+extender:"
+PROFILE_POLICY = "profile:"
+SCORER_KEYS = ("delta_p_ref_watts", "consolidation", "consolidation_utilization")
+PERCENTAGE_KEY = "percentage_of_nodes_to_score"
+FILE_KEYS = ("profile", "scorer", PERCENTAGE_KEY)
+
+
+class ProfileFileError(ValueError):
+    """A profile file that does not follow the format."""
+
+
+def energy_plugins(profile: Profile) -> list[EnergyPlugin]:
+    """The energy plugins a profile scores with (also through the extender)."""
+    found = []
+    for plugin, _ in profile.scores:
+        inner = getattr(plugin, "plugin", plugin)
+        if isinstance(inner, EnergyPlugin) and inner not in found:
+            found.append(inner)
+    return found
+
+
+def largest_full_load_watts(nodes: Sequence[NodeSpec]) -> float:
+    """ΔP_ref of `heuristic` (module docstring)."""
+    return max(20.0, max((n.curve.max_watts for n in nodes), default=20.0))
+
+
+def energy_plugin(
+    nodes: Sequence[NodeSpec],
+    power_off: PowerOffModel | None,
+    delta_p_ref_watts: float | None = None,
+    scorer: Mapping[str, Any] | None = None,
+) -> EnergyPlugin:
+    """The energy plugin as the simulated cluster runs it (module docstring). `scorer` is a
+    configuration's `scorer:` section (a profile file's), read by the scheduler's own parser;
+    what it leaves out follows the cluster."""
+    section = dict(scorer or {})
+    unknown = sorted(set(section) - set(SCORER_KEYS))
+    if unknown:
+        raise ValueError(f"scorer: unknown key(s) {unknown}; known: {list(SCORER_KEYS)}")
+    section.setdefault("consolidation", power_off is not None)
+    if delta_p_ref_watts is not None:
+        section.setdefault("delta_p_ref_watts", delta_p_ref_watts)
+    try:
+        config = config_from_dict({"scorer": section}).scorer
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from exc
+    return EnergyPlugin(
+        delta_p_ref_watts=config.delta_p_ref_watts,
+        consolidation=config.consolidation,
+        consolidation_utilization=config.consolidation_utilization,
+    )
+
+
+def heuristic_energy(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> EnergyPlugin:
+    """The energy plugin of the `heuristic` policy, which the simulator's features (DQN
+    episodes, the gym environment, the decision log) also use: ΔP_ref is the largest full-load
+    power in the cluster, so the 0–100 scale does not saturate and every candidate's extra
+    watts stay distinguishable; consolidation is on exactly when nodes can power off, at the
+    plugin's default reference load (not tuned to any trace)."""
+    return energy_plugin(nodes, power_off, largest_full_load_watts(nodes))
+
+
+def extender_weight(name: str) -> int:
+    """W of `default+extender:W` (an integer ≥ 1, as an extender's weight must be)."""
+    text = name[len(EXTENDER_POLICY) :]
+    try:
+        weight = int(text)
+    except ValueError:
+        weight = 0
+    if weight < 1 or str(weight) != text:
+        raise ValueError(f"{name!r}: the extender weight must be a positive integer, e.g. {EXTENDER_POLICY}5")
+    return weight
+
+
+@dataclass(frozen=True)
+class ProfileSetup:
+    """A profile and how many feasible nodes its scheduler scores: kube-scheduler's
+    percentageOfNodesToScore (0: its adaptive default), None for every feasible node (the
+    standalone scheduler's shipped default)."""
+
+    profile: Profile
+    percentage_of_nodes_to_score: int | None = None
+
+
+# kube-scheduler scores an adaptive sample of the feasible nodes unless configured otherwise
+# (KubeSchedulerConfiguration percentageOfNodesToScore unset: 0): the policies that model it.
+KUBE_SCHEDULER_PERCENTAGE = 0
+
+
+def named_profile(
+    name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None
+) -> ProfileSetup | None:
+    """The profile of a named policy (module docstring), or None if `name` is not one."""
+    kube = KUBE_SCHEDULER_PERCENTAGE
+    if name == "default":
+        return ProfileSetup(default_profile("default"), kube)
+    if name == "mostallocated":
+        return ProfileSetup(default_profile("mostallocated", MOST_ALLOCATED), kube)
+    if name == "peaks":
+        models = models_from_config({}, {n.name: n.curve for n in nodes})
+        return ProfileSetup(Profile("peaks", default_filters(), [(Peaks(models), 1)]), kube)
+    if name == "trimaran":
+        return ProfileSetup(Profile("trimaran", default_filters(), [(TargetLoadPacking(), 1)]), kube)
+    if name.startswith(EXTENDER_POLICY):
+        plugin = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS)
+        return ProfileSetup(extender_profile(plugin, extender_weight(name), name), kube)
+    if name == "kubejoule":
+        return ProfileSetup(
+            shipped_kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
+        )
+    if name == "heuristic":
+        return ProfileSetup(Profile("heuristic", default_filters(), [(heuristic_energy(nodes, power_off), 1)]))
+    if name.startswith(PROFILE_POLICY):
+        return load_profile_file(name[len(PROFILE_POLICY) :], nodes, power_off, name)
+    return None
+
+
+# --- profile files -----------------------------------------------------------------------------
+
+
+def profile_from_data(
+    data: Any, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None, name: str = "profile"
+) -> ProfileSetup:
+    """A profile from a parsed profile file (module docstring). ProfileFileError on bad input."""
+    scorer: Any = None
+    percentage: Any = None
+    entries = data
+    if isinstance(data, Mapping):
+        unknown = sorted(set(data) - set(FILE_KEYS))
+        if unknown:
+            raise ProfileFileError(f"unknown key(s) {unknown}; known: {', '.join(FILE_KEYS)}")
+        entries, scorer = data.get("profile"), data.get("scorer")
+        percentage = data.get(PERCENTAGE_KEY)
+        if scorer is not None and not isinstance(scorer, Mapping):
+            raise ProfileFileError("scorer: expected a mapping")
+    try:
+        energy = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS, scorer)
+        context = PluginContext(energy, {n.name: n.curve for n in nodes})
+        profile = Profile(name, default_filters(), score_entries(entries, context))
+        config = config_from_dict({PERCENTAGE_KEY: percentage})
+    except (ValueError, ConfigError) as exc:
+        raise ProfileFileError(str(exc)) from exc
+    return ProfileSetup(profile, config.percentage_of_nodes_to_score)
+
+
+def load_profile_file(
+    path: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None, name: str | None = None
+) -> ProfileSetup:
+    if not path:
+        raise ProfileFileError(f"give a file: {PROFILE_POLICY}FILE")
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ProfileFileError(f"cannot read profile file {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ProfileFileError(f"{path} is not valid YAML: {exc}") from exc
+    try:
+        return profile_from_data(data, nodes, power_off, name or f"{PROFILE_POLICY}{path}")
+    except ProfileFileError as exc:
+        raise ProfileFileError(f"{path}: {exc}") from exc

@@ -1,0 +1,75 @@
+"""How a simulated cluster behaves besides its nodes and trace, and the one function that builds a
+`Simulation` from it.
+
+`ClusterModel` gathers the power regime (cluster-autoscaler's semantics, or the visible
+power-off ablation, or always on), the DaemonSets on every node, what telemetry the scheduler
+sees, the telemetry-dropout fault and how workloads are treated (PodDisruptionBudgets, pod
+startup time: rl/simulation/workloads.py). `simulation()` turns nodes, a trace, a ClusterModel and a
+seed into a `Simulation`; the benchmark, the promotion gate, the DQN's training episodes, the
+gymnasium environment and the decision-log collector all build their runs with it, so a rule
+added to the cluster model reaches every one of them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.sampling import TelemetryModel, dropped_nodes
+from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
+from rl.simulation.simulator import PowerOffModel, Simulation
+from rl.simulation.workloads import WorkloadModel
+
+
+@dataclass(frozen=True)
+class ClusterModel:
+    """How the cluster behaves besides its nodes and trace (see rl/simulation/simulator.py)."""
+
+    power_off: PowerOffModel | None = None  # the visible-power-off ablation
+    autoscaler: AutoscalerModel | None = None
+    daemonsets: tuple[DaemonSetSpec, ...] = ()
+    telemetry: TelemetryModel | None = None  # None: perfect telemetry (ablation)
+    telemetry_dropout: float = 0.0  # fault mode: each node's agent missing with this probability
+    workloads: WorkloadModel = field(default_factory=WorkloadModel)  # PDBs, pod startup time
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.telemetry_dropout <= 1.0:
+            raise ValueError("the telemetry dropout must be a probability in [0, 1]")
+
+    @property
+    def daemon_cores(self) -> float:
+        return sum(d.cpu_usage for d in self.daemonsets)
+
+    def policy_power_off(self) -> PowerOffModel | None:
+        """What policies are told about power-off: nodes are powered off when empty (the
+        energy scorer's consolidation switch) under the autoscaler and in the ablation."""
+        if self.autoscaler is not None:
+            a = self.autoscaler
+            return PowerOffModel(a.scale_down_unneeded_s, a.boot_seconds, a.boot_joules)
+        return self.power_off
+
+
+def simulation(
+    nodes: Sequence[NodeSpec],
+    pods: Sequence[PodSpec],
+    cluster: ClusterModel,
+    seed: int,
+    record_timeline: bool = False,
+) -> Simulation:
+    """A run of `pods` on `nodes` under `cluster`'s rules. `seed` draws the autoscaler's random
+    choices (its `random` expander, ties among options) and, in the dropout fault mode, the
+    nodes whose agent is missing — the same for every policy run with that seed."""
+    return Simulation(
+        nodes,
+        pods,
+        cluster.power_off,
+        record_timeline=record_timeline,
+        autoscaler=cluster.autoscaler,
+        daemonsets=cluster.daemonsets,
+        telemetry=cluster.telemetry,
+        rng=random.Random(f"autoscaler-{seed}"),
+        missing_telemetry=dropped_nodes([n.name for n in nodes], cluster.telemetry_dropout, seed),
+        workloads=cluster.workloads,
+    )
