@@ -27,7 +27,8 @@ from scheduler.model import PodInfo
 from scheduler.plugins.energy_v3 import NodeEnds
 
 if TYPE_CHECKING:
-    from rl.simulation.simulator import Simulation, _Node
+    from rl.simulation.node import SimNode
+    from rl.simulation.simulator import Simulation
 
 
 class SimulationOutlook:
@@ -62,7 +63,7 @@ class SimulationOutlook:
         unneeded = np.fromiter((self._unneeded(name) for name in names), dtype=bool, count=len(names))
         return out, unneeded
 
-    def _pods(self, node: _Node) -> list[tuple[PodInfo, float]]:
+    def _pods(self, node: SimNode) -> list[tuple[PodInfo, float]]:
         sim = self.sim
         return [(sim.pod_info(i), node.placed_at.get(i, sim.now)) for i in (*node.running, *node.pending)]
 

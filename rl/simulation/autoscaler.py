@@ -43,7 +43,8 @@ from scheduler.autoscaler.choice import GroupOption, best_options
 from scheduler.model import APP_CONTAINER, NodeInfo, PodInfo, Resources
 
 if TYPE_CHECKING:
-    from rl.simulation.simulator import Simulation, _Node
+    from rl.simulation.node import SimNode
+    from rl.simulation.simulator import Simulation
 
 EXPANDERS = ("random", "least-waste", "most-pods", "priority", "kubejoule")
 DEFAULT_EXPANDER = "least-waste"
@@ -265,7 +266,7 @@ class Autoscaler:
         if not pending:
             return []
         sim = self.sim
-        groups: dict[str, list[_Node]] = {}
+        groups: dict[str, list[SimNode]] = {}
         for n in sim.nodes:
             if n.state == "off":
                 groups.setdefault(n.spec.group, []).append(n)

@@ -33,7 +33,8 @@ from scheduler.rebalancer.lifetime import remaining
 from scheduler.rebalancer.settings import RebalancerConfig, rebalancer_config
 
 if TYPE_CHECKING:
-    from rl.simulation.simulator import Simulation, _Node
+    from rl.simulation.node import SimNode
+    from rl.simulation.simulator import Simulation
 
 MAX_STALENESS_S = 30.0  # the scheduler's max_staleness_seconds default
 ON = "on"
@@ -106,7 +107,7 @@ class RebalancerController:
         if self.config.active:
             self._act(sim, result, {n.spec.name: n for n in ready})
 
-    def _act(self, sim: Simulation, result: Plan, nodes: dict[str, _Node]) -> None:
+    def _act(self, sim: Simulation, result: Plan, nodes: dict[str, SimNode]) -> None:
         for name, node in nodes.items():  # its taint comes off when its cool-down ends
             acted = self._acted.get(name)
             if node.tainted and (acted is None or sim.now - acted >= self.config.node_cooldown_seconds):
@@ -127,7 +128,7 @@ class RebalancerController:
             facts = self._facts[index] = PodFacts.from_k8s(sim.pods[index].pod_object())
         return facts
 
-    def _view(self, sim: Simulation, node: _Node) -> NodeView:
+    def _view(self, sim: Simulation, node: SimNode) -> NodeView:
         state: NodeState = sim.node_state(node)
         name = node.spec.name
         utilization = fresh_utilization(state, sim.now, MAX_STALENESS_S)

@@ -67,7 +67,8 @@ from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.simulation.autoscaler import AutoscalerModel
-    from rl.simulation.simulator import Simulation, _Node
+    from rl.simulation.node import SimNode
+    from rl.simulation.simulator import Simulation
 
 CA_COMMIT = "f7bb0c3623750695e1bb7f9f52269590f2974cbf"
 ON, OFF = "on", "off"  # rl/simulation/simulator.py's node states
@@ -136,7 +137,7 @@ class Removable:
     """A node the planner found removable: its pods to move, and whether its PDBs let them go
     at once."""
 
-    node: _Node
+    node: SimNode
     pods: tuple[int, ...]
     risky: bool
 
@@ -172,10 +173,10 @@ class ScaleDown:
 
     # -- the planner --------------------------------------------------------------------------
 
-    def pods_to_move(self, node: _Node) -> tuple[int, ...]:
+    def pods_to_move(self, node: SimNode) -> tuple[int, ...]:
         return tuple(sorted(i for i in node.running if not is_daemonset_pod(self.sim.pods[i])))
 
-    def utilization(self, node: _Node) -> float:
+    def utilization(self, node: SimNode) -> float:
         sim = self.sim
         daemons = sim.daemon_requests if node.daemon_pods else Resources()
         for index in node.running:
@@ -185,7 +186,7 @@ class ScaleDown:
             node.requested, node.info.allocatable, daemons, self.model.ignore_daemonsets_utilization
         )
 
-    def _eligible(self, node: _Node, pods: tuple[int, ...]) -> bool:
+    def _eligible(self, node: SimNode, pods: tuple[int, ...]) -> bool:
         threshold = self.model.utilization_threshold
         if threshold is None:  # the ablation: only empty nodes are unneeded
             return not pods
@@ -239,8 +240,8 @@ class ScaleDown:
     def _place(
         self,
         pods: Sequence[int],
-        node: _Node,
-        ready: Sequence[_Node],
+        node: SimNode,
+        ready: Sequence[SimNode],
         snapshot: dict[str, tuple[Resources, int]],
         chosen: set[str],
     ) -> bool:
@@ -294,7 +295,7 @@ class ScaleDown:
         if empty or drain:
             self.last_delete_s = now
 
-    def _evict(self, node: _Node) -> None:
+    def _evict(self, node: SimNode) -> None:
         """Ask the eviction API for each pod to move; it refuses a pod whose PDB has no room."""
         for index in self.pods_to_move(node):
             self.sim.request_eviction(node, index)
@@ -311,10 +312,10 @@ class ScaleDown:
                 del self.draining[name]
                 self.failed_drains += 1
 
-    def _delete(self, node: _Node) -> None:
+    def _delete(self, node: SimNode) -> None:
         self.draining.pop(node.spec.name, None)
         self.sim.remove_node(node)
         self.sim.scale_downs += 1
 
-    def _node(self, name: str) -> _Node:
+    def _node(self, name: str) -> SimNode:
         return next(n for n in self.sim.nodes if n.spec.name == name)

@@ -38,7 +38,8 @@ from scheduler.model import PodInfo, Taint
 from scheduler.podfacts import OwnerRef, PodFacts
 
 if TYPE_CHECKING:
-    from rl.simulation.simulator import Simulation, _Node
+    from rl.simulation.node import SimNode
+    from rl.simulation.simulator import Simulation
 
 DEFAULT_INTERVAL_S = 120.0
 DEFAULT_THRESHOLDS = {"cpu": 20.0, "memory": 20.0, "pods": 20.0}
@@ -104,14 +105,14 @@ class HighNodeUtilizationController:
         self.evicted += len(evicted)
 
 
-def _node(node: _Node) -> Node:
+def _node(node: SimNode) -> Node:
     info = node.info
     if node.deleting:
         info = replace(info, taints=(*info.taints, TO_BE_DELETED_TAINT))
     return Node(info)
 
 
-def _pods(sim: Simulation, node: _Node) -> list[Pod]:
+def _pods(sim: Simulation, node: SimNode) -> list[Pod]:
     name = node.spec.name
     out = [
         Pod(sim.pod_info(i), trace_pod_facts(sim.pods[i]), name, ref=i)

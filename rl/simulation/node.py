@@ -1,0 +1,76 @@
+"""A simulated node: the public node API of the simulator.
+
+The simulation (rl/simulation/simulator.py) owns its `SimNode`s and changes them; the
+autoscaler, scale-down, controllers and policies read them (`Simulation.nodes`) and act on
+them only through the simulation's actions (rl/simulation/actions.py: `boot`, `power_down`,
+`evict`, `request_eviction`, `remove_node`, `taint`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rl.simulation.scenario import NodeSpec
+from scheduler.model import NodeInfo, PodInfo, Resources
+
+# A node's power state.
+ON = "on"
+OFF = "off"
+BOOTING = "booting"
+
+
+def nonzero_extra(info: PodInfo) -> Resources:
+    """What kube-scheduler's scoring adds to a pod's requests (`PodInfo.nonzero_requests`)."""
+    if info.nonzero_requests is None:
+        return Resources()
+    return info.nonzero_requests - info.requests
+
+
+@dataclass
+class SimNode:
+    """One node of a run as it stands: its power state, its pods (by trace index), what they
+    request and use, its power and energy so far."""
+
+    spec: NodeSpec
+    info: NodeInfo
+    points: tuple[float, ...]
+    state: str = ON
+    running: dict[int, float] = field(default_factory=dict)  # pod index → remaining seconds
+    placed_at: dict[int, float] = field(default_factory=dict)  # pod index → placement time
+    pending: list[int] = field(default_factory=list)  # placed, waiting for the boot (ablation)
+    requested: Resources = field(default_factory=Resources)
+    pending_cpu_cores: float = 0.0
+    usage_cores: float = 0.0  # workload and DaemonSet pods
+    daemon_pods: int = 0
+    power_watts: float = 0.0
+    energy_joules: float = 0.0
+    last_energy_s: float = 0.0
+    last_progress_s: float = 0.0
+    version: int = 0  # bumps on every change; stale completion/power-off events are skipped
+    boots: int = 0
+    deleting: bool = False  # cluster-autoscaler drains it (ToBeDeleted taint: no new pods)
+    tainted: bool = False  # a NoSchedule taint of another controller (the energy rebalancer's)
+    empty_since_s: float = 0.0  # when its last non-DaemonSet pod left (or it became ready)
+    ready_since_s: float = 0.0  # when it last became ready (feature schema v2)
+
+    @property
+    def cores(self) -> float:
+        return self.spec.cpu_cores
+
+    @property
+    def rate(self) -> float:
+        """Speed of each running pod relative to running alone."""
+        if self.usage_cores <= self.cores or self.usage_cores <= 0:
+            return 1.0
+        return self.cores / self.usage_cores
+
+    @property
+    def utilization(self) -> float:
+        if self.state != ON or self.cores <= 0:
+            return 0.0
+        return min(1.0, self.usage_cores / self.cores)
+
+    @property
+    def empty(self) -> bool:
+        """No pods other than DaemonSet pods, none on the way."""
+        return not self.running and not self.pending
