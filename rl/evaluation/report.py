@@ -27,31 +27,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-HEADLINE_SCENARIO = "heterogeneous-autoscaler"
-BASELINE = "default@least-waste"
-BEFORE_7631 = "default@random"
-KUBEJOULE = "kubejoule@kubejoule"
-EXTENDER = "default+extender:5@kubejoule"
-PACKING = "mostallocated@least-waste"
-REBALANCED = "kubejoule+rebalancer@kubejoule"
-OPERATORS_PACKING = "mostallocated+highnodeutilization@least-waste"
-HEADLINE_POLICIES = (
+from rl.simulation.headline import (  # noqa: F401  (re-exported: the headline's rows)
     BASELINE,
     BEFORE_7631,
-    "default@kubejoule",
-    "kubejoule@least-waste",
-    KUBEJOULE,
-    "default+extender:1@kubejoule",
     EXTENDER,
-    "default+extender:12@kubejoule",
-    "heuristic@kubejoule",
-    PACKING,
-    "mostallocated@kubejoule",
-    "peaks@kubejoule",
-    "trimaran@kubejoule",
+    HEADLINE_POLICIES,
+    HEADLINE_SCENARIO,
+    KUBEJOULE,
     OPERATORS_PACKING,
+    PACKING,
     REBALANCED,
 )
+
 SAVING_TARGETS = ((KUBEJOULE, 25.0), (EXTENDER, 15.0))
 SLOWDOWN_MARGIN_POINTS = 2.0
 PENDING_P99_MARGIN = 0.10

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agent.curves import PowerCurve
+from rl.simulation.node import BOOTING, OFF
 from rl.simulation.scaledown import ScaleDown, fits
 from scheduler.autoscaler.choice import GroupOption, best_options
 from scheduler.model import APP_CONTAINER, NodeInfo, PodInfo, Resources
@@ -236,7 +237,7 @@ class Autoscaler:
             return True
         # Nothing else will happen unless a pod still runs, a node still boots, or a node could
         # still be scaled down: otherwise the Pending pods fit no group and never will.
-        return any(n.running or n.state != "off" and not n.spec.always_on for n in self.sim.nodes)
+        return any(n.running or n.state != OFF and not n.spec.always_on for n in self.sim.nodes)
 
     # -- scale-up ---------------------------------------------------------------------------------
 
@@ -245,9 +246,9 @@ class Autoscaler:
         sim = self.sim
         daemon_requests, daemons = sim.daemon_requests, len(sim.daemonsets)
         upcoming = [
-            _Bin(daemon_requests, daemons) for n in sim.nodes if n.state == "booting"
+            _Bin(daemon_requests, daemons) for n in sim.nodes if n.state == BOOTING
         ]
-        templates = [n.info for n in sim.nodes if n.state == "booting"]
+        templates = [n.info for n in sim.nodes if n.state == BOOTING]
         unserved = []
         for index in sim.waiting:
             info = sim.pod_info(index)
@@ -268,7 +269,7 @@ class Autoscaler:
         sim = self.sim
         groups: dict[str, list[SimNode]] = {}
         for n in sim.nodes:
-            if n.state == "off":
+            if n.state == OFF:
                 groups.setdefault(n.spec.group, []).append(n)
         options = []
         for group, off in groups.items():
@@ -286,7 +287,7 @@ class Autoscaler:
             return False
         assert self._expander is not None
         chosen = self._expander(options, self.sim.rng)
-        off = [n for n in self.sim.nodes if n.state == "off" and n.spec.group == chosen.group]
+        off = [n for n in self.sim.nodes if n.state == OFF and n.spec.group == chosen.group]
         for node in off[: chosen.node_count]:
             self.sim.boot(node, self.model.boot_seconds, self.model.boot_joules)
         self.sim.scale_ups += 1

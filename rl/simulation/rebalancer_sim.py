@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from rl.simulation.node import ON
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.model import NodeState
 from scheduler.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from rl.simulation.simulator import Simulation
 
 MAX_STALENESS_S = 30.0  # the scheduler's max_staleness_seconds default
-ON = "on"
 
 
 def settings_file(path: str) -> RebalancerConfig:

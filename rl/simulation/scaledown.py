@@ -61,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from rl.simulation.node import OFF, ON
 from rl.simulation.workloads import blocking_reason, is_daemonset_pod
 from scheduler.filters import filter_nodes
 from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
     from rl.simulation.simulator import Simulation
 
 CA_COMMIT = "f7bb0c3623750695e1bb7f9f52269590f2974cbf"
-ON, OFF = "on", "off"  # rl/simulation/simulator.py's node states
 T = TypeVar("T")
 
 

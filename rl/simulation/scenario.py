@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from agent.curves import PowerCurve
-from rl.evaluation.report import HEADLINE_POLICIES
+from rl.simulation.headline import HEADLINE_POLICIES
 from rl.simulation.kubeobjects import GIB_BYTES, pod_object
 from rl.simulation.traces import (  # noqa: F401  (re-exported: the trace format's names)
     TRACE_HEADER,

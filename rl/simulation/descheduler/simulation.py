@@ -33,6 +33,7 @@ from rl.simulation.descheduler.highnodeutilization import (
     balance,
 )
 from rl.simulation.descheduler.model import Node, Pod
+from rl.simulation.node import ON
 from rl.simulation.traces import PodSpec
 from scheduler.model import PodInfo, Taint
 from scheduler.podfacts import OwnerRef, PodFacts
@@ -79,7 +80,7 @@ class HighNodeUtilizationController:
 
     def __call__(self, sim: Simulation) -> None:
         self.cycles += 1
-        ready = [n for n in sim.nodes if n.state == "on"]
+        ready = [n for n in sim.nodes if n.state == ON]
         by_name = {n.spec.name: n for n in ready}
         nodes = [_node(n) for n in ready]
         pods = {n.spec.name: _pods(sim, n) for n in ready}
