@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,12 +148,3 @@ def with_pod_names(snapshot: Snapshot, cache: PodMetadataCache | None) -> Snapsh
             changed = True
         pods.append(pod)
     return dataclasses.replace(snapshot, pods=tuple(pods)) if changed else snapshot
-
-
-def pod_names(cache: PodMetadataCache | None, uids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
-    """uid → (namespace, name), None for what is not known."""
-    out: dict[str, tuple[str | None, str | None]] = {}
-    for uid in uids:
-        meta = cache.get(uid) if cache is not None else None
-        out[uid] = (meta.namespace, meta.name) if meta is not None else (None, None)
-    return out

@@ -248,16 +248,6 @@ class ProcessReader:
         return len(self._open) + len(self._comm_open)
 
 
-def read_processes(fs: HostFS) -> tuple[dict[int, ProcStat], int]:
-    """One read of every process, keeping no descriptors (see ProcessReader)."""
-    reader = ProcessReader(fs)
-    reader.keep_open = False
-    try:
-        return reader.read()
-    finally:
-        reader.close()
-
-
 def cpu_ticks_delta(before: ProcStat | None, after: ProcStat) -> int:
     """Ticks used in the interval; a process new since `before` (or a reused pid) counts from 0."""
     if before is None or before.start_ticks != after.start_ticks:

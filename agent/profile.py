@@ -261,12 +261,6 @@ def _optional_str(doc: Mapping[str, Any], key: str, where: str) -> str | None:
     return str(value)
 
 
-def example_profiles() -> list[Path]:
-    """The example profiles shipped with the agent (package data `agent/profiles/*.yaml`)."""
-    directory = Path(__file__).resolve().parent / "profiles"
-    return sorted(directory.glob("*.yaml"))
-
-
 def load_profile(path: str | Path) -> CalibrationProfile:
     """Read and validate a profile file; ProfileError on any problem, naming file and field."""
     where = f"calibration profile {path}"

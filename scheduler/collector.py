@@ -399,17 +399,6 @@ class OutcomeTracker:
             return len(written)
 
 
-def collector_files(path: str | Path) -> list[Path]:
-    """The live file and its rotations, oldest first."""
-    base = Path(path)
-    rotated = sorted(
-        (p for p in base.parent.glob(base.name + ".*") if p.suffix[1:].isdigit()),
-        key=lambda p: int(p.suffix[1:]),
-        reverse=True,
-    )
-    return rotated + ([base] if base.exists() else [])
-
-
 def read_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:
     """Every readable record of one file, and the number of lines that were not JSON objects
     (fragments left by a crash)."""

@@ -151,10 +151,6 @@ def workload_columns(
     }
 
 
-def workload_features(workload: NodeWorkload | None, now: float) -> Features:
-    return column_features(workload_columns([workload], now))
-
-
 def pod_features_v2(pod: PodInfo) -> Features:
     features = pod_features(pod)
     column = _OWNER_COLUMNS.get(pod.owner_kind or "", "owner_other" if pod.owner_kind else None)

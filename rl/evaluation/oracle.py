@@ -50,18 +50,6 @@ class OracleBound:
         return self.energy_joules / 3.6e6
 
 
-def best_watts_per_core(nodes: Sequence[NodeSpec]) -> float:
-    """e*: the least total watts per busy core over nodes and loads."""
-    return min(n.curve.watts(u) / (u * n.cpu_cores) for n in nodes for u in _LOADS)
-
-
-def best_marginal_watts_per_core(nodes: Sequence[NodeSpec]) -> float:
-    """k*: the least watts above idle per busy core over nodes and loads."""
-    return min(
-        (n.curve.watts(u) - n.curve.watts(0.0)) / (u * n.cpu_cores) for n in nodes for u in _LOADS
-    )
-
-
 def marginal_rate(node: NodeSpec, floor_watts: float, daemon_cores: float = 0.0) -> float:
     """k_n: the least watts above `floor_watts` per busy core of workload on the node, with
     `daemon_cores` of DaemonSet usage always on it (module docstring)."""

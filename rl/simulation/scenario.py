@@ -24,7 +24,7 @@ Traces and PodDisruptionBudgets: rl/simulation/traces.py (their names are re-exp
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -285,7 +285,3 @@ SCENARIOS: dict[str, Scenario] = {
 def scenario_path(filename: str) -> Path:
     """Path of a file bundled in rl/scenarios/ (works from a checkout and an installed wheel)."""
     return Path(str(resources.files("rl").joinpath("scenarios", filename)))
-
-
-def scenario_names() -> Sequence[str]:
-    return tuple(SCENARIOS)

@@ -43,8 +43,8 @@ the result); its parts: the run's state and event queue (`state.py`, event kinds
 (`energy.py`), the scheduler's view (`view.py`: `NodeState`s, candidates, `PlacementRequest`,
 `Policy`) and what the autoscaler and controllers do (`actions.py`: boot, power down, evict,
 remove, taint, every).
-`Simulation.next_decision()` / `place()` expose the decisions one by one (the gymnasium env uses
-them); `Simulation.run(policy)` drives them with a policy.
+`Simulation.next_decision()` / `place()` expose the decisions one by one (the run loop of
+rl/evaluation/benchmark.py and the gymnasium env drive them).
 """
 
 from __future__ import annotations
@@ -220,14 +220,6 @@ class Simulation(ClusterActions, SchedulerView):
         return copy.deepcopy(self, memo)
 
     # -- running --------------------------------------------------------------------------------
-
-    def run(self, policy: Policy, rng: random.Random) -> SimResult:
-        policy.reset(self.specs, rng)
-        while (decision := self.next_decision()) is not None:
-            self.place(
-                policy.choose(decision.info, decision.feasible, decision.now, decision.candidates)
-            )
-        return self.result()
 
     @property
     def energy_joules(self) -> float:

@@ -11,9 +11,19 @@ from pathlib import Path
 import pytest
 
 from agent.hostfs import HostFS
-from agent.processes import ProcStat, cpu_ticks_delta, parse_stat, read_processes
+from agent.processes import ProcessReader, ProcStat, cpu_ticks_delta, parse_stat
 
 TAIL = " ".join(["0"] * 30)
+
+
+def read_processes(fs: HostFS) -> tuple[dict[int, ProcStat], int]:
+    """One read of every process, keeping no descriptors."""
+    reader = ProcessReader(fs)
+    reader.keep_open = False
+    try:
+        return reader.read()
+    finally:
+        reader.close()
 
 
 def line(pid: int, comm: str, utime: int, stime: int, start: int) -> bytes:

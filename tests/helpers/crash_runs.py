@@ -16,13 +16,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scheduler.collector import collector_files, read_records
+from scheduler.collector import read_records
 from tests.helpers.extender_process import ExtenderProcess, post, small_body, start_extender
 from tests.helpers.processes import free_port
 from tests.helpers.standalone_kmock import EmulatedCluster
 from tests.helpers.standalone_objects import node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def collector_files(path: str | Path) -> list[Path]:
+    """A decision log's live file and its rotations, oldest first."""
+    base = Path(path)
+    rotated = sorted(
+        (p for p in base.parent.glob(base.name + ".*") if p.suffix[1:].isdigit()),
+        key=lambda p: int(p.suffix[1:]),
+        reverse=True,
+    )
+    return rotated + ([base] if base.exists() else [])
 
 
 @dataclass

@@ -18,6 +18,7 @@ from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_
 from rl.simulation.simulator import Simulation
 from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
+from tests.helpers.sim_run import run_policy
 
 LINEAR = PowerCurve.linear(100.0, 200.0)  # 100 W idle, 200 W at full load
 
@@ -163,7 +164,7 @@ def test_daemonset_load_is_in_the_power_and_the_requests_but_not_in_emptiness():
 
     sim = Simulation(nodes, [pod(0, 10, 100, usage=1, request=3.5)], autoscaler=MODEL,
                      daemonsets=[AGENT])
-    result = sim.run(Spy(), random.Random(0))
+    result = run_policy(sim, Spy(), random.Random(0))
     # Only a is on: DaemonSet usage 1 of 4 cores (125 W) for 10 s, then 2 of 4 (150 W).
     assert result.energy_joules == pytest.approx(125 * 10 + 150 * 100)
     (state,) = seen
@@ -172,7 +173,7 @@ def test_daemonset_load_is_in_the_power_and_the_requests_but_not_in_emptiness():
     # 3.5 cores fit next to the DaemonSet's 0.5; a 3.6-core pod would not (it waits forever:
     # b's template node carries the DaemonSet too).
     late = Simulation(nodes, [pod(0, 10, 100, 1, 3.6)], autoscaler=MODEL, daemonsets=[AGENT])
-    assert late.run(Spy(), random.Random(0)).never_scheduled == 1
+    assert run_policy(late, Spy(), random.Random(0)).never_scheduled == 1
 
 
 def test_the_energy_price_takes_a_daemonset_only_node_for_empty():
@@ -205,7 +206,7 @@ def test_the_energy_price_takes_a_daemonset_only_node_for_empty():
 
     sim = Simulation(nodes, [pod(0, 0, 100, 1, 1), pod(1, 10, 100, 1, 1)], autoscaler=MODEL,
                      daemonsets=[AGENT])
-    sim.run(Spy(), random.Random(0))
+    run_policy(sim, Spy(), random.Random(0))
     first, second = priced
     assert sorted(first.values()) == [(pytest.approx(75.0), True)] * 2
     busy = next(n for n, (_, empty) in second.items() if not empty)
@@ -258,7 +259,7 @@ def test_a_policy_decides_on_the_sample_not_the_instantaneous_state(telemetry, u
     pods = [pod(0, 6, 100, usage=2, request=2), pod(1, 8, 100, usage=1, request=1)]
     sim = Simulation(nodes, pods, autoscaler=MODEL, telemetry=telemetry)
     policy = Recorder()
-    sim.run(policy, random.Random(0))
+    run_policy(sim, policy, random.Random(0))
     (now, (state,)) = policy.shown[1]
     assert now == 8.0
     assert state.telemetry is not None
@@ -284,7 +285,7 @@ def test_a_node_not_running_at_the_sample_has_no_telemetry():
     pods = [pod(0, 3, 100, usage=2, request=2), pod(1, 134, 10, 0.5, 0.5)]
     sim = Simulation(nodes, pods, autoscaler=model, telemetry=TelemetryModel())
     policy = Recorder()
-    sim.run(policy, random.Random(0))
+    run_policy(sim, policy, random.Random(0))
     shown = {now: {s.info.name: s for s in states} for now, states in policy.shown}
     assert shown[134.0]["b-0"].telemetry is None  # ready at 133, the store holds 130's sample
     assert shown[134.0]["a-0"].telemetry is not None
@@ -315,7 +316,7 @@ def test_telemetry_dropout_hides_the_chosen_nodes_agents_for_the_whole_run():
     sim = Simulation(nodes, [pod(0, 7, 10, 1, 1)], autoscaler=MODEL, telemetry=TelemetryModel(),
                      missing_telemetry=frozenset({"a-1"}))
     policy = Recorder()
-    sim.run(policy, random.Random(0))
+    run_policy(sim, policy, random.Random(0))
     (_, states) = policy.shown[0]
     seen = {s.info.name: s.telemetry for s in states}
     assert seen["a-1"] is None and seen["a-0"] is not None and seen["a-0"].sample_time == 5.0

@@ -15,7 +15,7 @@ import torch
 from agent.curves import PowerCurve
 from rl.cli import main
 from rl.learning.dqn.episodes import Episode, RewardConfig
-from rl.learning.dqn.network import RowMLP, load_checkpoint, masked_argmax, save_checkpoint
+from rl.learning.dqn.network import RowMLP, masked_argmax, save_checkpoint
 from rl.learning.dqn.replay import NStepWriter
 from rl.learning.dqn.train import DQNConfig, train
 from rl.simulation.cluster import ClusterModel
@@ -175,6 +175,15 @@ def test_training_is_deterministic_for_a_seed_and_never_opens_the_heldout_set():
     other, _ = train(tiny_config(8, steps=120, demo_episodes=1, pretrain_updates=20), tiny_source)
     assert not torch.equal(other.body[0].weight, first.body[0].weight)
     assert drawn is not None
+
+
+def load_checkpoint(path):
+    """The network a checkpoint holds, with its config and meta (what a test reads back)."""
+    data = torch.load(path, weights_only=True)
+    config, meta = data["config"], data["meta"]
+    net = RowMLP(int(config["width"]), int(config["hidden"]), int(config["layers"]))
+    net.load_state_dict(data["state_dict"])
+    return net, config, meta
 
 
 def test_checkpoint_round_trip(tmp_path):

@@ -17,7 +17,7 @@ from rl.policies.profiles import heuristic_energy
 from rl.simulation.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
 from rl.simulation.simulator import PowerOffModel, Simulation
 from rl.simulation.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
-from scheduler.features import FEATURE_SCHEMA, SchemaMismatch
+from scheduler.features import FEATURE_SCHEMA, Features, SchemaMismatch, column_features
 from scheduler.features_v2 import (
     FEATURE_SCHEMA_V2,
     NODE_FEATURES_V2,
@@ -25,9 +25,10 @@ from scheduler.features_v2 import (
     NodeWorkload,
     candidate_matrix_v2,
     pod_features_v2,
-    workload_features,
+    workload_columns,
 )
 from scheduler.model import PodInfo
+from tests.helpers.sim_run import run_policy
 
 HEADER = "submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage"
 
@@ -100,6 +101,10 @@ def test_pod_features_v2_one_hot_owner_and_log_priority():
     )
 
 
+def workload_features(workload: NodeWorkload | None, now: float) -> Features:
+    return column_features(workload_columns([workload], now))
+
+
 def test_workload_features_known_and_unknown():
     unknown = workload_features(None, 100.0)
     assert unknown["workload_known"] == 0.0 and unknown["seconds_since_boot"] is None
@@ -151,8 +156,8 @@ def test_simulator_workloads_give_v2_rows():
         result.place(d.feasible[0].info.name)
     assert result.result().never_scheduled == 0
     # The policies are unchanged by the new fields: the heuristic still runs.
-    Simulation(nodes, pods, power_off).run(
-        make_policy("heuristic", nodes, power_off), random.Random(0)
+    run_policy(
+        Simulation(nodes, pods, power_off), make_policy("heuristic", nodes, power_off), random.Random(0)
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from agent.curves import PowerCurve
 from rl.evaluation.benchmark import oracle_for, run_once
-from rl.evaluation.oracle import best_marginal_watts_per_core, best_watts_per_core, oracle_bound
+from rl.evaluation.oracle import oracle_bound
 from rl.policies.catalog import BUILTIN_POLICIES
 from rl.simulation.autoscaler import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
@@ -33,16 +33,6 @@ def test_bound_is_tight_when_nothing_can_be_saved():
     assert result.energy_joules == pytest.approx(bound.energy_joules)
     # With power-off the best any node does is 200 W / 4 cores at full load: 200 × 50 J.
     assert oracle_bound(nodes, pods, power_off=True).energy_joules == pytest.approx(10_000.0)
-
-
-def test_best_rates_come_from_the_best_node_and_load():
-    # On this 10-core curve P/u is lowest at 80 %: 130 / (0.8 × 10) = 16.25 W per core (17.1 at
-    # 70 %, 20 at 100 %); the linear node's best is 200 / 4 = 50. Above idle the curve climbs
-    # 10 W per 10 % up to 80 %: 10 W per core, below the linear node's 25.
-    points = PowerCurve.from_points([50, 60, 70, 80, 90, 100, 110, 120, 130, 180, 200])
-    nodes = [NodeSpec("p", "g", 10, 8, points), NodeSpec("l", "g", 4, 8, LINEAR)]
-    assert best_watts_per_core(nodes) == pytest.approx(16.25)
-    assert best_marginal_watts_per_core(nodes) == pytest.approx(10.0)
 
 
 def _cluster() -> list[NodeSpec]:

@@ -19,6 +19,7 @@ from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
 from rl.simulation.simulator import SimResult, Simulation
 from rl.simulation.workloads import WorkloadModel
 from scheduler.model import NodeState, PodInfo
+from tests.helpers.sim_run import run_policy
 
 LINEAR = PowerCurve.linear(100.0, 200.0)
 # No boots in these cases but one; CA's shipped scale-down rules otherwise.
@@ -64,7 +65,7 @@ class Pinned:
 def run(nodes, pods, pins, model=CA, pdbs=(), startup=10.0) -> tuple[Simulation, SimResult]:
     sim = Simulation(nodes, pods, autoscaler=model,
                      workloads=WorkloadModel(tuple(pdbs), pod_startup_s=startup))
-    return sim, sim.run(Pinned(pins), random.Random(0))
+    return sim, run_policy(sim, Pinned(pins), random.Random(0))
 
 
 def two_nodes() -> list[NodeSpec]:

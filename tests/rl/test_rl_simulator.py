@@ -11,6 +11,7 @@ from agent.curves import PowerCurve
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel, Simulation
 from scheduler.model import NodeState, PodInfo
+from tests.helpers.sim_run import run_policy
 
 LINEAR = PowerCurve.linear(100.0, 200.0)  # 100 W idle, 200 W at full load
 
@@ -47,7 +48,7 @@ def pod(index: int, submit: float, duration: float, usage: float, request: float
 
 def run(nodes, pods, placement, power_off=None):
     sim = Simulation(nodes, pods, power_off)
-    return sim.run(FixedPolicy(placement), random.Random(0))
+    return run_policy(sim, FixedPolicy(placement), random.Random(0))
 
 
 def test_one_pod_on_one_node():

@@ -19,10 +19,10 @@ from scheduler.collector import (
     CollectorConfig,
     DecisionCollector,
     OutcomeTracker,
-    collector_files,
     read_records,
 )
 from scheduler.model import NodeTelemetry, PodInfo
+from tests.helpers.crash_runs import collector_files
 from tests.helpers.standalone_objects import pod
 
 ROOT = Path(__file__).resolve().parents[2]

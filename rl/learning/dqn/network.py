@@ -71,9 +71,3 @@ def save_checkpoint(
     return npz
 
 
-def load_checkpoint(path: str | Path) -> tuple[RowMLP, dict[str, Any], dict[str, Any]]:
-    data = torch.load(Path(path), weights_only=True)
-    config, meta = data["config"], data["meta"]
-    net = RowMLP(int(config["width"]), int(config["hidden"]), int(config["layers"]))
-    net.load_state_dict(data["state_dict"])
-    return net, config, meta
