@@ -29,6 +29,7 @@ system-deps:
 lint: venv
 	$(BIN)/ruff check agent scheduler rl tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache --no-logo
 
 test: venv system-deps lint
 	$(BIN)/pytest -q -p no:cacheprovider -rs

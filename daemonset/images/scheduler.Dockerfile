@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
-# The scheduler image: the scheduler and agent packages with the `scheduler` extra (fastapi,
-# uvicorn, httpx; grpcio and protobuf for `autoscaler-expander`). Without torch: the heuristic
-# scorer needs none; a model scorer needs an image built with `.[scheduler,ml]` (and a CPU torch wheel pinned first, as the Makefile does).
+# The scheduler image: the scheduler package, the agent's plain-data modules it imports (power
+# curves, calibration profiles, Kubernetes quantities and timestamps: the list is the import
+# graph's, checked by tests/deploy/test_deploy_images.py), and the `scheduler` extra (fastapi,
+# uvicorn, httpx; grpcio and protobuf for `autoscaler-expander`). No torch: every scorer it ships,
+# the learned ones included, runs on numpy (a model is exported to .npz by `kubejoule-rl train`).
 # Build from the repository root:
 #   docker build -f daemonset/images/scheduler.Dockerfile -t ghcr.io/kubejoule/kubejoule-scheduler:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
@@ -9,7 +11,8 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
-COPY agent ./agent
+COPY agent/__init__.py agent/curves.py agent/kubetime.py agent/profile.py agent/quantity.py ./agent/
+COPY agent/protos/__init__.py agent/protos/generate.py ./agent/protos/
 COPY scheduler ./scheduler
 RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[scheduler]"
 

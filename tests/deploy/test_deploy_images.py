@@ -12,6 +12,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import grimp
 import pytest
 
 from tests.helpers.deploy_kustomize import build
@@ -120,13 +121,59 @@ def test_scheduler_image_installs_the_scheduler_extra_without_torch() -> None:
     assert '".[scheduler]"' in runs and '"kubejoule[scheduler]"' in runs
     assert "torch" not in runs and "ml]" not in runs
     assert "torch" not in " ".join(PYPROJECT["project"]["optional-dependencies"]["scheduler"])
-    assert set(copied_sources(dockerfile)) == {
+    sources = copied_sources(dockerfile)
+    assert {s for s in sources if not s.startswith("agent/")} == {
         "pyproject.toml",
         "README.md",
         "LICENSE",
-        "agent",
         "scheduler",
     }
+
+
+def agent_files_the_scheduler_imports() -> set[str]:
+    """From the import graph (grimp, what import-linter checks): every agent module the scheduler
+    imports, directly or through other agent modules, with the packages that hold them."""
+    graph = grimp.build_graph("scheduler", "agent")
+    direct = {
+        imported
+        for module in graph.find_descendants("scheduler")
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.split(".")[0] == "agent"
+    }
+    needed = set(direct)
+    for module in direct:
+        needed |= {m for m in graph.find_upstream_modules(module) if m.split(".")[0] == "agent"}
+    for module in list(needed):
+        parts = module.split(".")
+        needed |= {".".join(parts[:i]) for i in range(1, len(parts))}
+    files = set()
+    for module in needed:
+        path = Path(*module.split("."))
+        package = ROOT / path / "__init__.py"
+        files.add(str((path / "__init__.py") if package.exists() else path.with_suffix(".py")))
+    return files
+
+
+def test_the_scheduler_image_copies_exactly_the_agent_modules_the_scheduler_imports() -> None:
+    copied = {s for s in copied_sources(IMAGES / "scheduler.Dockerfile") if s.startswith("agent")}
+    needed = agent_files_the_scheduler_imports()
+    assert "agent/curves.py" in needed and "agent/sampler.py" not in needed  # the graph was read
+    assert copied == needed
+
+
+def image_context(image: str, tmp_path: Path) -> Path:
+    """A directory holding exactly what the image's Dockerfile copies from the repository."""
+    context = tmp_path / "context"
+    context.mkdir()
+    for source in copied_sources(IMAGES / f"{image}.Dockerfile"):
+        if (ROOT / source).is_dir():
+            shutil.copytree(
+                ROOT / source, context / source, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            (context / source).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / source, context / source)
+    return context
 
 
 @pytest.mark.parametrize(
@@ -143,15 +190,7 @@ def test_the_package_builds_from_what_the_image_copies(
     """The wheel the Dockerfile's `pip wheel` builds, from exactly the files it copies (built
     with the same PEP 517 backend, called directly: pip adds only seconds): it builds, holds
     those packages only, and torch is never a requirement outside the `ml` extra."""
-    context = tmp_path / "context"
-    context.mkdir()
-    for source in copied_sources(IMAGES / f"{image}.Dockerfile"):
-        if (ROOT / source).is_dir():
-            shutil.copytree(
-                ROOT / source, context / source, ignore=shutil.ignore_patterns("__pycache__")
-            )
-        else:
-            shutil.copy2(ROOT / source, context / source)
+    context = image_context(image, tmp_path)
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     backend = PYPROJECT["build-system"]["build-backend"]
@@ -205,7 +244,7 @@ def test_manifests_run_the_images_entrypoints_with_known_subcommands() -> None:
 
 
 def _import_all_with_blocked(
-    package: str, blocked: tuple[str, ...]
+    package: str, blocked: tuple[str, ...], cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
     program = f"""
 import importlib, importlib.abc, pkgutil, sys
@@ -220,10 +259,13 @@ package = importlib.import_module({package!r})
 names = [m.name for m in pkgutil.walk_packages(package.__path__, {package!r} + ".")]
 for name in sorted(names):
     importlib.import_module(name)
+outside = [n for n, m in sys.modules.items() if n.split(".")[0] in ("agent", "scheduler", "rl")
+           and getattr(m, "__file__", None) and not m.__file__.startswith({str(cwd)!r})]
+assert not outside, f"loaded from outside {str(cwd)!r}: {{outside}}"
 print(len(names))
 """
     return subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=cwd
     )
 
 
@@ -262,7 +304,10 @@ sys.exit(rl.cli.main(["scenarios"]))
     assert "heterogeneous-autoscaler" in result.stdout
 
 
-def test_scheduler_code_imports_without_torch() -> None:
-    result = _import_all_with_blocked("scheduler", SCHEDULER_IMAGE_EXCLUDES)
+def test_scheduler_code_imports_from_its_image_files_without_torch(tmp_path: Path) -> None:
+    """Every scheduler module imports from exactly the files the image copies (the agent's
+    plain-data modules only), with torch, gymnasium, matplotlib and rl blocked."""
+    context = image_context("scheduler", tmp_path)
+    result = _import_all_with_blocked("scheduler", SCHEDULER_IMAGE_EXCLUDES, cwd=context)
     assert result.returncode == 0, result.stderr[-3000:]
     assert int(result.stdout.strip()) > 5

@@ -1,5 +1,5 @@
 """Driving a simulation to its end with one policy, decision by decision (what the tests do;
-the product drives it through rl/benchmark.py's run loop and the gymnasium environment)."""
+the product drives it through rl/evaluation/benchmark.py's run loop and the gymnasium environment)."""
 
 from __future__ import annotations
 
