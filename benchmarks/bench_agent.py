@@ -12,7 +12,7 @@ Setup, as close to a node as this machine allows:
   plain files (the output says which);
 * RAPL: a one-socket powercap tree laid out like the kernel's (this machine has none), its
   package counter moved every interval so every sample has power to attribute;
-* Kubernetes: kmock's emulator (tests/helpers/agent_kube_emulator.py) serving the 100 pods on
+* Kubernetes: kmock's emulator (benchmarks/harness/agent_kube_emulator.py) serving the 100 pods on
   this node and their Metrics Server data; the agent runs against it through a kubeconfig, so
   the pod watch and the Metrics Server reads are on, as they are by default;
 * `kubejoule-agent run` with its defaults otherwise (5 s interval, network counters on, pods and
@@ -302,7 +302,7 @@ def run_agent(sysfs: Path, kubeconfig: Path, seconds: float, profile: Path | Non
 def measure(seconds: float, profile: Path | None = None, extra: list[str] | None = None,
             devices: bool = False) -> dict[str, Any]:
     from benchmarks.bench_agent_devices import gpu_node
-    from tests.helpers.agent_kube_emulator import EmulatedCluster
+    from benchmarks.harness.agent_kube_emulator import EmulatedCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     children: list[subprocess.Popen[bytes]] = []

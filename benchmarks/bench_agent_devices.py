@@ -1,6 +1,6 @@
 """The agent benchmark's GPU node with a BMC (benchmarks/bench_agent.py `--devices`), as a GPU node
 runs the agent: 8 GPUs read through the real nvidia-ml-py from the stand-in libnvidia-ml.so.1
-(tests/helpers/nvml_standin.c: the agent's own cost per NVML call, not a driver's), the kubelet's
+(benchmarks/harness/nvml_standin.c: the agent's own cost per NVML call, not a driver's), the kubelet's
 PodResources on a real gRPC Unix socket, and an HTTPS Redfish BMC (a DMTF EnvironmentMetrics
 chassis) polled every 10 s with its certificate verified. Half of the GPUs are allocated to one
 pod each; the other half are shared by two pods' processes each. The servers run in the
@@ -22,9 +22,9 @@ GPU_WATTS = 250.0
 def gpu_node(workdir: Path, pods: list[tuple[str, str, list[int]]]) -> Iterator[tuple[list[str], dict[str, str]]]:
     """(the agent's extra arguments, its extra environment) for a node with GPUs and a BMC.
     `pods`: (namespace, name, pids of its app) of the pods that use the GPUs."""
-    from tests.helpers import nvml_standin, redfish_mockup
-    from tests.helpers.expander_grpc import self_signed
-    from tests.helpers.podresources_server import GPU, serving
+    from benchmarks.harness import nvml_standin, redfish_mockup
+    from benchmarks.harness.expander_grpc import self_signed
+    from benchmarks.harness.podresources_server import GPU, serving
 
     state = nvml_standin.NvmlState.with_gpus(workdir / "nvml.state", GPUS)
     allocated = []

@@ -34,7 +34,7 @@ def _network_rows() -> list[str]:
     if os.geteuid() != 0:
         return ["| network read | — | skipped: needs root (network namespaces) | |"]
     from agent.network import NetworkReader
-    from tests.helpers.agent_netns import NetnsLab
+    from benchmarks.harness.agent_netns import NetnsLab
 
     rows = []
     lab = NetnsLab()
@@ -57,7 +57,7 @@ def _network_rows() -> list[str]:
 def _metrics_server_rows() -> list[str]:
     from agent.metrics_server import MetricsServerReader
     from agent.podmeta import PodMeta
-    from tests.helpers.agent_kube_emulator import EmulatedCluster
+    from benchmarks.harness.agent_kube_emulator import EmulatedCluster
 
     rows = []
     with EmulatedCluster() as cluster, tempfile.TemporaryDirectory() as tmp, cluster.client(Path(tmp)) as client:

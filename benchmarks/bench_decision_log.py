@@ -7,7 +7,7 @@
   with an fsync after every line, and with no fsync at all (kill -9 safe, not power-loss safe);
   on the repository's file system (ext4 here);
 * kill -9 — the standalone scheduler against kmock's emulator and the extender in shadow mode,
-  each SIGKILLed again and again while it works (tests/helpers/crash_runs.py): acknowledged
+  each SIGKILLed again and again while it works (benchmarks/harness/crash_runs.py): acknowledged
   decisions (bindings the emulator accepted, answers the client received) without a line.
 
 Target (issue 17): 0 acknowledged decisions lost over 10 kills; the cost measured.
@@ -33,10 +33,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness.crash_runs import extender_kill_run, standalone_kill_run  # noqa: E402
 from scheduler.collector import CandidateRecord, CollectorConfig, DecisionCollector  # noqa: E402
 from scheduler.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2  # noqa: E402
 from scheduler.model import PodInfo  # noqa: E402
-from tests.helpers.crash_runs import extender_kill_run, standalone_kill_run  # noqa: E402
 
 KILLS = 10
 RECORDS = 2000

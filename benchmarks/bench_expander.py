@@ -34,15 +34,15 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
-from scheduler.autoscaler.protos import expander_pb2  # noqa: E402
-from tests.helpers.expander_grpc import (  # noqa: E402
+from benchmarks.harness.expander_grpc import (  # noqa: E402
     METHOD_PATH,
     best_options_request,
     pending_pod,
     self_signed,
     template_node,
 )
-from tests.helpers.processes import free_port  # noqa: E402
+from benchmarks.harness.processes import free_port  # noqa: E402
+from scheduler.autoscaler.protos import expander_pb2  # noqa: E402
 
 TARGET_SECONDS = 2.5
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"

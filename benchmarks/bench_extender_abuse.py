@@ -37,8 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent.quantity import quantity_units  # noqa: E402
-from scheduler.extender.wire import MIN_MAX_BODY_BYTES  # noqa: E402
-from tests.helpers.extender_process import (  # noqa: E402
+from benchmarks.harness.extender_process import (  # noqa: E402
     Answer,
     collect_flood,
     flood_process,
@@ -48,6 +47,7 @@ from tests.helpers.extender_process import (  # noqa: E402
     running_extender,
     small_body,
 )
+from scheduler.extender.wire import MIN_MAX_BODY_BYTES  # noqa: E402
 
 MANIFEST = ROOT / "daemonset/components/extender/extender-deployment.yaml"
 ROUNDS = 3

@@ -14,7 +14,7 @@ Per cluster size (1,000 and 5,000 nodes):
 * one keep-alive client sends requests at random (Poisson) times, so they land anywhere between
   refreshes, in both forms: `NodeNames` (`nodeCacheCapable: true`) and `Nodes.items` with
   realistic Node objects (labels, annotations, conditions, an images list: ~6 KB each,
-  `tests/helpers/realistic_nodes.py`). Each request is timed from send to the last byte read;
+  `benchmarks/harness/realistic_nodes.py`). Each request is timed from send to the last byte read;
 * besides, each time the fake Prometheus has answered a refresh's last query, the client sends
   one request at once: the *first request after a refresh*, which arrives while the extender
   parses that refresh and prepares the new node batch. Reported on its own and within *every
@@ -62,8 +62,8 @@ sys.path.insert(0, str(ROOT))
 import orjson  # noqa: E402
 
 from benchmarks.fake_prometheus import node_cores, node_names  # noqa: E402
-from tests.helpers.processes import free_port, wait_http  # noqa: E402
-from tests.helpers.realistic_nodes import realistic_node  # noqa: E402
+from benchmarks.harness.processes import free_port, wait_http  # noqa: E402
+from benchmarks.harness.realistic_nodes import realistic_node  # noqa: E402
 
 SIZES = (1000, 5000)
 TARGET_P99_MS = {("NodeNames", 1000): 10.0, ("NodeNames", 5000): 50.0,
@@ -312,13 +312,13 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
     NodeNames request (parse + score + encode) and of one store refresh's merge, fits and batch
     preparation, in this process over a fixed source."""
     from agent.curves import PowerCurve
+    from benchmarks.harness.sched_sources import FixedSource
     from scheduler.extender.core import Extender
     from scheduler.extender.wire import json_response, parse_args
     from scheduler.model import NodeTelemetry
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.telemetry.samples import NodeSample
     from scheduler.telemetry.store import TelemetryStore
-    from tests.helpers.sched_sources import FixedSource
 
     now, rng = time.time(), random.Random(1)
     curves = [PowerCurve.linear(90, 300).as_points(), PowerCurve.fan(60, 250, 1.4).as_points()]

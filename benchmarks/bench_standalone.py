@@ -40,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.curves import PowerCurve  # noqa: E402
+from benchmarks.harness.standalone_objects import node, pod  # noqa: E402
 from scheduler.framework.profile import Profile  # noqa: E402
 from scheduler.model import NodeTelemetry, PodInfo  # noqa: E402
 from scheduler.plugins.defaults import kubejoule_profile, shipped_kubejoule_profile  # noqa: E402
@@ -48,7 +49,6 @@ from scheduler.standalone.loop import StandaloneScheduler  # noqa: E402
 from scheduler.standalone.process import attach_outlook  # noqa: E402
 from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig  # noqa: E402
 from scheduler.standalone.staging import Stager  # noqa: E402
-from tests.helpers.standalone_objects import node, pod  # noqa: E402
 
 NODE_COUNTS = (1000, 5000)
 TARGET_DECISIONS_PER_S = 680.0

@@ -50,7 +50,7 @@ class Emulator:
 
     def __enter__(self) -> Emulator:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.standalone_kmock"], cwd=ROOT,
+            [sys.executable, "-m", "benchmarks.harness.standalone_kmock"], cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True,
         )
@@ -135,7 +135,7 @@ def run(
 ) -> dict[str, Any]:
     """One end-to-end run (module docstring). `on_ready(pid)` is called with the scheduler's
     process id before the pods come (to attach a sampling profiler: `py-spy record --pid`)."""
-    from tests.helpers.processes import free_port
+    from benchmarks.harness.processes import free_port
 
     with tempfile.TemporaryDirectory() as tmp, Emulator() as emulator:
         workdir = Path(tmp)

@@ -47,7 +47,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers.processes import free_port, stop, wait_http
+from benchmarks.harness.processes import free_port, stop, wait_http
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

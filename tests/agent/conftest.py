@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.kube import KubeClient
-from tests.helpers.agent_kube_emulator import EmulatedCluster
+from benchmarks.harness.agent_kube_emulator import EmulatedCluster
 
 
 @pytest.fixture

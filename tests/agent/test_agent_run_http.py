@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from agent.exporter import ExportLevels, SnapshotCollector
 from agent.hostfs import HostFS
 from agent.sampler import Sampler
+from benchmarks.harness.components import require_binary
 from tests.helpers.agent_metrics import documented_metrics, exposed_labels
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
-from tests.helpers.components import require_binary
 
 TREE = WORKLOADS / "v2-systemd-containerd" / "before"
 WEB = "6f1c3b0e-2a4d-4e8b-9c71-0d5e8f2a1b01"  # guaranteed pod

@@ -18,7 +18,7 @@ from agent.curves import PowerCurve
 from agent.platform import PlatformPoller
 from agent.profile import load_profile
 from agent.redfish import Credentials, RedfishClient
-from tests.helpers import redfish_mockup
+from benchmarks.harness import redfish_mockup
 from tests.helpers.agent_cli import FIXTURES, replay_record
 from tests.helpers.calibrate_meter import finished_calibration
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import nvml_standin
+from benchmarks.harness import nvml_standin
+from benchmarks.harness.nvml_standin import NvmlState
+from benchmarks.harness.podresources_server import GPU, serving
 from tests.helpers.agent_cli import REPO, check_record, strict_json
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
-from tests.helpers.nvml_standin import NvmlState
-from tests.helpers.podresources_server import GPU, serving
 
 FIXTURE = WORKLOADS / "v2-systemd-containerd"
 MANIFEST = json.loads((FIXTURE / "workload.json").read_text())

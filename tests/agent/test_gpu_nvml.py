@@ -1,5 +1,5 @@
 """The NVML reader through the real nvidia-ml-py, against the stand-in libnvidia-ml.so.1 built from
-tests/helpers/nvml_standin.c (NVML's ABI as nvml.h declares it): what it reads, and every way
+benchmarks/harness/nvml_standin.c (NVML's ABI as nvml.h declares it): what it reads, and every way
 NVML says no — a missing library, a driver that is not loaded or of another version, a function
 the GPU does not support, a GPU that falls off the bus."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from agent.nvml import ENERGY_COUNTER_RANGE_MJ, NvmlReader, NvmlUnavailable
-from tests.helpers import nvml_standin
+from benchmarks.harness import nvml_standin
+from benchmarks.harness.nvml_standin import NvmlState
 from tests.helpers.agent_cli import REPO
-from tests.helpers.nvml_standin import NvmlState
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.harness.agent_kube_emulator import EmulatedCluster, unreachable_kubeconfig
+from benchmarks.harness.agent_netns import NetnsLab, host_process, need_netns
 from tests.helpers.agent_cli import run_agent
-from tests.helpers.agent_kube_emulator import EmulatedCluster, unreachable_kubeconfig
-from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess, wait_until
 
 TREE = WORKLOADS / "v2-systemd-containerd" / "before"

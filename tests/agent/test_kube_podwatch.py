@@ -17,8 +17,8 @@ import pytest
 
 from agent.kube import Backoff, KubeClient, KubeConfigError, KubeError, NodePodWatch
 from agent.podmeta import PodMetadataCache
-from tests.helpers.agent_kube_emulator import PODS, EmulatedCluster, unreachable_kubeconfig
-from tests.helpers.components import require_binary
+from benchmarks.harness.agent_kube_emulator import PODS, EmulatedCluster, unreachable_kubeconfig
+from benchmarks.harness.components import require_binary
 
 NODE = "node-a"
 

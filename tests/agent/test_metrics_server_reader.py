@@ -20,7 +20,7 @@ from agent.metrics_server import (
 )
 from agent.podmeta import PodMeta
 from agent.snapshot import Snapshot
-from tests.helpers.agent_kube_emulator import EmulatedCluster
+from benchmarks.harness.agent_kube_emulator import EmulatedCluster
 
 NODE = "node-a"
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC).timestamp()

@@ -12,8 +12,8 @@ import pytest
 
 from agent.network import NetworkReader, NetworkSample, PodNetwork, with_network
 from agent.snapshot import PodPower, Snapshot
-from tests.helpers.agent_netns import NetnsLab, host_process, need_netns
-from tests.helpers.components import require_binary
+from benchmarks.harness.agent_netns import NetnsLab, host_process, need_netns
+from benchmarks.harness.components import require_binary
 
 REPO = Path(__file__).resolve().parents[2]
 PAYLOAD_BYTES = 200_000

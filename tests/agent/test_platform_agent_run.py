@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import redfish_mockup, sushy
+from benchmarks.harness import redfish_mockup
+from benchmarks.harness.expander_grpc import self_signed
+from benchmarks.harness.redfish_mockup import PASSWORD, USERNAME, serve
+from tests.helpers import sushy
 from tests.helpers.agent_cli import check_record, run_agent, strict_json
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess, wait_until
-from tests.helpers.expander_grpc import self_signed
-from tests.helpers.redfish_mockup import PASSWORD, USERNAME, serve
 
 FIXTURE = WORKLOADS / "v2-systemd-containerd"
 PLATFORM_WATTS = 150.0

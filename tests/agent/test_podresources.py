@@ -1,5 +1,5 @@
 """The agent's PodResources client (gRPC's wire protocol over h2) on a real Unix socket, against
-grpcio's server from the same .proto (tests/helpers/podresources_server.py), and the committed
+grpcio's server from the same .proto (benchmarks/harness/podresources_server.py), and the committed
 protobuf code: it is what the .proto generates, with the kubelet's package, service, method,
 names and field numbers."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from agent.nvml import GpuDevice
 from agent.podresources import METHOD, PodResourcesClient
 from agent.protos import generate, podresources_pb2
-from tests.helpers.podresources_server import GPU, serving
+from benchmarks.harness.podresources_server import GPU, serving
 
 H100 = GpuDevice(0, "GPU-aaaa", "NVIDIA H100")
 A10 = GpuDevice(1, "GPU-bbbb", "NVIDIA A10")

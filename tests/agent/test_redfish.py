@@ -1,4 +1,4 @@
-"""The Redfish client against mockup bodies on loopback (tests/helpers/redfish_mockup.py): the
+"""The Redfish client against mockup bodies on loopback (benchmarks/harness/redfish_mockup.py): the
 walk from /redfish/v1 to each vendor's reading, and every way a BMC can fail — each a
 RedfishError with its reason, in bounded time and memory, never a number."""
 
@@ -21,9 +21,9 @@ from agent.redfish import (
     find_sources,
     read_platform,
 )
-from tests.helpers import redfish_mockup
-from tests.helpers.expander_grpc import self_signed
-from tests.helpers.redfish_mockup import PASSWORD, USERNAME, Fault, serve
+from benchmarks.harness import redfish_mockup
+from benchmarks.harness.expander_grpc import self_signed
+from benchmarks.harness.redfish_mockup import PASSWORD, USERNAME, Fault, serve
 
 GOOD = Credentials(USERNAME, PASSWORD)
 

@@ -23,7 +23,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.helpers.components import require_binary
+from benchmarks.harness.components import require_binary
 from tests.helpers.deploy_kustomize import (
     DAEMONSET,
     KustomizeError,

@@ -45,8 +45,8 @@ from typing import Any
 import pytest
 import yaml
 
+from benchmarks.harness.processes import free_port, wait_http
 from tests.helpers.deploy_kustomize import build, user_kustomization
-from tests.helpers.processes import free_port, wait_http
 from tests.helpers.prometheus import (
     PrometheusProcess,
     prometheus_server,
@@ -192,8 +192,8 @@ def service_monitor_jobs(work: Path, targets: Mapping[str, Sequence[str]]) -> li
 def gpu_and_bmc(work: Path) -> Iterator[tuple[list[str], dict[str, str]]]:
     """Two GPUs drawing 150 W and 60 W (one allocated to the first fixture pod, one shared by its
     process) and a BMC reading 500 W: the agent's arguments and environment."""
-    from tests.helpers import nvml_standin, redfish_mockup
-    from tests.helpers.podresources_server import GPU, serving
+    from benchmarks.harness import nvml_standin, redfish_mockup
+    from benchmarks.harness.podresources_server import GPU, serving
 
     workload = json.loads((WORKLOAD_TREE.parent / "workload.json").read_text())
     first = workload["pods"][0]
@@ -348,11 +348,11 @@ def _wait_for_data(prometheus: PrometheusProcess, timeout_seconds: float) -> flo
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     require_prometheus()
-    from tests.helpers.agent_kube_emulator import EmulatedCluster as AgentApi
+    from benchmarks.harness.agent_kube_emulator import EmulatedCluster as AgentApi
+    from benchmarks.harness.standalone_kmock import EmulatedCluster
+    from benchmarks.harness.standalone_objects import node as node_object
+    from benchmarks.harness.standalone_objects import pod as pod_object
     from tests.helpers.agent_proc import AgentProcess
-    from tests.helpers.standalone_kmock import EmulatedCluster
-    from tests.helpers.standalone_objects import node as node_object
-    from tests.helpers.standalone_objects import pod as pod_object
 
     work = tmp_path_factory.mktemp("grafana-live")
     profile = work / "profile.yaml"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.components import require_binary
+from benchmarks.harness.components import require_binary
 from tests.helpers.deploy_hosttree import (
     AS_NOBODY,
     CLOCK_TICKS_PER_SECOND,

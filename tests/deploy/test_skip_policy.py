@@ -1,4 +1,4 @@
-"""The suite's policy for missing real components (tests/helpers/components.py): skip with the
+"""The suite's policy for missing real components (benchmarks/harness/components.py): skip with the
 reason on a developer's machine, fail in CI (`CI=true`); and pytest lists skip reasons."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.components import require_binary
+from benchmarks.harness.components import require_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = "kubejoule-no-such-command"
@@ -37,7 +37,7 @@ def test_a_present_component_is_its_path(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_test_run_in_ci_reports_the_missing_component_as_a_failure(tmp_path: Path) -> None:
     """End to end: pytest itself, on a test that needs a command that is not there."""
     (tmp_path / "test_needs.py").write_text(
-        "from tests.helpers.components import require_binary\n\n"
+        "from benchmarks.harness.components import require_binary\n\n"
         f"def test_needs():\n    require_binary({MISSING!r}, 'needs the thing')\n"
     )
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", str(tmp_path)]

@@ -7,7 +7,7 @@
 It listens on 127.0.0.1 on a free port, keeps its TSDB in a temporary directory, scrapes every
 `scrape_interval`, and is stopped (and its directory removed) on exit. Tests using it are skipped
 with a clear reason when the binary is missing (`make system-deps` installs it) — and fail in CI
-(`CI=true`, tests/helpers/components.py).
+(`CI=true`, benchmarks/harness/components.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from tests.helpers.processes import free_port
+from benchmarks.harness.processes import free_port
 
 PROMETHEUS_BINARY = "prometheus"
 SKIP_REASON = (
@@ -42,7 +42,7 @@ def prometheus_binary() -> str | None:
 
 def require_prometheus() -> str:
     """The binary's path, or skip the calling test with the reason (in CI: fail it)."""
-    from tests.helpers.components import require_binary
+    from benchmarks.harness.components import require_binary
 
     return require_binary(PROMETHEUS_BINARY, SKIP_REASON)
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.processes import free_port, stop
+from benchmarks.harness.processes import free_port, stop
 
 USERNAME, PASSWORD = "kubejoule", "emulated-bmc-password"
 

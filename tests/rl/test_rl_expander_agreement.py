@@ -14,12 +14,12 @@ from pathlib import Path
 import grpc
 import pytest
 
+from benchmarks.harness.expander_grpc import FORMS, best_options_request, ca_client, self_signed
 from rl.simulation.autoscaler import ScaleUpOption, binpack, kubejoule_expander
 from rl.simulation.scenario import load_node_groups, scenario_path
 from scheduler.autoscaler.protos import k8s_core_v1_pb2
 from scheduler.autoscaler.server import Expander, start_server
 from scheduler.model import NodeInfo, PodInfo, Resources
-from tests.helpers.expander_grpc import FORMS, best_options_request, ca_client, self_signed
 
 GIB = 1024**3
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from agent.curves import PowerCurve
+from benchmarks.harness.standalone_objects import node
 from rl.policies.catalog import ProfilePolicy, make_policy
 from rl.simulation.autoscaler import AutoscalerModel
 from rl.simulation.cluster import ClusterModel, simulation
@@ -36,7 +37,6 @@ from scheduler.model import NodeState
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import StandaloneConfig
 from tests.helpers.standalone_harness import StaticTelemetry
-from tests.helpers.standalone_objects import node
 
 SEED = 7
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.expander_grpc import (
+from benchmarks.harness.expander_grpc import (
     best_options_request,
     ca_client,
     pending_pod,
     self_signed,
     template_node,
 )
-from tests.helpers.processes import free_port, wait_http
+from benchmarks.harness.processes import free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "-m", "scheduler.cli", "autoscaler-expander"]

@@ -11,10 +11,7 @@ import grpc
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler.autoscaler.messages import node_json, parse_request
-from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2
-from scheduler.autoscaler.server import Expander, start_server
-from tests.helpers.expander_grpc import (
+from benchmarks.harness.expander_grpc import (
     FORMS,
     TLSFiles,
     best_options_request,
@@ -26,6 +23,9 @@ from tests.helpers.expander_grpc import (
     self_signed,
     template_node,
 )
+from scheduler.autoscaler.messages import node_json, parse_request
+from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2
+from scheduler.autoscaler.server import Expander, start_server
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 # rl/scenarios/heterogeneous.yaml's SPECpower curves.
@@ -263,7 +263,7 @@ def test_the_documented_certificate_is_accepted_for_the_service_name(
 ) -> None:
     import subprocess
 
-    from tests.helpers.components import require_binary
+    from benchmarks.harness.components import require_binary
 
     require_binary("openssl", "openssl is not installed")
     subprocess.run(documented_openssl_command(), shell=True, cwd=tmp_path, check=True,

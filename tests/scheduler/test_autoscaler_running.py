@@ -11,23 +11,23 @@ import urllib.request
 from pathlib import Path
 
 from agent.curves import PowerCurve
-from scheduler import kube
-from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves, curves_by_label
-from scheduler.autoscaler.server import Expander
-from scheduler.model import NodeTelemetry
-from scheduler.telemetry.samples import NodeSample
-from scheduler.telemetry.store import TelemetryStore
-from tests.helpers.expander_grpc import (
+from benchmarks.harness.expander_grpc import (
     best_options_request,
     ca_client,
     pending_pod,
     self_signed,
     template_node,
 )
-from tests.helpers.processes import free_port, wait_http
+from benchmarks.harness.processes import free_port, wait_http
+from benchmarks.harness.sched_sources import FixedSource
+from scheduler import kube
+from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves, curves_by_label
+from scheduler.autoscaler.server import Expander
+from scheduler.model import NodeTelemetry
+from scheduler.telemetry.samples import NodeSample
+from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.sched_kube import kube_emulator
-from tests.helpers.sched_sources import FixedSource
 from tests.scheduler.test_autoscaler_cli import COMMAND, ROOT
 
 TYPE = "node.kubernetes.io/instance-type"

@@ -1,13 +1,13 @@
 """`kill -9` loses no acknowledged decision: the standalone scheduler (against kmock's
 emulator) writes a pod's decision line before it binds it, and the extender in shadow mode
-writes a recommendation's line before it answers (tests/helpers/crash_runs.py; the benchmark
+writes a recommendation's line before it answers (benchmarks/harness/crash_runs.py; the benchmark
 runs more kills: benchmarks/bench_decision_log.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.crash_runs import extender_kill_run, standalone_kill_run
+from benchmarks.harness.crash_runs import extender_kill_run, standalone_kill_run
 
 
 def test_killed_standalone_scheduler_loses_no_bound_pods_decision(tmp_path: Path) -> None:

@@ -275,11 +275,11 @@ def test_scores_are_candidate_independent() -> None:
 
 
 def test_the_live_outlook_reads_the_cluster_cache_and_learns_from_pods_that_end() -> None:
+    from benchmarks.harness.standalone_objects import node as node_object
+    from benchmarks.harness.standalone_objects import pod as pod_object
     from scheduler.cluster_cache import ClusterCache
     from scheduler.lifetimes import LifetimePredictor
     from scheduler.plugins.energy_v3 import CacheOutlook
-    from tests.helpers.standalone_objects import node as node_object
-    from tests.helpers.standalone_objects import pod as pod_object
 
     clock = [1_000.0]
     predictor = LifetimePredictor()

@@ -19,10 +19,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.quantity import parse_decimal, quantity_units
+from benchmarks.harness.extender_process import (
+    Answer,
+    maximal_body,
+    post,
+    running_extender,
+    small_body,
+)
 from scheduler.extender import jsonwalk
 from scheduler.extender.app import create_app
 from scheduler.extender.wire import LARGE_BODY_BYTES, MIN_MAX_BODY_BYTES, BadRequest, parse_args
-from tests.helpers.extender_process import Answer, maximal_body, post, running_extender, small_body
 from tests.scheduler.test_sched_extender import POD, make_extender, node_object
 
 ROOT = Path(__file__).resolve().parents[2]

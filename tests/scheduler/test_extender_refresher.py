@@ -20,6 +20,8 @@ import yaml
 from fastapi.testclient import TestClient
 
 from agent.curves import PowerCurve
+from benchmarks.harness.extender_process import post, running_extender
+from benchmarks.harness.sched_sources import FixedSource
 from scheduler.config import config_from_dict
 from scheduler.extender.app import create_app
 from scheduler.extender.publish import ENERGY, RAW, VALUES, read_generation, split, telemetry_of
@@ -29,9 +31,7 @@ from scheduler.extender.wiring import build_extender
 from scheduler.features import feature_values
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore
-from tests.helpers.extender_process import post, running_extender
 from tests.helpers.sched_http import agent_exposition, text_server
-from tests.helpers.sched_sources import FixedSource
 from tests.helpers.standalone_harness import wait_for
 from tests.scheduler.test_sched_extender import NOW, POD, node_object, telemetry
 
@@ -213,8 +213,8 @@ def test_the_request_process_reads_a_node_sent_again_once() -> None:
     kube-scheduler sends the same Nodes with every pod, and decoding them again cost two thirds
     of a 1,000-node request. The same NodeInfo object comes back (item_redo then compares
     nothing); a new resourceVersion is read again; without one, every time."""
+    from benchmarks.harness.realistic_nodes import realistic_node
     from scheduler.extender.refresher import RemoteStates
-    from tests.helpers.realistic_nodes import realistic_node
 
     remote = RemoteStates(EnergyPlugin(delta_p_ref_watts=50.0), None)
     node = realistic_node("a", 0, cpu="4")

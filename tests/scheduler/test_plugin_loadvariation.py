@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.harness.standalone_objects import container, node, pod
 from scheduler.framework import CandidateBatch, ScorePlugin
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
 from scheduler.plugins.gomath import go_round
@@ -25,7 +26,6 @@ from scheduler.plugins.loadvariation import (
     load_variation_scores,
     risk_scores,
 )
-from tests.helpers.standalone_objects import container, node, pod
 
 LVRB = "kubernetes-sigs/scheduler-plugins pkg/trimaran/loadvariationriskbalancing"
 ANALYSIS = f"{LVRB}/analysis_test.go TestComputeScore"

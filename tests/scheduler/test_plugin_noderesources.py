@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.standalone_objects import container, node, node_state, pod
 from scheduler.framework import CandidateBatch
 from scheduler.model import PodInfo
 from scheduler.plugins.noderesources import (
@@ -34,7 +35,6 @@ from scheduler.plugins.noderesources import (
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
 )
-from tests.helpers.standalone_objects import container, node, node_state, pod
 
 K8S = "kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources"
 LEAST = f"{K8S}/least_allocated_test.go TestLeastAllocatedScoringStrategy"

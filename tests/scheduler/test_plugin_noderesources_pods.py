@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.harness.standalone_objects import container, node, node_state, pod
 from scheduler.framework import CandidateBatch, ScorePlugin, normalized, select_best
 from scheduler.model import DEFAULT_MEMORY_REQUEST_BYTES, PodInfo
 from scheduler.plugins.defaults import default_profile
@@ -22,7 +23,6 @@ from scheduler.plugins.noderesources import (
     least_requested,
     most_requested,
 )
-from tests.helpers.standalone_objects import container, node, node_state, pod
 
 
 def _scores(

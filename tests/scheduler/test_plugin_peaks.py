@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
+from benchmarks.harness.standalone_objects import container, node, pod
 from scheduler.filters import filter_nodes
 from scheduler.framework import CandidateBatch, NormalizingPlugin, normalized
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
@@ -27,7 +28,6 @@ from scheduler.plugins.peaks import (
     peaks_raw_scores,
     pod_request_millicores,
 )
-from tests.helpers.standalone_objects import container, node, pod
 
 SP = "kubernetes-sigs/scheduler-plugins"
 SCORE = f"{SP} pkg/trimaran/peaks/peaks_test.go TestPeaksScore"

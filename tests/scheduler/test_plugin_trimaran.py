@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.harness.standalone_objects import container, node, pod
 from scheduler.filters import filter_nodes
 from scheduler.framework import CandidateBatch, ScorePlugin
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
@@ -25,7 +26,6 @@ from scheduler.plugins.trimaran import (
     predicted_pod_millicores,
     target_load_packing_scores,
 )
-from tests.helpers.standalone_objects import container, node, pod
 
 SP = "kubernetes-sigs/scheduler-plugins"
 UNIT = f"{SP} pkg/trimaran/targetloadpacking/targetloadpacking_test.go TestTargetLoadPackingScoring"

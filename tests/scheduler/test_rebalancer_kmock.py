@@ -1,4 +1,4 @@
-"""The live rebalancer against kmock's KubernetesEmulator (tests/helpers/standalone_kmock.py, with
+"""The live rebalancer against kmock's KubernetesEmulator (benchmarks/harness/standalone_kmock.py, with
 its Eviction subresource), through the real `kubernetes` client and scheduler/kube.py.
 
 The cluster: `old` (4 cores, linear 100–200 W) runs `web-1` (1 core, a ReplicaSet's, app=web);
@@ -17,14 +17,14 @@ import pytest
 from prometheus_client import generate_latest
 
 from agent.curves import PowerCurve
+from benchmarks.harness.standalone_kmock import EmulatedCluster
+from benchmarks.harness.standalone_objects import node, pod
 from scheduler.lifetimes import LEVEL_CONTROLLER, LEVEL_PRIOR, LifetimePredictor, Prediction
 from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.rebalancer.api import KubeRebalancerApi
 from scheduler.rebalancer.loop import ANNOTATION, Rebalancer
 from scheduler.rebalancer.settings import REBALANCING_TAINT, RebalancerConfig
 from tests.helpers.standalone_harness import api_client, wait_for
-from tests.helpers.standalone_kmock import EmulatedCluster
-from tests.helpers.standalone_objects import node, pod
 
 OLD, NEW = PowerCurve.linear(100.0, 200.0), PowerCurve.linear(50.0, 150.0)
 NOW = 1_800_000_000.0

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from benchmarks.harness.standalone_kmock import EmulatedCluster
 from scheduler.cli import build_extender, build_parser
 from scheduler.cluster_cache import ClusterCache
 from scheduler.cluster_watch import ClusterWatch
@@ -25,7 +26,6 @@ from scheduler.config import (
 from scheduler.extender.app import create_app
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.standalone_harness import wait_for
-from tests.helpers.standalone_kmock import EmulatedCluster
 
 # Flat to 60 %, then 2,000 W per unit of utilization: ΔP grows with u past 0.6.
 STEEP = (100.0,) * 6 + (100.0, 300.0, 500.0, 700.0, 900.0)

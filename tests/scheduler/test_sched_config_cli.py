@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from agent.curves import PowerCurve
+from benchmarks.harness.processes import free_port
 from scheduler.cli import build_parser, main
 from scheduler.collector import read_records
 from scheduler.config import Config, ConfigError, build_store, config_from_dict, load_config
-from tests.helpers.processes import free_port
 from tests.helpers.sched_http import agent_exposition, http_get, text_server
 from tests.helpers.standalone_harness import wait_for
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from benchmarks.harness.standalone_kmock import EmulatedCluster
 from scheduler.cli import build_extender
 from scheduler.cluster_watch import ClusterWatch
 from scheduler.config import config_from_dict
@@ -20,7 +21,6 @@ from scheduler.telemetry.exposition import parse_agent_metrics
 from tests.helpers.energy_results import results
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.standalone_harness import wait_for
-from tests.helpers.standalone_kmock import EmulatedCluster
 
 # SPECpower curves of the bundled heterogeneous cluster: x3250 M3 (8 CPUs, cheap to keep on,
 # dear per unit of load) and x3550 M3 X5675 (24 CPUs, efficient once loaded).

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.curves import PowerCurve
+from benchmarks.harness.sched_sources import FixedSource
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
@@ -24,7 +25,6 @@ from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
-from tests.helpers.sched_sources import FixedSource
 
 NOW = 1_700_000_000.0
 GIB = 2**30

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
+from benchmarks.harness.realistic_nodes import realistic_node
+from benchmarks.harness.sched_sources import FixedSource
 from scheduler.extender.core import Extender
 from scheduler.extender.wire import json_response, parse_args
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
@@ -21,8 +23,6 @@ from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.energy_results import results
-from tests.helpers.realistic_nodes import realistic_node
-from tests.helpers.sched_sources import FixedSource
 from tests.helpers.standalone_harness import wait_for
 
 NOW = 1_700_000_000.0

@@ -16,12 +16,12 @@ import httpx
 import pytest
 
 from agent.curves import PowerCurve
+from benchmarks.harness import nvml_standin
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.exposition import parse_agent_metrics
 from scheduler.telemetry.sources import GPU_COUNT_QUERY, GPU_WATTS_QUERY, PrometheusSource
 from scheduler.telemetry.store import TelemetryStore
-from tests.helpers import nvml_standin
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
 from tests.helpers.energy_results import results
 from tests.helpers.prometheus import prometheus_server, scrape_configs_for

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from fastapi.testclient import TestClient
 
+from benchmarks.harness.sched_sources import FixedSource
 from scheduler.collector import CollectorConfig, DecisionCollector, read_records
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
@@ -21,7 +22,6 @@ from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resourc
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
-from tests.helpers.sched_sources import FixedSource
 
 NOW = 1_700_000_000.0
 CURVE = (50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 110.0, 120.0, 130.0, 140.0, 150.0)

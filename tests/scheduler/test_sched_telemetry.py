@@ -7,6 +7,7 @@ import time
 import pytest
 
 from agent.curves import PowerCurve
+from benchmarks.harness.sched_sources import FixedSource
 from scheduler import kube
 from scheduler.config import build_store, config_from_dict
 from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
@@ -25,7 +26,6 @@ from scheduler.telemetry.store import TelemetryStore, merge_samples
 from tests.helpers.energy_results import results
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.sched_kube import kube_emulator
-from tests.helpers.sched_sources import FixedSource
 
 CURVE = PowerCurve.fan(90.0, 310.0, 1.4).as_points()
 CURVE_LINE = PowerCurve.linear(100.0, 200.0)

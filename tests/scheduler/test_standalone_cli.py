@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.harness.processes import free_port
+from benchmarks.harness.standalone_kmock import EmulatedCluster
+from benchmarks.harness.standalone_objects import node, pod
 from scheduler.collector import read_records
 from scheduler.features_v3 import NODE_FEATURES_V3, POD_FEATURES_V3
 from scheduler.lifetimes import LifetimePredictor, WorkloadKey, load_state, save_state
 from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
-from tests.helpers.processes import free_port
 from tests.helpers.sched_http import http_get
 from tests.helpers.standalone_harness import wait_for
-from tests.helpers.standalone_kmock import EmulatedCluster
-from tests.helpers.standalone_objects import node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
 

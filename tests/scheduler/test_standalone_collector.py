@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.crash_runs import collector_files
+from benchmarks.harness.standalone_objects import pod
 from scheduler.collector import (
     CandidateRecord,
     CollectorConfig,
@@ -22,8 +24,6 @@ from scheduler.collector import (
     read_records,
 )
 from scheduler.model import NodeTelemetry, PodInfo
-from tests.helpers.crash_runs import collector_files
-from tests.helpers.standalone_objects import pod
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -345,11 +345,11 @@ def _scheduled_with_log(tmp_path: Path, collector: DecisionCollector, before_bin
                         failures: int = 0) -> tuple[list[dict], str | None]:
     """One pod scheduled by the standalone scheduler against kmock's emulator; `before_bind`
     runs as each binding is sent; `failures` bindings are refused first (a 500)."""
+    from benchmarks.harness.standalone_kmock import EmulatedCluster
+    from benchmarks.harness.standalone_objects import node
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
     from tests.helpers.standalone_harness import make_scheduler, running, wait_for
-    from tests.helpers.standalone_kmock import EmulatedCluster
-    from tests.helpers.standalone_objects import node
 
     with EmulatedCluster() as cluster:
         cluster.create_node(node("n0"))
@@ -408,11 +408,11 @@ def test_a_log_that_cannot_be_written_does_not_stop_scheduling(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(collector, "write", full)
+    from benchmarks.harness.standalone_kmock import EmulatedCluster
+    from benchmarks.harness.standalone_objects import node
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
     from tests.helpers.standalone_harness import make_scheduler, running, wait_for
-    from tests.helpers.standalone_kmock import EmulatedCluster
-    from tests.helpers.standalone_objects import node
 
     with EmulatedCluster() as cluster:
         cluster.create_node(node("n0"))

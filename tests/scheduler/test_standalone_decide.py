@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
+from benchmarks.harness.standalone_objects import container, node, pod
 from scheduler.cluster_cache import ClusterCache
 from scheduler.decide import MODE_ACTIVE, MODE_SHADOW, ProfileDecider
 from scheduler.filters import filter_nodes
@@ -25,7 +26,6 @@ from scheduler.plugins.noderesources import MOST_ALLOCATED
 from scheduler.plugins.registry import PluginContext, profile_from_entries
 from scheduler.standalone.staging import Stager
 from tests.helpers.standalone_harness import StaticTelemetry
-from tests.helpers.standalone_objects import container, node, pod
 
 ZONES = ("a", "b", "c")
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.standalone_objects import container, node, node_state, pod
 from scheduler.filters import (
     REASON_NODE_AFFINITY,
     REASON_TOO_MANY_PODS,
@@ -16,7 +17,6 @@ from scheduler.filters import (
     tolerates,
 )
 from scheduler.model import PodInfo, Taint, Toleration
-from tests.helpers.standalone_objects import container, node, node_state, pod
 
 # --- tolerations vs taints ---------------------------------------------------------------------
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.standalone_kmock import EmulatedCluster
+from benchmarks.harness.standalone_objects import node, pod
 from scheduler import kube
 from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
 from tests.helpers.standalone_harness import api_client, make_scheduler, running, wait_for
-from tests.helpers.standalone_kmock import EmulatedCluster
-from tests.helpers.standalone_objects import node, pod
 
 CONFIG = {
     "lease_duration_seconds": 15.0,

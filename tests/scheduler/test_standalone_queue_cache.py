@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from benchmarks.harness.standalone_objects import node, pod
 from scheduler.cluster_cache import ClusterCache
 from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.scheduling_queue import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
-from tests.helpers.standalone_objects import node, pod
 
 
 class Clock:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent.curves import PowerCurve
+from benchmarks.harness.standalone_kmock import EmulatedCluster
+from benchmarks.harness.standalone_objects import node, pod
 from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker, read_records
 from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
@@ -31,8 +33,6 @@ from tests.helpers.standalone_harness import (
     running_scheduler,
     wait_for,
 )
-from tests.helpers.standalone_kmock import EmulatedCluster
-from tests.helpers.standalone_objects import node, pod
 
 NODES = 10
 PODS = 50

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.helpers.components import require_binary
+from benchmarks.harness.components import require_binary
 
 
 def need_netns() -> None:

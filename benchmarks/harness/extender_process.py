@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from tests.helpers.processes import free_port
-from tests.helpers.realistic_nodes import realistic_node
+from benchmarks.harness.processes import free_port
+from benchmarks.harness.realistic_nodes import realistic_node
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -211,7 +211,7 @@ def flood_process(port: int, clients: int, rounds: int, limit: int) -> subproces
     """The flood from a process of its own (its senders do not share the measuring client's
     interpreter); `collect_flood` reads its answers."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.helpers.extender_process", str(port), str(clients), str(rounds), str(limit)],
+        [sys.executable, "-m", "benchmarks.harness.extender_process", str(port), str(clients), str(rounds), str(limit)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True,
     )
 

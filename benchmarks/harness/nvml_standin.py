@@ -1,4 +1,4 @@
-"""The stand-in NVML library (tests/helpers/nvml_standin.c), built here with gcc, and its state file.
+"""The stand-in NVML library (benchmarks/harness/nvml_standin.c), built here with gcc, and its state file.
 
 `build()` compiles `libnvidia-ml.so.1` once per source version into a cache directory and returns
 its path: the agent loads it with `--nvml-library PATH` (or finds it through LD_LIBRARY_PATH, as

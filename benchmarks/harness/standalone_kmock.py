@@ -421,7 +421,7 @@ __all__ = ["BindingAttempt", "ClusterEmulator", "EmulatedCluster", "EvictionAtte
 
 
 def serve_forever() -> None:
-    """`python -m tests.helpers.standalone_kmock`: serve an emulated cluster in its own process
+    """`python -m benchmarks.harness.standalone_kmock`: serve an emulated cluster in its own process
     (benchmarks), print its URL, stop when stdin closes."""
     import sys
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.extender_process import ExtenderProcess, post, small_body, start_extender
+from benchmarks.harness.processes import free_port
+from benchmarks.harness.standalone_kmock import EmulatedCluster
+from benchmarks.harness.standalone_objects import node, pod
 from scheduler.collector import read_records
-from tests.helpers.extender_process import ExtenderProcess, post, small_body, start_extender
-from tests.helpers.processes import free_port
-from tests.helpers.standalone_kmock import EmulatedCluster
-from tests.helpers.standalone_objects import node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
 

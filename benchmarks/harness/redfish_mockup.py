@@ -183,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def serve(bodies: dict[str, Any], tls: Any = None) -> Iterator[Mockup]:
-    """The mockup on 127.0.0.1 (a free port); `tls`: TLSFiles (tests/helpers/expander_grpc.self_signed)."""
+    """The mockup on 127.0.0.1 (a free port); `tls`: TLSFiles (benchmarks/harness/expander_grpc.self_signed)."""
     mockup = Mockup(bodies)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True

@@ -8,7 +8,7 @@
  * nvmlDeviceGetVirtualizationMode, nvmlDeviceGetProcessUtilization.
  *
  * Everything it answers comes from a state file named by $KUBEJOULE_NVML_STATE, re-read when the
- * file changes (tests/helpers/nvml_standin.py writes it atomically). One `key=value` per line:
+ * file changes (benchmarks/harness/nvml_standin.py writes it atomically). One `key=value` per line:
  *
  *   init_rc=9                        nvmlInitWithFlags' return code (9: driver not loaded)
  *   driver=550.54.15

@@ -1,0 +1,1 @@
+"""kubejoule's benchmarks (`make bench`) and the harness they share with the tests."""
