@@ -1,1 +1,2 @@
-"""kubejoule rl package."""
+"""kubejoule's cluster energy simulator, its benchmark, gate and learned scorers (`kubejoule-rl`).
+Entry points loose (`cli.py`, `ablation_cli.py`) over simulation → policies → evaluation → learning."""

@@ -33,7 +33,8 @@ from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rl.evaluation import ablation_cli, gate_run, shards
+from rl import ablation_cli
+from rl.evaluation import gate_run, shards
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.evaluation.parallel import add_options, default_jobs
 from rl.evaluation.results import results_json, write_results

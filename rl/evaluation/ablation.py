@@ -19,8 +19,10 @@ out), mean slowdown (the mean of the cases' means), evictions and pods never sch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from rl.evaluation.benchmark import (
@@ -364,3 +366,29 @@ def targets_table(targets: Sequence[tuple[str, str, bool]]) -> str:
     lines = ["| target | measured | verdict |", "|---|---|---|"]
     lines += [f"| {t} | {m} | {'met' if ok else 'MISSED'} |" for t, m, ok in targets]
     return "\n".join(lines)
+
+
+def write_ablation(document: dict[str, Any], out: str, report: str | None) -> None:
+    """The ablation's JSON to `out`, its table (and targets) to `report` and stdout."""
+    Path(out).write_text(json.dumps(document, indent=2) + "\n")
+    table = ablation_table(document)
+    targets = ablation_targets(document)
+    if targets:
+        table += "\n\n" + targets_table(targets)
+    if report:
+        Path(report).write_text(table + "\n")
+    print(table)
+
+
+def merged_ablation(plan: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ablation's document from the joined runs of its shards (rl/evaluation/shards.py)."""
+    from rl.evaluation.benchmark import RunOutcome, RunSummary
+    from rl.evaluation.shards import ShardError
+
+    fields = set(RunSummary.__dataclass_fields__)
+    try:
+        outcomes = [RunOutcome(RunSummary(**{k: v for k, v in r.items() if k in fields}), None)
+                    for r in runs]
+        return ablation_document(plan, outcomes)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ShardError(f"plan or runs: not an ablation shard's: {exc}") from exc

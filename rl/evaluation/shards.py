@@ -167,11 +167,11 @@ def command(args: Any) -> int:
     try:
         schema, plan, runs = join(args.shards)
         if schema == ABLATION_SHARD:
-            from rl.evaluation.ablation_cli import merged, write
+            from rl.evaluation.ablation import merged_ablation, write_ablation
 
             if args.plot:
                 raise ShardError("--plot: a benchmark's option; these are ablation shards")
-            write(merged(plan, runs), args.out, args.report)
+            write_ablation(merged_ablation(plan, runs), args.out, args.report)
             return 0
         if schema == BENCHMARK_SHARD:
             if args.report:

@@ -1,4 +1,4 @@
-"""`kubejoule-rl ablation` (rl/evaluation/ablation.py, rl/evaluation/ablation_cli.py) on a tiny case: every row runs
+"""`kubejoule-rl ablation` (rl/evaluation/ablation.py, rl/ablation_cli.py) on a tiny case: every row runs
 and is in the table and the JSON, the sums and ratios are the cases' own numbers, shards merge
 into exactly the unsharded document, and bad input exits 2."""
 

@@ -13,10 +13,8 @@ gate's. Exit 2 with the reason on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any
 
 from rl.evaluation.ablation import (
@@ -24,10 +22,8 @@ from rl.evaluation.ablation import (
     AblationPlan,
     Case,
     ablation_document,
-    ablation_table,
-    ablation_targets,
     plan_ablation,
-    targets_table,
+    write_ablation,
 )
 from rl.evaluation.parallel import add_options
 
@@ -118,17 +114,6 @@ def build_plan(args: argparse.Namespace) -> AblationPlan:
     return plan_ablation(cases, _rows(args.rows), args.seeds)
 
 
-def write(document: dict[str, Any], out: str, report: str | None) -> None:
-    Path(out).write_text(json.dumps(document, indent=2) + "\n")
-    table = ablation_table(document)
-    targets = ablation_targets(document)
-    if targets:
-        table += "\n\n" + targets_table(targets)
-    if report:
-        Path(report).write_text(table + "\n")
-    print(table)
-
-
 def command(args: argparse.Namespace) -> int:
     from rl.evaluation import shards
     from rl.evaluation.parallel import default_jobs
@@ -162,19 +147,5 @@ def command(args: argparse.Namespace) -> int:
     except (ScenarioError, ValueError, OSError) as exc:
         print(f"kubejoule-rl ablation: {exc}", file=sys.stderr)
         return 2
-    write(document, args.out, args.report)
+    write_ablation(document, args.out, args.report)
     return 0
-
-
-def merged(plan: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ablation's document from the joined runs of its shards (rl/evaluation/shards.py)."""
-    from rl.evaluation.benchmark import RunOutcome, RunSummary
-    from rl.evaluation.shards import ShardError
-
-    fields = set(RunSummary.__dataclass_fields__)
-    try:
-        outcomes = [RunOutcome(RunSummary(**{k: v for k, v in r.items() if k in fields}), None)
-                    for r in runs]
-        return ablation_document(plan, outcomes)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ShardError(f"plan or runs: not an ablation shard's: {exc}") from exc
