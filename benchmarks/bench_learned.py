@@ -49,18 +49,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scheduler.features_v2 import FEATURE_SCHEMA_V2, NodeWorkload  # noqa: E402
-from scheduler.framework.batch import CandidateBatch  # noqa: E402
-from scheduler.learned import save_numpy_model  # noqa: E402
-from scheduler.model import (  # noqa: E402
+from scheduler.domain.model import (  # noqa: E402
     NodeInfo,
     NodeState,
     NodeTelemetry,
     PodInfo,
     Resources,
 )
+from scheduler.framework.batch import CandidateBatch  # noqa: E402
+from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2, NodeWorkload  # noqa: E402
+from scheduler.learning.numpy_model import save_numpy_model  # noqa: E402
+from scheduler.learning.plugin import LearnedPlugin  # noqa: E402
 from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
-from scheduler.plugins.learned import LearnedPlugin  # noqa: E402
 
 SIZES = (1000, 5000)
 DEFAULT_MODEL = ROOT / "models" / "dqn.npz"

@@ -313,9 +313,9 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
     preparation, in this process over a fixed source."""
     from agent.curves import PowerCurve
     from benchmarks.harness.sched_sources import FixedSource
+    from scheduler.domain.model import NodeTelemetry
     from scheduler.extender.core import Extender
     from scheduler.extender.wire import json_response, parse_args
-    from scheduler.model import NodeTelemetry
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.telemetry.samples import NodeSample
     from scheduler.telemetry.store import TelemetryStore

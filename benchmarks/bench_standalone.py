@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.curves import PowerCurve  # noqa: E402
 from benchmarks.harness.standalone_objects import node, pod  # noqa: E402
+from scheduler.domain.model import NodeTelemetry, PodInfo  # noqa: E402
 from scheduler.framework.profile import Profile  # noqa: E402
-from scheduler.model import NodeTelemetry, PodInfo  # noqa: E402
 from scheduler.plugins.defaults import kubejoule_profile, shipped_kubejoule_profile  # noqa: E402
 from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
 from scheduler.standalone.loop import StandaloneScheduler  # noqa: E402

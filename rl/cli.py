@@ -332,7 +332,7 @@ def _decision_log(path: str | None, nodes: Any, cluster: ClusterModel) -> Any:
     if path is None:
         return None
     from rl.learning.sim_collector import SimDecisionLog
-    from scheduler.collector import CollectorConfig, DecisionCollector
+    from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
 
     collector = DecisionCollector(CollectorConfig(path, max_candidates=4, max_bytes=2**40))
     return SimDecisionLog(collector, nodes, cluster)

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scheduler.autoscaler.cli import add_autoscaler_expander_command
-from scheduler.config import (
+from scheduler.config.parse import (
     MODES,
     Config,
     ConfigError,
@@ -192,7 +192,7 @@ def run_standalone(args: argparse.Namespace) -> int:
     import os
     import signal
 
-    from scheduler.leader import LeaderElectionConfig, default_identity
+    from scheduler.service.leader import LeaderElectionConfig, default_identity
     from scheduler.standalone.process import RunOptions, run_process
     from scheduler.standalone.settings import StandaloneConfig
 

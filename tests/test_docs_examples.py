@@ -6,8 +6,8 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
 * A block right after `<!-- example: skip (REASON) -->` is skipped for that reason.
 * `yaml`: must parse, once elisions are dropped (`…` lines, `, …` and `{...}` in flow
   collections: see `unelided`). A calibration profile (`schema: kubejoule.calibration/v1`) goes through
-  `agent.profile.parse_profile`; a scheduler configuration (only scheduler/config.py's top-level
-  keys) through `scheduler.config.config_from_dict`; a Pod through `scheduler.model.PodInfo`; a
+  `agent.profile.parse_profile`; a scheduler configuration (only scheduler/config/parse.py's top-level
+  keys) through `scheduler.config.parse.config_from_dict`; a Pod through `scheduler.domain.model.PodInfo`; a
   KubeSchedulerConfiguration's extenders
   are checked against kube-scheduler's Extender fields and the routes the extender serves; a
   node-group list through `rl.simulation.scenario.parse_node_groups`; a PodDisruptionBudget list through
@@ -333,7 +333,7 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
             assert isinstance(extender.get("nodeCacheCapable", False), bool)
             assert re.fullmatch(r"\d+(ms|s|m)", str(extender.get("httpTimeout", "1s")))
     elif kind == "pod":
-        from scheduler.model import PodInfo
+        from scheduler.domain.model import PodInfo
 
         pod = PodInfo.from_k8s(data)  # read as the scheduler reads a pod
         assert data["spec"]["schedulerName"] == "kubejoule-scheduler" and pod.requests.cpu_millicores == 500
@@ -346,7 +346,7 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
 
         assert len(parse_pdbs(block.text, block.where, [p["workload"] for p in data])) == len(data)
     elif kind == "scheduler-config":
-        from scheduler.config import config_from_dict
+        from scheduler.config.parse import config_from_dict
 
         config_from_dict(_stand_in_paths(data))  # refuses unknown keys and bad values
     else:

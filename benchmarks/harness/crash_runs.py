@@ -20,7 +20,7 @@ from benchmarks.harness.extender_process import ExtenderProcess, post, small_bod
 from benchmarks.harness.processes import free_port
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
-from scheduler.collector import read_records
+from scheduler.decisionlog.logfile import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
 
 
 def container(

@@ -2,7 +2,7 @@
 
 * Observation (`Dict`):
   - `features`: `float32[nodes, width]`, one row per node of the cluster (in node-group order),
-    each the scheduler's feature schema v1 (`scheduler.features.candidate_matrix`: the node's
+    each the scheduler's feature schema v1 (`scheduler.learning.features.candidate_matrix`: the node's
     features, then the pod's), unknown values as 0 with their flag at 0;
   - `action_mask`: `int8[nodes]`, 1 where the pod fits (the scheduler's filter).
 * Action: `Discrete(nodes)`, the node to place the pod on. A node the pod does not fit on is an
@@ -34,7 +34,7 @@ from rl.policies.profiles import heuristic_energy
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PlacementRequest, PowerOffModel, Simulation
-from scheduler.features import FEATURE_SCHEMA, candidate_matrix
+from scheduler.learning.features import FEATURE_SCHEMA, candidate_matrix
 
 # Every v1 feature is far below this (watts of one server, ages capped at 3,600 s, ≤ 110 pods);
 # a finite bound keeps the space well defined and values are clipped to it all the same.

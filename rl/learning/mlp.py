@@ -1,6 +1,6 @@
 """The MLP energy model: the energy a placement costs, learned from measured outcomes.
 
-Data: decision-collector JSONL (`scheduler/collector.py`), from a real cluster (the standalone
+Data: decision-collector JSONL (`scheduler/decisionlog/logfile.py`), from a real cluster (the standalone
 scheduler) or from the simulator (`kubejoule-rl benchmark --collector FILE`). A sample is a
 decision line's chosen candidate (its feature schema v3 row) joined with its outcome line:
 
@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.collector import read_records
-from scheduler.features import encode
-from scheduler.features_v3 import FEATURE_SCHEMA_V3
+from scheduler.decisionlog.logfile import read_records
+from scheduler.learning.features import encode
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.plugins.energy_history import NodeHistory
 
 SCHEMA = FEATURE_SCHEMA_V3

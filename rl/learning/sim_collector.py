@@ -1,5 +1,5 @@
 """The decision collector's JSONL, written by the simulator (`kubejoule-rl benchmark --collector
-FILE`): the same two record kinds the standalone scheduler writes (scheduler/collector.py), so a
+FILE`): the same two record kinds the standalone scheduler writes (scheduler/decisionlog/logfile.py), so a
 model trained on simulated decisions reads real ones unchanged.
 
 * decision (at the simulated time of the placement): the pod, the candidates — the best
@@ -24,11 +24,11 @@ from rl.policies.profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec
-from scheduler.collector import CandidateRecord, DecisionCollector
-from scheduler.features_v3 import FEATURE_SCHEMA_V3, V3Features
+from scheduler.decisionlog.logfile import CandidateRecord, DecisionCollector
+from scheduler.domain.model import REASONS, NodeTelemetry
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
-from scheduler.model import REASONS, NodeTelemetry
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, V3Features
 
 SOURCE = "simulated"
 
@@ -152,7 +152,7 @@ def write_training_log(
 
     from rl.evaluation.benchmark import run_once
     from rl.learning.dqn.episodes import build_episode, draw_episode, training_cluster
-    from scheduler.collector import CollectorConfig, DecisionCollector
+    from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
 
     rng = random.Random(seed)
     cluster = training_cluster()

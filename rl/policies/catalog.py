@@ -11,13 +11,13 @@
 | `peaks` | a profile of the PEAKS Score plugin alone (`scheduler.plugins.peaks`, with its NormalizeScore), each node's (k0, k1, k2) fitted to its curve |
 | `trimaran` | a profile of the TargetLoadPacking Score plugin alone (`scheduler.plugins.trimaran`), target 40 % |
 | `heuristic` | a profile of kubejoule's energy plugin alone (`scheduler.plugins.energy`) |
-| `learned:PATH` | the `learned` Score plugin (`scheduler.plugins.learned`) serving a model (`.npz`, or a `.pt` with its `.npz` beside it), feature schema v2 with the simulator's node workloads |
+| `learned:PATH` | the `learned` Score plugin (`scheduler.learning.plugin`) serving a model (`.npz`, or a `.pt` with its `.npz` beside it), feature schema v2 with the simulator's node workloads |
 | `hindsight` | NOT DEPLOYABLE, a reference: `kubejoule` told each pod's true end instead of the lifetime predictor's guess (`rl.policies.hindsight`) |
 | `py:MODULE:ATTR` | any Score plugin (a model's, say): ATTR is a ScorePlugin or a callable returning one, called with the node list |
 | `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.simulation.controllers`) |
 
 How the energy plugin is configured for each: `rl.policies.profiles`. Every profile decides through the
-standalone scheduler's own `ProfileDecider` (`scheduler/decide.py`, active mode): the profile's
+standalone scheduler's own `ProfileDecider` (`scheduler/standalone/decide.py`, active mode): the profile's
 filters, kube-scheduler's percentageOfNodesToScore sample for the policies that model
 kube-scheduler (adaptive, its default; every feasible node for kubejoule's own scheduler, as it
 ships), the highest weighted total, ties uniformly at random among the best with
@@ -44,14 +44,14 @@ from rl.policies.profiles import (
 from rl.simulation.controllers import ControlledPolicy, split_controllers
 from rl.simulation.scenario import NodeSpec
 from rl.simulation.simulator import Policy, PowerOffModel
-from scheduler.decide import MODE_ACTIVE, Decision, ProfileDecider
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.cluster.node_table import NodeTable
+from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework import CandidateBatch, Profile, ScorePlugin, select_best
-from scheduler.model import NodeState, PodInfo
-from scheduler.node_table import NodeTable
+from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.learning.plugin import LearnedPlugin
 from scheduler.plugins.defaults import default_profile
-from scheduler.plugins.learned import LearnedPlugin
 from scheduler.plugins.noderesources import LEAST_ALLOCATED
+from scheduler.standalone.decide import MODE_ACTIVE, Decision, ProfileDecider
 
 BUILTIN_POLICIES = (
     "default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic", "kubejoule",
@@ -86,7 +86,7 @@ class CandidateTable:
 
 class ProfilePolicy:
     """A scheduling profile deciding as the standalone scheduler decides: its ProfileDecider
-    (`scheduler/decide.py`) in active mode over the nodes the scheduler sees — the same
+    (`scheduler/standalone/decide.py`) in active mode over the nodes the scheduler sees — the same
     filters, kube-scheduler's percentageOfNodesToScore sample when `percentage_of_nodes_to_score`
     is set (0: adaptive), the batch reused and patched from pod to pod, kube-scheduler's default
     profile scored beside it for comparison, ties at random from the run's seeded RNG."""

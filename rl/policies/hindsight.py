@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from rl.policies.catalog import ProfilePolicy
 from rl.policies.profiles import energy_plugins, named_profile
+from scheduler.domain.model import PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor, Prediction
-from scheduler.model import PodInfo
 
 if TYPE_CHECKING:
     from rl.simulation.scenario import NodeSpec

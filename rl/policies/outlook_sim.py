@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rl.policies.sim_features import SimLifetimes
-from scheduler.model import PodInfo
+from scheduler.domain.model import PodInfo
 from scheduler.plugins.energy_v3 import NodeEnds
 
 if TYPE_CHECKING:

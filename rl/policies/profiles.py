@@ -61,7 +61,7 @@ import yaml
 
 from rl.simulation.scenario import NodeSpec
 from rl.simulation.simulator import PowerOffModel
-from scheduler.config import ConfigError, ScorerConfig, config_from_dict
+from scheduler.config.parse import ConfigError, ScorerConfig, config_from_dict
 from scheduler.framework import Profile
 from scheduler.plugins.defaults import (
     default_filters,

@@ -14,7 +14,7 @@ durations. `workloads()` is `Simulation.workloads()` with, per node:
 * the autoscaler's marks, under autoscaler semantics: `deletion_candidate` when the simulated
   cluster-autoscaler holds the node unneeded (cluster-autoscaler soft-taints those nodes),
   `unneeded_since` the time it first did, `last_scale_up` the time of its last scale-up
-  (None before the first; the values `scheduler.features_v3` turns into columns).
+  (None before the first; the values `scheduler.learning.features_v3` turns into columns).
 
 Used by the `learned:PATH` policy, the DQN's episodes and the simulated decision log alike.
 """
@@ -25,9 +25,9 @@ import math
 from dataclasses import replace
 
 from rl.simulation.simulator import Simulation
-from scheduler.features_v2 import NodeWorkload
+from scheduler.domain.model import PodInfo
+from scheduler.learning.features_v2 import NodeWorkload
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.model import PodInfo
 
 
 class SimLifetimes:

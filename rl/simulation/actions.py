@@ -16,7 +16,7 @@ from rl.simulation.lifecycle import NodeLifecycle
 from rl.simulation.node import BOOTING, ON, SimNode
 from rl.simulation.simrecords import boot_joules_for
 from rl.simulation.workloads import DELETED
-from scheduler.model import PodInfo, Resources
+from scheduler.domain.model import PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.simulation.autoscaler import Autoscaler

@@ -41,7 +41,7 @@ from agent.curves import PowerCurve
 from rl.simulation.node import BOOTING, OFF
 from rl.simulation.scaledown import ScaleDown, fits
 from scheduler.autoscaler.choice import GroupOption, best_options
-from scheduler.model import APP_CONTAINER, NodeInfo, PodInfo, Resources
+from scheduler.domain.model import APP_CONTAINER, NodeInfo, PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.simulation.node import SimNode

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rl.simulation.scenario import NodeSpec
-from scheduler.model import NodeInfo, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, PodInfo, Resources
 
 # A node's power state.
 ON = "on"

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 import yaml
 
 from rl.simulation.node import ON
+from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
+from scheduler.domain.model import NodeState
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.model import NodeState
-from scheduler.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
 from scheduler.rebalancer.decide import NodeView, Plan, PodView, cpu_shares, fresh_utilization, plan
 from scheduler.rebalancer.energy import pod_eviction_cost
 from scheduler.rebalancer.lifetime import remaining

@@ -6,7 +6,7 @@ agents' latest samples as of its last refresh: agents sample every `sample_secon
 0, R, 2R, …; the scheduler's default `refresh_seconds` is 5). So at time t the scheduler sees
 the sample taken at `s = ⌊⌊t / R⌋ R / S⌋ S`. Pods bound since that sample are not in it; the
 scheduler's cluster cache adds their CPU requests as `cpu_since_sample_cores` (a pod counts when
-it was placed after the sample, `placed_at > sample_time`, as scheduler/cluster_cache.py counts
+it was placed after the sample, `placed_at > sample_time`, as scheduler/cluster/cache.py counts
 it). A node that was not running at `s` (off, booting) has no sample: its telemetry is missing.
 
 Fault mode (`--telemetry-dropout P`): each node's agent is missing for the whole run with
@@ -27,7 +27,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scheduler.model import NodeTelemetry, PodInfo
+from scheduler.domain.model import NodeTelemetry, PodInfo
 
 # A sample time within this of a grid point is on it (float round-off of t / R).
 _GRID_EPSILON = 1e-9

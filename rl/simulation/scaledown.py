@@ -63,8 +63,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from rl.simulation.node import OFF, ON
 from rl.simulation.workloads import blocking_reason, is_daemonset_pod
-from scheduler.filters import filter_nodes
-from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.domain.filters import filter_nodes
+from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.simulation.autoscaler import AutoscalerModel

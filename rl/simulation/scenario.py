@@ -49,7 +49,7 @@ from rl.simulation.traces import (  # noqa: F401  (re-exported: the trace format
     parse_pdbs,
     parse_trace,
 )
-from scheduler.model import NodeInfo, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, PodInfo, Resources
 
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
 

@@ -11,7 +11,7 @@ Model (every number in joules, watts, seconds, cores):
   A pod's slowdown is `(finish − submit) / duration − 1`: CPU contention, waiting for room and
   waiting for a boot all count.
 * Placement: each pod is placed on arrival by a policy through the scheduler's own filter
-  (`scheduler.filters.filter_nodes`: pods, cpu and memory requests vs allocatable). A pod that
+  (`scheduler.domain.filters.filter_nodes`: pods, cpu and memory requests vs allocatable). A pod that
   fits nowhere waits (Pending) and is retried, in arrival order, whenever a pod finishes or a
   node becomes ready; it is counted once as unschedulable.
 * DaemonSet pods (`daemonsets`) run on every powered-on node: their requests, pod slots and CPU
@@ -68,8 +68,8 @@ from rl.simulation.simrecords import (
 )
 from rl.simulation.view import PlacementRequest, Policy, SchedulerView
 from rl.simulation.workloads import WorkloadModel
-from scheduler.filters import filter_nodes
-from scheduler.model import NodeState
+from scheduler.domain.filters import filter_nodes
+from scheduler.domain.model import NodeState
 
 if TYPE_CHECKING:
     from rl.simulation.autoscaler import AutoscalerModel

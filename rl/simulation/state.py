@@ -20,7 +20,7 @@ from rl.simulation.sampling import TelemetryModel, TelemetryRecorder
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulation.simrecords import PodOutcome, PowerOffModel
 from rl.simulation.workloads import PodLedger, WorkloadModel
-from scheduler.model import Resources
+from scheduler.domain.model import Resources
 
 if TYPE_CHECKING:
     from rl.simulation.autoscaler import Autoscaler, AutoscalerModel

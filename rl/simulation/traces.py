@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from rl.simulation.kubeobjects import SAFE_TO_EVICT_ANNOTATION, pod_object
-from scheduler.model import PodInfo
+from scheduler.domain.model import PodInfo
 
 TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
 TRACE_OPTIONAL = ("owner_kind", "priority", "workload", "safe_to_evict")

@@ -17,8 +17,8 @@ from typing import Protocol
 from rl.simulation.node import ON, SimNode
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.state import SimulationState
-from scheduler.features_v2 import NodeWorkload
-from scheduler.model import NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.learning.features_v2 import NodeWorkload
 
 
 class Policy(Protocol):

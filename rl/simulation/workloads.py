@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rl.simulation.traces import Budget, PdbSpec, PodSpec
-from scheduler.podfacts import KEEPS_LIFETIME
+from scheduler.cluster.podfacts import KEEPS_LIFETIME
 
 # AS simulator/drainability/rules/replicated/rule.go, `replicatedKind`.
 REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.curves import PowerCurve, curve_columns
-from scheduler.model import NodeInfo, PodInfo
+from scheduler.domain.model import NodeInfo, PodInfo
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, request_cores
 from scheduler.plugins.energy_price import amortized_rate, average_rates
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
-from scheduler.config import Config, ConfigError, load_config, parse_listen
+from scheduler.config.parse import Config, ConfigError, load_config, parse_listen
 
 log = logging.getLogger("kubejoule.expander")
 
@@ -97,7 +97,7 @@ def start_running_curves(config: Config, expander: Any) -> tuple[Any, Any]:
     """The telemetry store (started) whose refreshes publish the running nodes' curves to the
     expander, and the RunningCurves; ConfigError when the config has no telemetry source."""
     from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves
-    from scheduler.config import build_api_client, build_store
+    from scheduler.config.parse import build_api_client, build_store
 
     try:
         api = build_api_client(config)
@@ -117,8 +117,8 @@ def start_running_curves(config: Config, expander: Any) -> tuple[Any, Any]:
 
 
 def run_autoscaler_expander(args: argparse.Namespace) -> int:
-    from scheduler import scheduler_metrics
     from scheduler.autoscaler.server import start_server
+    from scheduler.service import metrics as scheduler_metrics
 
     config = load_config(args.config)
     host, port = parse_listen(args.listen)

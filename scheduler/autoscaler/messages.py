@@ -24,8 +24,8 @@ from google.protobuf.message import DecodeError
 
 from scheduler.autoscaler.choice import GroupOption
 from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2
-from scheduler.kubeobjects import effective_requests, nonzero_requests
-from scheduler.model import NodeInfo, PodInfo, Resources, ShapeError
+from scheduler.cluster.kubeobjects import effective_requests, nonzero_requests
+from scheduler.domain.model import NodeInfo, PodInfo, Resources, ShapeError
 
 # cluster-autoscaler sends an int32 node count; more new nodes than this in one scale-up is not
 # a request any autoscaler makes (its --max-nodes-total default is 0 = unlimited, but clouds cap

@@ -9,7 +9,7 @@ badly calibrated node does not decide; a median of non-decreasing curves is non-
 
 Everything is computed in the telemetry store's refresh thread (a store listener): the
 BestOptions path only reads the last published mapping. Node labels come from the Kubernetes API
-(`scheduler/kube.py`), re-listed at most every `labels_refresh_seconds`.
+(`scheduler/cluster/kube.py`), re-listed at most every `labels_refresh_seconds`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class NodeLabelsFromKubernetes:
         self._listed_at: float | None = None
 
     def __call__(self) -> dict[str, dict[str, str]]:
-        from scheduler import kube
+        from scheduler.cluster import kube
 
         now = time.monotonic()
         if self._listed_at is None or now - self._listed_at >= self._refresh_seconds:

@@ -42,7 +42,7 @@ from scheduler.autoscaler.messages import (
 )
 from scheduler.autoscaler.protos import expander_pb2
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION
-from scheduler.scheduler_metrics import LATENCY_BUCKETS_SECONDS
+from scheduler.service.metrics import LATENCY_BUCKETS_SECONDS
 
 log = logging.getLogger("kubejoule.expander")
 

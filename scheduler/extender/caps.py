@@ -7,9 +7,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from agent.curves import columns_watts
-from scheduler.features import feature_values
+from scheduler.domain.model import REASON_OK, REASONS, PodInfo
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import REASON_OK, REASONS, PodInfo
+from scheduler.learning.features import feature_values
 from scheduler.plugins.energy import EnergyPlugin
 
 _OK = REASONS.index(REASON_OK)

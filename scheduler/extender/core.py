@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.domain.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.extender.caps import over_caps
 from scheduler.extender.decisions import (
     DecisionRecorder,
@@ -30,11 +31,10 @@ from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _Reco
 from scheduler.extender.refresher import RemoteStates
 from scheduler.extender.state import ClusterView, NodeStates, Prepared
 from scheduler.extender.wire import ExtenderArgs, HostPriorityList, body_limit_for
-from scheduler.features import feature_values
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
 from scheduler.framework.interface import extender_priority
-from scheduler.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState, PodInfo
+from scheduler.learning.features import feature_values
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 from scheduler.telemetry.store import TelemetryStore
 

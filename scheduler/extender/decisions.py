@@ -14,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from scheduler.domain.model import REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.plugins.energy import EnergyScores
 
 log = logging.getLogger(__name__)

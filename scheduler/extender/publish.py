@@ -24,9 +24,9 @@ import msgspec
 import numpy as np
 
 from agent.curves import POINT_COUNT
-from scheduler.features import feature_values
+from scheduler.domain.model import NodeState, NodeTelemetry
 from scheduler.framework.batch import CORE_COLUMNS, CandidateBatch
-from scheduler.model import NodeState, NodeTelemetry
+from scheduler.learning.features import feature_values
 from scheduler.plugins.energy import EnergyPlugin
 
 ENERGY = "energy."  # column name prefixes: the energy plugin's columns, the feature values

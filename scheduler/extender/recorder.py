@@ -1,4 +1,4 @@
-"""The extender's decisions in the decision log (`scheduler/collector.py`): shadow-mode
+"""The extender's decisions in the decision log (`scheduler/decisionlog/logfile.py`): shadow-mode
 recommendations become decision lines, written before their response is sent."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from scheduler.background import BackgroundQueue
-from scheduler.collector import CandidateRecord, DecisionCollector
+from scheduler.decisionlog.logfile import CandidateRecord, DecisionCollector
+from scheduler.domain.model import REASONS, PodInfo
 from scheduler.extender.decisions import ExtenderCall, Pending, expect_write
-from scheduler.features import Features, telemetry_ages
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
-from scheduler.model import REASONS, PodInfo
+from scheduler.learning.features import Features, telemetry_ages
 from scheduler.plugins.energy import EnergyPlugin
+from scheduler.service.background import BackgroundQueue
 
 log = logging.getLogger(__name__)
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.domain.model import NodeInfo, NodeState, Resources
 from scheduler.extender.publish import (
     ENERGY,
     RAW,
@@ -47,9 +48,8 @@ from scheduler.extender.publish import (
 )
 from scheduler.extender.state import NodeStates, Prepared
 from scheduler.extender.wire import RememberedNodes
-from scheduler.features import VALUES_KEY, node_values
 from scheduler.framework.batch import CORE_COLUMNS, Builder, CandidateBatch, Columns, RowStates
-from scheduler.model import NodeInfo, NodeState, Resources
+from scheduler.learning.features import VALUES_KEY, node_values
 from scheduler.plugins.energy import EnergyPlugin
 
 log = logging.getLogger(__name__)

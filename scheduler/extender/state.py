@@ -26,9 +26,9 @@ from typing import Protocol
 
 import numpy as np
 
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.extender.wire import RememberedNodes
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore

@@ -33,10 +33,10 @@ from fastapi import Request
 from fastapi.responses import Response
 from starlette.requests import ClientDisconnect
 
+from scheduler.cluster.kubejson import Node, Pod, type_error
+from scheduler.cluster.kubeobjects import node_info, pod_info
+from scheduler.domain.model import NodeInfo, PodInfo
 from scheduler.extender import jsonwalk
-from scheduler.kubejson import Node, Pod, type_error
-from scheduler.kubeobjects import node_info, pod_info
-from scheduler.model import NodeInfo, PodInfo
 
 # The body limit, unless configured: room for a Nodes.items body of every known node. A Node
 # as kube-scheduler sends it is 5–8 KB (labels, annotations, conditions, an images list of up
@@ -137,7 +137,7 @@ _ENCODER = msgspec.json.Encoder()
 # -- request decoding ----------------------------------------------------------------------------
 #
 # msgspec decodes a body straight into typed structs holding only the fields used
-# (`scheduler.kubeobjects`). Each Node of the `Nodes.items` form is kept as its raw JSON
+# (`scheduler.cluster.kubeobjects`). Each Node of the `Nodes.items` form is kept as its raw JSON
 # (`msgspec.Raw`, a view of the body): decoded on its own — so a large body gives other threads
 # the interpreter between two Nodes, where one call would hold it for the whole parse — and
 # echoed back as it came in a `/filter` answer. Bad input is a BadRequest naming what is wrong:

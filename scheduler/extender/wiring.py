@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.config import (
+from scheduler.config.parse import (
     Config,
     build_api_client,
     build_energy_plugin,
@@ -35,8 +35,8 @@ def _cluster_watch(config: Config) -> tuple[ClusterView | None, Any]:
     api = build_api_client(config) if watch_on or config.needs_kubernetes else None
     if not watch_on:
         return None, api
-    from scheduler.cluster_cache import ClusterCache
-    from scheduler.cluster_watch import ClusterWatch, KubeWatchApi
+    from scheduler.cluster.cache import ClusterCache
+    from scheduler.cluster.watch import ClusterWatch, KubeWatchApi
     from scheduler.lifetimes import LifetimePredictor
 
     # No scheduler name: the extender only counts what kube-scheduler binds; its predictor
@@ -91,9 +91,9 @@ def build_extender(
     recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
     collector = None
     if collector_path:
-        from scheduler.collector import CollectorConfig, DecisionCollector
+        from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
         from scheduler.extender.recorder import ExtenderRecorder
-        from scheduler.features_v3 import FEATURE_SCHEMA_V3, batch_features_v3
+        from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, batch_features_v3
 
         # Feature schema v3, as the standalone scheduler and the simulator log it: with the
         # cluster watch's workloads and lifetime predictor where the watch runs in this

@@ -19,7 +19,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from scheduler.model import NodeState
+from scheduler.domain.model import NodeState
 
 Columns = dict[str, np.ndarray]
 Builder = Callable[[Sequence[NodeState]], Columns]

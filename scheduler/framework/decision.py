@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.model import NodeState, PodInfo
+from scheduler.domain.model import NodeState, PodInfo
 
 MODE_SHADOW = "shadow"
 MODE_ACTIVE = "active"

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
+    from scheduler.domain.model import NodeState, PodInfo
     from scheduler.framework.batch import CandidateBatch
-    from scheduler.model import NodeState, PodInfo
 
 # kube-scheduler's framework.MaxNodeScore / MinNodeScore and extenderv1.MaxExtenderPriority.
 MAX_NODE_SCORE = 100

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.filters import failure_summary
+from scheduler.domain.filters import failure_summary
+from scheduler.domain.model import PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import FilterPlugin, ScorePlugin, normalized
-from scheduler.model import PodInfo
 
 # Reservoir sampling draws once per tie, like kube-scheduler's selectHost; beyond this many
 # ties one uniform draw gives the same distribution without thousands of RNG calls (all nodes

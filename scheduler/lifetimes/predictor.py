@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from scheduler.domain.model import PodInfo
 from scheduler.lifetimes.history import (
     BARE_POD_PRIOR_SECONDS,
     DEFAULT_PRIOR_SECONDS,
@@ -19,7 +20,6 @@ from scheduler.lifetimes.history import (
     Durations,
     prior_remaining,
 )
-from scheduler.model import PodInfo
 
 log = logging.getLogger(__name__)
 

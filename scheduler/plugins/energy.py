@@ -60,9 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.curves import PowerCurve, columns_watts, curve_columns
-from scheduler.framework.batch import CandidateBatch, Columns
-from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
-from scheduler.model import (
+from scheduler.domain.model import (
     DEFAULT_MILLI_CPU_REQUEST,
     NEUTRAL_SCORE,
     REASON_MISSING,
@@ -74,6 +72,8 @@ from scheduler.model import (
     NodeTelemetry,
     PodInfo,
 )
+from scheduler.framework.batch import CandidateBatch, Columns
+from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scheduler.plugins.energy_history import LinearFit, NodeHistory
 from scheduler.plugins.energy_price import (
     amortized_rate,

@@ -57,7 +57,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from agent.curves import columns_watts
-from scheduler.model import PodInfo
+from scheduler.domain.model import PodInfo
 from scheduler.plugins.energy_price import amortized_rate
 
 LIFETIMES = "lifetimes"

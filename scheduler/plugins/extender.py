@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scheduler.domain.model import PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import (
     MAX_EXTENDER_PRIORITY,
@@ -19,7 +20,6 @@ from scheduler.framework.interface import (
     extender_priority,
     normalized,
 )
-from scheduler.model import PodInfo
 
 PREFIX = "extender:"
 

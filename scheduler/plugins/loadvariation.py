@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.domain.model import APP_CONTAINER, NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch, Columns
-from scheduler.model import APP_CONTAINER, NodeState, PodInfo
 from scheduler.plugins.gomath import go_round
 from scheduler.plugins.trimaran import utilization_pct_column
 

@@ -1,7 +1,7 @@
 """kube-scheduler's NodeAffinity (`framework/plugins/nodeaffinity`) and NodeUnschedulable.
 
 NodeAffinity Filter: `nodeSelector` (every label equal) and the required node affinity terms
-(ORed) — `scheduler.filters.matches_node_selector`.
+(ORed) — `scheduler.domain.filters.matches_node_selector`.
 
 NodeAffinity Score: the sum of the weights of the pod's preferred terms the node matches (a
 term with weight 0 or without requirements is skipped; a term's requirements are ANDed, and an
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.filters import (
+from scheduler.domain.filters import (
     REASON_NODE_AFFINITY,
     REASON_UNSCHEDULABLE,
     TAINT_UNSCHEDULABLE,
@@ -24,8 +24,8 @@ from scheduler.filters import (
     matches_node_selector,
     term_matches,
 )
+from scheduler.domain.model import NodeInfo, NodeState, PodInfo, SelectorTerm, Taint
 from scheduler.framework.batch import CandidateBatch, node_mask, node_values
-from scheduler.model import NodeInfo, NodeState, PodInfo, SelectorTerm, Taint
 from scheduler.plugins.tainttoleration import default_normalize
 
 NAME = "NodeAffinity"

@@ -2,7 +2,7 @@
 framework/plugins/noderesources`), vectorized over a CandidateBatch with Go's int64 arithmetic.
 
 NodeResourcesFit (Filter): pods, cpu, memory and ephemeral-storage requests against allocatable
-minus the requests of the pods on the node (`scheduler.filters.insufficient_resources` is the
+minus the requests of the pods on the node (`scheduler.domain.filters.insufficient_resources` is the
 per-node wording of the same rule).
 
 NodeResourcesFit (Score), per resource r with weight w_r, over resources the node has:
@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from scheduler.filters import insufficient_resources, lacks, pods_on_node, too_many_pods
+from scheduler.domain.filters import insufficient_resources, lacks, pods_on_node, too_many_pods
+from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch, Columns
 from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.model import NodeState, PodInfo
 
 FIT = "NodeResourcesFit"
 BALANCED = "NodeResourcesBalancedAllocation"

@@ -42,8 +42,8 @@ import numpy as np
 import numpy.typing as npt
 
 from agent.curves import UTILIZATION_LEVELS, PowerCurve
+from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch, Columns
-from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.gomath import go_int64
 from scheduler.plugins.trimaran import capacity_millicores_column, utilization_pct_column
 

@@ -121,8 +121,8 @@ def _load_variation(args: Mapping[str, Any], context: PluginContext) -> ScorePlu
 def _learned(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
     """The model's features are computed as in training: with the scheduler's configured energy
     plugin (the one `KubejouleEnergy` scores with) and the cluster cache's node workloads."""
+    from scheduler.learning.plugin import from_args
     from scheduler.plugins.energy import EnergyPlugin
-    from scheduler.plugins.learned import from_args
 
     if not isinstance(context.energy, EnergyPlugin):
         raise ValueError("learned: needs the scheduler's energy plugin for its features")

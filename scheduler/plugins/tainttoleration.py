@@ -1,7 +1,7 @@
 """kube-scheduler's TaintToleration (`framework/plugins/tainttoleration`).
 
 Filter: the first NoSchedule/NoExecute taint no toleration matches fails the node
-(`scheduler.filters.untolerated_taint`, with the not-ready taint a real cluster puts on a node
+(`scheduler.domain.filters.untolerated_taint`, with the not-ready taint a real cluster puts on a node
 that is not Ready).
 
 Score: the number of the node's PreferNoSchedule taints the pod does not tolerate, counting
@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.filters import (
+from scheduler.domain.filters import (
     effective_taints,
     is_tolerated,
     reason_untolerated_taint,
     untolerated_taint,
 )
+from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Toleration
 from scheduler.framework.batch import CandidateBatch, node_mask, node_values
 from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.model import NodeInfo, NodeState, PodInfo, Toleration
 
 NAME = "TaintToleration"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"

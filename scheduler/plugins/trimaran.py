@@ -35,8 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from agent.quantity import quantity_units
+from scheduler.domain.model import APP_CONTAINER, NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch, Columns
-from scheduler.model import APP_CONTAINER, NodeState, PodInfo
 from scheduler.plugins.gomath import go_round
 
 NAME = "TargetLoadPacking"

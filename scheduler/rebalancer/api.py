@@ -1,11 +1,11 @@
-"""The API calls the rebalancer makes; `KubeRebalancerApi` is the real one (scheduler/kube.py)."""
+"""The API calls the rebalancer makes; `KubeRebalancerApi` is the real one (scheduler/cluster/kube.py)."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from scheduler import kube
-from scheduler.cluster_watch import KubeWatchApi, WatchApi
+from scheduler.cluster import kube
+from scheduler.cluster.watch import KubeWatchApi, WatchApi
 
 
 class RebalancerApi(WatchApi, Protocol):

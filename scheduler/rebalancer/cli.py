@@ -13,7 +13,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from scheduler.config import ConfigError, load_config, parse_listen
+from scheduler.config.parse import ConfigError, load_config, parse_listen
 from scheduler.framework.decision import MODES
 
 log = logging.getLogger(__name__)
@@ -65,19 +65,19 @@ def run_rebalancer(args: argparse.Namespace) -> int:
 
 def serve(config: Any, settings: Any, args: argparse.Namespace, host: str, port: int,
           stop: threading.Event) -> int:
-    from scheduler.config import build_api_client, build_store
-    from scheduler.leader import (
-        KubeLeaseStore,
-        LeaderElectionConfig,
-        LeaderElector,
-        default_identity,
-    )
+    from scheduler.config.parse import build_api_client, build_store
     from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
     from scheduler.lifetimes.state import save_quietly, saving_thread
     from scheduler.rebalancer.api import KubeRebalancerApi
     from scheduler.rebalancer.loop import Rebalancer
     from scheduler.rebalancer.metrics import RebalancerMetrics
-    from scheduler.scheduler_metrics import serve as serve_http
+    from scheduler.service.leader import (
+        KubeLeaseStore,
+        LeaderElectionConfig,
+        LeaderElector,
+        default_identity,
+    )
+    from scheduler.service.metrics import serve as serve_http
 
     api = build_api_client(config)
     store = build_store(config, api)

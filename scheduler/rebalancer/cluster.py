@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.curves import PowerCurve
-from scheduler.cluster_cache import TERMINAL_PHASES, ClusterCache, placed_time
-from scheduler.cluster_watch import ClusterWatch, WatchApi
+from scheduler.cluster.cache import TERMINAL_PHASES, ClusterCache, placed_time
+from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
+from scheduler.cluster.watch import ClusterWatch, WatchApi
+from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources, ShapeError
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.model import NodeState, NodeTelemetry, PodInfo, Resources, ShapeError
-from scheduler.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
 from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_utilization
 from scheduler.rebalancer.energy import pod_eviction_cost
 from scheduler.rebalancer.lifetime import remaining as predicted_remaining

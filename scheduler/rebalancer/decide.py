@@ -7,7 +7,7 @@ For every node (a *source*), in this order, the first that applies skips it (`Sk
 1. `not_schedulable` (cordoned, not ready, or being removed), `cooldown` (acted on recently),
    `no_pods` (nothing to move: cluster-autoscaler removes empty nodes itself);
 2. doubt about the node — `telemetry` (no fresh sample), `curve` (no known power curve);
-3. a pod it must never evict (scheduler/podfacts.py `never_evict_reason`: `bare`,
+3. a pod it must never evict (scheduler/cluster/podfacts.py `never_evict_reason`: `bare`,
    `local_storage`, `not_safe_to_evict`, `do_not_disrupt`, `terminating`; the live cluster adds
    `multiple_pdbs` and `unreadable_pod`); DaemonSet and mirror pods stay and never block;
    then doubt about a pod — `prediction` (no predicted lifetime), `prediction_fallback` (a
@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from agent.curves import PowerCurve
-from scheduler.filters import filter_nodes
-from scheduler.model import NodeState, PodInfo
+from scheduler.domain.filters import filter_nodes
+from scheduler.domain.model import NodeState, PodInfo
 from scheduler.rebalancer.energy import (
     balanced_score,
     node_disruption_cost,

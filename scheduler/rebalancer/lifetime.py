@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from scheduler.domain.model import PodInfo
 from scheduler.lifetimes import LEVEL_PRIOR, LifetimePredictor
-from scheduler.model import PodInfo
 
 
 @dataclass(frozen=True)

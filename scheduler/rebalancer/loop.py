@@ -32,10 +32,10 @@ import time
 from collections.abc import Callable, Mapping
 
 from agent.curves import PowerCurve
-from scheduler import kube
-from scheduler.cluster_cache import ClusterCache
+from scheduler.cluster import kube
+from scheduler.cluster.cache import ClusterCache
+from scheduler.domain.model import NodeTelemetry
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.model import NodeTelemetry
 from scheduler.rebalancer.api import RebalancerApi
 from scheduler.rebalancer.cluster import LiveInputs, PodTracker, RebalancerWatch, node_views
 from scheduler.rebalancer.decide import Move, Plan, plan

@@ -1,5 +1,5 @@
 """The rebalancer's Prometheus metrics, on a registry it owns (served with /healthz and /readyz
-by scheduler/scheduler_metrics.py `serve`).
+by scheduler/service/metrics.py `serve`).
 
 | metric | type | labels |
 |---|---|---|

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.filters import requirement_matches
-from scheduler.model import SelectorRequirement
+from scheduler.domain.filters import requirement_matches
+from scheduler.domain.model import SelectorRequirement
 
 MULTIPLE = "multiple_pdbs"
 

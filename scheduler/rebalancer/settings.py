@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.config_fields import ConfigError, _bool, _number, _section, _str
+from scheduler.config.fields import ConfigError, _bool, _number, _section, _str
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW, MODES
 
 LEASE_NAME = "kubejoule-rebalancer"

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol
 
-from scheduler import kube
-from scheduler.cluster_watch import KubeWatchApi, WatchApi
-from scheduler.decide import Decision
-from scheduler.model import PodInfo
+from scheduler.cluster import kube
+from scheduler.cluster.watch import KubeWatchApi, WatchApi
+from scheduler.domain.model import PodInfo
+from scheduler.standalone.decide import Decision
 from scheduler.standalone.settings import (
     ANNOTATED_SCORES,
     ANNOTATION_RECOMMENDED,
@@ -36,7 +36,7 @@ class ClusterApi(WatchApi, Protocol):
 
 
 class KubeClusterApi(KubeWatchApi):
-    """ClusterApi over the Kubernetes API (scheduler/kube.py)."""
+    """ClusterApi over the Kubernetes API (scheduler/cluster/kube.py)."""
 
     def bind(self, pod: PodInfo, node: str) -> None:
         kube.bind_pod(self.api, pod.namespace, pod.name, pod.uid, node, self.timeout_seconds)

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from scheduler import kube
-from scheduler.background import BackgroundQueue
-from scheduler.model import PodInfo
+from scheduler.cluster import kube
+from scheduler.domain.model import PodInfo
+from scheduler.service.background import BackgroundQueue
 
 if TYPE_CHECKING:
     from scheduler.standalone.binding import ClusterApi

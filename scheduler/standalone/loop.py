@@ -10,21 +10,21 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from scheduler import kube
-from scheduler.cluster_cache import ClusterCache
-from scheduler.cluster_watch import ClusterWatch
-from scheduler.collector import DecisionCollector, OutcomeTracker
-from scheduler.decide import MODE_SHADOW, Decision, ProfileDecider
-from scheduler.filters import failure_summary
+from scheduler.cluster import kube
+from scheduler.cluster.cache import ClusterCache
+from scheduler.cluster.watch import ClusterWatch
+from scheduler.decisionlog.logfile import DecisionCollector, OutcomeTracker
+from scheduler.domain.filters import failure_summary
+from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.plugins.defaults import kubejoule_profile
-from scheduler.scheduler_metrics import SchedulerMetrics
-from scheduler.scheduling_queue import SchedulingQueue
+from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import BinderPool, ClusterApi, annotation_patch
+from scheduler.standalone.decide import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.standalone.events import PodEvents
+from scheduler.standalone.queue import SchedulingQueue
 from scheduler.standalone.records import Features, recorded_before_binding
 from scheduler.standalone.settings import (
     RESULT_ERROR,
@@ -147,7 +147,7 @@ class StandaloneScheduler:
     # -- one scheduling attempt --
 
     def decide(self, pod: PodInfo) -> Decision:
-        """One decision against the cache, through the profile (`scheduler/decide.py`), with
+        """One decision against the cache, through the profile (`scheduler/standalone/decide.py`), with
         the telemetry view last staged (`staging.py`), else the store's current one."""
         staged = self.stager.current if self.stager is not None else None
         view: Callable[[str], NodeTelemetry | None] | None

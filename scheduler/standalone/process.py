@@ -8,14 +8,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker
-from scheduler.config import Config
-from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
+from scheduler.config.parse import Config
+from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector, OutcomeTracker
 from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
 from scheduler.lifetimes.state import save_quietly, saving_thread
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.energy_v3 import CacheOutlook
-from scheduler.scheduler_metrics import SchedulerMetrics
+from scheduler.service.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
+from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import GIL_SWITCH_INTERVAL_SECONDS, StandaloneConfig
@@ -54,15 +54,15 @@ def attach_outlook(energy: EnergyPlugin, scheduler: StandaloneScheduler) -> None
 
 def run_process(config: Config, options: RunOptions, stop: threading.Event) -> int:
     """Wire the parts from the configuration and schedule until `stop` is set."""
-    from scheduler.config import (
+    from scheduler.config.parse import (
         build_api_client,
         build_energy_plugin,
         build_profile,
         build_store,
         parse_listen,
     )
-    from scheduler.features_v3 import V3Features
-    from scheduler.scheduler_metrics import serve
+    from scheduler.learning.features_v3 import V3Features
+    from scheduler.service.metrics import serve
 
     api = build_api_client(config)
     energy = build_energy_plugin(config)  # the decision features' energy inputs…

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from scheduler.collector import CandidateRecord, DecisionCollector, OutcomeTracker
-from scheduler.decide import Decision
-from scheduler.model import NodeState, PodInfo
+from scheduler.decisionlog.logfile import CandidateRecord, DecisionCollector, OutcomeTracker
+from scheduler.domain.model import NodeState, PodInfo
+from scheduler.standalone.decide import Decision
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scheduler.cluster_cache import ClusterCache
-from scheduler.decide import ProfileDecider
-from scheduler.model import NodeTelemetry, PodInfo, Resources
+from scheduler.cluster.cache import ClusterCache
+from scheduler.domain.model import NodeTelemetry, PodInfo, Resources
+from scheduler.standalone.decide import ProfileDecider
 
 log = logging.getLogger(__name__)
 

@@ -70,7 +70,7 @@ def targets_from_endpoint_slices(
 
 
 class EndpointSliceTargets:
-    """Agent targets from the agent Service's EndpointSlices, read through scheduler/kube.py."""
+    """Agent targets from the agent Service's EndpointSlices, read through scheduler/cluster/kube.py."""
 
     def __init__(
         self, api: Any, namespace: str, service: str, port_name: str | None = None
@@ -81,7 +81,7 @@ class EndpointSliceTargets:
         self._port_name = port_name
 
     def __call__(self) -> dict[str, str]:
-        from scheduler import kube
+        from scheduler.cluster import kube
 
         slices = kube.list_endpoint_slices(self._api, self._namespace, self._service)
         # Some API servers (and test emulators) ignore the label selector: check it again.
@@ -118,7 +118,7 @@ class NodeCoresFromKubernetes:
         self._listed_at: float | None = None
 
     def __call__(self) -> dict[str, float]:
-        from scheduler import kube
+        from scheduler.cluster import kube
 
         now = time.monotonic()
         if self._listed_at is None or now - self._listed_at >= self._refresh_seconds:

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.curves import POINT_COUNT
-from scheduler.model import NODE_BOUND_OWNER_KINDS, NodeTelemetry
+from scheduler.domain.model import NODE_BOUND_OWNER_KINDS, NodeTelemetry
 from scheduler.telemetry.samples import FetchResult, NodeSample
 
 M_POWER = "kubejoule_node_power_watts"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from scheduler.model import NodeTelemetry
+from scheduler.domain.model import NodeTelemetry
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import httpx
 import msgspec
 
 from agent.quantity import parse_quantity
-from scheduler.model import NodeTelemetry
+from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (
     M_CURVE,
@@ -275,7 +275,7 @@ class MetricsServerSource:
         self._api = api
 
     def fetch(self) -> FetchResult:
-        from scheduler import kube
+        from scheduler.cluster import kube
 
         cores = cores_from_nodes(kube.list_nodes_json(self._api))
         return samples_from_node_metrics(kube.list_node_metrics(self._api), cores, self.name)

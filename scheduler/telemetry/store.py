@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from scheduler.model import NodeTelemetry
+from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.samples import NodeSample, TelemetrySource
 
 log = logging.getLogger(__name__)

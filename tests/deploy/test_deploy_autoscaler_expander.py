@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.cli import build_parser
-from scheduler.config import parse_listen
+from scheduler.config.parse import parse_listen
 from tests.helpers.deploy_kustomize import Obj, build, user_kustomization
 
 NAME = "kubejoule-autoscaler-expander"

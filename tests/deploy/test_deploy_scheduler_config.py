@@ -24,7 +24,7 @@ from tests.helpers.deploy_kustomize import DAEMONSET, Obj, build, user_kustomiza
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "kubejoule-system"
 
-# Every Kubernetes call in scheduler/kube.py and agent/kube.py, and the permission it needs:
+# Every Kubernetes call in scheduler/cluster/kube.py and agent/kube.py, and the permission it needs:
 # (API group, resource, verb, scope) with scope "cluster" or "namespace" (kubejoule-system only).
 SCHEDULER_CALLS: dict[str, list[tuple[str, str, str, str]]] = {
     "make_api_client": [],
@@ -106,7 +106,7 @@ def container(objects: list[Obj], kind: str, name: str) -> Obj:
 
 
 def test_every_scheduler_api_call_is_in_the_permission_table() -> None:
-    from scheduler import kube
+    from scheduler.cluster import kube
 
     public = {
         name
@@ -177,7 +177,7 @@ def scheduler_config(objects: list[Obj]) -> dict[str, Any]:
 
 
 def test_configmap_is_a_valid_scheduler_config_that_finds_the_agents() -> None:
-    from scheduler.config import config_from_dict
+    from scheduler.config.parse import config_from_dict
 
     objects = build(DAEMONSET / "base")
     config = config_from_dict(scheduler_config(objects))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from scheduler.domain.model import REASONS, NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import REASONS, NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.curves import PowerCurve
-from scheduler.features import candidate_matrix, node_features
-from scheduler.features_v2 import NodeWorkload, V2Features, candidate_matrix_v2
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.learning.features import candidate_matrix, node_features
+from scheduler.learning.features_v2 import NodeWorkload, V2Features, candidate_matrix_v2
 from scheduler.plugins.energy import EnergyPlugin
 
 SEEDS = tuple(range(12))
@@ -144,7 +144,7 @@ def compute(seed: int) -> dict[str, Any]:
 def model_scores(seed: int) -> dict[str, list[list[float]]]:
     """The shipped models' scores of every candidate of case `seed` (LearnedPlugin.score)."""
     from scheduler.framework.batch import CandidateBatch
-    from scheduler.plugins.learned import LearnedPlugin
+    from scheduler.learning.plugin import LearnedPlugin
 
     out: dict[str, list[list[float]]] = {}
     for path in MODELS:

@@ -1,5 +1,5 @@
 """kmock's KubernetesEmulator on 127.0.0.1, run on its own event loop in a thread so synchronous
-code (the `kubernetes` client in scheduler/kube.py) can talk to it from a plain test."""
+code (the `kubernetes` client in scheduler/cluster/kube.py) can talk to it from a plain test."""
 
 from __future__ import annotations
 

@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler import kube
-from scheduler.collector import DecisionCollector
+from scheduler.cluster import kube
+from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.domain.model import NodeTelemetry
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile
-from scheduler.model import NodeTelemetry
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import StandaloneConfig

@@ -16,7 +16,7 @@ from rl.simulation.cluster import ClusterModel
 from rl.simulation.sampling import TelemetryModel, dropped_nodes
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
 from rl.simulation.simulator import Simulation
-from scheduler.model import NodeState, PodInfo
+from scheduler.domain.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 from tests.helpers.sim_run import run_policy
 

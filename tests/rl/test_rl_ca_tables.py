@@ -13,7 +13,7 @@ from rl.simulation.autoscaler import ScaleUpOption, least_waste_score, make_expa
 from rl.simulation.scaledown import CA_COMMIT, crop_to_budgets, node_utilization, within_min_sizes
 from rl.simulation.scenario import PodSpec
 from rl.simulation.workloads import blocking_reason
-from scheduler.model import ContainerResources, NodeInfo, PodInfo, Resources
+from scheduler.domain.model import ContainerResources, NodeInfo, PodInfo, Resources
 
 assert CA_COMMIT == "f7bb0c3623750695e1bb7f9f52269590f2974cbf"
 MIB = 1024 * 1024

@@ -22,8 +22,8 @@ from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel
 from rl.simulation.tracegen import TraceConfig, generate_family
-from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.framework import CandidateBatch
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
 WIDTH = FEATURE_SCHEMA_V3.width
 GOOD = PowerCurve.from_mapping({"idle_watts": 40, "max_watts": 120})
@@ -204,7 +204,7 @@ def test_checkpoint_round_trip(tmp_path):
 
 
 def test_numpy_export_scores_as_torch_does(tmp_path):
-    from scheduler.learned import load_numpy_model
+    from scheduler.learning.numpy_model import load_numpy_model
 
     torch.manual_seed(4)
     net = RowMLP(WIDTH, hidden=16, layers=3)
@@ -249,7 +249,7 @@ def test_train_command_writes_checkpoint_export_curve_and_metadata(tmp_path):
     )
     assert code == 0
     assert out.exists() and out.with_suffix(".png").stat().st_size > 1000
-    from scheduler.learned import load_numpy_model
+    from scheduler.learning.numpy_model import load_numpy_model
 
     model = load_numpy_model(out.with_suffix(".npz"))
     assert model.kind == "dqn"

@@ -27,8 +27,8 @@ from rl.learning.dqn.episodes import (
     training_cluster,
 )
 from rl.policies.catalog import make_policy
-from scheduler.features_v3 import FEATURE_SCHEMA_V3
-from scheduler.learned import load_numpy_model
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
+from scheduler.learning.numpy_model import load_numpy_model
 
 TINY = CreditConfig(sizes=(4, 6), labels_per_episode=6, steps=200, episodes_per_round=2)
 

@@ -11,7 +11,7 @@ from rl.learning.env import ClusterSchedulingEnv, EnvConfig
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel
 from rl.simulation.tracegen import TraceConfig, generate_trace
-from scheduler.features import FEATURE_SCHEMA
+from scheduler.learning.features import FEATURE_SCHEMA
 
 
 def small_cluster() -> list[NodeSpec]:

@@ -19,7 +19,7 @@ from rl.simulation.autoscaler import ScaleUpOption, binpack, kubejoule_expander
 from rl.simulation.scenario import load_node_groups, scenario_path
 from scheduler.autoscaler.protos import k8s_core_v1_pb2
 from scheduler.autoscaler.server import Expander, start_server
-from scheduler.model import NodeInfo, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, PodInfo, Resources
 
 GIB = 1024**3
 

@@ -1,5 +1,5 @@
 """Feature schema v2: trace owner/priority columns, trace families, the simulator's node
-workloads and the v2 encoding (scheduler/features_v2.py)."""
+workloads and the v2 encoding (scheduler/learning/features_v2.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from rl.policies.profiles import heuristic_energy
 from rl.simulation.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
 from rl.simulation.simulator import PowerOffModel, Simulation
 from rl.simulation.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
-from scheduler.features import FEATURE_SCHEMA, Features, SchemaMismatch, column_features
-from scheduler.features_v2 import (
+from scheduler.domain.model import PodInfo
+from scheduler.learning.features import FEATURE_SCHEMA, Features, SchemaMismatch, column_features
+from scheduler.learning.features_v2 import (
     FEATURE_SCHEMA_V2,
     NODE_FEATURES_V2,
     POD_FEATURES_V2,
@@ -27,7 +28,6 @@ from scheduler.features_v2 import (
     pod_features_v2,
     workload_columns,
 )
-from scheduler.model import PodInfo
 from tests.helpers.sim_run import run_policy
 
 HEADER = "submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage"
@@ -177,7 +177,7 @@ def test_pod_info_reads_owner_kind_and_priority():
     }
     info = PodInfo.from_k8s(pod)
     assert (info.owner_kind, info.priority) == ("Job", 1000)
-    from scheduler.model import ShapeError
+    from scheduler.domain.model import ShapeError
 
     with pytest.raises(ShapeError, match="priority"):
         PodInfo.from_k8s({**pod, "spec": {"containers": [], "priority": "high"}})
@@ -217,7 +217,7 @@ def test_vectorized_rows_equal_the_per_node_builder(reference, seed):
     telemetry is fresh; elsewhere the learned plugin now scores 0 where it gave 50."""
     import numpy as np
 
-    from scheduler.plugins.learned import UNMEASURED_SCORE
+    from scheduler.learning.plugin import UNMEASURED_SCORE
     from tests.helpers.features_cases import SEEDS, compute, model_scores
 
     assert seed in SEEDS

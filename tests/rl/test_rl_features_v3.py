@@ -1,4 +1,4 @@
-"""Feature schema v3 (scheduler/features_v3.py): v2 plus lifetimes, the autoscaler's view and
+"""Feature schema v3 (scheduler/learning/features_v3.py): v2 plus lifetimes, the autoscaler's view and
 watts per unit of load — each feature by hand, the one implementation shared by the plugin,
 the collectors and training, and the simulator's side (rl/policies/sim_features.py)."""
 
@@ -17,10 +17,12 @@ from rl.learning.dqn.episodes import (
     training_cluster,
 )
 from rl.policies.sim_features import SimLifetimes
-from scheduler.cluster_cache import _taint_time
-from scheduler.features import encode
-from scheduler.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2, NodeWorkload, rows_v2
-from scheduler.features_v3 import (
+from scheduler.cluster.cache import _taint_time
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.framework.batch import CandidateBatch
+from scheduler.learning.features import encode
+from scheduler.learning.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2, NodeWorkload, rows_v2
+from scheduler.learning.features_v3 import (
     FEATURE_SCHEMA_V3,
     NODE_FEATURES_V3,
     POD_FEATURES_V3,
@@ -29,12 +31,10 @@ from scheduler.features_v3 import (
     pod_features_v3,
     rows_v3,
 )
-from scheduler.framework.batch import CandidateBatch
-from scheduler.learned import load_numpy_model
+from scheduler.learning.numpy_model import load_numpy_model
+from scheduler.learning.plugin import LearnedPlugin
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.learned import LearnedPlugin
 from tests.scheduler.test_sched_learned import CURVE, write_model
 
 NOW = 1000.0

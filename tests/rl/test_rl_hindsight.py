@@ -11,8 +11,8 @@ from rl.policies.hindsight import HindsightPredictor
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import Simulation
 from rl.simulation.workloads import WorkloadModel
+from scheduler.domain.model import PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor
-from scheduler.model import PodInfo
 
 NODES = [NodeSpec("a", "g", 8, 16, PowerCurve.linear(50.0, 150.0)),
          NodeSpec("b", "g", 8, 16, PowerCurve.linear(50.0, 150.0), ordinal=1)]

@@ -12,9 +12,9 @@ from rl.cli import main
 from rl.learning.mlp import blank_curves, held_out, load_samples
 from rl.simulation.scenario import format_trace
 from rl.simulation.tracegen import TraceConfig, generate_family
-from scheduler.collector import read_records
-from scheduler.features_v3 import FEATURE_SCHEMA_V3
-from scheduler.learned import load_numpy_model
+from scheduler.decisionlog.logfile import read_records
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
+from scheduler.learning.numpy_model import load_numpy_model
 
 NODES = """- name: small
   count: 5

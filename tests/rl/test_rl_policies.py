@@ -12,8 +12,8 @@ import pytest
 from agent.curves import PowerCurve
 from rl.policies.catalog import BUILTIN_POLICIES, PluginPolicy, RoundRobinPolicy, make_policy
 from rl.simulation.scenario import NodeSpec
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.framework import CandidateBatch
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 
 GIB = 2**30
 

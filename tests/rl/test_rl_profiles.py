@@ -14,8 +14,8 @@ from agent.curves import PowerCurve
 from rl.policies.catalog import ProfilePolicy, make_policy
 from rl.policies.profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
 from rl.simulation.scenario import NodeSpec
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.framework import CandidateBatch
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.defaults import default_profile, shipped_kubejoule_profile
 
 GIB = 2**30

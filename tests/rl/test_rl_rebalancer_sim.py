@@ -19,8 +19,8 @@ from rl.simulation.rebalancer_sim import RebalancerController
 from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
 from rl.simulation.simulator import Simulation
 from rl.simulation.workloads import WorkloadModel
+from scheduler.domain.model import NodeState, PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LEVEL_PRIOR, LifetimePredictor, Prediction
-from scheduler.model import NodeState, PodInfo
 from scheduler.rebalancer.settings import RebalancerConfig
 
 NODES = [NodeSpec("old", "g1", 4, 16, PowerCurve.linear(100.0, 200.0)),

@@ -18,7 +18,7 @@ from rl.simulation.autoscaler import AutoscalerModel
 from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
 from rl.simulation.simulator import SimResult, Simulation
 from rl.simulation.workloads import WorkloadModel
-from scheduler.model import NodeState, PodInfo
+from scheduler.domain.model import NodeState, PodInfo
 from tests.helpers.sim_run import run_policy
 
 LINEAR = PowerCurve.linear(100.0, 200.0)

@@ -10,7 +10,7 @@ import pytest
 from agent.curves import PowerCurve
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel, Simulation
-from scheduler.model import NodeState, PodInfo
+from scheduler.domain.model import NodeState, PodInfo
 from tests.helpers.sim_run import run_policy
 
 LINEAR = PowerCurve.linear(100.0, 200.0)  # 100 W idle, 200 W at full load
@@ -201,9 +201,9 @@ def test_the_pod_count_limit_of_the_schedulers_filter_applies():
 
 
 def test_feasibility_is_the_schedulers_own_filter(monkeypatch: pytest.MonkeyPatch):
-    """The simulator asks scheduler.filters, not a copy of it: a node its filter refuses is
+    """The simulator asks scheduler.domain.filters, not a copy of it: a node its filter refuses is
     never offered, whatever the resources say."""
-    import scheduler.filters as filters
+    import scheduler.domain.filters as filters
 
     real = filters.node_failures
 

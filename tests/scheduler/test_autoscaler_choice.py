@@ -16,7 +16,7 @@ from scheduler.autoscaler.choice import (
     rank_options,
     resolve_curve,
 )
-from scheduler.model import NodeInfo, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, PodInfo, Resources
 
 GIB = 1024**3
 

@@ -20,10 +20,10 @@ from benchmarks.harness.expander_grpc import (
 )
 from benchmarks.harness.processes import free_port, wait_http
 from benchmarks.harness.sched_sources import FixedSource
-from scheduler import kube
 from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves, curves_by_label
 from scheduler.autoscaler.server import Expander
-from scheduler.model import NodeTelemetry
+from scheduler.cluster import kube
+from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.sched_http import agent_exposition, text_server

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.curves import PowerCurve, columns_watts, curve_columns
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.energy_price import worst_marginal_watts
 from scheduler.telemetry.discovery import StaticTargets

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, Taint
 from scheduler.framework import CandidateBatch
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, Taint
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.energy_v3 import (
     DELETION_CANDIDATE_TAINT,
@@ -277,7 +277,7 @@ def test_scores_are_candidate_independent() -> None:
 def test_the_live_outlook_reads_the_cluster_cache_and_learns_from_pods_that_end() -> None:
     from benchmarks.harness.standalone_objects import node as node_object
     from benchmarks.harness.standalone_objects import pod as pod_object
-    from scheduler.cluster_cache import ClusterCache
+    from scheduler.cluster.cache import ClusterCache
     from scheduler.lifetimes import LifetimePredictor
     from scheduler.plugins.energy_v3 import CacheOutlook
 

@@ -22,13 +22,13 @@ from fastapi.testclient import TestClient
 from agent.curves import PowerCurve
 from benchmarks.harness.extender_process import post, running_extender
 from benchmarks.harness.sched_sources import FixedSource
-from scheduler.config import config_from_dict
+from scheduler.config.parse import config_from_dict
 from scheduler.extender.app import create_app
 from scheduler.extender.publish import ENERGY, RAW, VALUES, read_generation, split, telemetry_of
 from scheduler.extender.refresher import Publisher
 from scheduler.extender.state import NodeStates
 from scheduler.extender.wiring import build_extender
-from scheduler.features import feature_values
+from scheduler.learning.features import feature_values
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.sched_http import agent_exposition, text_server

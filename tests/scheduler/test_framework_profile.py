@@ -9,9 +9,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
 from scheduler.framework import CandidateBatch, Profile, select_best
 from scheduler.framework.interface import extender_priority
-from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
 from scheduler.plugins.extender import ExtenderScore
 
 POD = PodInfo("default", "p", "u1", Resources(cpu_millicores=100))

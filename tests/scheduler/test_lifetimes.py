@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
+from scheduler.domain.model import PodInfo, Resources
 from scheduler.lifetimes import (
     FALLBACK_CLOCK_JUMP,
     FALLBACK_NO_HISTORY,
@@ -29,7 +30,6 @@ from scheduler.lifetimes import (
     load_state,
     save_state,
 )
-from scheduler.model import PodInfo, Resources
 
 
 def pod(
@@ -242,7 +242,7 @@ def _bound_pod(name: str, scheduled: str, **status: object) -> dict:
 
 
 def test_the_cluster_cache_teaches_lifetimes_of_pods_that_end() -> None:
-    from scheduler.cluster_cache import ClusterCache
+    from scheduler.cluster.cache import ClusterCache
 
     now = [0.0]
     p = LifetimePredictor(blend=0.0)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, pod
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
 from scheduler.framework import CandidateBatch, ScorePlugin
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
 from scheduler.plugins.gomath import go_round
 from scheduler.plugins.loadvariation import (
     LoadVariationArgs,

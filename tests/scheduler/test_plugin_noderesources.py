@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, node_state, pod
+from scheduler.domain.model import PodInfo
 from scheduler.framework import CandidateBatch
-from scheduler.model import PodInfo
 from scheduler.plugins.noderesources import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, node_state, pod
+from scheduler.domain.model import DEFAULT_MEMORY_REQUEST_BYTES, PodInfo
 from scheduler.framework import CandidateBatch, ScorePlugin, normalized, select_best
-from scheduler.model import DEFAULT_MEMORY_REQUEST_BYTES, PodInfo
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.noderesources import (
     MOST_ALLOCATED,

@@ -17,9 +17,9 @@ import pytest
 
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import container, node, pod
-from scheduler.filters import filter_nodes
+from scheduler.domain.filters import filter_nodes
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.framework import CandidateBatch, NormalizingPlugin, normalized
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.peaks import (
     Peaks,
     PeaksPowerModel,

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, pod
-from scheduler.filters import filter_nodes
+from scheduler.domain.filters import filter_nodes
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
 from scheduler.framework import CandidateBatch, ScorePlugin
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
 from scheduler.plugins.gomath import go_int64, go_round
 from scheduler.plugins.trimaran import (
     TargetLoadPacking,
@@ -163,7 +163,7 @@ def test_prediction_per_container() -> None:
     )
     assert predicted_pod_millicores(p, args) == 500 + 1000  # round(499.5) = 500, then the limit
     # A PodInfo built from totals only (no containers known): its request × 1.5.
-    from scheduler.model import Resources
+    from scheduler.domain.model import Resources
 
     by_hand = PodInfo("ns", "p", "u", Resources(cpu_millicores=400, pods=1))
     assert predicted_pod_millicores(by_hand, args) == 600
@@ -221,7 +221,7 @@ def test_batch_equals_single_node_calls() -> None:
 def test_pods_and_nodes_carry_what_the_peer_plugins_read() -> None:
     """PodInfo.from_k8s keeps each container's requests and limits (absent ≠ "0") with its kind;
     NodeInfo.from_k8s keeps status.capacity beside allocatable."""
-    from scheduler.model import (
+    from scheduler.domain.model import (
         APP_CONTAINER,
         INIT_CONTAINER,
         SIDECAR_CONTAINER,

@@ -11,9 +11,7 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler.framework import CandidateBatch, normalized
-from scheduler.framework.interface import FilterPlugin, ScorePlugin
-from scheduler.model import (
+from scheduler.domain.model import (
     NodeInfo,
     NodeState,
     NodeTelemetry,
@@ -24,6 +22,8 @@ from scheduler.model import (
     Taint,
     Toleration,
 )
+from scheduler.framework import CandidateBatch, normalized
+from scheduler.framework.interface import FilterPlugin, ScorePlugin
 from scheduler.plugins.energy import (
     REASON_MISSING,
     REASON_NO_CURVE,

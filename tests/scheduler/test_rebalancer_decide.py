@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_utilization, plan
 from scheduler.rebalancer.energy import (
     KARPENTER_COMMIT,

@@ -1,5 +1,5 @@
 """The live rebalancer against kmock's KubernetesEmulator (benchmarks/harness/standalone_kmock.py, with
-its Eviction subresource), through the real `kubernetes` client and scheduler/kube.py.
+its Eviction subresource), through the real `kubernetes` client and scheduler/cluster/kube.py.
 
 The cluster: `old` (4 cores, linear 100–200 W) runs `web-1` (1 core, a ReplicaSet's, app=web);
 `new` (8 cores, linear 50–150 W) runs four 1-core pods. Moving web-1 saves energy (the
@@ -19,8 +19,8 @@ from prometheus_client import generate_latest
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
+from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LEVEL_PRIOR, LifetimePredictor, Prediction
-from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.rebalancer.api import KubeRebalancerApi
 from scheduler.rebalancer.loop import ANNOTATION, Rebalancer
 from scheduler.rebalancer.settings import REBALANCING_TAINT, RebalancerConfig
@@ -276,7 +276,7 @@ def test_in_doubt_about_the_round_it_does_nothing(cluster: EmulatedCluster, setu
     s.rebalancer.telemetry_ready = ready
 
     def broken() -> list[dict[str, Any]]:
-        from scheduler import kube
+        from scheduler.cluster import kube
 
         raise kube.ApiError(503, "ServiceUnavailable")
 
@@ -299,7 +299,7 @@ def test_only_the_leader_acts(cluster: EmulatedCluster, setup: Any) -> None:
 def test_two_replicas_one_lease_one_rebalancer(cluster: EmulatedCluster) -> None:
     """Two replicas with leader election on one Lease, rounds every 0.2 s: only the leader
     evicts, and the pod is evicted once."""
-    from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
+    from scheduler.service.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 
     cluster.create_pod(bound("web-1", "old"))
     stop = threading.Event()

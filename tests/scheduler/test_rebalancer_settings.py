@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.cli import main
-from scheduler.config import ConfigError, config_from_dict
+from scheduler.config.parse import ConfigError, config_from_dict
 from scheduler.rebalancer.pdbs import MULTIPLE, budget_from_k8s, covering
 from scheduler.rebalancer.settings import RebalancerConfig, rebalancer_config
 
@@ -83,7 +83,7 @@ def test_pod_disruption_budgets() -> None:
 
 
 def test_never_evict_reasons() -> None:
-    from scheduler.podfacts import OwnerRef, PodFacts, never_evict_reason, node_bound
+    from scheduler.cluster.podfacts import OwnerRef, PodFacts, never_evict_reason, node_bound
 
     rs = (OwnerRef("ReplicaSet", "web-1"),)
     assert never_evict_reason((), PodFacts(owners=rs)) is None

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from scheduler.cli import build_extender, build_parser
-from scheduler.cluster_cache import ClusterCache
-from scheduler.cluster_watch import ClusterWatch
-from scheduler.config import (
+from scheduler.cluster.cache import ClusterCache
+from scheduler.cluster.watch import ClusterWatch
+from scheduler.config.parse import (
     Config,
     ConfigError,
     ExtenderConfig,
@@ -172,7 +172,7 @@ def test_placement_time_of_pods_bound_by_someone_else() -> None:
 
 
 def _telemetry(name: str, sample_time: float) -> Any:
-    from scheduler.model import NodeTelemetry
+    from scheduler.domain.model import NodeTelemetry
 
     return NodeTelemetry(name, sample_time, 100.0, "rapl", 0.2, 8.0)
 
@@ -228,8 +228,8 @@ def test_the_extender_logs_feature_schema_v3_with_the_watchs_workloads(tmp_path:
     """Issue 24: the extender's decision log writes v3 — the features the standalone scheduler
     and the simulator log, one implementation — with each node's workload, lifetimes and
     autoscaler marks from its cluster watch (the deletion-candidate taint's Unix time)."""
-    from scheduler.collector import read_records
-    from scheduler.features_v3 import FEATURE_SCHEMA_V3
+    from scheduler.decisionlog.logfile import read_records
+    from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
     marked = time.time() - 120
     with EmulatedCluster() as cluster, text_server() as agents:

@@ -18,8 +18,8 @@ import yaml
 from agent.curves import PowerCurve
 from benchmarks.harness.processes import free_port
 from scheduler.cli import build_parser, main
-from scheduler.collector import read_records
-from scheduler.config import Config, ConfigError, build_store, config_from_dict, load_config
+from scheduler.config.parse import Config, ConfigError, build_store, config_from_dict, load_config
+from scheduler.decisionlog.logfile import read_records
 from tests.helpers.sched_http import agent_exposition, http_get, text_server
 from tests.helpers.standalone_harness import wait_for
 
@@ -202,7 +202,7 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
     assert {c["node"] for c in decision["candidates"]} == {"frugal", "hungry", "gone"}
     # Feature schema v3 (issue 24), as the standalone scheduler logs it; without a cluster
     # watch the workload, lifetime and autoscaler features are unknown, never guessed.
-    from scheduler.features_v3 import FEATURE_SCHEMA_V3
+    from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
     assert decision["feature_schema"] == FEATURE_SCHEMA_V3.version
     names = list(FEATURE_SCHEMA_V3.node_features + FEATURE_SCHEMA_V3.pod_features)

@@ -11,11 +11,11 @@ from fastapi.testclient import TestClient
 
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from scheduler.cli import build_extender
-from scheduler.cluster_watch import ClusterWatch
-from scheduler.config import config_from_dict
+from scheduler.cluster.watch import ClusterWatch
+from scheduler.config.parse import config_from_dict
+from scheduler.domain.model import MIRROR_POD_ANNOTATION, NodeState, PodInfo, is_node_daemon_pod
 from scheduler.extender.app import create_app
 from scheduler.framework import CandidateBatch
-from scheduler.model import MIRROR_POD_ANNOTATION, NodeState, PodInfo, is_node_daemon_pod
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.exposition import parse_agent_metrics
 from tests.helpers.energy_results import results

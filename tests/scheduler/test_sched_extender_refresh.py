@@ -16,9 +16,9 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.realistic_nodes import realistic_node
 from benchmarks.harness.sched_sources import FixedSource
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.extender.core import Extender
 from scheduler.extender.wire import json_response, parse_args
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore

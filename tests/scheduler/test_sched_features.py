@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler import features as features_module
-from scheduler.features import (
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.learning import features as features_module
+from scheduler.learning.features import (
     FEATURE_SCHEMA,
     NODE_FEATURES,
     POD_FEATURES,
@@ -20,7 +21,6 @@ from scheduler.features import (
     node_features,
     pod_features,
 )
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
 
 NOW = 5000.0

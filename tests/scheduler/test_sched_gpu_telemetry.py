@@ -17,7 +17,7 @@ import pytest
 
 from agent.curves import PowerCurve
 from benchmarks.harness import nvml_standin
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.exposition import parse_agent_metrics
 from scheduler.telemetry.sources import GPU_COUNT_QUERY, GPU_WATTS_QUERY, PrometheusSource

@@ -1,4 +1,4 @@
-"""Serving a learned model with numpy (scheduler/learned.py) and as the `learned` Score plugin:
+"""Serving a learned model with numpy (scheduler/learning/numpy_model.py) and as the `learned` Score plugin:
 batched scores that depend only on the node and the pod, neutral 50 without fresh telemetry,
 schema mismatch refused, and no torch anywhere in the scheduler."""
 
@@ -11,19 +11,19 @@ import sys
 import numpy as np
 import pytest
 
-from scheduler.features import FEATURE_SCHEMA
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.framework.batch import CandidateBatch
-from scheduler.learned import (
+from scheduler.learning.features import FEATURE_SCHEMA
+from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.learning.numpy_model import (
     ModelError,
     ScoreMap,
     load_numpy_model,
     mlp_forward,
     save_numpy_model,
 )
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.learning.plugin import UNMEASURED_SCORE, LearnedPlugin, from_args
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.learned import UNMEASURED_SCORE, LearnedPlugin, from_args
 
 WIDTH = FEATURE_SCHEMA_V2.width
 CURVE = (50.0, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150)
@@ -183,14 +183,14 @@ def test_metadata_round_trips(tmp_path):
 
 def test_the_scheduler_serves_models_without_torch():
     code = (
-        "import sys, scheduler.learned, scheduler.plugins.learned, scheduler.features_v2; "
+        "import sys, scheduler.learning.numpy_model, scheduler.learning.plugin, scheduler.learning.features_v2; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_the_cluster_cache_gives_v2_workloads():
-    from scheduler.cluster_cache import SCALE_DOWN_CANDIDATE_TAINT, ClusterCache
+    from scheduler.cluster.cache import SCALE_DOWN_CANDIDATE_TAINT, ClusterCache
 
     cache = ClusterCache("kubejoule-scheduler", lambda: 1000.0)
     cache.replace_nodes(
@@ -250,7 +250,7 @@ def test_the_cluster_cache_gives_v2_workloads():
     assert idle.pod_start_times == () and idle.in_scale_down_window
     # Ready since its Ready condition's last transition; n2 has no conditions: unknown.
     assert busy.ready_since == 1704067205.0 and idle.ready_since is None
-    from scheduler.features_v2 import V2Features
+    from scheduler.learning.features_v2 import V2Features
 
     features = V2Features(EnergyPlugin(), cache.workload)(POD, NODES[0], 1704067250.0)
     assert features["owner_job"] == 1.0 and features["workload_known"] == 1.0
@@ -268,7 +268,7 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
     import yaml
 
     from rl.evaluation.gate_run import DEFAULT_BASELINES
-    from scheduler.config import (
+    from scheduler.config.parse import (
         Config,
         build_energy_plugin,
         build_profile,
@@ -320,7 +320,12 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
 
 
 def test_a_configured_profile_serves_the_learned_plugin(tmp_path):
-    from scheduler.config import ConfigError, build_energy_plugin, build_profile, config_from_dict
+    from scheduler.config.parse import (
+        ConfigError,
+        build_energy_plugin,
+        build_profile,
+        config_from_dict,
+    )
 
     path = write_model(tmp_path / "m.npz")
     config = config_from_dict(
@@ -345,8 +350,8 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     """The registry's `learned` entry scores with the scheduler's configured energy plugin (the
     profile's KubejouleEnergy: consolidation, ΔP_ref) and the cluster cache's node workloads,
     not a default scorer with every workload unknown."""
-    from scheduler.config import build_energy_plugin, build_profile, config_from_dict
-    from scheduler.features_v2 import NODE_FEATURES_V2, NodeWorkload, rows_v2
+    from scheduler.config.parse import build_energy_plugin, build_profile, config_from_dict
+    from scheduler.learning.features_v2 import NODE_FEATURES_V2, NodeWorkload, rows_v2
 
     path = write_model(tmp_path / "m.npz")
     config = config_from_dict(
@@ -401,7 +406,7 @@ def test_the_plugin_on_a_kept_batch_scores_as_on_a_new_one(tmp_path):
 def test_the_cluster_cache_workloads_are_read_again_only_for_changed_nodes(tmp_path):
     from dataclasses import replace
 
-    from scheduler.features_v2 import NodeWorkload
+    from scheduler.learning.features_v2 import NodeWorkload
 
     known = {n.info.name: NodeWorkload(pod_start_times=(float(i),)) for i, n in enumerate(NODES)}
     reads: list[str] = []
@@ -433,7 +438,7 @@ def test_the_feature_cache_does_not_keep_energy_plugins_alive():
     import gc
     import weakref
 
-    from scheduler.features import node_features
+    from scheduler.learning.features import node_features
     from scheduler.plugins.energy import EnergyPlugin
 
     energy = EnergyPlugin()

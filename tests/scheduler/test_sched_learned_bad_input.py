@@ -12,12 +12,12 @@ import zipfile
 import numpy as np
 import pytest
 
-from scheduler.features import FEATURE_SCHEMA
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.framework.batch import CandidateBatch
-from scheduler.learned import MAX_STANDARDIZED, ModelError, load_numpy_model
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, Resources
-from scheduler.plugins.learned import UNMEASURED_SCORE, LearnedPlugin
+from scheduler.learning.features import FEATURE_SCHEMA
+from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.learning.numpy_model import MAX_STANDARDIZED, ModelError, load_numpy_model
+from scheduler.learning.plugin import UNMEASURED_SCORE, LearnedPlugin
 from tests.scheduler.test_sched_learned import NODES, POD, WIDTH, node, write_model
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.discovery import StaticTargets
 from scheduler.telemetry.samples import NodeSample

@@ -12,13 +12,13 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from benchmarks.harness.sched_sources import FixedSource
-from scheduler.collector import CollectorConfig, DecisionCollector, read_records
+from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector, read_records
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
 from scheduler.extender.recorder import ExtenderRecorder
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore

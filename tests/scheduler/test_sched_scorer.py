@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.state import Prepared
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin, NodeHistory
 from tests.helpers.energy_results import Result, results
 

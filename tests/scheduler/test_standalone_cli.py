@@ -15,8 +15,8 @@ import pytest
 from benchmarks.harness.processes import free_port
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
-from scheduler.collector import read_records
-from scheduler.features_v3 import NODE_FEATURES_V3, POD_FEATURES_V3
+from scheduler.decisionlog.logfile import read_records
+from scheduler.learning.features_v3 import NODE_FEATURES_V3, POD_FEATURES_V3
 from scheduler.lifetimes import LifetimePredictor, WorkloadKey, load_state, save_state
 from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
 from tests.helpers.sched_http import http_get

@@ -16,14 +16,14 @@ import pytest
 
 from benchmarks.harness.crash_runs import collector_files
 from benchmarks.harness.standalone_objects import pod
-from scheduler.collector import (
+from scheduler.decisionlog.logfile import (
     CandidateRecord,
     CollectorConfig,
     DecisionCollector,
     OutcomeTracker,
     read_records,
 )
-from scheduler.model import NodeTelemetry, PodInfo
+from scheduler.domain.model import NodeTelemetry, PodInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -229,7 +229,7 @@ def test_outcomes_are_measured_only_with_rapl_on_both_sides(tmp_path: Path) -> N
 
 WRITER = """
 import sys
-from scheduler.collector import CollectorConfig, DecisionCollector
+from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
 path, max_bytes, seq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 collector = DecisionCollector(CollectorConfig(path, max_bytes=max_bytes, backups=50))
 while True:
@@ -283,10 +283,10 @@ def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
 def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
     import numpy as np
 
+    from scheduler.domain.model import REASONS, NodeInfo, NodeState, Resources
     from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
     from scheduler.extender.recorder import ExtenderRecorder
     from scheduler.framework.batch import CandidateBatch
-    from scheduler.model import REASONS, NodeInfo, NodeState, Resources
     from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
     path = tmp_path / "d.jsonl"

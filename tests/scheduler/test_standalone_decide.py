@@ -1,7 +1,7 @@
-"""The standalone scheduler's decisions (scheduler/decide.py): the decider's reused, patched
+"""The standalone scheduler's decisions (scheduler/standalone/decide.py): the decider's reused, patched
 batch gives what the profile gives on a fresh batch of the cache's nodes, pod after pod, on
 random clusters; the feasible set and the failure message are those of the per-node filters
-(scheduler/filters.py); percentageOfNodesToScore samples as kube-scheduler does."""
+(scheduler/domain/filters.py); percentageOfNodesToScore samples as kube-scheduler does."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import pytest
 
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import container, node, pod
-from scheduler.cluster_cache import ClusterCache
-from scheduler.decide import MODE_ACTIVE, MODE_SHADOW, ProfileDecider
-from scheduler.filters import filter_nodes
+from scheduler.cluster.cache import ClusterCache
+from scheduler.domain.filters import filter_nodes
+from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework import CandidateBatch, Profile, select_best
 from scheduler.framework.sampling import num_feasible_nodes_to_find
-from scheduler.model import NodeTelemetry, PodInfo
 from scheduler.plugins.defaults import default_profile, kubejoule_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED
 from scheduler.plugins.registry import PluginContext, profile_from_entries
+from scheduler.standalone.decide import MODE_ACTIVE, MODE_SHADOW, ProfileDecider
 from scheduler.standalone.staging import Stager
 from tests.helpers.standalone_harness import StaticTelemetry
 

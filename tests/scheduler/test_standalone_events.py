@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler import kube
-from scheduler.model import PodInfo, Resources
+from scheduler.cluster import kube
+from scheduler.domain.model import PodInfo, Resources
 from scheduler.standalone.events import PodEvents
 
 POD = PodInfo("ns", "web-1", "uid-1", Resources(100, 0, 1))

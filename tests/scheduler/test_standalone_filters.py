@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, node_state, pod
-from scheduler.filters import (
+from scheduler.domain.filters import (
     REASON_NODE_AFFINITY,
     REASON_TOO_MANY_PODS,
     REASON_UNSCHEDULABLE,
@@ -16,7 +16,7 @@ from scheduler.filters import (
     node_failures,
     tolerates,
 )
-from scheduler.model import PodInfo, Taint, Toleration
+from scheduler.domain.model import PodInfo, Taint, Toleration
 
 # --- tolerations vs taints ---------------------------------------------------------------------
 

@@ -11,9 +11,9 @@ import pytest
 
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
-from scheduler import kube
-from scheduler.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
+from scheduler.cluster import kube
 from scheduler.plugins.energy import EnergyPlugin
+from scheduler.service.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.standalone.settings import MODE_ACTIVE, StandaloneConfig
 from tests.helpers.standalone_harness import api_client, make_scheduler, running, wait_for
 

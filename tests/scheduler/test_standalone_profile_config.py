@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.config import (
+from scheduler.config.parse import (
     ConfigError,
     build_energy_plugin,
     build_profile,

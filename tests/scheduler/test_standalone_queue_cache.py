@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from benchmarks.harness.standalone_objects import node, pod
-from scheduler.cluster_cache import ClusterCache
-from scheduler.model import NodeTelemetry, PodInfo
-from scheduler.scheduling_queue import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
+from scheduler.cluster.cache import ClusterCache
+from scheduler.domain.model import NodeTelemetry, PodInfo
+from scheduler.standalone.queue import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
 
 
 class Clock:

@@ -13,8 +13,13 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
-from scheduler.collector import CollectorConfig, DecisionCollector, OutcomeTracker, read_records
-from scheduler.model import NodeTelemetry, PodInfo
+from scheduler.decisionlog.logfile import (
+    CollectorConfig,
+    DecisionCollector,
+    OutcomeTracker,
+    read_records,
+)
+from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler

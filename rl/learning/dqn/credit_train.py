@@ -50,7 +50,7 @@ from rl.learning.dqn.episodes import (
     training_cluster,
 )
 from rl.simulation.pool import TRAINING_SIZES
-from scheduler.learned import mlp_forward
+from scheduler.learning.numpy_model import mlp_forward
 
 BASELINES = ("kubejoule", "mostallocated")  # the gate's two baselines
 

@@ -3,7 +3,7 @@
 * Draws (`draw_episode`): cluster size uniform in `TRAINING_SIZES` (rl/simulation/pool.py), two or three
   node kinds from the bundled SPECpower curves, a trace family and a load (15–50 % of the
   cluster's cores) and a seed, all from the training RNG.
-* Rows: feature schema v3 (`scheduler.features_v3`) of each feasible node, with the node
+* Rows: feature schema v3 (`scheduler.learning.features_v3`) of each feasible node, with the node
   workloads, autoscaler marks and lifetime predictor the simulator knows (`rl.policies.sim_features`); the v1 part comes from the heuristic's energy plugin configured as the
   `heuristic` policy is, exactly as the scheduler would compute it.
 * Reward of one decision: `−(cluster energy until the next decision) / joules_scale
@@ -33,7 +33,7 @@ from rl.simulation.scenario import (
 )
 from rl.simulation.simulator import PlacementRequest, PowerOffModel
 from rl.simulation.tracegen import FAMILIES
-from scheduler.features_v3 import candidate_matrix_v3
+from scheduler.learning.features_v3 import candidate_matrix_v3
 from scheduler.plugins.energy import EnergyPlugin
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from scheduler.learned import save_numpy_model
+from scheduler.learning.numpy_model import save_numpy_model
 
 MIN_SCALE = 1e-3  # a feature that never varies in the demonstrations is left unscaled
 

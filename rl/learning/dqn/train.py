@@ -45,7 +45,7 @@ from rl.policies.catalog import make_policy
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.pool import TRAINING_SIZES
 from rl.simulation.scenario import NodeSpec, PodSpec
-from scheduler.features_v3 import FEATURE_SCHEMA_V3
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
 EpisodeSource = Callable[[random.Random], tuple[list[NodeSpec], list[PodSpec], dict[str, Any]]]
 

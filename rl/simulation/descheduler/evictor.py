@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rl.simulation.descheduler.model import Node, Pod, PodRequests, fits_request
-from scheduler.filters import matches_node_selector, tolerates
-from scheduler.podfacts import annotation, is_mirror, is_static
+from scheduler.cluster.podfacts import annotation, is_mirror, is_static
+from scheduler.domain.filters import matches_node_selector, tolerates
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"

@@ -51,7 +51,7 @@ from rl.simulation.descheduler.model import (
     node_usage,
     qos_class,
 )
-from scheduler.podfacts import annotation
+from scheduler.cluster.podfacts import annotation
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
 _QOS_ORDER = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.quantity import quantity_units
-from scheduler.model import NodeInfo, PodInfo, ShapeError
-from scheduler.podfacts import PodFacts
+from scheduler.cluster.podfacts import PodFacts
+from scheduler.domain.model import NodeInfo, PodInfo, ShapeError
 
 CPU, MEMORY, PODS = "cpu", "memory", "pods"
 BASIC = (CPU, MEMORY, PODS)

@@ -35,8 +35,8 @@ from rl.simulation.descheduler.highnodeutilization import (
 from rl.simulation.descheduler.model import Node, Pod
 from rl.simulation.node import ON
 from rl.simulation.traces import PodSpec
-from scheduler.model import PodInfo, Taint
-from scheduler.podfacts import OwnerRef, PodFacts
+from scheduler.cluster.podfacts import OwnerRef, PodFacts
+from scheduler.domain.model import PodInfo, Taint
 
 if TYPE_CHECKING:
     from rl.simulation.node import SimNode

@@ -17,7 +17,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.kube_http import ApiError, lean_request, transport_of
+from scheduler.cluster.kube_http import ApiError, lean_request, transport_of
 
 # -- client --------------------------------------------------------------------------------------
 

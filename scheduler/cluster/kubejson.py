@@ -1,6 +1,6 @@
 """The Kubernetes objects the scheduler reads, as msgspec structs holding only the fields it
 uses (a body's other fields are skipped, not built), and msgspec's validation errors in the
-extender's words. Turned into PodInfo / NodeInfo by `scheduler.kubeobjects`.
+extender's words. Turned into PodInfo / NodeInfo by `scheduler.cluster.kubeobjects`.
 
 Absent and `null` are the same (empty). Maps (labels, requests, allocatable…) stay dicts so
 that a message can name the key. Where the API is lenient the structs are too: an owner
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import Struct
 
-from scheduler.model import ShapeError
+from scheduler.domain.model import ShapeError
 
 Map = dict[str, Any]
 

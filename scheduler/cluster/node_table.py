@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Feature schema v2: v1 (`scheduler.features`) plus what a real scheduler can see that the
+"""Feature schema v2: v1 (`scheduler.learning.features`) plus what a real scheduler can see that the
 heuristic ignores — the age and kind of the work already on a node, how long the node has been
 up, whether the autoscaler is about to remove it — and the pod's owner kind and priority.
 
@@ -30,7 +30,9 @@ from operator import is_
 
 import numpy as np
 
-from scheduler.features import (
+from scheduler.domain.model import NodeState, PodInfo
+from scheduler.framework.batch import CandidateBatch
+from scheduler.learning.features import (
     NODE_FEATURES,
     POD_FEATURES,
     Features,
@@ -42,8 +44,6 @@ from scheduler.features import (
     node_values,
     pod_features,
 )
-from scheduler.framework.batch import CandidateBatch
-from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 SCHEMA_VERSION_V2 = "kubejoule.features/v2"
@@ -81,7 +81,7 @@ class NodeWorkload:
     job_pods: int = 0  # how many of them a Job owns
     ready_since: float | None = None  # when the node became ready; None: unknown
     in_scale_down_window: bool = False
-    # Feature schema v3 (scheduler.features_v3); v2 rows never read these.
+    # Feature schema v3 (scheduler.learning.features_v3); v2 rows never read these.
     pods_end_at: float | None = None  # predicted end of the last of those pods; None: no predictor
     autoscaler_known: bool = False  # the next two are known
     deletion_candidate: bool = False  # cluster-autoscaler's DeletionCandidate… soft taint

@@ -1,5 +1,5 @@
 """A lean HTTP transport for the scheduler's small API calls (bindings, Events, status patches,
-gets), part of `scheduler/kube.py`'s door to the Kubernetes API.
+gets), part of `scheduler/cluster/kube.py`'s door to the Kubernetes API.
 
 The `kubernetes` client's request path (parameter serialization, urllib3's pool manager, its
 response wrappers) costs about 0.8 ms of CPU per call; a binding and an Event per pod made it

@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-from scheduler import kube
-from scheduler.cluster_cache import ClusterCache
-from scheduler.model import NodeState, NodeTelemetry
+from scheduler.cluster import kube
+from scheduler.cluster.cache import ClusterCache
+from scheduler.domain.model import NodeState, NodeTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class WatchApi(Protocol):
 
 
 class KubeWatchApi:
-    """WatchApi over the Kubernetes API (scheduler/kube.py)."""
+    """WatchApi over the Kubernetes API (scheduler/cluster/kube.py)."""
 
     # kube-scheduler's pod informer skips terminated pods: they hold no resources.
     POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scheduler.model import NodeTelemetry, PodInfo
+from scheduler.domain.model import NodeTelemetry, PodInfo
 
 SCHEMA = "kubejoule.decision/v1"
 GIB = 2.0**30

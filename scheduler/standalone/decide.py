@@ -25,6 +25,8 @@ import random
 
 import numpy as np
 
+from scheduler.cluster.node_table import NodeTable
+from scheduler.domain.model import PodInfo
 from scheduler.framework.batch import CORE_COLUMNS, CandidateBatch
 from scheduler.framework.decision import (
     MODE_ACTIVE,
@@ -36,8 +38,6 @@ from scheduler.framework.decision import (
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile, select_best
 from scheduler.framework.sampling import NodeSampler
-from scheduler.model import PodInfo
-from scheduler.node_table import NodeTable
 from scheduler.plugins import energy as energy_plugin_module
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.extender import ExtenderScore

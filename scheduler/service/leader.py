@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from scheduler import kube
+from scheduler.cluster import kube
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.kubetime import parse_timestamp
-from scheduler.model import MIRROR_POD_ANNOTATION, ShapeError
+from scheduler.domain.model import MIRROR_POD_ANNOTATION, ShapeError
 
 # kubelet's annotation naming where a pod came from ("api" for pods of the API server; "file",
 # "http" for static pods), k8s.io/kubernetes pkg/kubelet/types ConfigSourceAnnotationKey.

@@ -1,7 +1,7 @@
 """Plain data the scheduler works on: pods, nodes, resources, telemetry.
 
 Free of any client library, so the simulator (`rl/`), the extender and the standalone
-scheduler share one implementation of filtering and scoring. `scheduler.kubeobjects` reads them
+scheduler share one implementation of filtering and scoring. `scheduler.cluster.kubeobjects` reads them
 from Kubernetes JSON (`PodInfo.from_k8s`, `NodeInfo.from_k8s`).
 """
 
@@ -32,7 +32,7 @@ class Resources:
     ) -> Resources:
         """From a ResourceList (`{"cpu": "500m", "memory": "1Gi", …}`); ShapeError names a bad
         quantity by `where`."""
-        from scheduler.kubeobjects import resources
+        from scheduler.cluster.kubeobjects import resources
 
         if values is not None and not isinstance(values, Mapping):
             raise ShapeError(f"{where}: expected an object, got {type(values).__name__}")
@@ -185,8 +185,8 @@ class PodInfo:
     @classmethod
     def from_k8s(cls, pod: Mapping[str, Any]) -> PodInfo:
         """From a v1.Pod (JSON); ShapeError, naming the field, when a field has the wrong type
-        (`scheduler.kubeobjects.pod_info`)."""
-        from scheduler.kubeobjects import pod_info
+        (`scheduler.cluster.kubeobjects.pod_info`)."""
+        from scheduler.cluster.kubeobjects import pod_info
 
         return pod_info(pod)
 
@@ -219,8 +219,8 @@ class NodeInfo:
     @classmethod
     def from_k8s(cls, node: Mapping[str, Any]) -> NodeInfo:
         """From a v1.Node (JSON); ShapeError, naming the field, when a field has the wrong type
-        (`scheduler.kubeobjects.node_info`)."""
-        from scheduler.kubeobjects import node_info
+        (`scheduler.cluster.kubeobjects.node_info`)."""
+        from scheduler.cluster.kubeobjects import node_info
 
         return node_info(node)
 

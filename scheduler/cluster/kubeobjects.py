@@ -1,5 +1,5 @@
 """Pods and Nodes read from Kubernetes JSON into `PodInfo` / `NodeInfo`: from the msgspec
-structs of `scheduler.kubejson` (decoded straight from bytes: the extender's bodies, the API's
+structs of `scheduler.cluster.kubejson` (decoded straight from bytes: the extender's bodies, the API's
 watch events) or from parsed JSON (converted to them first).
 
 Every field is checked for its JSON type: a wrong type is a `ShapeError` (a ValueError) naming
@@ -15,7 +15,7 @@ from typing import Any
 
 from agent.kubetime import parse_timestamp
 from agent.quantity import quantity_units
-from scheduler.kubejson import (
+from scheduler.cluster.kubejson import (
     Container,
     Map,
     Node,
@@ -31,7 +31,7 @@ from scheduler.kubejson import (
     Term,
     convert,
 )
-from scheduler.model import (
+from scheduler.domain.model import (
     APP_CONTAINER,
     DEFAULT_MEMORY_REQUEST_BYTES,
     DEFAULT_MILLI_CPU_REQUEST,

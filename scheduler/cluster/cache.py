@@ -21,10 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agent.kubetime import parse_timestamp
-from scheduler.features_v2 import NodeWorkload
-from scheduler.lifetimes.ends import pod_end
-from scheduler.lifetimes.predictor import LifetimePredictor
-from scheduler.model import (
+from scheduler.cluster.node_table import NodeTable, Placed, Staged, node_state, scoring_requests
+from scheduler.domain.model import (
     NodeInfo,
     NodeState,
     NodeTelemetry,
@@ -33,7 +31,9 @@ from scheduler.model import (
     ShapeError,
     is_node_daemon_pod,
 )
-from scheduler.node_table import NodeTable, Placed, Staged, node_state, scoring_requests
+from scheduler.learning.features_v2 import NodeWorkload
+from scheduler.lifetimes.ends import pod_end
+from scheduler.lifetimes.predictor import LifetimePredictor
 
 log = logging.getLogger(__name__)
 

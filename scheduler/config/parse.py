@@ -62,7 +62,7 @@ import yaml
 from agent.curves import PowerCurve
 from agent.profile import ProfileError, load_profile
 from scheduler.autoscaler.choice import DEFAULT_GROUP_LABELS
-from scheduler.config_fields import (  # the sections' types and checkers, re-exported here
+from scheduler.config.fields import (  # the sections' types and checkers, re-exported here
     ConfigError,
     TelemetryConfig,
     _bool,
@@ -368,8 +368,8 @@ def kubernetes_configured(
 
 
 def build_api_client(config: Config) -> Any:
-    """A Kubernetes API client (through scheduler/kube.py, imported only when needed)."""
-    from scheduler import kube
+    """A Kubernetes API client (through scheduler/cluster/kube.py, imported only when needed)."""
+    from scheduler.cluster import kube
 
     return kube.make_api_client(host=config.kubernetes.host, kubeconfig=config.kubernetes.kubeconfig)
 

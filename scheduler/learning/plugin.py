@@ -1,5 +1,5 @@
 """The `learned` Score plugin: a model trained in the simulator (`rl.learning.dqn`, `rl.learning.mlp`), served by
-a numpy forward pass (`scheduler.learned`) — the scheduler never needs torch.
+a numpy forward pass (`scheduler.learning.numpy_model`) — the scheduler never needs torch.
 
 Configuration: `{name: learned, args: {model: PATH}}` (PATH: the `.npz` exported beside the
 `.pt` checkpoint, or the `.pt` path, whose `.npz` sibling is loaded). Scores are absolute 0–100
@@ -10,13 +10,13 @@ A row whose telemetry is missing or stale (`telemetry_fresh` = 0) scores 0
 (UNMEASURED_SCORE), the floor — the energy plugin's score for a node it cannot price — so a node
 without fresh telemetry is never preferred over a measured one by this plugin (missing data
 never wins; docs/learned.md says why not a worst-state price); so does a row with a value that
-is not finite or absurdly far from the training data (`scheduler.learned.usable`). A model file
+is not finite or absurdly far from the training data (`scheduler.learning.numpy_model.usable`). A model file
 that cannot be served (another kind or feature schema, truncated, NaN weights) refuses to load
 (ModelError).
 
 The v1 features that come from the heuristic (curves, ΔP, staleness limit) are computed with
 `energy`, the scheduler's configured energy plugin (the profile's `KubejouleEnergy`, built by
-`scheduler.config.build_energy_plugin` from the `scorer:` section), as training computed them
+`scheduler.config.parse.build_energy_plugin` from the `scorer:` section), as training computed them
 with the simulator's; the v2 workload features with `workload(name)` (the standalone
 scheduler's cluster cache, `ClusterCache.workload`) or `workloads()` (a mapping by name: the
 simulator's), else unknown.
@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.features_v2 import NodeWorkload, rows_v2
-from scheduler.features_v3 import FEATURE_SCHEMA_V3, rows_v3
+from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import MIN_NODE_SCORE
-from scheduler.learned import NumpyModel, load_numpy_model
+from scheduler.learning.features_v2 import NodeWorkload, rows_v2
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, rows_v3
+from scheduler.learning.numpy_model import NumpyModel, load_numpy_model
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 NAME = "learned"
@@ -110,7 +110,7 @@ class LearnedPlugin:
     def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Scores and a fresh-telemetry mask for encoded rows. A fresh row the model cannot
         judge (a value not finite or absurdly far from anything in training:
-        `scheduler.learned.usable`) scores UNMEASURED_SCORE too, and so does a row whose
+        `scheduler.learning.numpy_model.usable`) scores UNMEASURED_SCORE too, and so does a row whose
         output is not a number: never NaN, never a crash."""
         fresh = rows[:, self._fresh] > 0.5
         scores = np.full(len(rows), UNMEASURED_SCORE, dtype=np.float64)

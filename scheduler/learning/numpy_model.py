@@ -1,5 +1,5 @@
 """A learned model's file and its numpy forward pass (served by the `learned` Score plugin,
-`scheduler.plugins.learned`, without torch).
+`scheduler.learning.plugin`, without torch).
 
 A model file (`.npz`, written by `rl.learning.dqn`/`rl.learning.mlp` beside their `.pt` checkpoint) holds
 
@@ -14,7 +14,7 @@ A model file (`.npz`, written by `rl.learning.dqn`/`rl.learning.mlp` beside thei
 
 Score: `100 / (1 + exp(−sign × (output − center) / spread))`, a fixed map stored with the model,
 so a score depends only on the node and the pod (the plugin scores rows without fresh telemetry
-0: `scheduler.plugins.learned`). A model is built for feature schema v3 or v2 (SERVED_SCHEMAS;
+0: `scheduler.learning.plugin`). A model is built for feature schema v3 or v2 (SERVED_SCHEMAS;
 the plugin computes the rows of the model's own schema, so models trained before v3 keep
 serving); one built for another schema (v1) is refused with `ModelError` naming both.
 """
@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.features import FeatureSchema, SchemaMismatch
-from scheduler.features_v2 import FEATURE_SCHEMA_V2
-from scheduler.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.learning.features import FeatureSchema, SchemaMismatch
+from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
+from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
 KINDS = ("dqn", "mlp")
 

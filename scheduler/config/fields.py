@@ -1,4 +1,4 @@
-"""The scheduler configuration's building blocks (`scheduler/config.py` documents the keys): the
+"""The scheduler configuration's building blocks (`scheduler/config/parse.py` documents the keys): the
 error every bad key or value raises, the value checkers each section uses, `listen`, and the
 `telemetry:` section."""
 

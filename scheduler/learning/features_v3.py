@@ -1,4 +1,4 @@
-"""Feature schema v3: v2 (`scheduler.features_v2`) plus what decides a placement's energy under
+"""Feature schema v3: v2 (`scheduler.learning.features_v2`) plus what decides a placement's energy under
 cluster-autoscaler — how long the work on a node and the pod itself will last (the lifetime
 predictor, `scheduler.lifetimes`), what the autoscaler thinks of the node, and how many watts the
 node spends per unit of load.
@@ -37,8 +37,16 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from scheduler.features import Features, FeatureSchema, column_features, encode, encode_columns
-from scheduler.features_v2 import (
+from scheduler.domain.model import NodeState, PodInfo
+from scheduler.framework.batch import CandidateBatch
+from scheduler.learning.features import (
+    Features,
+    FeatureSchema,
+    column_features,
+    encode,
+    encode_columns,
+)
+from scheduler.learning.features_v2 import (
     NODE_FEATURES_V2,
     POD_FEATURES_V2,
     NodeWorkload,
@@ -47,9 +55,7 @@ from scheduler.features_v2 import (
     node_columns_v2,
     pod_features_v2,
 )
-from scheduler.framework.batch import CandidateBatch
 from scheduler.lifetimes import LEVEL_PRIOR, LifetimePredictor
-from scheduler.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 SCHEMA_VERSION_V3 = "kubejoule.features/v3"

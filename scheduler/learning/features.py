@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from agent.curves import PowerCurve
+from scheduler.domain.model import REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch
-from scheduler.model import REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.plugins.energy import CURVE_FROM_FIT, EnergyPlugin, EnergyScores
 from scheduler.plugins.energy import request_cores as pod_request_cores
 

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.model import (
+from scheduler.domain.model import (
     NodeInfo,
     NodeState,
     PodInfo,
