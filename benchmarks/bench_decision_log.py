@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness.crash_runs import extender_kill_run, standalone_kill_run  # noqa: E402
-from scheduler.decisionlog.logfile import CandidateRecord, CollectorConfig, DecisionCollector  # noqa: E402
+from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector  # noqa: E402
+from scheduler.decisionlog.schema import CandidateRecord  # noqa: E402
 from scheduler.domain.model import PodInfo  # noqa: E402
 from scheduler.learning.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2  # noqa: E402
 

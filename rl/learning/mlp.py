@@ -1,6 +1,6 @@
 """The MLP energy model: the energy a placement costs, learned from measured outcomes.
 
-Data: decision-collector JSONL (`scheduler/decisionlog/logfile.py`), from a real cluster (the standalone
+Data: decision-log JSONL (`scheduler/decisionlog/`), from a real cluster (the standalone
 scheduler) or from the simulator (`kubejoule-rl benchmark --collector FILE`). A sample is a
 decision line's chosen candidate (its feature schema v3 row) joined with its outcome line:
 

@@ -1,5 +1,5 @@
 """The decision collector's JSONL, written by the simulator (`kubejoule-rl benchmark --collector
-FILE`): the same two record kinds the standalone scheduler writes (scheduler/decisionlog/logfile.py), so a
+FILE`): the same two record kinds the standalone scheduler writes (scheduler/decisionlog/schema.py), so a
 model trained on simulated decisions reads real ones unchanged.
 
 * decision (at the simulated time of the placement): the pod, the candidates — the best
@@ -24,7 +24,8 @@ from rl.policies.profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec
-from scheduler.decisionlog.logfile import CandidateRecord, DecisionCollector
+from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.schema import CandidateRecord
 from scheduler.domain.model import REASONS, NodeTelemetry
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked

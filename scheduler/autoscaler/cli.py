@@ -97,7 +97,7 @@ def start_running_curves(config: Config, expander: Any) -> tuple[Any, Any]:
     """The telemetry store (started) whose refreshes publish the running nodes' curves to the
     expander, and the RunningCurves; ConfigError when the config has no telemetry source."""
     from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves
-    from scheduler.config.parse import build_api_client, build_store
+    from scheduler.config.build import build_api_client, build_store
 
     try:
         api = build_api_client(config)

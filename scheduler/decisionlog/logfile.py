@@ -1,4 +1,5 @@
-"""Decision collector: what the scheduler decided and what happened next, as JSON lines.
+"""The decision log's file: what the scheduler decided and what happened next, as JSON lines
+(the records: `scheduler.decisionlog.schema`; outcomes: `scheduler.decisionlog.outcomes`).
 
 Two kinds of line (schema `kubejoule.decision/v1`), one JSON object per line:
 
@@ -32,16 +33,13 @@ import logging
 import os
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scheduler.domain.model import NodeTelemetry, PodInfo
-
-SCHEMA = "kubejoule.decision/v1"
-GIB = 2.0**30
+from scheduler.decisionlog.schema import abandoned_record, decision_record, outcome_record
+from scheduler.domain.model import NodeTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -215,66 +213,18 @@ class DecisionCollector:
                 os.close(self._fd)
                 self._fd = -1
 
-    # -- the two record kinds --
+    # -- the record kinds (scheduler.decisionlog.schema builds them) --
 
-    def record_decision(
-        self,
-        *,
-        source: str,
-        mode: str,
-        pod: PodInfo,
-        candidates: Sequence[CandidateRecord],
-        chosen: str | None,
-        recommended: str | None,
-        default_choice: str | None,
-        scorer: str,
-        wall_time: float | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> str:
-        """Write one decision line; returns its id (for the outcome line)."""
-        decision_id = uuid.uuid4().hex
-        keep = {n for n in (chosen, recommended, default_choice) if n}
-        ranked = sorted(candidates, key=lambda c: (-c.score, c.node))
-        kept = ranked[: self.config.max_candidates]
-        kept_names = {c.node for c in kept}
-        kept += [c for c in ranked[self.config.max_candidates :] if c.node in keep - kept_names]
-        record: dict[str, Any] = {
-            "schema": SCHEMA,
-            "type": "decision",
-            "id": decision_id,
-            "time": time.time() if wall_time is None else wall_time,
-            "source": source,
-            "mode": mode,
-            "scorer": scorer,
-            "pod": {
-                "namespace": pod.namespace,
-                "name": pod.name,
-                "uid": pod.uid,
-                "cpu_request_cores": pod.requests.cpu_millicores / 1000.0,
-                "memory_request_gib": pod.requests.memory_bytes / GIB,
-            },
-            "chosen": chosen,
-            "recommended": recommended,
-            "default_choice": default_choice,
-            "candidate_count": len(candidates),
-            "candidates": [c.to_json() for c in kept],
-        }
-        if extra:
-            record.update(extra)
+    def record_decision(self, **fields: Any) -> str:
+        """Write one decision line (`schema.decision_record`'s keywords but `max_candidates`,
+        which is this log's); returns its id (for the outcome line)."""
+        record = decision_record(max_candidates=self.config.max_candidates, **fields)
         self.write(record)
-        return decision_id
+        return str(record["id"])
 
     def record_abandoned(self, decision_id: str, reason: str, wall_time: float | None = None) -> None:
         """The decision `decision_id` did not take effect (its binding failed)."""
-        self.write(
-            {
-                "schema": SCHEMA,
-                "type": "abandoned",
-                "id": decision_id,
-                "time": time.time() if wall_time is None else wall_time,
-                "reason": reason,
-            }
-        )
+        self.write(abandoned_record(decision_id, reason, wall_time))
 
     def record_outcome(
         self,
@@ -285,118 +235,7 @@ class DecisionCollector:
         after: NodeTelemetry | None,
         wall_time: float | None = None,
     ) -> None:
-        measured = (
-            before is not None
-            and after is not None
-            and before.watts is not None
-            and after.watts is not None
-            and before.source == "rapl"
-            and after.source == "rapl"
-        )
-        self.write(
-            {
-                "schema": SCHEMA,
-                "type": "outcome",
-                "id": decision_id,
-                "time": time.time() if wall_time is None else wall_time,
-                "node": node,
-                "window_seconds": window_seconds,
-                "watts_before": before.watts if before is not None else None,
-                "source_before": before.source if before is not None else "none",
-                "sample_time_before": before.sample_time if before is not None else None,
-                "watts_after": after.watts if after is not None else None,
-                "source_after": after.source if after is not None else "none",
-                "sample_time_after": after.sample_time if after is not None else None,
-                "measured": measured,
-            }
-        )
-
-
-@dataclass(frozen=True)
-class CandidateRecord:
-    node: str
-    score: float  # the energy scorer's 0–100
-    delta_watts: float | None = None
-    reason: str = "ok"
-    default_score: int | None = None  # kube-scheduler's fit + balanced (0–200)
-    telemetry_age_seconds: float | None = None
-    features: Mapping[str, float | None] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "score": self.score,
-            "delta_watts": self.delta_watts,
-            "reason": self.reason,
-            "default_score": self.default_score,
-            "telemetry_age_seconds": self.telemetry_age_seconds,
-            "features": dict(self.features) if self.features is not None else None,
-        }
-
-
-@dataclass(order=True)
-class _PendingOutcome:
-    due: float
-    decision_id: str = field(compare=False)
-    node: str = field(compare=False)
-    decided_at: float = field(compare=False)
-    before: NodeTelemetry | None = field(compare=False)
-
-
-class OutcomeTracker:
-    """Remembers placed pods and writes their outcome line once the window has passed and the
-    node has a sample taken at least `window_seconds` after the decision (wall-clock)."""
-
-    def __init__(
-        self,
-        collector: DecisionCollector,
-        window_seconds: float,
-        give_up_after_seconds: float | None = None,
-    ) -> None:
-        self.collector = collector
-        self.window_seconds = window_seconds
-        # Without a new sample for this long past the window, write the outcome without "after".
-        self.give_up_after_seconds = (
-            give_up_after_seconds if give_up_after_seconds is not None else 2 * window_seconds + 30
-        )
-        self._pending: list[_PendingOutcome] = []
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._pending)
-
-    def track(
-        self, decision_id: str, node: str, decided_at: float, before: NodeTelemetry | None
-    ) -> None:
-        with self._lock:
-            self._pending.append(
-                _PendingOutcome(
-                    decided_at + self.window_seconds, decision_id, node, decided_at, before
-                )
-            )
-
-    def poll(self, now: float, telemetry: Callable[[str], NodeTelemetry | None]) -> int:
-        """Write the outcomes that are due; returns how many were written."""
-        with self._lock:
-            due = [p for p in self._pending if p.due <= now]
-            if not due:
-                return 0
-            written: set[int] = set()
-            for item in due:
-                after = telemetry(item.node)
-                fresh = after is not None and after.sample_time >= item.due
-                if fresh or now >= item.due + self.give_up_after_seconds:
-                    self.collector.record_outcome(
-                        item.decision_id,
-                        item.node,
-                        self.window_seconds,
-                        item.before,
-                        after if fresh else None,
-                        wall_time=now,
-                    )
-                    written.add(id(item))
-            self._pending = [p for p in self._pending if id(p) not in written]
-            return len(written)
+        self.write(outcome_record(decision_id, node, window_seconds, before, after, wall_time))
 
 
 def read_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:

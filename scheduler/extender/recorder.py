@@ -1,4 +1,4 @@
-"""The extender's decisions in the decision log (`scheduler/decisionlog/logfile.py`): shadow-mode
+"""The extender's decisions in the decision log (`scheduler/decisionlog/schema.py`): shadow-mode
 recommendations become decision lines, written before their response is sent."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from scheduler.decisionlog.logfile import CandidateRecord, DecisionCollector
+from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.schema import CandidateRecord
 from scheduler.domain.model import REASONS, PodInfo
 from scheduler.extender.decisions import ExtenderCall, Pending, expect_write
 from scheduler.framework.batch import CandidateBatch

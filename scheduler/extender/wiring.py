@@ -9,13 +9,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.config.parse import (
-    Config,
+from scheduler.config.build import (
     build_api_client,
     build_energy_plugin,
     build_store,
     kubernetes_configured,
 )
+from scheduler.config.parse import Config
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import MemoryRecorder
 from scheduler.extender.refresher import RemoteStates

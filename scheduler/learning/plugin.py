@@ -16,7 +16,7 @@ that cannot be served (another kind or feature schema, truncated, NaN weights) r
 
 The v1 features that come from the heuristic (curves, ΔP, staleness limit) are computed with
 `energy`, the scheduler's configured energy plugin (the profile's `KubejouleEnergy`, built by
-`scheduler.config.parse.build_energy_plugin` from the `scorer:` section), as training computed them
+`scheduler.config.build.build_energy_plugin` from the `scorer:` section), as training computed them
 with the simulator's; the v2 workload features with `workload(name)` (the standalone
 scheduler's cluster cache, `ClusterCache.workload`) or `workloads()` (a mapping by name: the
 simulator's), else unknown.

@@ -65,7 +65,7 @@ def run_rebalancer(args: argparse.Namespace) -> int:
 
 def serve(config: Any, settings: Any, args: argparse.Namespace, host: str, port: int,
           stop: threading.Event) -> int:
-    from scheduler.config.parse import build_api_client, build_store
+    from scheduler.config.build import build_api_client, build_store
     from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
     from scheduler.lifetimes.state import save_quietly, saving_thread
     from scheduler.rebalancer.api import KubeRebalancerApi

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.watch import ClusterWatch
-from scheduler.decisionlog.logfile import DecisionCollector, OutcomeTracker
+from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.domain.filters import failure_summary
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework.interface import ScorePlugin

@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass, field
 
 from scheduler.config.parse import Config
-from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector, OutcomeTracker
+from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
+from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
 from scheduler.lifetimes.state import save_quietly, saving_thread
 from scheduler.plugins.energy import EnergyPlugin
@@ -54,13 +55,13 @@ def attach_outlook(energy: EnergyPlugin, scheduler: StandaloneScheduler) -> None
 
 def run_process(config: Config, options: RunOptions, stop: threading.Event) -> int:
     """Wire the parts from the configuration and schedule until `stop` is set."""
-    from scheduler.config.parse import (
+    from scheduler.config.build import (
         build_api_client,
         build_energy_plugin,
         build_profile,
         build_store,
-        parse_listen,
     )
+    from scheduler.config.parse import parse_listen
     from scheduler.learning.features_v3 import V3Features
     from scheduler.service.metrics import serve
 

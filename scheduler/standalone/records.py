@@ -6,7 +6,9 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from scheduler.decisionlog.logfile import CandidateRecord, DecisionCollector, OutcomeTracker
+from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.outcomes import OutcomeTracker
+from scheduler.decisionlog.schema import CandidateRecord
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.standalone.decide import Decision
 

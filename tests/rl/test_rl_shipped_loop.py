@@ -32,7 +32,8 @@ from rl.simulation.scenario import (
     scenario_path,
 )
 from rl.simulation.simulator import ON, Simulation
-from scheduler.config.parse import build_energy_plugin, build_profile, config_from_dict
+from scheduler.config.build import build_energy_plugin, build_profile
+from scheduler.config.parse import config_from_dict
 from scheduler.domain.model import NodeState
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import StandaloneConfig

@@ -15,13 +15,13 @@ from benchmarks.harness.standalone_kmock import EmulatedCluster
 from scheduler.cli import build_extender, build_parser
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.watch import ClusterWatch
+from scheduler.config.build import kubernetes_configured
 from scheduler.config.parse import (
     Config,
     ConfigError,
     ExtenderConfig,
     KubernetesConfig,
     config_from_dict,
-    kubernetes_configured,
 )
 from scheduler.extender.app import create_app
 from tests.helpers.sched_http import agent_exposition, text_server

@@ -18,7 +18,8 @@ import yaml
 from agent.curves import PowerCurve
 from benchmarks.harness.processes import free_port
 from scheduler.cli import build_parser, main
-from scheduler.config.parse import Config, ConfigError, build_store, config_from_dict, load_config
+from scheduler.config.build import build_store
+from scheduler.config.parse import Config, ConfigError, config_from_dict, load_config
 from scheduler.decisionlog.logfile import read_records
 from tests.helpers.sched_http import agent_exposition, http_get, text_server
 from tests.helpers.standalone_harness import wait_for

@@ -268,12 +268,8 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
     import yaml
 
     from rl.evaluation.gate_run import DEFAULT_BASELINES
-    from scheduler.config.parse import (
-        Config,
-        build_energy_plugin,
-        build_profile,
-        config_from_dict,
-    )
+    from scheduler.config.build import build_energy_plugin, build_profile
+    from scheduler.config.parse import Config, config_from_dict
     from scheduler.plugins.energy import EnergyPlugin
 
     root = Path(__file__).resolve().parents[2]
@@ -320,12 +316,8 @@ def test_the_default_scorer_is_learned_only_if_the_gate_promoted_the_model():
 
 
 def test_a_configured_profile_serves_the_learned_plugin(tmp_path):
-    from scheduler.config.parse import (
-        ConfigError,
-        build_energy_plugin,
-        build_profile,
-        config_from_dict,
-    )
+    from scheduler.config.build import build_energy_plugin, build_profile
+    from scheduler.config.parse import ConfigError, config_from_dict
 
     path = write_model(tmp_path / "m.npz")
     config = config_from_dict(
@@ -350,7 +342,8 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     """The registry's `learned` entry scores with the scheduler's configured energy plugin (the
     profile's KubejouleEnergy: consolidation, ΔP_ref) and the cluster cache's node workloads,
     not a default scorer with every workload unknown."""
-    from scheduler.config.parse import build_energy_plugin, build_profile, config_from_dict
+    from scheduler.config.build import build_energy_plugin, build_profile
+    from scheduler.config.parse import config_from_dict
     from scheduler.learning.features_v2 import NODE_FEATURES_V2, NodeWorkload, rows_v2
 
     path = write_model(tmp_path / "m.npz")

@@ -9,7 +9,8 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.sched_sources import FixedSource
 from scheduler.cluster import kube
-from scheduler.config.parse import build_store, config_from_dict
+from scheduler.config.build import build_store
+from scheduler.config.parse import config_from_dict
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.discovery import (

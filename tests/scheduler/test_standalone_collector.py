@@ -17,12 +17,12 @@ import pytest
 from benchmarks.harness.crash_runs import collector_files
 from benchmarks.harness.standalone_objects import pod
 from scheduler.decisionlog.logfile import (
-    CandidateRecord,
     CollectorConfig,
     DecisionCollector,
-    OutcomeTracker,
     read_records,
 )
+from scheduler.decisionlog.outcomes import OutcomeTracker
+from scheduler.decisionlog.schema import CandidateRecord
 from scheduler.domain.model import NodeTelemetry, PodInfo
 
 ROOT = Path(__file__).resolve().parents[2]

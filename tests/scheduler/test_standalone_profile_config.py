@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.config.parse import (
-    ConfigError,
-    build_energy_plugin,
-    build_profile,
-    config_from_dict,
-    load_config,
-)
+from scheduler.config.build import build_energy_plugin, build_profile
+from scheduler.config.parse import ConfigError, config_from_dict, load_config
 from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
 from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.noderesources import MOST_ALLOCATED, NodeResourcesFit

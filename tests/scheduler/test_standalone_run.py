@@ -13,12 +13,8 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
-from scheduler.decisionlog.logfile import (
-    CollectorConfig,
-    DecisionCollector,
-    OutcomeTracker,
-    read_records,
-)
+from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector, read_records
+from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.standalone.binding import KubeClusterApi

@@ -1,0 +1,140 @@
+"""The decision log's records (schema `kubejoule.decision/v1`): one builder per line kind, so every
+writer (standalone scheduler, extender, simulator) writes the same keys in the same order.
+
+* `"type": "decision"` — a pod placed (or, for the extender in shadow mode, a recommendation):
+  time, pod, every candidate (up to `max_candidates`, best first, plus the chosen, recommended
+  and default nodes) with its energy score, ΔP, reason, default kube-scheduler score,
+  feature-schema features and telemetry age; the node chosen, the recommendation, the default
+  choice, the mode.
+* `"type": "outcome"` — the chosen node's power before (at the decision) and after (the first
+  sample at least the window later), their sources, and `"measured": true` only when both powers
+  came from RAPL.
+* `"type": "abandoned"` — a decision whose binding failed, with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.domain.model import NodeTelemetry, PodInfo
+
+SCHEMA = "kubejoule.decision/v1"
+GIB = 2.0**30
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    node: str
+    score: float  # the energy scorer's 0–100
+    delta_watts: float | None = None
+    reason: str = "ok"
+    default_score: int | None = None  # kube-scheduler's fit + balanced (0–200)
+    telemetry_age_seconds: float | None = None
+    features: Mapping[str, float | None] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "score": self.score,
+            "delta_watts": self.delta_watts,
+            "reason": self.reason,
+            "default_score": self.default_score,
+            "telemetry_age_seconds": self.telemetry_age_seconds,
+            "features": dict(self.features) if self.features is not None else None,
+        }
+
+
+def decision_record(
+    *,
+    source: str,
+    mode: str,
+    pod: PodInfo,
+    candidates: Sequence[CandidateRecord],
+    chosen: str | None,
+    recommended: str | None,
+    default_choice: str | None,
+    scorer: str,
+    max_candidates: int,
+    wall_time: float | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One decision line, with a new id (`record["id"]`, for its outcome line)."""
+    decision_id = uuid.uuid4().hex
+    keep = {n for n in (chosen, recommended, default_choice) if n}
+    ranked = sorted(candidates, key=lambda c: (-c.score, c.node))
+    kept = ranked[:max_candidates]
+    kept_names = {c.node for c in kept}
+    kept += [c for c in ranked[max_candidates:] if c.node in keep - kept_names]
+    record: dict[str, Any] = {
+        "schema": SCHEMA,
+        "type": "decision",
+        "id": decision_id,
+        "time": time.time() if wall_time is None else wall_time,
+        "source": source,
+        "mode": mode,
+        "scorer": scorer,
+        "pod": {
+            "namespace": pod.namespace,
+            "name": pod.name,
+            "uid": pod.uid,
+            "cpu_request_cores": pod.requests.cpu_millicores / 1000.0,
+            "memory_request_gib": pod.requests.memory_bytes / GIB,
+        },
+        "chosen": chosen,
+        "recommended": recommended,
+        "default_choice": default_choice,
+        "candidate_count": len(candidates),
+        "candidates": [c.to_json() for c in kept],
+    }
+    if extra:
+        record.update(extra)
+    return record
+
+
+def abandoned_record(decision_id: str, reason: str, wall_time: float | None = None) -> dict[str, Any]:
+    """The decision `decision_id` did not take effect (its binding failed)."""
+    return {
+        "schema": SCHEMA,
+        "type": "abandoned",
+        "id": decision_id,
+        "time": time.time() if wall_time is None else wall_time,
+        "reason": reason,
+    }
+
+
+def outcome_record(
+    decision_id: str,
+    node: str,
+    window_seconds: float,
+    before: NodeTelemetry | None,
+    after: NodeTelemetry | None,
+    wall_time: float | None = None,
+) -> dict[str, Any]:
+    """What happened on the chosen node `window_seconds` after the decision."""
+    measured = (
+        before is not None
+        and after is not None
+        and before.watts is not None
+        and after.watts is not None
+        and before.source == "rapl"
+        and after.source == "rapl"
+    )
+    return {
+        "schema": SCHEMA,
+        "type": "outcome",
+        "id": decision_id,
+        "time": time.time() if wall_time is None else wall_time,
+        "node": node,
+        "window_seconds": window_seconds,
+        "watts_before": before.watts if before is not None else None,
+        "source_before": before.source if before is not None else "none",
+        "sample_time_before": before.sample_time if before is not None else None,
+        "watts_after": after.watts if after is not None else None,
+        "source_after": after.source if after is not None else "none",
+        "sample_time_after": after.sample_time if after is not None else None,
+        "measured": measured,
+    }
