@@ -1,6 +1,7 @@
 """The decision collector's JSONL, written by the simulator (`kubejoule-rl benchmark --collector
-FILE`): the same two record kinds the standalone scheduler writes (scheduler/decisionlog/schema.py), so a
-model trained on simulated decisions reads real ones unchanged.
+FILE`): the same records the standalone scheduler and the extender write, built by the same
+functions (scheduler/decisionlog/schema.py), so a model trained on simulated decisions reads real
+ones unchanged.
 
 * decision (at the simulated time of the placement): the pod, the candidates — the best
   `max_candidates` by the heuristic's score plus the chosen node — with the heuristic's score and
@@ -25,7 +26,7 @@ from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec
 from scheduler.decisionlog.logfile import DecisionCollector
-from scheduler.decisionlog.schema import CandidateRecord
+from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
 from scheduler.domain.model import REASONS, NodeTelemetry
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
@@ -89,37 +90,32 @@ class SimDecisionLog:
         batch = CandidateBatch.of(feasible, now)
         scores = self._energy.evaluate(decision.info, batch)
         names = batch.names
-        order = ranked(scores.score, names, len(names))
         limit = self.collector.config.max_candidates
-        kept = [i for rank, i in enumerate(order) if rank < limit or names[i] == chosen]
         candidates = []
-        for i in kept:
-            state, delta = feasible[i], float(scores.delta_watts[i])
-            candidates.append(CandidateRecord(
-                node=names[i],
-                score=float(scores.score[i]),
-                delta_watts=None if delta != delta else delta,
-                reason=REASONS[int(scores.reason[i])],
+        for i in kept_candidates(scores.score, names, limit, (chosen,)):
+            state = feasible[i]
+            candidates.append(candidate_record(
+                names[i],
+                scores.score[i],
+                float(scores.delta_watts[i]),
+                REASONS[int(scores.reason[i])],
                 telemetry_age_seconds=(
                     t.age_seconds(now) if (t := state.telemetry) is not None else None
                 ),
                 features=self._features(decision.info, state, now),
             ))
+        best = ranked(scores.score, names, 1)
         decision_id = self.collector.record_decision(
             source="simulator",
             mode="active",
             pod=decision.info,
             candidates=candidates,
             chosen=chosen,
-            recommended=names[order[0]] if order else None,
+            recommended=names[best[0]] if best else None,
             default_choice=None,
             scorer=self._run.split("#")[0],
             wall_time=now,
-            extra={
-                "run": self._run,
-                "candidate_count": len(names),
-                "feature_schema": FEATURE_SCHEMA_V3.version,
-            },
+            extra={"run": self._run, **decision_extra(len(names), FEATURE_SCHEMA_V3.version)},
         )
         self._pending.append(
             (now + self.window_seconds, decision_id, chosen, self._telemetry(chosen))

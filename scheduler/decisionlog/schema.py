@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from scheduler.domain.model import NodeTelemetry, PodInfo
+from scheduler.framework.decision import ranked
 
 SCHEMA = "kubejoule.decision/v1"
 GIB = 2.0**30
@@ -46,6 +49,61 @@ class CandidateRecord:
             "telemetry_age_seconds": self.telemetry_age_seconds,
             "features": dict(self.features) if self.features is not None else None,
         }
+
+
+def _known(value: float | None) -> float | None:
+    return None if value is None or value != value else float(value)  # NaN: unknown
+
+
+def candidate_record(
+    node: str,
+    score: float,
+    delta_watts: float | None,
+    reason: str,
+    *,
+    default_score: int | None = None,
+    telemetry_age_seconds: float | None = None,
+    features: Mapping[str, float | None] | None = None,
+) -> CandidateRecord:
+    """One candidate of a decision line, as every writer records it (NaN watts or age: unknown)."""
+    return CandidateRecord(
+        node=node,
+        score=float(score),
+        delta_watts=_known(delta_watts),
+        reason=reason,
+        default_score=default_score,
+        telemetry_age_seconds=_known(telemetry_age_seconds),
+        features=features,
+    )
+
+
+def kept_candidates(
+    score: np.ndarray, names: Sequence[str], limit: int, keep: Iterable[str | None]
+) -> list[int]:
+    """Indices of the candidates a decision line keeps, best first (ties by node name): the
+    `limit` best scores plus the nodes named in `keep` (chosen, recommended, default choice) —
+    computed before the candidates' features, which cost the most to record."""
+    indices = ranked(score, names, limit)
+    present = {names[i] for i in indices}
+    for name in keep:
+        if name is None or name in present:
+            continue
+        index = next((i for i, n in enumerate(names) if n == name), None)
+        if index is not None:
+            indices.append(index)
+            present.add(name)
+    indices.sort(key=lambda i: (-float(score[i]), names[i]))
+    return indices
+
+
+def decision_extra(candidate_count: int, feature_schema: str | None) -> dict[str, Any]:
+    """The fields every writer adds to its decision lines: how many nodes were candidates (before
+    the line kept its best) and the feature schema of the candidates' features, when they have
+    some."""
+    extra: dict[str, Any] = {"candidate_count": candidate_count}
+    if feature_schema is not None:
+        extra["feature_schema"] = feature_schema
+    return extra
 
 
 def decision_record(

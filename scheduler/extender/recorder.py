@@ -10,11 +10,15 @@ from concurrent.futures import Future
 from typing import Any
 
 from scheduler.decisionlog.logfile import DecisionCollector
-from scheduler.decisionlog.schema import CandidateRecord
+from scheduler.decisionlog.schema import (
+    CandidateRecord,
+    candidate_record,
+    decision_extra,
+    kept_candidates,
+)
 from scheduler.domain.model import REASONS, PodInfo
 from scheduler.extender.decisions import ExtenderCall, Pending, expect_write
 from scheduler.framework.batch import CandidateBatch
-from scheduler.framework.decision import ranked
 from scheduler.learning.features import Features, telemetry_ages
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.service.background import BackgroundQueue
@@ -117,10 +121,8 @@ class ExtenderRecorder:
             self.late += 1
         written.set_result(True)
 
-    def _schema(self) -> dict[str, str]:
-        if self.features is None or self.feature_schema is None:
-            return {}
-        return {"feature_schema": self.feature_schema}
+    def _schema(self) -> str | None:
+        return self.feature_schema if self.features is not None else None
 
     def _write(self, decision: ExtenderCall) -> None:
         wall = float(decision.wall_time)
@@ -128,24 +130,20 @@ class ExtenderRecorder:
         assert scores is not None  # prioritize calls only
         names = decision.names
         limit = self.collector.config.max_candidates
-        kept = ranked(scores.score, names, limit)
-        if decision.recommended is not None and decision.recommended not in {names[i] for i in kept}:
-            kept += [i for i, name in enumerate(names) if name == decision.recommended][:1]
-            kept.sort(key=lambda i: (-float(scores.score[i]), names[i]))
+        kept = kept_candidates(scores.score, names, limit, (decision.recommended,))
         candidates: list[CandidateRecord] = []
         if kept:
             chosen = decision.candidates.take(kept)
             ages = telemetry_ages(chosen, self.energy)
             features = self.features(decision.pod, chosen) if self.features is not None else None
             for k, i in enumerate(kept):
-                delta, age = float(scores.delta_watts[i]), float(ages[k])
                 candidates.append(
-                    CandidateRecord(
-                        node=names[i],
-                        score=float(scores.score[i]),
-                        delta_watts=None if delta != delta else delta,
-                        reason=REASONS[int(scores.reason[i])],
-                        telemetry_age_seconds=None if age != age else age,
+                    candidate_record(
+                        names[i],
+                        scores.score[i],
+                        float(scores.delta_watts[i]),
+                        REASONS[int(scores.reason[i])],
+                        telemetry_age_seconds=float(ages[k]),
                         features=features[k] if features is not None else None,
                     )
                 )
@@ -159,5 +157,5 @@ class ExtenderRecorder:
             default_choice=None,
             scorer=self.scorer,
             wall_time=wall,
-            extra={"candidate_count": len(names), **self._schema()},
+            extra=decision_extra(len(names), self._schema()),
         )

@@ -1,4 +1,4 @@
-"""The decision line of a placement (`collector.py`), and the outcome it is tracked for."""
+"""The decision line of a placement (`scheduler.decisionlog`), and the outcome it is tracked for."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from scheduler.decisionlog.logfile import DecisionCollector
 from scheduler.decisionlog.outcomes import OutcomeTracker
-from scheduler.decisionlog.schema import CandidateRecord
+from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.standalone.decide import Decision
 
@@ -17,10 +17,10 @@ log = logging.getLogger(__name__)
 Features = Callable[[PodInfo, NodeState, float], Mapping[str, float | None]]
 
 
-def _schema(features: Features | None) -> dict[str, str]:
+def _schema(features: Features | None) -> str | None:
     """The feature schema the candidates' features follow, when the callback says."""
     schema = getattr(features, "schema", None)
-    return {"feature_schema": schema.version} if schema is not None else {}
+    return schema.version if schema is not None else None
 
 
 def record_decision(
@@ -38,24 +38,22 @@ def record_decision(
     returns its id. `track`: the outcome of the chosen node is tracked now (else the caller
     does it once the pod is bound, `track_outcome`)."""
     names = decision.names
-    keep = [
-        names.index(n)
-        for n in {decision.chosen, decision.recommended, decision.default_choice}
-        if n is not None
-    ]
-    indices = decision.ranked(collector.config.max_candidates)
-    indices += [i for i in keep if i not in indices]
+    indices = kept_candidates(
+        decision.score,
+        names,
+        collector.config.max_candidates,
+        (decision.chosen, decision.recommended, decision.default_choice),
+    )
     candidates = []
     for i in indices:
         state = decision.states[i]
         t = state.telemetry
-        delta = float(decision.delta_watts[i])
         candidates.append(
-            CandidateRecord(
-                node=names[i],
-                score=float(decision.score[i]),
-                delta_watts=None if delta != delta else delta,
-                reason=decision.reason(i),
+            candidate_record(
+                names[i],
+                decision.score[i],
+                float(decision.delta_watts[i]),
+                decision.reason(i),
                 default_score=int(decision.default_total[i]),
                 telemetry_age_seconds=t.age_seconds(wall) if t is not None else None,
                 features=features(pod, state, wall) if features else None,
@@ -71,7 +69,7 @@ def record_decision(
         default_choice=decision.default_choice,
         scorer=scorer_name,
         wall_time=wall,
-        extra={"candidate_count": len(names), **_schema(features)},
+        extra=decision_extra(len(names), _schema(features)),
     )
     if track:
         track_outcome(outcomes, decision, decision_id, wall)

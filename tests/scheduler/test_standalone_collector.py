@@ -422,3 +422,28 @@ def test_a_log_that_cannot_be_written_does_not_stop_scheduling(
         with running(scheduler):
             assert wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound") == "n0"
     collector.close()
+
+
+def test_kept_candidates_are_the_best_plus_the_named_ones_best_first():
+    """One choice of a decision line's candidates for the standalone scheduler, the extender and
+    the simulator: the `limit` best (ties by node name), plus the chosen/recommended/default
+    nodes wherever they rank, sorted best first; names not among the candidates are ignored."""
+    import numpy as np
+
+    from scheduler.decisionlog.schema import candidate_record, kept_candidates
+
+    names = ["d", "c", "b", "a", "e"]
+    score = np.array([10.0, 90.0, 50.0, 50.0, 5.0])
+    assert kept_candidates(score, names, 2, ()) == [1, 3]  # c (90), then a before b (tie at 50)
+    assert kept_candidates(score, names, 2, ("e", None, "c", "zz")) == [1, 3, 4]
+    assert kept_candidates(score, names, 0, ("d",)) == [0]
+    record = candidate_record("n", np.float64(42.0), float("nan"), "stale", telemetry_age_seconds=float("nan"))
+    assert record.to_json() == {
+        "node": "n",
+        "score": 42.0,
+        "delta_watts": None,
+        "reason": "stale",
+        "default_score": None,
+        "telemetry_age_seconds": None,
+        "features": None,
+    }
