@@ -1,1 +1,2 @@
-"""kubejoule scheduler package."""
+"""kubejoule's energy-aware scheduler (`kubejoule-scheduler`, `cli.py`): one folder per part, mapped
+in docs/DESIGN.md ("Inside scheduler/"). May import the agent's plain-data modules, never rl/."""

@@ -7,7 +7,9 @@
 * `metrics` — the extender's Prometheus metrics;
 * `core` — `Extender`: the verbs, shadow and active modes;
 * `app` — the HTTP app.
-"""
+
+May import every part below the entry points: domain/, framework/, plugins/, lifetimes/, learning/, telemetry/,
+cluster/, decisionlog/, service/, config/."""
 
 from scheduler.extender.app import create_app
 from scheduler.extender.core import MODE_ACTIVE, MODE_SHADOW, Extender

@@ -1,6 +1,8 @@
 """A small scheduling framework shaped like kube-scheduler's: Filter and Score plugins over a
 batch of candidate nodes, and profiles that combine them with weights (docs/DESIGN.md,
-"Scheduling framework")."""
+"Scheduling framework").
+
+May import domain/ only."""
 
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import (

@@ -43,7 +43,8 @@ is of another schema (`state_version`).
 
 Errors are exported (`scheduler.lifetimes.metrics`): a histogram of predicted / actual lifetime
 of every pod learned from, predicted at age 0 just before it was learned.
-"""
+
+May import domain/ only."""
 
 from scheduler.lifetimes.history import DEFAULT_PRIOR_SECONDS, prior_remaining
 from scheduler.lifetimes.metrics import LifetimeCollector

@@ -9,4 +9,5 @@ Modules: `decide` (the decision: the one implementation, also run by the simulat
 `settings` (the `rebalancer:` configuration), `cluster` (the live cluster as decision input),
 `pdbs` (PodDisruptionBudgets), `api` (its Kubernetes calls), `loop` (the rounds, shadow and
 active), `metrics`, `cli` (the command and its wiring).
-"""
+
+May import domain/, framework/, lifetimes/, cluster/, service/, config/, standalone/ (its decision)."""

@@ -3,7 +3,7 @@
 
 One pass per pod, as kube-scheduler does it:
 
-1. take the pod off the queue (`SchedulingQueue`);
+1. take the pod off the queue (`SchedulingQueue`, `queue`);
 2. filter every node with kube-scheduler's default filters (the framework's Filter plugins,
    `scheduler/plugins/`), against the requests of bound *and assumed* pods (`ClusterCache`);
 3. score the feasible nodes (or kube-scheduler's percentageOfNodesToScore sample of them, an
@@ -16,18 +16,21 @@ One pass per pod, as kube-scheduler does it:
    the pod with the profile's pick (`kubejoule.io/recommended-node`, `kubejoule.io/scores`);
 5. assume the pod on that node and bind it through the Binding subresource (in a small pool of
    binder threads, so the next pod is decided while the API answers); emit a `Scheduled` Event;
-   write the decision line (`collector.py`) and, later, its outcome line.
+   write the decision line (`scheduler/decisionlog/`) and, later, its outcome line.
 
 When nothing fits, the pod gets a `FailedScheduling` Event with kube-scheduler's summary ("0/12
 nodes are available: 3 Insufficient cpu, …") and `PodScheduled=False`, reason `Unschedulable`,
 and waits for a cluster change or a timeout. API errors and conflicts back off and retry. A pod
-is never dropped. Only the leader (`leader.py`) takes pods off the queue; standbys keep their
+is never dropped. Only the leader (`scheduler/service/leader.py`) takes pods off the queue; standbys keep their
 caches warm so a takeover is immediate.
 
-Modules: `settings` (StandaloneConfig), `binding` (the API calls, binder threads), `events`
+Modules: `settings` (StandaloneConfig), `queue` (the scheduling queue), `decide` (one
+decision, shared with the simulator), `binding` (the API calls, binder threads), `events`
 (Events and status patches in the background), `records` (decision lines), `loop` (the
 scheduler), `process` (`kubejoule-scheduler run`'s wiring).
-"""
+
+May import every part below the entry points: domain/, framework/, plugins/, lifetimes/, learning/,
+cluster/, decisionlog/, service/, config/."""
 
 from scheduler.standalone.binding import ClusterApi, KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler

@@ -23,7 +23,8 @@ for as long as the skew.
 Modules: `samples` (what a source returns), `exposition` (the agents' Prometheus series),
 `discovery` (scrape targets, node cores), `sources` (agents, Prometheus, metrics-server),
 `store` (merging and the refresh thread).
-"""
+
+May import domain/ and cluster/ (the API door, for discovery)."""
 
 from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
