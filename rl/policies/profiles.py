@@ -34,7 +34,7 @@ ablation), at its default reference load. ΔP_ref, the extra watts that score 0:
   price of saturation: docs/rl.md).
 
 A profile file is the scheduler configuration's `profile:` list — Score plugins in order, each
-`{name, weight, args, extender}` (`scheduler.plugins.registry`, the code that reads the
+`{name, weight, args, extender}` (`scheduler.config.registry`, the code that reads the
 standalone scheduler's configuration; the simulator has already filtered):
 
     - {name: TaintToleration, weight: 3}
@@ -62,6 +62,7 @@ import yaml
 from rl.simulation.scenario import NodeSpec
 from rl.simulation.simulator import PowerOffModel
 from scheduler.config.parse import ConfigError, ScorerConfig, config_from_dict
+from scheduler.config.registry import PluginContext, score_entries
 from scheduler.framework import Profile
 from scheduler.plugins.defaults import (
     default_filters,
@@ -72,7 +73,6 @@ from scheduler.plugins.defaults import (
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED
 from scheduler.plugins.peaks import Peaks, models_from_config
-from scheduler.plugins.registry import PluginContext, score_entries
 from scheduler.plugins.trimaran import TargetLoadPacking
 
 # The shipped configuration's ΔP_ref (scheduler/examples/extender-config.yaml, ScorerConfig).

@@ -46,8 +46,8 @@ def build_profile(
     profile (shipped_kubejoule_profile: the energy plugin with its v3 levers).
     `workload(name)`: the nodes' workloads (the cluster cache's), `lifetimes()`: its lifetime
     predictor, for the `learned` plugin's features."""
+    from scheduler.config.registry import PluginContext, profile_from_entries
     from scheduler.plugins.defaults import KUBEJOULE_PROFILE, shipped_kubejoule_profile
-    from scheduler.plugins.registry import PluginContext, profile_from_entries
 
     if config.profile is None:
         return shipped_kubejoule_profile(energy)

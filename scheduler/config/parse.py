@@ -119,7 +119,7 @@ class Config:
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     extender: ExtenderConfig = field(default_factory=ExtenderConfig)
     # The standalone scheduler's Score plugins ({name, weight, args} entries, checked when
-    # parsed; scheduler/plugins/registry.py); None: kubejoule_profile().
+    # parsed; scheduler/config/registry.py); None: kubejoule_profile().
     profile: tuple[Mapping[str, Any], ...] | None = None
     percentage_of_nodes_to_score: int | None = None
     rebalancer: RebalancerConfig = field(default_factory=RebalancerConfig)  # docs/rebalancer.md
@@ -265,7 +265,7 @@ def _profile(data: Any, curves: Mapping[str, PowerCurve]) -> tuple[Mapping[str, 
     """The profile entries, checked by building them once (with a stand-in energy plugin)."""
     if data is None:
         return None
-    from scheduler.plugins.registry import PluginContext, score_entries
+    from scheduler.config.registry import PluginContext, score_entries
 
     try:
         score_entries(data, PluginContext(EnergyPlugin(), curves))

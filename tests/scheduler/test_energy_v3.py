@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.config.registry import PluginContext, score_entries
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, Taint
 from scheduler.framework import CandidateBatch
 from scheduler.plugins.energy import EnergyPlugin
@@ -24,7 +25,6 @@ from scheduler.plugins.energy_v3 import (
     node_empty_in,
     one_node,
 )
-from scheduler.plugins.registry import PluginContext, score_entries
 
 NOW = 1_000_000.0
 LINEAR_100_300 = PowerCurve.linear(100.0, 300.0).as_points()  # 200 W per unit of utilization

@@ -15,6 +15,7 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import container, node, pod
 from scheduler.cluster.cache import ClusterCache
+from scheduler.config.registry import PluginContext, profile_from_entries
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework import CandidateBatch, Profile, select_best
@@ -22,7 +23,6 @@ from scheduler.framework.sampling import num_feasible_nodes_to_find
 from scheduler.plugins.defaults import default_profile, kubejoule_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED
-from scheduler.plugins.registry import PluginContext, profile_from_entries
 from scheduler.standalone.decide import MODE_ACTIVE, MODE_SHADOW, ProfileDecider
 from scheduler.standalone.staging import Stager
 from tests.helpers.standalone_harness import StaticTelemetry

@@ -1,13 +1,14 @@
-"""Score plugins by name, and profiles from configuration entries.
+"""Score plugins by name (`scheduler/plugins/`, and the `learned` plugin of `scheduler/learning/`), and
+profiles from configuration entries.
 
 A profile's Score plugins are configured as a list of entries, each
 `{name: PLUGIN, weight: W, args: {...}}` (weight optional, default 1; 0 means 1 as in
 kube-scheduler; args optional, with the original plugin's argument keys). Filters are always
-kube-scheduler's defaults (`defaults.default_filters()`).
+kube-scheduler's defaults (`scheduler.plugins.defaults.default_filters()`).
 
 | name | args |
 |---|---|
-| `KubejouleEnergy` | the v3 levers `lifetimes`, `protectRemoval`, `efficiency` (true/false), `scale` (`pod`/`fixed`), `scaleDownUtilizationThreshold` (energy_v3.py; any arg given: the others default on / `pod` / 0.5); no args: the plugin as the `scorer:` section configures it |
+| `KubejouleEnergy` | the v3 levers `lifetimes`, `protectRemoval`, `efficiency` (true/false), `scale` (`pod`/`fixed`), `scaleDownUtilizationThreshold` (`scheduler/plugins/energy_v3.py`; any arg given: the others default on / `pod` / 0.5); no args: the plugin as the `scorer:` section configures it |
 | `NodeResourcesFit` | `scoringStrategy: {type: LeastAllocated\\|MostAllocated, resources: [{name: cpu, weight: 1}, …]}` |
 | `NodeResourcesBalancedAllocation`, `TaintToleration`, `NodeAffinity` | none |
 | `Peaks` | `nodePowerModel: {NODE: {k0, k1, k2}}` (else fitted to each node's configured curve) |
@@ -16,7 +17,7 @@ kube-scheduler's defaults (`defaults.default_filters()`).
 | `learned` | `model: PATH` (a `.npz` model) |
 
 Any entry may set `extender: true`: the plugin then enters as kube-scheduler sees it through
-the extender (0–10 rounded, × weight × 10; `extender.ExtenderScore`).
+the extender (0–10 rounded, × weight × 10; `scheduler.plugins.extender.ExtenderScore`).
 Errors are ValueErrors naming the entry (`profile[2] (Peaks): …`).
 """
 
