@@ -49,6 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness.machine import cpu_model  # noqa: E402
 from scheduler.domain.model import (  # noqa: E402
     NodeInfo,
     NodeState,
@@ -206,7 +207,7 @@ def measure(model: Path, repeats: int) -> dict[str, object]:
         timed["forward pass only"] = _times(forward, repeats)
         results["sizes"][str(size)] = timed  # type: ignore[index]
     results["load_average_after"] = os.getloadavg()[0]
-    results["cpu_model"] = _cpu_model()
+    results["cpu_model"] = cpu_model()
     return results
 
 
@@ -225,16 +226,6 @@ def _verdict(what: str, size: int, t: dict[str, float]) -> str:
         return f"≤ {target:.0f} ms: met"
     cpu = "met" if t["cpu_p99_ms"] <= target else "missed"
     return f"≤ {target:.0f} ms: **MISSED** ({t['p99_ms']:.1f} ms; CPU p99 {t['cpu_p99_ms']:.1f} ms: {cpu})"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def table(results: dict[str, object]) -> str:

@@ -62,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 import orjson  # noqa: E402
 
 from benchmarks.fake_prometheus import node_cores, node_names  # noqa: E402
+from benchmarks.harness.machine import cpu_model  # noqa: E402
 from benchmarks.harness.processes import free_port, wait_http  # noqa: E402
 from benchmarks.harness.realistic_nodes import realistic_node  # noqa: E402
 
@@ -108,16 +109,6 @@ def _process_tree_cpu(pid: int) -> float:
         with contextlib.suppress(OSError):  # a child that just ended
             total += _cpu_seconds(member)
     return total
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 class _Client:
@@ -424,7 +415,7 @@ def main(argv: list[str] | None = None) -> str:
         for size in sizes:
             result["sizes"][str(size)] = run_size(size, args.seconds, Path(tmp), size == max(sizes))
     result["load_average"] = _load_average()
-    result["cpu_model"] = _cpu_model()
+    result["cpu_model"] = cpu_model()
     return json.dumps(result, sort_keys=True) if args.json else table(result)
 
 

@@ -40,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.curves import PowerCurve  # noqa: E402
+from benchmarks.harness.machine import cpu_model  # noqa: E402
 from benchmarks.harness.standalone_objects import node, pod  # noqa: E402
 from scheduler.domain.model import NodeTelemetry, PodInfo  # noqa: E402
 from scheduler.framework.profile import Profile  # noqa: E402
@@ -304,20 +305,10 @@ def table(results: dict[str, Any]) -> str:
                  "|---:|---:|---:|---:|---:|"]
         rows += [_api_row(r) for r in results["with_api"]]
     before, after = results["load_average"], results["load_average_after"]
-    rows += ["", f"{os.cpu_count()} CPUs ({_cpu_model()}); load average (1 min) {before[0]:.2f} before, "
+    rows += ["", f"{os.cpu_count()} CPUs ({cpu_model()}); load average (1 min) {before[0]:.2f} before, "
              f"{after[0]:.2f} after" + "".join(f"; {r['nodes']:,}-node end to end at {r['load_average'][0]:.2f}"
                                             for r in results["with_api"] if r.get("load_average")) + "."]
     return "\n".join(rows)
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def main() -> str:
