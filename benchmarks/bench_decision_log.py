@@ -1,6 +1,6 @@
 """Decision log durability: what a decision line costs, and what `kill -9` loses.
 
-* cost per decision — `DecisionCollector.write()` of a real decision line (the standalone
+* cost per decision — `DecisionLog.write()` of a real decision line (the standalone
   scheduler's: 100 candidates with their 29 features each, ~90 KB), as the caller waits for it (the
   line's `write(2)` to the O_APPEND file) and in CPU of the whole process (the group-fsync
   thread included), with the default group fsync (at most 0.1 s or 64 records after a line),
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness.crash_runs import extender_kill_run, standalone_kill_run  # noqa: E402
-from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector  # noqa: E402
+from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig  # noqa: E402
 from scheduler.decisionlog.schema import CandidateRecord  # noqa: E402
 from scheduler.domain.model import PodInfo  # noqa: E402
 from scheduler.learning.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2  # noqa: E402
@@ -71,23 +71,23 @@ def cost(records: int, workdir: Path) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     for name, overrides in MODES.items():
         path = workdir / f"cost-{len(results)}.jsonl"
-        collector = DecisionCollector(CollectorConfig(str(path), max_bytes=2**40, **overrides))  # type: ignore[arg-type]
+        decision_log = DecisionLog(DecisionLogConfig(str(path), max_bytes=2**40, **overrides))  # type: ignore[arg-type]
         waits = []
         cpu_started, wall_started = time.process_time(), time.perf_counter()
         for i in range(records):
             started = time.perf_counter()
-            collector.record_decision(source="standalone", mode="shadow", pod=pod, candidates=candidates,
+            decision_log.record_decision(source="standalone", mode="shadow", pod=pod, candidates=candidates,
                                       chosen="node-0001", recommended="node-0002", default_choice="node-0001",
                                       scorer="energy", wall_time=1.0e9 + i)
             waits.append(time.perf_counter() - started)
-        collector.close()
+        decision_log.close()
         cpu, wall = time.process_time() - cpu_started, time.perf_counter() - wall_started
         waits.sort()
         results.append({
             "mode": name,
             "records": records,
             "line_bytes": path.stat().st_size // records,
-            "fsyncs": collector.batches_written,
+            "fsyncs": decision_log.batches_written,
             "wait_p50_us": waits[len(waits) // 2] * 1e6,
             "wait_p99_us": waits[int(len(waits) * 0.99)] * 1e6,
             "wait_mean_us": statistics.fmean(waits) * 1e6,

@@ -58,6 +58,7 @@ from rl.simulation.scenario import (
 )
 from rl.simulation.simulator import PowerOffModel
 from rl.simulation.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
+from scheduler.service.aliases import deprecated_alias
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -141,11 +142,12 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--plot", help="PNG path for the power-over-time and energy plots")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     bench.add_argument(
-        "--collector",
+        "--decision-log",
         metavar="FILE",
-        help="write every decision and its outcome 60 s later as decision-collector JSONL "
+        help="write every decision and its outcome 60 s later as decision-log JSONL "
         "(feature schema v2; training data for --algo mlp)",
     )
+    deprecated_alias(bench, "--collector", "--decision-log")
     add_options(bench)
 
     trace = sub.add_parser(
@@ -267,14 +269,14 @@ def _benchmark(args: argparse.Namespace) -> int:
         pods = load_trace(trace_file)
         cluster = replace(cluster, workloads=cluster_options.workload_model(args, scenario, pods))
         plan = plan_benchmark(nodes, pods, policies, args.seeds, cluster, expanders)
-        jobs = args.jobs or (1 if args.collector else default_jobs())
+        jobs = args.jobs or (1 if args.decision_log else default_jobs())
         indices = args.shard.indices(len(plan.tasks)) if args.shard is not None else None
-        log = _decision_log(args.collector, nodes, cluster)
+        log = _decision_log(args.decision_log, nodes, cluster)
         try:
             outcomes = run_plan(plan, indices, jobs, not args.no_progress, log)
         finally:
             if log is not None:
-                log.collector.close()
+                log.decision_log.close()
     except (ScenarioError, ValueError, OSError) as exc:
         return _usage(str(exc))
     power_off, autoscaler = cluster.power_off, cluster.autoscaler
@@ -331,11 +333,11 @@ def _benchmark(args: argparse.Namespace) -> int:
 def _decision_log(path: str | None, nodes: Any, cluster: ClusterModel) -> Any:
     if path is None:
         return None
-    from rl.learning.sim_collector import SimDecisionLog
-    from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
+    from rl.learning.sim_decision_log import SimDecisionLog
+    from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig
 
-    collector = DecisionCollector(CollectorConfig(path, max_candidates=4, max_bytes=2**40))
-    return SimDecisionLog(collector, nodes, cluster)
+    decision_log = DecisionLog(DecisionLogConfig(path, max_candidates=4, max_bytes=2**40))
+    return SimDecisionLog(decision_log, nodes, cluster)
 
 
 def _trace_options() -> list[Field[Any]]:

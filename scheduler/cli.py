@@ -1,7 +1,7 @@
 """`kubejoule-scheduler`: the energy-aware scheduler's command line.
 
     kubejoule-scheduler extender [--listen HOST:PORT] [--config FILE] [--mode shadow|active]
-    kubejoule-scheduler run [--config FILE] [--mode shadow|active] [--collector FILE] …
+    kubejoule-scheduler run [--config FILE] [--mode shadow|active] [--decision-log FILE] …
     kubejoule-scheduler autoscaler-expander --listen HOST:PORT --tls-cert FILE --tls-key FILE …
     kubejoule-scheduler rebalancer [--config FILE] [--mode shadow|active] [--listen HOST:PORT] …
 
@@ -26,6 +26,7 @@ from scheduler.config.build import source_names
 from scheduler.config.parse import MODES, Config, ConfigError, load_config, parse_listen
 from scheduler.extender.wiring import build_extender
 from scheduler.rebalancer.cli import add_rebalancer_command
+from scheduler.service.aliases import deprecated_alias
 from scheduler.telemetry.discovery import parse_static_targets
 
 if TYPE_CHECKING:
@@ -80,9 +81,10 @@ def add_extender_command(subparsers: Subparsers) -> None:
         help="scrape this node's agent (repeatable; adds to the config's static targets)",
     )
     parser.add_argument(
-        "--collector", metavar="FILE",
+        "--decision-log", metavar="FILE",
         help="append each recommendation to this decision log (JSONL, kubejoule.decision/v1)",
     )
+    deprecated_alias(parser, "--collector", "--decision-log")
     parser.add_argument(
         "--watch-cluster", action=argparse.BooleanOptionalAction, default=None,
         help="watch Nodes and Pods to count pods bound since each node's sample (default: on "
@@ -115,7 +117,7 @@ def run_extender(args: argparse.Namespace) -> int:
     if not sources:
         log.warning("no telemetry source configured: every node is priced at its worst state (0 without a configured curve)")
     extender = build_extender(
-        config, getattr(args, "collector", None), refresh_process=True, log_level=args.log_level.upper()
+        config, getattr(args, "decision_log", None), refresh_process=True, log_level=args.log_level.upper()
     )
     log.info(
         "extender on %s:%d, mode %s, telemetry source(s) %s refreshed in process %s",
@@ -152,10 +154,12 @@ def add_run_command(subparsers: Subparsers) -> None:
                         help="schedule pods with this spec.schedulerName (default: %(default)s)")
     parser.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:10260",
                         help="/metrics, /healthz, /readyz (default: %(default)s)")
-    parser.add_argument("--collector", metavar="FILE",
+    parser.add_argument("--decision-log", metavar="FILE",
                         help="append decision and outcome lines (JSONL) to FILE")
-    parser.add_argument("--collector-max-bytes", type=int, default=64 * 1024 * 1024,
+    parser.add_argument("--decision-log-max-bytes", type=int, default=64 * 1024 * 1024,
                         help="rotate the decision log past this size (default: 64 MiB)")
+    deprecated_alias(parser, "--collector", "--decision-log")
+    deprecated_alias(parser, "--collector-max-bytes", "--decision-log-max-bytes")
     parser.add_argument("--outcome-window", type=float, default=60.0, metavar="SECONDS",
                         help="measure a placement's power this long after it (default: 60)")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
@@ -214,8 +218,8 @@ def run_standalone(args: argparse.Namespace) -> int:
                 ),
             ),
             listen=args.listen,
-            collector_path=args.collector,
-            collector_max_bytes=args.collector_max_bytes,
+            decision_log_path=args.decision_log,
+            decision_log_max_bytes=args.decision_log_max_bytes,
             outcome_window_seconds=args.outcome_window,
             leader_elect=args.leader_elect,
             leader=leader,

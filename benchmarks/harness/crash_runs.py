@@ -25,7 +25,7 @@ from scheduler.decisionlog.logfile import read_records
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def collector_files(path: str | Path) -> list[Path]:
+def decision_log_files(path: str | Path) -> list[Path]:
     """A decision log's live file and its rotations, oldest first."""
     base = Path(path)
     rotated = sorted(
@@ -59,7 +59,7 @@ class CrashRun:
 def decision_records(path: Path) -> tuple[list[dict[str, Any]], int]:
     records: list[dict[str, Any]] = []
     torn = 0
-    for file in collector_files(path):
+    for file in decision_log_files(path):
         got, bad = read_records(file)
         records += [r for r in got if r.get("type") == "decision"]
         torn += bad
@@ -92,7 +92,7 @@ def standalone_kill_run(workdir: Path, kills: int, seed: int = 1, pods_per_kill:
             before = sum(a.accepted for a in cluster.bindings())
             proc = subprocess.Popen(
                 [sys.executable, "-m", "scheduler.cli", "run", "--config", str(config),
-                 "--listen", f"127.0.0.1:{free_port()}", "--collector", str(decisions),
+                 "--listen", f"127.0.0.1:{free_port()}", "--decision-log", str(decisions),
                  "--identity", "crash-test", "--lease-duration", "2", "--renew-deadline", "1.5",
                  "--retry-period", "0.2", "--seed", str(seed + round_), "--log-level", "error"],
                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -132,7 +132,7 @@ def extender_kill_run(workdir: Path, kills: int, seed: int = 1, clients: int = 4
     started = time.monotonic()
     counter = iter(range(10**9))
     for _ in range(kills):
-        server = start_extender(workdir, mode="shadow", collector=decisions)
+        server = start_extender(workdir, mode="shadow", decision_log=decisions)
         stop = threading.Event()
 
         def client(server: ExtenderProcess = server, stop: threading.Event = stop) -> None:

@@ -63,7 +63,7 @@ class ExtenderProcess:
 
 
 def start_extender(
-    workdir: Path, mode: str = "shadow", collector: Path | None = None, timeout_seconds: float = 30.0
+    workdir: Path, mode: str = "shadow", decision_log: Path | None = None, timeout_seconds: float = 30.0
 ) -> ExtenderProcess:
     """An extender with no telemetry source (every node neutral), started and answering."""
     config = workdir / "extender.yaml"
@@ -72,8 +72,8 @@ def start_extender(
     port = free_port()
     args = [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(config),
             "--listen", f"127.0.0.1:{port}", "--mode", mode, "--log-level", "warning"]
-    if collector is not None:
-        args += ["--collector", str(collector)]
+    if decision_log is not None:
+        args += ["--decision-log", str(decision_log)]
     proc = subprocess.Popen(
         args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -130,7 +130,7 @@ def run_once(
     observer: Any = None,
 ) -> SimResult:
     """One simulation of `policy_name` with tie-breaking seeded by `seed`. `observer` (e.g.
-    rl.learning.sim_collector.SimDecisionLog) sees every decision: start(sim, label, seed),
+    rl.learning.sim_decision_log.SimDecisionLog) sees every decision: start(sim, label, seed),
     decided(sim, decision, chosen), finish(sim)."""
     if cluster is None:
         cluster = ClusterModel(power_off=power_off)
@@ -301,7 +301,7 @@ def run_plan(
     """The plan's tasks at `indices` (default: all), in that order, in `jobs` processes. An
     `observer` sees every decision in this process: only with `jobs` 1."""
     if observer is not None and jobs > 1:
-        raise ValueError("a decision log is written in run order: use --jobs 1 with --collector")
+        raise ValueError("a decision log is written in run order: use --jobs 1 with --decision-log")
     tasks = [plan.tasks[i] for i in (range(len(plan.tasks)) if indices is None else indices)]
     pods = len(plan.pods)
     progress = ProgressBar(len(tasks) * pods, "benchmark") if show_progress else None

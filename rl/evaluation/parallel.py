@@ -186,7 +186,7 @@ def add_options(parser: Any) -> None:
         type=argument(parse_jobs),
         metavar="N",
         help="simulations run at once, each in its own process; the output is the same for any "
-        f"N (default: this machine's CPUs, {default_jobs()}; 1 with --collector)",
+        f"N (default: this machine's CPUs, {default_jobs()}; 1 with --decision-log)",
     )
     parser.add_argument(
         "--shard",

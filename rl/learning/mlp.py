@@ -1,7 +1,7 @@
 """The MLP energy model: the energy a placement costs, learned from measured outcomes.
 
 Data: decision-log JSONL (`scheduler/decisionlog/`), from a real cluster (the standalone
-scheduler) or from the simulator (`kubejoule-rl benchmark --collector FILE`). A sample is a
+scheduler) or from the simulator (`kubejoule-rl benchmark --decision-log FILE`). A sample is a
 decision line's chosen candidate (its feature schema v3 row) joined with its outcome line:
 
     target = (watts_after − watts_before) × window_seconds        joules over the window

@@ -60,7 +60,7 @@ def add_parser(sub: Any) -> None:
         help="dqn --reward credit: rollouts run at once, each in its own process (the same "
         "weights for every N; default 1)",
     )
-    train.add_argument("--decisions", nargs="+", help="mlp: decision-collector JSONL files")
+    train.add_argument("--decisions", nargs="+", help="mlp: decision-log JSONL files")
     train.add_argument("--epochs", type=int, default=60, help="mlp: passes over the data (60)")
     train.add_argument("--curve", help="learning-curve PNG (default: OUT with .png)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -6,7 +6,7 @@ power-off ablation, or always on), the DaemonSets on every node, what telemetry 
 sees, the telemetry-dropout fault and how workloads are treated (PodDisruptionBudgets, pod
 startup time: rl/simulation/workloads.py). `simulation()` turns nodes, a trace, a ClusterModel and a
 seed into a `Simulation`; the benchmark, the promotion gate, the DQN's training episodes, the
-gymnasium environment and the decision-log collector all build their runs with it, so a rule
+gymnasium environment and the decision log all build their runs with it, so a rule
 added to the cluster model reaches every one of them.
 """
 

@@ -17,7 +17,7 @@ loses nothing written; the standalone scheduler writes a placement's line before
 pod, the extender's recorder before the response is sent. For power loss a background thread
 fsyncs in groups: at most `flush_interval_seconds` after a record, sooner once `batch_records`
 records wait (a power cut loses at most that window). The file is rotated by size (`path` →
-`path.1` → … → `path.N`) and never truncated: on restart the collector appends, and if the
+`path.1` → … → `path.N`) and never truncated: on restart the log appends, and if the
 previous process died mid-line it first ends that fragment with a newline, so the fragment is
 one unreadable line that `read_records` skips and counts, and every later line is whole.
 
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class CollectorConfig:
+class DecisionLogConfig:
     path: str
     max_bytes: int = 64 * 1024 * 1024  # rotate when the file would grow past this
     backups: int = 5  # rotated files kept: path.1 … path.N
@@ -57,11 +57,11 @@ class CollectorConfig:
     outcome_window_seconds: float = 60.0  # how long after a decision its outcome is measured
 
 
-class DecisionCollector:
+class DecisionLog:
     """Appends JSON records to a file: written through (one `write(2)` per record), fsynced in
     groups by a background thread, rotated by size. Thread-safe."""
 
-    def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, config: DecisionLogConfig, clock: Callable[[], float] = time.monotonic):
         if config.backups < 1:
             raise ValueError("backups must be at least 1: rotation must not delete the live file")
         self.config = config

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.domain.model import NodeTelemetry
 
 
@@ -26,11 +26,11 @@ class OutcomeTracker:
 
     def __init__(
         self,
-        collector: DecisionCollector,
+        decision_log: DecisionLog,
         window_seconds: float,
         give_up_after_seconds: float | None = None,
     ) -> None:
-        self.collector = collector
+        self.decision_log = decision_log
         self.window_seconds = window_seconds
         # Without a new sample for this long past the window, write the outcome without "after".
         self.give_up_after_seconds = (
@@ -63,7 +63,7 @@ class OutcomeTracker:
                 after = telemetry(item.node)
                 fresh = after is not None and after.sample_time >= item.due
                 if fresh or now >= item.due + self.give_up_after_seconds:
-                    self.collector.record_outcome(
+                    self.decision_log.record_outcome(
                         item.decision_id,
                         item.node,
                         self.window_seconds,

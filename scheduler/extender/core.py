@@ -84,7 +84,7 @@ class Extender:
         else:
             self.states = states
         self.on_start: list[Callable[[], None]] = []  # e.g. start the cluster watch
-        self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision collector
+        self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision log
         synced = getattr(cluster, "synced", None)
         if cluster is not None and synced is not None:
             self.metrics.registry.register(

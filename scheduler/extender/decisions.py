@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 class ExtenderCall:
-    """One extender call as the decision collector needs it.
+    """One extender call as the decision log needs it.
 
     `names` are the nodes asked about, in order; `candidates` their batch (the same rows, at
     the call's time; its columns give the decision log its features); `scores` the energy

@@ -80,7 +80,7 @@ class _ClusterCollector(Collector):
 
 
 class _RecorderCollector(Collector):
-    """A background recorder's counts (the decision collector's ExtenderRecorder), at scrape
+    """A background recorder's counts (the decision log's ExtenderRecorder), at scrape
     time: decisions recorded, dropped because its queue was full, failed; its queue length."""
 
     def __init__(self, stats: Callable[[], Mapping[str, int]]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.schema import (
     CandidateRecord,
     candidate_record,
@@ -34,7 +34,7 @@ DEFAULT_WRITE_WAIT_SECONDS = 0.5
 
 
 class ExtenderRecorder:
-    """Sends the extender's prioritize decisions to a DecisionCollector (`"source":
+    """Sends the extender's prioritize decisions to a DecisionLog (`"source":
     "extender"`, `"chosen": null`: the extender does not learn where kube-scheduler finally put
     the pod).
 
@@ -45,12 +45,12 @@ class ExtenderRecorder:
     overload the guarantee gives way, counted, never the request: a full queue drops the
     decision at once (`dropped`), and a response waits at most `write_wait_seconds` for its
     line (`late` lines are still written). Never raises. `close()` records what is queued (up
-    to a timeout) before the caller closes the collector, so a clean shutdown loses nothing.
+    to a timeout) before the caller closes the decision log, so a clean shutdown loses nothing.
     """
 
     def __init__(
         self,
-        collector: DecisionCollector,
+        decision_log: DecisionLog,
         energy: EnergyPlugin,
         also: Any = None,
         features: Callable[[PodInfo, CandidateBatch], Sequence[Features]] | None = None,
@@ -59,7 +59,7 @@ class ExtenderRecorder:
         queue_size: int = DEFAULT_RECORDER_QUEUE_SIZE,
         write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS,
     ) -> None:
-        self.collector = collector
+        self.decision_log = decision_log
         self.energy = energy  # the extender's: its columns give the telemetry ages
         self.also = also  # another recorder to forward to (e.g. the extender's MemoryRecorder)
         self.features = features
@@ -107,7 +107,7 @@ class ExtenderRecorder:
 
     def close(self, timeout_seconds: float = 10.0) -> None:
         """Record what is queued (up to the timeout), then stop the thread. Later decisions
-        are dropped. Close the collector after this."""
+        are dropped. Close the decision log after this."""
         self._worker.stop(timeout_seconds)
 
     def _record(self, item: tuple[ExtenderCall, Future[bool], float]) -> None:
@@ -129,7 +129,7 @@ class ExtenderRecorder:
         scores = decision.scores
         assert scores is not None  # prioritize calls only
         names = decision.names
-        limit = self.collector.config.max_candidates
+        limit = self.decision_log.config.max_candidates
         kept = kept_candidates(scores.score, names, limit, (decision.recommended,))
         candidates: list[CandidateRecord] = []
         if kept:
@@ -147,7 +147,7 @@ class ExtenderRecorder:
                         features=features[k] if features is not None else None,
                     )
                 )
-        self.collector.record_decision(
+        self.decision_log.record_decision(
             source="extender",
             mode=str(decision.mode),
             pod=decision.pod,

@@ -68,7 +68,7 @@ def build_refresh_parts(config: Config) -> tuple[EnergyPlugin, TelemetryStore, N
 
 def build_extender(
     config: Config,
-    collector_path: str | None = None,
+    decision_log_path: str | None = None,
     refresh_process: bool = False,
     log_level: str = "WARNING",
 ) -> Extender:
@@ -89,9 +89,9 @@ def build_extender(
         if watch is not None:
             _watch_hooks(watch, on_start, on_stop)
     recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
-    collector = None
-    if collector_path:
-        from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
+    decision_log = None
+    if decision_log_path:
+        from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig
         from scheduler.extender.recorder import ExtenderRecorder
         from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, batch_features_v3
 
@@ -102,9 +102,9 @@ def build_extender(
         cache = getattr(watch, "cache", None)
         workload = cache.workload if cache is not None else None
         lifetimes = cache.lifetimes if cache is not None else None
-        collector = DecisionCollector(CollectorConfig(path=collector_path))
+        decision_log = DecisionLog(DecisionLogConfig(path=decision_log_path))
         recorder = ExtenderRecorder(
-            collector,
+            decision_log,
             energy,
             also=recorder,
             features=lambda pod, batch: batch_features_v3(
@@ -126,10 +126,10 @@ def build_extender(
     )
     extender.on_start.extend(on_start)
     extender.on_stop.extend(on_stop)
-    if collector is not None:
+    if decision_log is not None:
         # Batches reach the disk at least once per telemetry refresh, and all of them on exit:
-        # the recorder first writes what its queue still holds, then the collector closes.
-        store.add_listener(lambda _view: collector.flush_if_due())
+        # the recorder first writes what its queue still holds, then the decision log closes.
+        store.add_listener(lambda _view: decision_log.flush_if_due())
         extender.on_stop.append(recorder.close)
-        extender.on_stop.append(collector.close)
+        extender.on_stop.append(decision_log.close)
     return extender

@@ -1,9 +1,9 @@
-"""Feature schema v1: what a learned scorer (and the decision collector) sees of a pod and of
+"""Feature schema v1: what a learned scorer (and the decision log) sees of a pod and of
 each candidate node. Versioned and ordered: a model checkpoint stores `FEATURE_SCHEMA.to_dict()`
 and is refused when it does not match (`FeatureSchema.check`).
 
 Missing data is never encoded as a plausible value. `node_features()` returns `None` for what is
-unknown (the decision collector writes `null`); `encode()` turns that into numbers for a model,
+unknown (the decision log writes `null`); `encode()` turns that into numbers for a model,
 0.0 for the unknown value with the matching `*_known` / `telemetry_fresh` flag at 0, so a model can
 tell "unknown" from "zero".
 

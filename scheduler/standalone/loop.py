@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.watch import ClusterWatch
-from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.domain.filters import failure_summary
 from scheduler.domain.model import NodeTelemetry, PodInfo
@@ -52,7 +52,7 @@ class StandaloneScheduler:
         scoring: Profile | ScorePlugin,
         config: StandaloneConfig | None = None,
         telemetry: TelemetryView | None = None,
-        collector: DecisionCollector | None = None,
+        decision_log: DecisionLog | None = None,
         outcomes: OutcomeTracker | None = None,
         metrics: SchedulerMetrics | None = None,
         is_leader: Callable[[], bool] | None = None,
@@ -66,7 +66,7 @@ class StandaloneScheduler:
         self.profile = scoring if isinstance(scoring, Profile) else kubejoule_profile(scoring)
         self.config = config or StandaloneConfig()
         self.telemetry = telemetry
-        self.collector = collector
+        self.decision_log = decision_log
         self.outcomes = outcomes
         self.metrics = metrics or SchedulerMetrics()
         self.is_leader = is_leader or (lambda: True)
@@ -193,7 +193,7 @@ class StandaloneScheduler:
             # The decision line reaches the kernel before the binding: a bound pod always
             # has its line, whatever kills the process (records.recorded_before_binding).
             with recorded_before_binding(
-                self.collector,
+                self.decision_log,
                 self.outcomes,
                 self.features,
                 self.profile.name,
@@ -307,8 +307,8 @@ class StandaloneScheduler:
         self._check_cluster_changes()
         if self.outcomes is not None and self.telemetry is not None:
             self.outcomes.poll(self._wall(), self.telemetry.telemetry)
-        if self.collector is not None:
-            self.collector.flush_if_due()
+        if self.decision_log is not None:
+            self.decision_log.flush_if_due()
 
     def drain(self, timeout_seconds: float = 5.0) -> None:
         """Wait for in-flight bindings and queued events (tests, shutdown)."""
@@ -324,8 +324,8 @@ class StandaloneScheduler:
         self.events.stop()
         for thread in threads:
             thread.join(5.0)
-        if self.collector is not None:
-            self.collector.flush()
+        if self.decision_log is not None:
+            self.decision_log.flush()
 
 
 def _key(obj: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from scheduler.config.parse import Config
-from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig
 from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
 from scheduler.lifetimes.state import save_quietly, saving_thread
@@ -30,8 +30,8 @@ class RunOptions:
 
     scheduler: StandaloneConfig = field(default_factory=StandaloneConfig)
     listen: str = "0.0.0.0:10260"  # /metrics, /healthz, /readyz
-    collector_path: str | None = None  # JSONL decision log; None: no log
-    collector_max_bytes: int = 64 * 1024 * 1024
+    decision_log_path: str | None = None  # JSONL decision log; None: no log
+    decision_log_max_bytes: int = 64 * 1024 * 1024
     outcome_window_seconds: float = 60.0
     leader_elect: bool = True
     leader: LeaderElectionConfig | None = None  # None: defaults (kube-system/kubejoule-scheduler)
@@ -76,16 +76,16 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
     )
     store = build_store(config, api)
     metrics = SchedulerMetrics()
-    collector = outcomes = None
-    if options.collector_path:
-        collector = DecisionCollector(
-            CollectorConfig(
-                options.collector_path,
-                max_bytes=options.collector_max_bytes,
+    decision_log = outcomes = None
+    if options.decision_log_path:
+        decision_log = DecisionLog(
+            DecisionLogConfig(
+                options.decision_log_path,
+                max_bytes=options.decision_log_max_bytes,
                 outcome_window_seconds=options.outcome_window_seconds,
             )
         )
-        outcomes = OutcomeTracker(collector, options.outcome_window_seconds)
+        outcomes = OutcomeTracker(decision_log, options.outcome_window_seconds)
     leader_config = options.leader or LeaderElectionConfig()
     elector: LeaderElector | None = None
     scheduler = StandaloneScheduler(
@@ -95,7 +95,7 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         profile,
         options.scheduler,
         telemetry=store,
-        collector=collector,
+        decision_log=decision_log,
         outcomes=outcomes,
         metrics=metrics,
         features=V3Features(
@@ -161,7 +161,7 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
             save_quietly(predictor, options.lifetime_state)
         store.stop()
         server.shutdown()
-        if collector is not None:
-            collector.close()
+        if decision_log is not None:
+            decision_log.close()
         sys.setswitchinterval(switch_interval)
     return 0

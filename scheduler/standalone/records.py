@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
 from scheduler.domain.model import NodeState, PodInfo
@@ -24,7 +24,7 @@ def _schema(features: Features | None) -> str | None:
 
 
 def record_decision(
-    collector: DecisionCollector,
+    decision_log: DecisionLog,
     outcomes: OutcomeTracker | None,
     features: Features | None,
     scorer_name: str,
@@ -41,7 +41,7 @@ def record_decision(
     indices = kept_candidates(
         decision.score,
         names,
-        collector.config.max_candidates,
+        decision_log.config.max_candidates,
         (decision.chosen, decision.recommended, decision.default_choice),
     )
     candidates = []
@@ -59,7 +59,7 @@ def record_decision(
                 features=features(pod, state, wall) if features else None,
             )
         )
-    decision_id = collector.record_decision(
+    decision_id = decision_log.record_decision(
         source="standalone",
         mode=mode,
         pod=pod,
@@ -86,7 +86,7 @@ def track_outcome(
 
 @contextmanager
 def recorded_before_binding(
-    collector: DecisionCollector | None,
+    decision_log: DecisionLog | None,
     outcomes: OutcomeTracker | None,
     features: Features | None,
     scorer_name: str,
@@ -100,12 +100,12 @@ def recorded_before_binding(
     (the binding failed) an `abandoned` line follows, else the outcome is tracked. A log that
     cannot be written (a full disk) is logged and the pod still bound: scheduling never stops
     for the decision log."""
-    if collector is None:
+    if decision_log is None:
         yield
         return
     try:
         decision_id: str | None = record_decision(
-            collector, outcomes, features, scorer_name, mode, pod, decision, wall, track=False
+            decision_log, outcomes, features, scorer_name, mode, pod, decision, wall, track=False
         )
     except OSError:
         log.exception("decision log not written; binding %s without its line", pod.key)
@@ -115,7 +115,7 @@ def recorded_before_binding(
     except BaseException as exc:
         if decision_id is not None:
             try:
-                collector.record_abandoned(decision_id, f"binding failed: {type(exc).__name__}: {exc}")
+                decision_log.record_abandoned(decision_id, f"binding failed: {type(exc).__name__}: {exc}")
             except OSError:
                 log.exception("decision log not written (abandoned line of %s)", pod.key)
         raise

@@ -237,8 +237,8 @@ def test_leader_election_uses_the_lease_the_role_allows() -> None:
     assert role["metadata"]["namespace"] == NAMESPACE
     named = [r for r in role["rules"] if r.get("resourceNames")]
     assert named and all(r["resourceNames"] == [args.lease_name] for r in named)
-    collector = args.collector
-    mount = next(m for m in spec["volumeMounts"] if collector.startswith(m["mountPath"] + "/"))
+    decision_log = args.decision_log
+    mount = next(m for m in spec["volumeMounts"] if decision_log.startswith(m["mountPath"] + "/"))
     assert not mount.get("readOnly")
 
 

@@ -452,7 +452,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 [
                     "run", "--config", str(work / "standalone.yaml"),
                     "--listen", address["standalone"],
-                    "--collector", str(work / "decisions.jsonl"), "--identity", "replica-a",
+                    "--decision-log", str(work / "decisions.jsonl"), "--identity", "replica-a",
                     "--lease-namespace", "kubejoule-system", "--lease-duration", "2",
                     "--renew-deadline", "1.5", "--retry-period", "0.2", "--seed", "1",
                 ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cluster import kube
-from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.domain.model import NodeTelemetry
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.profile import Profile
@@ -44,7 +44,7 @@ def make_scheduler(
     scoring: Profile | ScorePlugin,
     config: StandaloneConfig,
     telemetry: Any = None,
-    collector: DecisionCollector | None = None,
+    decision_log: DecisionLog | None = None,
     is_leader: Callable[[], bool] | None = None,
     user_agent: str = "kubejoule-test",
     **kwargs: Any,
@@ -55,7 +55,7 @@ def make_scheduler(
         scoring,
         config,
         telemetry=telemetry,
-        collector=collector,
+        decision_log=decision_log,
         is_leader=is_leader,
         identity=user_agent,
         **kwargs,

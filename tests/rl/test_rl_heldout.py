@@ -19,7 +19,7 @@ TRAINING_MODULES = (
     "rl/simulation/tracegen.py",
     "rl/learning/dqn",
     "rl/learning/mlp.py",
-    "rl/learning/sim_collector.py",
+    "rl/learning/sim_decision_log.py",
     "rl/learning/train_cli.py",
 )
 

@@ -1,4 +1,4 @@
-"""The simulator's decision log (kubejoule-rl benchmark --collector) and the MLP energy model
+"""The simulator's decision log (kubejoule-rl benchmark --decision-log) and the MLP energy model
 trained on it (kubejoule-rl train --algo mlp)."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_the_decision_log_records_a_hand_computed_outcome(tmp_path):
                 str(tmp_path / "r.json"),
                 "--daemonsets",
                 str(tmp_path / "none.yaml"),
-                "--collector",
+                "--decision-log",
                 str(log),
                 "--no-progress",
             ]
@@ -104,7 +104,7 @@ def decision_log(tmp_path_factory):
             "600",
             "--out",
             str(root / "r.json"),
-            "--collector",
+            "--decision-log",
             str(log),
             "--no-progress",
         ]
@@ -242,8 +242,8 @@ def test_the_training_log_draws_training_clusters_and_never_opens_the_heldout_se
     import sys
     from pathlib import Path
 
-    from rl.learning.sim_collector import main as log_main
-    from rl.learning.sim_collector import write_training_log
+    from rl.learning.sim_decision_log import main as log_main
+    from rl.learning.sim_decision_log import write_training_log
     from rl.simulation.pool import TRAINING_SIZES
 
     heldout = str(Path(__file__).resolve().parents[2] / "rl" / "heldout")

@@ -134,7 +134,7 @@ def test_bad_shard_and_jobs_arguments_exit_2(
 
 
 def test_a_decision_log_needs_one_process(cluster: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = [*cluster, "--jobs", "2", "--collector", str(tmp_path / "log.jsonl"), "--out", str(tmp_path / "r.json")]
+    argv = [*cluster, "--jobs", "2", "--decision-log", str(tmp_path / "log.jsonl"), "--out", str(tmp_path / "r.json")]
     code, _, err = _run(argv, capsys)
     assert code == 2 and "--jobs 1" in err
 

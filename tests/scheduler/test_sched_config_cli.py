@@ -161,7 +161,7 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
         process = subprocess.Popen(
             [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(path),
              "--listen", f"127.0.0.1:{port}", "--mode", "active", "--log-level", "warning",
-             "--collector", str(tmp_path / "decisions.jsonl")],
+             "--decision-log", str(tmp_path / "decisions.jsonl")],
             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )

@@ -12,7 +12,7 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from benchmarks.harness.sched_sources import FixedSource
-from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector, read_records
+from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig, read_records
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
@@ -61,10 +61,10 @@ def _metric(text: str, line_start: str) -> float:
 def test_a_busy_recorder_holds_up_prioritize_only_for_a_bounded_time(tmp_path: Path) -> None:
     store = TelemetryStore([FixedSource(SAMPLES)], clock=lambda: NOW)
     store.refresh_once()
-    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+    decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "d.jsonl")))
     gate = Gate()
     memory = MemoryRecorder(10)
-    recorder = ExtenderRecorder(collector, EnergyPlugin(), also=memory, features=gate, queue_size=2,
+    recorder = ExtenderRecorder(decision_log, EnergyPlugin(), also=memory, features=gate, queue_size=2,
                                 write_wait_seconds=0.05)
     extender = Extender(EnergyPlugin(), store, mode="active", recorder=recorder, clock=lambda: NOW)
     answers = []
@@ -90,7 +90,7 @@ def test_a_busy_recorder_holds_up_prioritize_only_for_a_bounded_time(tmp_path: P
         # All three were written after their response had been sent.
         assert _metric(text, 'kubejoule_extender_recorded_decisions_total{result="late"}') == 3
     recorder.close()
-    collector.close()
+    decision_log.close()
     records, broken = read_records(tmp_path / "d.jsonl")
     assert broken == 0
     assert [r["pod"]["name"] for r in records] == ["p0", "p1", "p2"]
@@ -103,13 +103,13 @@ def test_the_response_is_sent_after_its_line_is_written(tmp_path: Path) -> None:
     store = TelemetryStore([FixedSource(SAMPLES)], clock=lambda: NOW)
     store.refresh_once()
     path = tmp_path / "d.jsonl"
-    collector = DecisionCollector(CollectorConfig(str(path)))
+    decision_log = DecisionLog(DecisionLogConfig(str(path)))
 
     def slow(pod: PodInfo, batch: CandidateBatch) -> list[dict[str, float | None]]:
         threading.Event().wait(0.05)
         return [{"cpu_cores": 8.0}] * len(batch)
 
-    recorder = ExtenderRecorder(collector, EnergyPlugin(), features=slow, write_wait_seconds=5.0)
+    recorder = ExtenderRecorder(decision_log, EnergyPlugin(), features=slow, write_wait_seconds=5.0)
     extender = Extender(EnergyPlugin(), store, mode="shadow", recorder=recorder, clock=lambda: NOW)
     with TestClient(create_app(extender, manage_store=False)) as client:
         for i in range(3):
@@ -120,13 +120,13 @@ def test_the_response_is_sent_after_its_line_is_written(tmp_path: Path) -> None:
             assert broken == 0
     assert recorder.stats()["late"] == 0
     recorder.close()
-    collector.close()
+    decision_log.close()
 
 
 def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: Path) -> None:
-    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+    decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "d.jsonl")))
     gate = Gate()
-    recorder = ExtenderRecorder(collector, EnergyPlugin(), features=gate)
+    recorder = ExtenderRecorder(decision_log, EnergyPlugin(), features=gate)
     pod = PodInfo.from_k8s(_pod("p"))
     nodes = CandidateBatch.of([NodeState(NodeInfo("a", Resources(8000)))])
     scores = one_score(80.0, 4.0)
@@ -139,7 +139,7 @@ def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: 
     gate.release.set()
     recorder.close()
     recorder.record(decision(4.0))  # after close: dropped, not an error
-    collector.close()
+    decision_log.close()
     records, _ = read_records(tmp_path / "d.jsonl")
     assert [r["time"] for r in records] == [1.0, 2.0, 3.0]
     assert recorder.stats() == {"recorded": 3, "dropped": 1, "failed": 0, "late": 0, "queued": 0}
@@ -154,14 +154,14 @@ def test_a_failing_record_is_counted_and_the_thread_goes_on(tmp_path: Path) -> N
             raise ValueError("a broken feature")
         return [{}] * len(batch)
 
-    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
-    recorder = ExtenderRecorder(collector, EnergyPlugin(), features=features)
+    decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "d.jsonl")))
+    recorder = ExtenderRecorder(decision_log, EnergyPlugin(), features=features)
     pod = PodInfo.from_k8s(_pod("p"))
     nodes = CandidateBatch.of([NodeState(NodeInfo("a", Resources(8000)))])
     for wall in (1.0, 2.0):
         recorder.record(ExtenderCall("prioritize", "shadow", wall, pod, ["a"], nodes, one_score(80.0), "a"))
     recorder.close()
-    collector.close()
+    decision_log.close()
     records, _ = read_records(tmp_path / "d.jsonl")
     assert [r["time"] for r in records] == [2.0]
     assert recorder.stats()["failed"] == 1

@@ -53,7 +53,7 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
                 str(config),
                 "--listen",
                 f"127.0.0.1:{port}",
-                "--collector",
+                "--decision-log",
                 str(decisions),
                 "--identity",
                 "cli-test",

@@ -13,7 +13,7 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
-from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector, read_records
+from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig, read_records
 from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
@@ -74,11 +74,11 @@ def _all_bound(cluster: EmulatedCluster) -> dict[str, str | None] | None:
 
 @pytest.mark.parametrize("mode", [MODE_ACTIVE, MODE_SHADOW])
 def test_fifty_pods_on_ten_nodes(mode: str, tmp_path: Path) -> None:
-    collector = DecisionCollector(CollectorConfig(str(tmp_path / "decisions.jsonl")))
+    decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "decisions.jsonl")))
     config = StandaloneConfig(mode=mode, seed=1, initial_backoff_seconds=0.1)
     with EmulatedCluster() as cluster:
         _populate(cluster)
-        with running_scheduler(cluster.url, _scorer(), config, _telemetry(), collector) as sched:
+        with running_scheduler(cluster.url, _scorer(), config, _telemetry(), decision_log) as sched:
             placed = wait_for(lambda: _all_bound(cluster), what="all pods bound")
             sched.drain()
             pods = cluster.list_pods()
@@ -329,9 +329,9 @@ def test_a_placement_gets_its_measured_outcome_line(tmp_path: Path) -> None:
     """Decision line when the pod is bound; once the node has a sample a window later, the
     outcome line with the power before and after — measured, both from RAPL."""
     path = tmp_path / "decisions.jsonl"
-    collector = DecisionCollector(CollectorConfig(str(path), batch_records=1))
+    decision_log = DecisionLog(DecisionLogConfig(str(path), batch_records=1))
     window = 0.3
-    outcomes = OutcomeTracker(collector, window_seconds=window)
+    outcomes = OutcomeTracker(decision_log, window_seconds=window)
     decided_at = time.time()
     telemetry = StaticTelemetry({"n0": NodeTelemetry("n0", decided_at, 80.0, "rapl", 0.1, 4.0)})
     config = StandaloneConfig(mode=MODE_ACTIVE, seed=1)
@@ -339,7 +339,7 @@ def test_a_placement_gets_its_measured_outcome_line(tmp_path: Path) -> None:
         cluster.create_node(node("n0"))
         cluster.create_pod(pod("p", requests={"cpu": "1"}))
         with running_scheduler(
-            cluster.url, _scorer(), config, telemetry, collector, outcomes=outcomes
+            cluster.url, _scorer(), config, telemetry, decision_log, outcomes=outcomes
         ) as sched:
             wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound")
             sched.drain()

@@ -1,4 +1,4 @@
-"""The decision collector's JSONL, written by the simulator (`kubejoule-rl benchmark --collector
+"""The decision log (JSONL), written by the simulator (`kubejoule-rl benchmark --decision-log
 FILE`): the same records the standalone scheduler and the extender write, built by the same
 functions (scheduler/decisionlog/schema.py), so a model trained on simulated decisions reads real
 ones unchanged.
@@ -25,7 +25,7 @@ from rl.policies.profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec
-from scheduler.decisionlog.logfile import DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
 from scheduler.domain.model import REASONS, NodeTelemetry
 from scheduler.framework.batch import CandidateBatch
@@ -38,12 +38,12 @@ SOURCE = "simulated"
 class SimDecisionLog:
     def __init__(
         self,
-        collector: DecisionCollector,
+        decision_log: DecisionLog,
         nodes: Sequence[NodeSpec],
         cluster: ClusterModel,
         window_seconds: float = 60.0,
     ) -> None:
-        self.collector = collector
+        self.decision_log = decision_log
         self.nodes = list(nodes)
         self.cluster = cluster
         self.window_seconds = window_seconds
@@ -74,7 +74,7 @@ class SimDecisionLog:
             if due <= now or final:
                 # The run's end is not a sample: after it everything has finished.
                 after = self._telemetry(node) if due <= now and not final else None
-                self.collector.record_outcome(
+                self.decision_log.record_outcome(
                     decision_id, node, self.window_seconds, before, after, wall_time=now
                 )
             else:
@@ -90,7 +90,7 @@ class SimDecisionLog:
         batch = CandidateBatch.of(feasible, now)
         scores = self._energy.evaluate(decision.info, batch)
         names = batch.names
-        limit = self.collector.config.max_candidates
+        limit = self.decision_log.config.max_candidates
         candidates = []
         for i in kept_candidates(scores.score, names, limit, (chosen,)):
             state = feasible[i]
@@ -105,7 +105,7 @@ class SimDecisionLog:
                 features=self._features(decision.info, state, now),
             ))
         best = ranked(scores.score, names, 1)
-        decision_id = self.collector.record_decision(
+        decision_id = self.decision_log.record_decision(
             source="simulator",
             mode="active",
             pod=decision.info,
@@ -123,7 +123,7 @@ class SimDecisionLog:
 
     def finish(self, sim: Any) -> None:
         self._flush(final=True)
-        self.collector.flush()
+        self.decision_log.flush()
 
 
 # --- training data for the MLP: decision logs on random training clusters --------------------
@@ -149,18 +149,18 @@ def write_training_log(
 
     from rl.evaluation.benchmark import run_once
     from rl.learning.dqn.episodes import build_episode, draw_episode, training_cluster
-    from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
+    from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig
 
     rng = random.Random(seed)
     cluster = training_cluster()
-    collector = DecisionCollector(CollectorConfig(path, max_candidates=4, max_bytes=2**40))
+    decision_log = DecisionLog(DecisionLogConfig(path, max_candidates=4, max_bytes=2**40))
     draws = []
     try:
         for index in range(clusters):
             draw = draw_episode(rng, hours)
             nodes, pods = build_episode(draw)
             nodes = [replace(n, name=f"c{index:02d}-{n.name}") for n in nodes]
-            log = SimDecisionLog(collector, nodes, cluster)
+            log = SimDecisionLog(decision_log, nodes, cluster)
             for policy in policies:
                 run_once(
                     nodes,
@@ -175,19 +175,19 @@ def write_training_log(
             if on_cluster is not None:
                 on_cluster(index, draws[-1])
     finally:
-        collector.close()
+        decision_log.close()
     return draws
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m rl.learning.sim_collector --out FILE --clusters N --seed S`: an MLP training log."""
+    """`python -m rl.learning.sim_decision_log --out FILE --clusters N --seed S`: an MLP training log."""
     import argparse
     import json
     import os
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m rl.learning.sim_collector", description=main.__doc__)
-    parser.add_argument("--out", required=True, help="decision-collector JSONL to write")
+    parser = argparse.ArgumentParser(prog="python -m rl.learning.sim_decision_log", description=main.__doc__)
+    parser.add_argument("--out", required=True, help="decision-log JSONL to write")
     parser.add_argument("--clusters", type=int, default=12, help="random training clusters (12)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
     parser.add_argument("--hours", type=float, default=1.0, help="arrival window per trace (1)")
@@ -200,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("--clusters and --hours must be positive, --policies non-empty", file=sys.stderr)
         return 2
     if os.path.exists(args.out) and os.path.getsize(args.out) > 0:
-        # The collector appends: a second run into the same file would train on both.
+        # The decision log appends: a second run into the same file would train on both.
         print(f"{args.out} exists: remove it first (the log is appended to)", file=sys.stderr)
         return 2
 

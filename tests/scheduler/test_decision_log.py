@@ -1,4 +1,4 @@
-"""The decision collector: JSONL lines written through, group fsync, rotation, crash safety,
+"""The decision log: JSONL lines written through, group fsync, rotation, crash safety,
 torn lines, outcomes."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks.harness.crash_runs import collector_files
+from benchmarks.harness.crash_runs import decision_log_files
 from benchmarks.harness.standalone_objects import pod
 from scheduler.decisionlog.logfile import (
-    CollectorConfig,
-    DecisionCollector,
+    DecisionLog,
+    DecisionLogConfig,
     read_records,
 )
 from scheduler.decisionlog.outcomes import OutcomeTracker
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _all_records(path: Path) -> tuple[list[dict], int]:
     records: list[dict] = []
     bad = 0
-    for file in collector_files(path):
+    for file in decision_log_files(path):
         got, broken = read_records(file)
         records += got
         bad += broken
@@ -50,22 +50,22 @@ def test_records_are_written_through_and_fsynced_in_groups(
         fsynced.set()
 
     monkeypatch.setattr(os, "fsync", fsync)
-    collector = DecisionCollector(
-        CollectorConfig(str(path), batch_records=3, flush_interval_seconds=60.0)
+    decision_log = DecisionLog(
+        DecisionLogConfig(str(path), batch_records=3, flush_interval_seconds=60.0)
     )
-    collector.write({"n": 1})
-    collector.write({"n": 2})
+    decision_log.write({"n": 1})
+    decision_log.write({"n": 2})
     # In the file (the kernel's) as soon as write() returns; not fsynced yet.
     assert [r["n"] for r in read_records(path)[0]] == [1, 2] and synced == []
-    collector.write({"n": 3})  # the group is full: the background thread fsyncs it
+    decision_log.write({"n": 3})  # the group is full: the background thread fsyncs it
     assert fsynced.wait(10)
     assert synced == [[1, 2, 3]]
-    collector.write({"n": 4})
-    collector.close()  # the rest is fsynced on close
+    decision_log.write({"n": 4})
+    decision_log.close()  # the rest is fsynced on close
     assert synced == [[1, 2, 3], [1, 2, 3, 4]]
-    assert collector.batches_written == 2 and collector.records_written == 4
-    collector.write({"n": 5})  # after close: counted, not written, not an error
-    assert collector.records_dropped == 1 and len(read_records(path)[0]) == 4
+    assert decision_log.batches_written == 2 and decision_log.records_written == 4
+    decision_log.write({"n": 5})  # after close: counted, not written, not an error
+    assert decision_log.records_dropped == 1 and len(read_records(path)[0]) == 4
 
 
 def test_group_fsync_at_most_the_interval_after_a_record(
@@ -74,16 +74,16 @@ def test_group_fsync_at_most_the_interval_after_a_record(
     path = tmp_path / "d.jsonl"
     fsyncs: list[int] = []
     monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd))
-    collector = DecisionCollector(
-        CollectorConfig(str(path), batch_records=1000, flush_interval_seconds=0.05)
+    decision_log = DecisionLog(
+        DecisionLogConfig(str(path), batch_records=1000, flush_interval_seconds=0.05)
     )
     for n in range(5):
-        collector.write({"n": n})
+        decision_log.write({"n": n})
     deadline = time.monotonic() + 10
     while not fsyncs and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(fsyncs) == 1  # one fsync for the group of five
-    collector.close()
+    decision_log.close()
     assert len(fsyncs) == 1  # nothing left to sync on close
 
 
@@ -93,11 +93,11 @@ def test_no_interval_fsyncs_every_record_in_the_writer(
     path = tmp_path / "d.jsonl"
     synced: list[int] = []
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(len(read_records(path)[0])))
-    collector = DecisionCollector(CollectorConfig(str(path), flush_interval_seconds=0))
+    decision_log = DecisionLog(DecisionLogConfig(str(path), flush_interval_seconds=0))
     for n in range(3):
-        collector.write({"n": n})
+        decision_log.write({"n": n})
         assert synced[-1] == n + 1  # fsynced before write() returned
-    collector.close()
+    decision_log.close()
     assert synced == [1, 2, 3]
 
 
@@ -106,34 +106,34 @@ def test_flush_if_due_follows_the_clock(tmp_path: Path, monkeypatch: pytest.Monk
     path = tmp_path / "d.jsonl"
     fsyncs: list[int] = []
     monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd))
-    collector = DecisionCollector(
-        CollectorConfig(str(path), batch_records=100, flush_interval_seconds=1.0),
+    decision_log = DecisionLog(
+        DecisionLogConfig(str(path), batch_records=100, flush_interval_seconds=1.0),
         clock=lambda: now[0],
     )
-    collector.write({"n": 1})
-    collector.flush_if_due()
+    decision_log.write({"n": 1})
+    decision_log.flush_if_due()
     assert fsyncs == [] and read_records(path)[0] == [{"n": 1}]
     now[0] = 1.5
-    collector.flush_if_due()
+    decision_log.flush_if_due()
     deadline = time.monotonic() + 10
     while not fsyncs and time.monotonic() < deadline:  # the caller or the thread, once
         time.sleep(0.01)
     assert len(fsyncs) == 1
-    collector.close()
+    decision_log.close()
 
 
 def test_rotation_by_size_keeps_the_newest_files(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
-    collector = DecisionCollector(CollectorConfig(str(path), max_bytes=200, backups=2))
+    decision_log = DecisionLog(DecisionLogConfig(str(path), max_bytes=200, backups=2))
     for i in range(40):
-        collector.write({"n": i, "pad": "x" * 40})
-    collector.close()
-    files = collector_files(path)
+        decision_log.write({"n": i, "pad": "x" * 40})
+    decision_log.close()
+    files = decision_log_files(path)
     assert [f.name for f in files] == ["d.jsonl.2", "d.jsonl.1", "d.jsonl"]
     assert all(f.stat().st_size <= 200 for f in files)
     numbers = [r["n"] for r in _all_records(path)[0]]
     assert numbers == list(range(numbers[0], 40))  # oldest dropped, the rest in order
-    assert collector.rotations > 2
+    assert decision_log.rotations > 2
 
 
 @pytest.mark.parametrize(
@@ -156,9 +156,9 @@ def test_the_reader_skips_and_counts_a_torn_last_line(tmp_path: Path, tail: byte
 def test_restart_appends_and_seals_a_torn_line(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_bytes(b'{"n": 1}\n{"n": 2}\n{"n": 3, "trunc')  # a crash mid-line
-    collector = DecisionCollector(CollectorConfig(str(path)))
-    collector.write({"n": 4})
-    collector.close()
+    decision_log = DecisionLog(DecisionLogConfig(str(path)))
+    decision_log.write({"n": 4})
+    decision_log.close()
     records, bad = read_records(path)
     assert [r["n"] for r in records] == [1, 2, 4]
     assert bad == 1
@@ -167,13 +167,13 @@ def test_restart_appends_and_seals_a_torn_line(tmp_path: Path) -> None:
 
 def test_decision_record_keeps_the_best_candidates_and_the_chosen_ones(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
-    collector = DecisionCollector(CollectorConfig(str(path), max_candidates=3))
+    decision_log = DecisionLog(DecisionLogConfig(str(path), max_candidates=3))
     info = PodInfo.from_k8s(pod("web", requests={"cpu": "250m", "memory": "1Gi"}))
     candidates = [
         CandidateRecord(f"n{i}", score=float(i), delta_watts=10.0 - i, default_score=100 + i)
         for i in range(10)
     ]
-    decision_id = collector.record_decision(
+    decision_id = decision_log.record_decision(
         source="standalone",
         mode="shadow",
         pod=info,
@@ -184,7 +184,7 @@ def test_decision_record_keeps_the_best_candidates_and_the_chosen_ones(tmp_path:
         scorer="heuristic",
         wall_time=5.0,
     )
-    collector.close()
+    decision_log.close()
     (record,) = read_records(path)[0]
     assert record["id"] == decision_id and record["schema"] == "kubejoule.decision/v1"
     assert record["pod"] == {
@@ -205,8 +205,8 @@ def _t(node: str, at: float, watts: float | None, source: str) -> NodeTelemetry:
 
 def test_outcomes_are_measured_only_with_rapl_on_both_sides(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
-    collector = DecisionCollector(CollectorConfig(str(path)))
-    tracker = OutcomeTracker(collector, window_seconds=60.0, give_up_after_seconds=30.0)
+    decision_log = DecisionLog(DecisionLogConfig(str(path)))
+    tracker = OutcomeTracker(decision_log, window_seconds=60.0, give_up_after_seconds=30.0)
     samples = {
         "rapl": _t("rapl", 170.0, 140.0, "rapl"),
         "est": _t("est", 170.0, 90.0, "estimated"),
@@ -218,7 +218,7 @@ def test_outcomes_are_measured_only_with_rapl_on_both_sides(tmp_path: Path) -> N
     assert tracker.poll(159.0, samples.get) == 0  # window not over
     assert tracker.poll(175.0, samples.get) == 2
     assert tracker.poll(200.0, samples.get) == 1  # 160 + 30: given up
-    collector.close()
+    decision_log.close()
     outcomes = {r["id"]: r for r in read_records(path)[0]}
     assert outcomes["d1"]["measured"] is True
     assert (outcomes["d1"]["watts_before"], outcomes["d1"]["watts_after"]) == (120.0, 140.0)
@@ -229,11 +229,11 @@ def test_outcomes_are_measured_only_with_rapl_on_both_sides(tmp_path: Path) -> N
 
 WRITER = """
 import sys
-from scheduler.decisionlog.logfile import CollectorConfig, DecisionCollector
+from scheduler.decisionlog.logfile import DecisionLogConfig, DecisionLog
 path, max_bytes, seq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-collector = DecisionCollector(CollectorConfig(path, max_bytes=max_bytes, backups=50))
+decision_log = DecisionLog(DecisionLogConfig(path, max_bytes=max_bytes, backups=50))
 while True:
-    collector.write({"type": "decision", "seq": seq, "pad": "x" * 300})
+    decision_log.write({"type": "decision", "seq": seq, "pad": "x" * 300})
     seq += 1
     print(seq, flush=True)  # write() returned: the line is the kernel's
 """
@@ -269,7 +269,7 @@ def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
     assert seqs == list(range(len(seqs)))  # in order, no gaps, no duplicates
     assert len(seqs) >= first  # everything acknowledged is there
     assert bad <= 1  # at most the line being written when the process died
-    assert len(collector_files(path)) > 1  # it rotated on the way
+    assert len(decision_log_files(path)) > 1  # it rotated on the way
 
     restart_at = len(seqs)
     second = _run_writer_until(path, restart_at, restart_at + 200)
@@ -290,9 +290,9 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
     from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
     path = tmp_path / "d.jsonl"
-    collector = DecisionCollector(CollectorConfig(str(path)))
+    decision_log = DecisionLog(DecisionLogConfig(str(path)))
     memory = MemoryRecorder(10)
-    recorder = ExtenderRecorder(collector, EnergyPlugin(), also=memory)
+    recorder = ExtenderRecorder(decision_log, EnergyPlugin(), also=memory)
     info = PodInfo.from_k8s(pod("api", requests={"cpu": "1"}))
     nodes = [
         NodeState(
@@ -331,7 +331,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
         )
     )
     recorder.close()  # records what is queued (the work happens off the request path)
-    collector.close()
+    decision_log.close()
     (record,) = read_records(path)[0]
     assert record["source"] == "extender" and record["mode"] == "shadow"
     assert record["chosen"] is None and record["recommended"] == "n1"
@@ -341,7 +341,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
     assert len(memory.decisions) == 2 and recorder.errors == 0
 
 
-def _scheduled_with_log(tmp_path: Path, collector: DecisionCollector, before_bind: Any = None,
+def _scheduled_with_log(tmp_path: Path, decision_log: DecisionLog, before_bind: Any = None,
                         failures: int = 0) -> tuple[list[dict], str | None]:
     """One pod scheduled by the standalone scheduler against kmock's emulator; `before_bind`
     runs as each binding is sent; `failures` bindings are refused first (a 500)."""
@@ -357,7 +357,7 @@ def _scheduled_with_log(tmp_path: Path, collector: DecisionCollector, before_bin
         cluster.create_pod(pod("p", requests={"cpu": "100m"}))
         scheduler = make_scheduler(
             cluster.url, EnergyPlugin(), StandaloneConfig(mode=MODE_ACTIVE, seed=1, initial_backoff_seconds=0.05),
-            collector=collector, outcomes=OutcomeTracker(collector, 60.0),
+            decision_log=decision_log, outcomes=OutcomeTracker(decision_log, 60.0),
         )
         if before_bind is not None:
             bind = scheduler.api.bind
@@ -371,18 +371,18 @@ def _scheduled_with_log(tmp_path: Path, collector: DecisionCollector, before_bin
             bound = wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound")
             scheduler.drain()
             tracked = len(scheduler.outcomes) if scheduler.outcomes is not None else 0
-    collector.close()
+    decision_log.close()
     assert tracked == 1  # the outcome of the binding that took effect, only
-    return read_records(collector.path)[0], bound
+    return read_records(decision_log.path)[0], bound
 
 
 def test_the_decision_line_is_in_the_file_before_the_binding_is_sent(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     seen: list[list[str]] = []
     # No fsync for a minute: what the binding sees is what write(2) put in the file.
-    collector = DecisionCollector(CollectorConfig(str(path), flush_interval_seconds=60.0, batch_records=10**6))
+    decision_log = DecisionLog(DecisionLogConfig(str(path), flush_interval_seconds=60.0, batch_records=10**6))
     records, bound = _scheduled_with_log(
-        tmp_path, collector, lambda: seen.append([r["type"] for r in read_records(path)[0]])
+        tmp_path, decision_log, lambda: seen.append([r["type"] for r in read_records(path)[0]])
     )
     assert bound == "n0" and seen == [["decision"]]
     [decision] = records
@@ -390,8 +390,8 @@ def test_the_decision_line_is_in_the_file_before_the_binding_is_sent(tmp_path: P
 
 
 def test_a_failed_binding_is_followed_by_an_abandoned_line(tmp_path: Path) -> None:
-    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
-    records, bound = _scheduled_with_log(tmp_path, collector, failures=1)
+    decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "d.jsonl")))
+    records, bound = _scheduled_with_log(tmp_path, decision_log, failures=1)
     assert bound == "n0"
     first, abandoned, second = records  # the refused attempt, then the retry
     assert [r["type"] for r in records] == ["decision", "abandoned", "decision"]
@@ -402,12 +402,12 @@ def test_a_failed_binding_is_followed_by_an_abandoned_line(tmp_path: Path) -> No
 def test_a_log_that_cannot_be_written_does_not_stop_scheduling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    collector = DecisionCollector(CollectorConfig(str(tmp_path / "d.jsonl")))
+    decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "d.jsonl")))
 
     def full(record: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(collector, "write", full)
+    monkeypatch.setattr(decision_log, "write", full)
     from benchmarks.harness.standalone_kmock import EmulatedCluster
     from benchmarks.harness.standalone_objects import node
     from scheduler.plugins.energy import EnergyPlugin
@@ -418,10 +418,10 @@ def test_a_log_that_cannot_be_written_does_not_stop_scheduling(
         cluster.create_node(node("n0"))
         cluster.create_pod(pod("p", requests={"cpu": "100m"}))
         scheduler = make_scheduler(cluster.url, EnergyPlugin(), StandaloneConfig(mode=MODE_ACTIVE, seed=1),
-                                   collector=collector)
+                                   decision_log=decision_log)
         with running(scheduler):
             assert wait_for(lambda: cluster.get_pod("default", "p")["spec"].get("nodeName"), what="bound") == "n0"
-    collector.close()
+    decision_log.close()
 
 
 def test_kept_candidates_are_the_best_plus_the_named_ones_best_first():
