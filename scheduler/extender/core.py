@@ -28,7 +28,7 @@ from scheduler.extender.decisions import (
     recommend_batch,
 )
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
-from scheduler.extender.refresher import RemoteStates
+from scheduler.extender.remote import RemoteStates
 from scheduler.extender.state import ClusterView, NodeStates, Prepared
 from scheduler.extender.wire import ExtenderArgs, HostPriorityList, body_limit_for
 from scheduler.framework.batch import CandidateBatch

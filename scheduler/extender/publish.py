@@ -34,6 +34,8 @@ VALUES = "values."
 RAW = "raw."  # what each row's state was made of (to rebuild a row's NodeState on demand)
 SOURCES = ("none", "rapl", "estimated")  # telemetry sources by code (others: appended per generation)
 _ALIGN = 8
+# The largest message either side sends over the socket pair (a generation's header; a Node spec).
+MAX_MESSAGE_BYTES = 1 << 20
 
 
 class Column(msgspec.Struct, array_like=True):

@@ -18,7 +18,7 @@ from scheduler.config.build import (
 from scheduler.config.parse import Config
 from scheduler.extender.core import Extender
 from scheduler.extender.decisions import MemoryRecorder
-from scheduler.extender.refresher import RemoteStates
+from scheduler.extender.remote import RemoteStates
 from scheduler.extender.state import ClusterView, NodeStates
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore

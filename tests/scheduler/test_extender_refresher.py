@@ -214,7 +214,7 @@ def test_the_request_process_reads_a_node_sent_again_once() -> None:
     of a 1,000-node request. The same NodeInfo object comes back (item_redo then compares
     nothing); a new resourceVersion is read again; without one, every time."""
     from benchmarks.harness.realistic_nodes import realistic_node
-    from scheduler.extender.refresher import RemoteStates
+    from scheduler.extender.remote import RemoteStates
 
     remote = RemoteStates(EnergyPlugin(delta_p_ref_watts=50.0), None)
     node = realistic_node("a", 0, cpu="4")
