@@ -28,12 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from agent.curves import PowerCurve
 from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
-from scheduler.autoscaler.choice import (
-    DEFAULT_GROUP_LABELS,
-    GroupOption,
-    rank_options,
-    resolve_curve,
-)
+from scheduler.autoscaler.choice import GroupOption, rank_options, resolve_curve
 from scheduler.autoscaler.messages import (
     ParsedRequest,
     RequestError,
@@ -41,6 +36,7 @@ from scheduler.autoscaler.messages import (
     parse_request,
 )
 from scheduler.autoscaler.protos import expander_pb2
+from scheduler.config.parse import DEFAULT_GROUP_LABELS
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION
 from scheduler.service.metrics import LATENCY_BUCKETS_SECONDS
 

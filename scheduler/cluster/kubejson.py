@@ -6,11 +6,15 @@ Absent and `null` are the same (empty). Maps (labels, requests, allocatable…) 
 that a message can name the key. Where the API is lenient the structs are too: an owner
 reference's `controller`, a condition's `status` and `lastTransitionTime` are `Any`, read only
 where used.
+
+`rfc3339` is the other way: a time as the objects the scheduler writes (Events, conditions) carry
+it (metav1.Time).
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -181,3 +185,8 @@ def convert(value: Any, kind: type[T], where: str) -> T:
         return msgspec.convert(value, kind)
     except msgspec.ValidationError as exc:
         raise ShapeError(type_error(exc, where)[1]) from exc
+
+
+def rfc3339(wall: float) -> str:
+    """Unix seconds as metav1.Time (RFC 3339, whole seconds, UTC): `2024-05-01T10:00:00Z`."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,2 +1,7 @@
-"""The scheduler's YAML configuration (`--config FILE`): its keys, parsed and checked, the plugin registry
-and the objects built from it. May import every scheduler subpackage below the entry points (cli, standalone, extender)."""
+"""The scheduler's YAML configuration (`--config FILE`): its keys, parsed and checked (`parse`,
+`fields`, the `rebalancer:` section in `rebalancer`), the plugin registry and the composition root
+that builds the objects from them (`build`).
+
+May import every part it builds (domain/, framework/, plugins/, lifetimes/, learning/, telemetry/,
+cluster/, decisionlog/, service/); never the four ways the scheduler runs (standalone/, extender/,
+autoscaler/, rebalancer/), which import it: each section's settings live here, not in its part."""

@@ -63,7 +63,6 @@ import yaml
 
 from agent.curves import PowerCurve
 from agent.profile import ProfileError, load_profile
-from scheduler.autoscaler.choice import DEFAULT_GROUP_LABELS
 from scheduler.config.fields import (  # the sections' types and checkers, re-exported here
     ConfigError,
     TelemetryConfig,
@@ -75,10 +74,19 @@ from scheduler.config.fields import (  # the sections' types and checkers, re-ex
     _telemetry,
     parse_listen,
 )
+from scheduler.config.rebalancer import RebalancerConfig, rebalancer_config
 from scheduler.framework.decision import MODES
 from scheduler.framework.sampling import num_feasible_nodes_to_find
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, EnergyPlugin
-from scheduler.rebalancer.settings import RebalancerConfig, rebalancer_config
+
+# Template-node labels whose values name a curve (config `node_groups:` keys, or the label value
+# of running nodes whose agents export a curve), tried in this order: `node_group_labels:`'s
+# default, and the node-group choice's (scheduler/autoscaler/choice.py).
+DEFAULT_GROUP_LABELS: tuple[str, ...] = (
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+    "kubejoule.io/node-group",
+)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ cluster-autoscaler.
 
 Modules: `decide` (the decision: the one implementation, also run by the simulator's
 `+rebalancer`), `energy` (its prices), `lifetime` (what it takes from scheduler/lifetimes),
-`settings` (the `rebalancer:` configuration), `cluster` (the live cluster as decision input),
-`pdbs` (PodDisruptionBudgets), `api` (its Kubernetes calls), `loop` (the rounds, shadow and
-active), `metrics`, `cli` (the command and its wiring).
+`cluster` (the live cluster as decision input, the rebalancing taint), `pdbs`
+(PodDisruptionBudgets), `api` (its Kubernetes calls), `loop` (the rounds, shadow and active),
+`metrics`, `cli` (the command and its wiring). Its settings, the `rebalancer:` section, are
+scheduler/config/rebalancer.py's.
 
-May import domain/, framework/, lifetimes/, cluster/, service/, config/, standalone/ (its decision)."""
+May import domain/, framework/, lifetimes/, cluster/, service/, config/ (its settings; `cli`
+builds its parts with it): config/ sits below the four ways the scheduler runs and imports none of
+them; standalone/, extender/, autoscaler/ never."""

@@ -23,10 +23,12 @@ from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_uti
 from scheduler.rebalancer.energy import pod_eviction_cost
 from scheduler.rebalancer.lifetime import remaining as predicted_remaining
 from scheduler.rebalancer.pdbs import MULTIPLE, Budget, covering
-from scheduler.rebalancer.settings import REBALANCING_TAINT
 
 log = logging.getLogger(__name__)
 
+# The NoSchedule taint the rebalancer puts on a node it empties (no new pods: the evicted ones go
+# elsewhere); off again after the node's cool-down if cluster-autoscaler did not remove it.
+REBALANCING_TAINT = "kubejoule.io/rebalancing"
 # cluster-autoscaler's taints (a node it is removing, NoSchedule, or found unneeded, soft) and
 # the rebalancer's own: such a node is neither emptied nor given pods.
 LEAVE_ALONE_TAINTS = (

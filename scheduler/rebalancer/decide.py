@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from agent.curves import PowerCurve
+from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.rebalancer.energy import (
@@ -44,7 +45,6 @@ from scheduler.rebalancer.energy import (
     takeover_time,
 )
 from scheduler.rebalancer.lifetime import Remaining
-from scheduler.rebalancer.settings import RebalancerConfig
 
 
 @dataclass(frozen=True)

@@ -34,15 +34,21 @@ from collections.abc import Callable, Mapping
 from agent.curves import PowerCurve
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
+from scheduler.cluster.kubejson import rfc3339
+from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.model import NodeTelemetry
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.rebalancer.api import RebalancerApi
-from scheduler.rebalancer.cluster import LiveInputs, PodTracker, RebalancerWatch, node_views
+from scheduler.rebalancer.cluster import (
+    REBALANCING_TAINT,
+    LiveInputs,
+    PodTracker,
+    RebalancerWatch,
+    node_views,
+)
 from scheduler.rebalancer.decide import Move, Plan, plan
 from scheduler.rebalancer.metrics import RebalancerMetrics
 from scheduler.rebalancer.pdbs import budget_from_k8s
-from scheduler.rebalancer.settings import REBALANCING_TAINT, RebalancerConfig
-from scheduler.standalone.events import rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,9 @@ decision, shared with the simulator), `binding` (the API calls, binder threads),
 scheduler), `process` (`kubejoule-scheduler run`'s wiring).
 
 May import every part below the entry points: domain/, framework/, plugins/, lifetimes/, learning/,
-cluster/, decisionlog/, service/, config/."""
+cluster/, decisionlog/, service/, config/ (`process` builds the scheduler with it: config/ sits
+below the four ways the scheduler runs and imports none of them); extender/, autoscaler/,
+rebalancer/ never."""
 
 from scheduler.standalone.binding import ClusterApi, KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler

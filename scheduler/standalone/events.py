@@ -13,10 +13,10 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from scheduler.cluster import kube
+from scheduler.cluster.kubejson import rfc3339
 from scheduler.domain.model import PodInfo
 from scheduler.service.background import BackgroundQueue
 
@@ -39,10 +39,6 @@ def side_effects(size: int) -> BackgroundQueue[Callable[[], None]]:
     """Events and status patches, sent by one background thread. Bounded: when the API is too
     slow the oldest work is kept and new work is dropped (and counted), never the scheduler."""
     return BackgroundQueue("scheduler-events", size, lambda work: work(), _side_effect_failed)
-
-
-def rfc3339(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class PodEvents:

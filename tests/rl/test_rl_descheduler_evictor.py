@@ -96,7 +96,7 @@ def labels(values: dict[str, str]) -> Callable[[Obj], None]:
 
 
 def _rfc3339(seconds: float) -> str:
-    from scheduler.standalone.events import rfc3339
+    from scheduler.cluster.kubejson import rfc3339
 
     return rfc3339(seconds)
 

@@ -19,9 +19,9 @@ from rl.simulation.rebalancer_sim import RebalancerController
 from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
 from rl.simulation.simulator import Simulation
 from rl.simulation.workloads import WorkloadModel
+from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LEVEL_PRIOR, LifetimePredictor, Prediction
-from scheduler.rebalancer.settings import RebalancerConfig
 
 NODES = [NodeSpec("old", "g1", 4, 16, PowerCurve.linear(100.0, 200.0)),
          NodeSpec("new", "g2", 8, 16, PowerCurve.linear(50.0, 150.0), ordinal=1)]

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_utilization, plan
 from scheduler.rebalancer.energy import (
@@ -24,7 +25,6 @@ from scheduler.rebalancer.energy import (
     takeover_time,
 )
 from scheduler.rebalancer.lifetime import Remaining
-from scheduler.rebalancer.settings import RebalancerConfig
 
 GIB = 2**30
 OLD = PowerCurve.linear(100.0, 200.0)

@@ -19,11 +19,12 @@ from prometheus_client import generate_latest
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
+from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LEVEL_PRIOR, LifetimePredictor, Prediction
 from scheduler.rebalancer.api import KubeRebalancerApi
+from scheduler.rebalancer.cluster import REBALANCING_TAINT
 from scheduler.rebalancer.loop import ANNOTATION, Rebalancer
-from scheduler.rebalancer.settings import REBALANCING_TAINT, RebalancerConfig
 from tests.helpers.standalone_harness import api_client, wait_for
 
 OLD, NEW = PowerCurve.linear(100.0, 200.0), PowerCurve.linear(50.0, 150.0)

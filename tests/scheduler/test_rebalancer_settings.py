@@ -8,8 +8,8 @@ import pytest
 
 from scheduler.cli import main
 from scheduler.config.parse import ConfigError, config_from_dict
+from scheduler.config.rebalancer import RebalancerConfig, rebalancer_config
 from scheduler.rebalancer.pdbs import MULTIPLE, budget_from_k8s, covering
-from scheduler.rebalancer.settings import RebalancerConfig, rebalancer_config
 
 
 def test_defaults_and_a_full_section() -> None:

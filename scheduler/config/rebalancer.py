@@ -11,9 +11,6 @@ from scheduler.config.fields import ConfigError, _bool, _number, _section, _str
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW, MODES
 
 LEASE_NAME = "kubejoule-rebalancer"
-# The NoSchedule taint the rebalancer puts on a node it empties (no new pods: the evicted ones go
-# elsewhere); off again after the node's cool-down if cluster-autoscaler did not remove it.
-REBALANCING_TAINT = "kubejoule.io/rebalancing"
 
 
 @dataclass(frozen=True)
