@@ -41,7 +41,7 @@ from rl.evaluation.results import results_json, write_results
 from rl.learning import train_cli
 from rl.policies.catalog import BUILTIN_POLICIES
 from rl.simulation import cluster_options, trace_import
-from rl.simulation.autoscaler import DEFAULT_EXPANDER, EXPANDERS
+from rl.simulation.autoscaler_model import DEFAULT_EXPANDER, EXPANDERS
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import (

@@ -39,7 +39,7 @@ from rl.evaluation.oracle import OracleBound, oracle_bound
 from rl.evaluation.parallel import run_tasks
 from rl.evaluation.progress import ProgressBar
 from rl.policies.catalog import make_policy
-from rl.simulation.autoscaler import EXPANDERS
+from rl.simulation.autoscaler_model import EXPANDERS
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel, SimResult

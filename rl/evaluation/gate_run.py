@@ -30,7 +30,7 @@ from typing import Any
 from rl.evaluation.benchmark import JOULES_PER_KWH, run_once
 from rl.evaluation.gate import CaseResult, combine, evaluate
 from rl.evaluation.parallel import add_options, run_tasks
-from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import (

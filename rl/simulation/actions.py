@@ -1,15 +1,16 @@
 """What the autoscaler and the controllers beside the scheduler do to a simulation: boot and
 power down nodes, evict pods (through the eviction API and its PodDisruptionBudgets), remove
-nodes, taint them, act every interval — with what they read of it (`nodes`, `waiting`, …).
+nodes, taint them — with what they read of it (`nodes`, `waiting`, …); acting every interval is
+the engine's (`Simulation.every`).
 
 `ClusterActions` is a part of `Simulation` (rl/simulation/simulator.py): these are the only ways
-code outside the simulator changes a run.
+code outside the simulator changes a run. They implement the autoscaler's `ClusterAPI`
+(rl/simulation/node.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from rl.simulation.events import BOOT_DONE
 from rl.simulation.lifecycle import NodeLifecycle
@@ -18,10 +19,6 @@ from rl.simulation.simrecords import boot_joules_for
 from rl.simulation.workloads import DELETED
 from scheduler.domain.model import PodInfo, Resources
 
-if TYPE_CHECKING:
-    from rl.simulation.autoscaler import Autoscaler
-    from rl.simulation.simulator import Simulation
-
 
 class ClusterActions(NodeLifecycle):
     """The simulation's public node API (a part of `Simulation`)."""
@@ -29,10 +26,6 @@ class ClusterActions(NodeLifecycle):
     @property
     def nodes(self) -> Sequence[SimNode]:
         return self._nodes
-
-    @property
-    def autoscaler(self) -> Autoscaler | None:
-        return self._autoscaler
 
     @property
     def waiting(self) -> Sequence[int]:
@@ -102,11 +95,3 @@ class ClusterActions(NodeLifecycle):
         and cluster-autoscaler may still remove it (the rebalancer's taint on a node it empties).
         Powering off takes it off."""
         node.tainted = on and node.state == ON
-
-    def every(self, interval_s: float, act: Callable[[Simulation], None]) -> None:
-        """Run `act(self)` every `interval_s` from `interval_s` on, while anything else still
-        happens (a controller such as a descheduler or the rebalancer)."""
-        if not interval_s > 0:
-            raise ValueError("a periodic controller's interval must be > 0")
-        self._periodic.append((interval_s, act))
-        self._push_periodic(len(self._periodic) - 1)

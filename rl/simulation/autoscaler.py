@@ -23,8 +23,9 @@ scale-down's are listed in rl/simulation/scaledown.py):
   count, score = (C_cpu − R_cpu) / C_cpu + (C_mem − R_mem) / C_mem (millicores, bytes; the
   DaemonSet pods are not in R); the options with the exactly lowest score survive. Ties go to a
   random pick among the tied options (the expander chain's final random fallback).
-* Scale-down: rl/simulation/scaledown.py. `OLD_DEFAULTS` is the ablation of this project before issue 22:
-  the random expander, no utilization-based scale-down (only empty nodes), no cool-downs.
+* Scale-down: rl/simulation/scaledown.py. The settings (`AutoscalerModel`) and `old_defaults`, the
+  ablation of this project before issue 22 (the random expander, no utilization-based scale-down:
+  only empty nodes, no cool-downs), are in rl/simulation/autoscaler_model.py.
 
 Not modelled: balancing similar node groups, node-group backoff after failed boots,
 max-nodes-total.
@@ -34,77 +35,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent.curves import PowerCurve
-from rl.simulation.node import BOOTING, OFF
+from rl.simulation.autoscaler_model import EXPANDERS, AutoscalerModel
+from rl.simulation.node import BOOTING, OFF, ClusterAPI
 from rl.simulation.scaledown import ScaleDown, fits
 from scheduler.autoscaler.choice import GroupOption, best_options
 from scheduler.domain.model import APP_CONTAINER, NodeInfo, PodInfo, Resources
 
 if TYPE_CHECKING:
     from rl.simulation.node import SimNode
-    from rl.simulation.simulator import Simulation
-
-EXPANDERS = ("random", "least-waste", "most-pods", "priority", "kubejoule")
-DEFAULT_EXPANDER = "least-waste"
-
-
-@dataclass(frozen=True)
-class AutoscalerModel:
-    """cluster-autoscaler's settings; every default is its shipped one (module docstrings)."""
-
-    scan_interval_s: float = 10.0  # --scan-interval
-    expander: str = DEFAULT_EXPANDER  # --expander
-    boot_seconds: float = 120.0
-    boot_joules: float | None = None  # None: boot seconds × the node's full-load watts
-    scale_down_unneeded_s: float = 600.0  # --scale-down-unneeded-time
-    utilization_threshold: float | None = 0.5  # --scale-down-utilization-threshold; None: only
-    #                                            empty nodes (the OLD_DEFAULTS ablation)
-    ignore_daemonsets_utilization: bool = False  # --ignore-daemonsets-utilization
-    delay_after_add_s: float = 600.0  # --scale-down-delay-after-add
-    delay_after_delete_s: float = 0.0  # --scale-down-delay-after-delete
-    delay_after_failure_s: float = 180.0  # --scale-down-delay-after-failure
-    max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
-    max_drain_parallelism: int = 1  # --max-drain-parallelism
-    max_pod_eviction_s: float = 120.0  # --max-pod-eviction-time
-
-    def __post_init__(self) -> None:
-        if self.scan_interval_s <= 0:
-            raise ValueError("scan interval must be > 0")
-        times = (
-            self.boot_seconds, self.scale_down_unneeded_s, self.delay_after_add_s,
-            self.delay_after_delete_s, self.delay_after_failure_s, self.max_pod_eviction_s,
-        )
-        if not all(t >= 0 for t in times):
-            raise ValueError("boot, unneeded, delay and eviction times must be >= 0")
-        if self.boot_joules is not None and self.boot_joules < 0:
-            raise ValueError("boot_joules must be >= 0")
-        if self.utilization_threshold is not None and not 0 <= self.utilization_threshold <= 1:
-            raise ValueError("the scale-down utilization threshold must be in [0, 1]")
-        if self.max_scale_down_parallelism < 1 or self.max_drain_parallelism < 1:
-            raise ValueError("the scale-down parallelism limits must be >= 1")
-        if self.expander not in EXPANDERS:
-            raise ValueError(f"unknown expander {self.expander!r}; known: {', '.join(EXPANDERS)}")
-
-
-def old_defaults(model: AutoscalerModel) -> AutoscalerModel:
-    """`model` with the OLD_DEFAULTS ablation's scale-down rules and expander."""
-    return replace(
-        model,
-        expander="random",
-        utilization_threshold=None,
-        delay_after_add_s=0.0,
-        delay_after_failure_s=0.0,
-    )
-
-
-# ABLATION: the autoscaler of this project before issue 22 (and, for the expander, of clusters
-# before kubernetes/autoscaler PR #7631): random expander, only empty nodes scaled down, no
-# scale-down cool-downs.
-OLD_DEFAULTS = old_defaults(AutoscalerModel())
-
 
 @dataclass(frozen=True)
 class ScaleUpOption:
@@ -214,9 +156,9 @@ def make_expander(
 
 @dataclass
 class Autoscaler:
-    """The scan loop, acting on one Simulation."""
+    """The scan loop, acting on one simulation through its public node API."""
 
-    sim: Simulation
+    sim: ClusterAPI
     model: AutoscalerModel
     scale_down: ScaleDown = field(init=False)
     _expander: ExpanderFunction | None = None

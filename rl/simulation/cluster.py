@@ -16,7 +16,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.sampling import TelemetryModel, dropped_nodes
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel, Simulation

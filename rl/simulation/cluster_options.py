@@ -8,7 +8,7 @@ import argparse
 from dataclasses import asdict, replace
 from typing import Any
 
-from rl.simulation.autoscaler import AutoscalerModel, old_defaults
+from rl.simulation.autoscaler_model import AutoscalerModel, old_defaults
 from rl.simulation.scenario import Scenario, load_pdbs, scenario_path
 from rl.simulation.traces import PodSpec
 from rl.simulation.workloads import DEFAULT_POD_STARTUP_S, WorkloadModel

@@ -1,17 +1,27 @@
-"""A simulated node: the public node API of the simulator.
+"""A simulated node and the public node API of the simulator.
 
 The simulation (rl/simulation/simulator.py) owns its `SimNode`s and changes them; the
 autoscaler, scale-down, controllers and policies read them (`Simulation.nodes`) and act on
 them only through the simulation's actions (rl/simulation/actions.py: `boot`, `power_down`,
-`evict`, `request_eviction`, `remove_node`, `taint`).
+`evict`, `request_eviction`, `remove_node`, `taint`). `ClusterAPI` is that API as the
+autoscaler (rl/simulation/autoscaler.py, scaledown.py) uses it: it works against this protocol,
+never against the simulation's classes, so the engine sits above the autoscaler it drives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from rl.simulation.scenario import NodeSpec
 from scheduler.domain.model import NodeInfo, PodInfo, Resources
+
+if TYPE_CHECKING:
+    import random
+
+    from rl.simulation.scenario import DaemonSetSpec, PodSpec
+    from rl.simulation.workloads import PodLedger
 
 # A node's power state.
 ON = "on"
@@ -74,3 +84,45 @@ class SimNode:
     def empty(self) -> bool:
         """No pods other than DaemonSet pods, none on the way."""
         return not self.running and not self.pending
+
+
+class ClusterAPI(Protocol):
+    """What cluster-autoscaler reads of a run and does to it (`Simulation` implements it: the
+    state's fields, `ClusterActions`' reads and actions)."""
+
+    scale_ups: int  # scale-up decisions so far (the autoscaler counts its own)
+    scale_downs: int  # nodes the autoscaler removed
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def rng(self) -> random.Random: ...
+
+    @property
+    def pods(self) -> Sequence[PodSpec]: ...
+
+    @property
+    def daemonsets(self) -> Sequence[DaemonSetSpec]: ...
+
+    @property
+    def ledger(self) -> PodLedger: ...
+
+    @property
+    def nodes(self) -> Sequence[SimNode]: ...
+
+    @property
+    def waiting(self) -> Sequence[int]: ...
+
+    @property
+    def daemon_requests(self) -> Resources: ...
+
+    def pod_info(self, index: int) -> PodInfo: ...
+
+    def boot(self, node: SimNode, boot_seconds: float, boot_joules: float | None) -> None: ...
+
+    def pdb_room(self, workload: str | None) -> int | None: ...
+
+    def request_eviction(self, node: SimNode, index: int) -> bool: ...
+
+    def remove_node(self, node: SimNode) -> None: ...

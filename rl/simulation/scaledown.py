@@ -61,15 +61,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from rl.simulation.node import OFF, ON
+from rl.simulation.node import OFF, ON, ClusterAPI
 from rl.simulation.workloads import blocking_reason, is_daemonset_pod
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
 
 if TYPE_CHECKING:
-    from rl.simulation.autoscaler import AutoscalerModel
+    from rl.simulation.autoscaler_model import AutoscalerModel
     from rl.simulation.node import SimNode
-    from rl.simulation.simulator import Simulation
 
 CA_COMMIT = "f7bb0c3623750695e1bb7f9f52269590f2974cbf"
 T = TypeVar("T")
@@ -145,7 +144,7 @@ class Removable:
 class ScaleDown:
     """The planner and the actuation of one simulation's autoscaler."""
 
-    def __init__(self, sim: Simulation, model: AutoscalerModel) -> None:
+    def __init__(self, sim: ClusterAPI, model: AutoscalerModel) -> None:
         self.sim = sim
         self.model = model
         self.unneeded_since: dict[str, float] = {}

@@ -1,11 +1,13 @@
-"""The simulator's value types: the visible-power-off ablation's model, what happened to each pod,
-and a run's result (rl/simulation/simulator.py produces them)."""
+"""The simulator's value types: the visible-power-off ablation's model, the pod a policy is asked
+to place, what happened to each pod, and a run's result (rl/simulation/simulator.py produces
+them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.scenario import NodeSpec, PodSpec
+from scheduler.domain.model import NodeState, PodInfo
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,18 @@ def boot_joules_for(node: NodeSpec, boot_seconds: float, boot_joules: float | No
     if boot_joules is not None:
         return boot_joules
     return boot_seconds * node.curve.max_watts
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    """A pod waiting to be placed, and the feasible nodes (as the scheduler would see them)
+    among `candidates`, every node the scheduler sees."""
+
+    pod: PodSpec
+    info: PodInfo
+    feasible: tuple[NodeState, ...]
+    now: float
+    candidates: tuple[NodeState, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -36,13 +36,15 @@ Model (every number in joules, watts, seconds, cores):
 
 The run ends when the last pod finishes; energy is integrated from 0 to that time.
 
-This module is the event engine (the heap of events, the loop, placing a pod, forking a run,
-the result); its parts: the run's state and event queue (`state.py`, event kinds in
-`events.py`), a node (`node.py`: `SimNode`, the public node API), a node's life
-(`lifecycle.py`: pods start, progress and finish, boots, power), the energy ledgers
-(`energy.py`), the scheduler's view (`view.py`: `NodeState`s, candidates, `PlacementRequest`,
-`Policy`) and what the autoscaler and controllers do (`actions.py`: boot, power down, evict,
-remove, taint, every).
+This module is the event engine (the heap of events, the loop, placing a pod, the periodic
+controllers, forking a run, the result); its parts, each importing only those before it: the
+run's state and event queue (`state.py`, event kinds in `events.py`), a node (`node.py`:
+`SimNode`, and `ClusterAPI`, the public node API the autoscaler works against), the value types
+(`simrecords.py`: `PlacementRequest`, outcomes, the result), a node's life (`lifecycle.py`: pods
+start, progress and finish, boots, power), the energy ledgers (`energy.py`), the scheduler's
+view (`view.py`: `NodeState`s, candidates, `Policy`) and what the autoscaler and controllers do
+(`actions.py`: boot, power down, evict, remove, taint). The engine sits on top: it builds the
+autoscaler (`autoscaler.py`) and drives its scans.
 `Simulation.next_decision()` / `place()` expose the decisions one by one (the run loop of
 rl/evaluation/benchmark.py and the gymnasium env drive them).
 """
@@ -51,28 +53,22 @@ from __future__ import annotations
 
 import copy
 import heapq
-import random
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 from rl.simulation.actions import ClusterActions
+from rl.simulation.autoscaler import Autoscaler
 from rl.simulation.events import ARRIVAL, BOOT_DONE, COMPLETE, PERIODIC, SCAN
 from rl.simulation.node import BOOTING, OFF, ON, SimNode
-from rl.simulation.sampling import TelemetryModel
-from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulation.simrecords import (
+    PlacementRequest,
     PodOutcome,
     PowerOffModel,
     SimResult,
     boot_joules_for,
 )
-from rl.simulation.view import PlacementRequest, Policy, SchedulerView
-from rl.simulation.workloads import WorkloadModel
+from rl.simulation.view import Policy, SchedulerView
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeState
-
-if TYPE_CHECKING:
-    from rl.simulation.autoscaler import AutoscalerModel
 
 # The names the simulator's users import from here (defined in its parts).
 __all__ = [
@@ -91,30 +87,17 @@ __all__ = [
 
 
 class Simulation(ClusterActions, SchedulerView):
-    """One run of a trace on a cluster. Single use."""
+    """One run of a trace on a cluster. Single use. Its parameters are `SimulationState`'s
+    (rl/simulation/state.py): nodes, pods, and how the cluster behaves."""
 
-    def __init__(
-        self,
-        nodes: Sequence[NodeSpec],
-        pods: Sequence[PodSpec],
-        power_off: PowerOffModel | None = None,
-        record_timeline: bool = True,
-        autoscaler: AutoscalerModel | None = None,
-        daemonsets: Sequence[DaemonSetSpec] = (),
-        telemetry: TelemetryModel | None = None,
-        rng: random.Random | None = None,
-        missing_telemetry: frozenset[str] = frozenset(),
-        workloads: WorkloadModel | None = None,
-    ) -> None:
-        super().__init__(
-            nodes, pods, power_off, record_timeline, autoscaler, daemonsets, telemetry, rng,
-            missing_telemetry, workloads,
-        )
+    def _begin(self) -> None:
+        self._periodic: list[tuple[float, Callable[[Simulation], None]]] = []
+        self._periodic_queued = 0  # PERIODIC events in the heap
+        self._autoscaler: Autoscaler | None = None
         for i, pod in enumerate(self.pods):
             self._push(pod.submit_s, ARRIVAL, i, 0)
+        autoscaler = self.autoscaler_model
         if autoscaler is not None:
-            from rl.simulation.autoscaler import Autoscaler
-
             self._autoscaler = Autoscaler(self, autoscaler)
             self._push(0.0, SCAN, 0, 0)
         for node in self._nodes:
@@ -125,6 +108,27 @@ class Simulation(ClusterActions, SchedulerView):
                 self._set_power(node, node.spec.standby_watts)
             self._arm_power_off(node)
 
+    @property
+    def autoscaler(self) -> Autoscaler | None:
+        return self._autoscaler
+
+    # -- controllers ----------------------------------------------------------------------------
+
+    def every(self, interval_s: float, act: Callable[[Simulation], None]) -> None:
+        """Run `act(self)` every `interval_s` from `interval_s` on, while anything else still
+        happens (a controller such as a descheduler or the rebalancer)."""
+        if not interval_s > 0:
+            raise ValueError("a periodic controller's interval must be > 0")
+        self._periodic.append((interval_s, act))
+        self._push_periodic(len(self._periodic) - 1)
+
+    def _push_periodic(self, which: int) -> None:
+        self._periodic_queued += 1
+        self._push(self.now + self._periodic[which][0], PERIODIC, which, 0)
+
+    def _only_periodic_left(self) -> bool:
+        """No event is due but periodic controllers' (and so nothing would change)."""
+        return len(self._events) == self._periodic_queued
 
     # -- placing --------------------------------------------------------------------------------
 

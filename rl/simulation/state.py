@@ -2,7 +2,9 @@
 ledgers (energy, pods, telemetry) — what every part of `Simulation` reads and changes.
 
 `SimulationState` is the base of `Simulation` (rl/simulation/simulator.py) and its parts
-(`lifecycle.py`, `view.py`, `actions.py`); it only holds the state and queues events.
+(`lifecycle.py`, `view.py`, `actions.py`); it only holds the state and queues events. Its
+constructor is `Simulation`'s (one parameter list): it builds the state, then calls `_begin()`,
+where the engine queues the run's first events.
 """
 
 from __future__ import annotations
@@ -10,25 +12,21 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.energy import EnergyLedger
-from rl.simulation.events import PERIODIC
 from rl.simulation.node import SimNode, nonzero_extra
 from rl.simulation.sampling import TelemetryModel, TelemetryRecorder
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from rl.simulation.simrecords import PodOutcome, PowerOffModel
+from rl.simulation.simrecords import PlacementRequest, PodOutcome, PowerOffModel
 from rl.simulation.workloads import PodLedger, WorkloadModel
 from scheduler.domain.model import Resources
 
-if TYPE_CHECKING:
-    from rl.simulation.autoscaler import Autoscaler, AutoscalerModel
-    from rl.simulation.simulator import Simulation
-    from rl.simulation.view import PlacementRequest
-
 
 class SimulationState:
+    """A run's state (module docstring); `autoscaler`: cluster-autoscaler's semantics (None: the
+    nodes are always on, or the `power_off` ablation)."""
 
     def __init__(
         self,
@@ -95,9 +93,11 @@ class SimulationState:
             telemetry,
             frozenset(self._position[name] for name in missing_telemetry if name in self._position),
         )
-        self._periodic: list[tuple[float, Callable[[Simulation], None]]] = []
-        self._periodic_queued = 0  # PERIODIC events in the heap
-        self._autoscaler: Autoscaler | None = None
+        self._begin()
+
+    def _begin(self) -> None:
+        """Queue the run's first events (the engine, `Simulation`, does)."""
+        raise NotImplementedError
 
     def _index(self, node: SimNode) -> int:
         return self._position[node.spec.name]
@@ -114,11 +114,3 @@ class SimulationState:
         self.energy.advance(t - self.now)
         self.pending_pod_seconds += (self._arrived - len(self._start)) * (t - self.now)
         self.now = t
-
-    def _push_periodic(self, which: int) -> None:
-        self._periodic_queued += 1
-        self._push(self.now + self._periodic[which][0], PERIODIC, which, 0)
-
-    def _only_periodic_left(self) -> bool:
-        """No event is due but periodic controllers' (and so nothing would change)."""
-        return len(self._events) == self._periodic_queued

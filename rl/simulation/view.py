@@ -1,7 +1,8 @@
-"""The scheduler's view of a simulation: what a policy is (`Policy`), the pod it is asked to
-place (`PlacementRequest`), and each node as the scheduler sees it (`NodeState`: requests,
-kube-scheduler's NonZeroRequested, telemetry as of the store's last refresh, pods placed since;
-`candidate_states`: the nodes it may pick from), plus the workloads feature schema v2 reads.
+"""The scheduler's view of a simulation: what a policy is (`Policy`; the pod it is asked to place,
+`PlacementRequest`, is in rl/simulation/simrecords.py), and each node as the scheduler sees it
+(`NodeState`: requests, kube-scheduler's NonZeroRequested, telemetry as of the store's last
+refresh, pods placed since; `candidate_states`: the nodes it may pick from), plus the workloads
+feature schema v2 reads.
 
 `SchedulerView` is a part of `Simulation` (rl/simulation/simulator.py); it reads the run and
 never changes it.
@@ -11,11 +12,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from rl.simulation.node import ON, SimNode
-from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.scenario import NodeSpec
 from rl.simulation.state import SimulationState
 from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.learning.features_v2 import NodeWorkload
@@ -37,18 +37,6 @@ class Policy(Protocol):
         now: float,
         candidates: Sequence[NodeState] = (),
     ) -> str: ...
-
-
-@dataclass(frozen=True)
-class PlacementRequest:
-    """A pod waiting to be placed, and the feasible nodes (as the scheduler would see them)
-    among `candidates`, every node the scheduler sees."""
-
-    pod: PodSpec
-    info: PodInfo
-    feasible: tuple[NodeState, ...]
-    now: float
-    candidates: tuple[NodeState, ...] = ()
 
 
 class SchedulerView(SimulationState):
@@ -101,7 +89,7 @@ class SchedulerView(SimulationState):
         """The nodes the scheduler sees: under autoscaler semantics only powered-on, ready
         ones not being drained; in the visible-power-off ablation and when always on, every
         node; never a tainted one (`taint`)."""
-        if self._autoscaler is None:
+        if self.autoscaler_model is None:
             return [self.node_state(n) for n in self._nodes if not n.tainted]
         return [
             self.node_state(n)
@@ -112,7 +100,7 @@ class SchedulerView(SimulationState):
     def workloads(self) -> dict[str, NodeWorkload]:
         """Per node, its pods' placement times and owners, when it became ready (None while off
         or booting) and whether it sits empty in the power-off window (feature schema v2)."""
-        powers_off = self.power_off is not None or self._autoscaler is not None
+        powers_off = self.power_off is not None or self.autoscaler_model is not None
         out = {}
         for node in self._nodes:
             indices = list(node.running) + node.pending

@@ -11,7 +11,8 @@ import pytest
 from agent.curves import PowerCurve
 from rl.evaluation.benchmark import run_once
 from rl.policies.catalog import BUILTIN_POLICIES
-from rl.simulation.autoscaler import AutoscalerModel, ScaleUpOption, least_waste_score
+from rl.simulation.autoscaler import ScaleUpOption, least_waste_score
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.sampling import TelemetryModel, dropped_nodes
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups

@@ -120,7 +120,7 @@ def test_the_benchmark_runs_the_suffix() -> None:
 def test_a_pod_that_fits_nowhere_does_not_keep_the_run_alive() -> None:
     """The autoscaler stops scanning when nothing but periodic controllers is left to happen,
     and so do the controllers: the run ends with the pod never scheduled."""
-    from rl.simulation.autoscaler import AutoscalerModel
+    from rl.simulation.autoscaler_model import AutoscalerModel
 
     pods = [PodSpec(0, 0.0, 100.0, 1.0, 0.5, 1.0, owner_kind="ReplicaSet"),
             PodSpec(1, 0.0, 100.0, 64.0, 0.5, 1.0, owner_kind="ReplicaSet")]

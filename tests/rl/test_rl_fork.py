@@ -11,7 +11,7 @@ from agent.curves import PowerCurve
 from rl.evaluation.gate_run import gate_cluster
 from rl.learning.dqn.credit import RewardConfig, action_costs, fork_cost
 from rl.policies.catalog import make_policy
-from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.pool import TraceDraw, random_cluster, scaled_trace
 from rl.simulation.scenario import NodeSpec, PodSpec

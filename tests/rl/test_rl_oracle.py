@@ -10,7 +10,7 @@ from agent.curves import PowerCurve
 from rl.evaluation.benchmark import oracle_for, run_once
 from rl.evaluation.oracle import oracle_bound
 from rl.policies.catalog import BUILTIN_POLICIES
-from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec

@@ -123,7 +123,7 @@ def test_shadow_mode_decides_and_evicts_nothing() -> None:
 
 
 def test_the_runs_settings_come_from_the_simulation() -> None:
-    from rl.simulation.autoscaler import AutoscalerModel
+    from rl.simulation.autoscaler_model import AutoscalerModel
 
     sim = Simulation(NODES, [PodSpec(0, 0.0, 10.0, 1.0, 1.0, 1.0, owner_kind="ReplicaSet")],
                      autoscaler=AutoscalerModel(scale_down_unneeded_s=300.0),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 from agent.curves import PowerCurve
-from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
 from rl.simulation.simulator import SimResult, Simulation
 from rl.simulation.workloads import WorkloadModel

@@ -19,7 +19,7 @@ import numpy as np
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import node
 from rl.policies.catalog import ProfilePolicy, make_policy
-from rl.simulation.autoscaler import AutoscalerModel
+from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import (
