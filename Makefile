@@ -34,13 +34,13 @@ lint: venv
 test: venv system-deps lint
 	$(BIN)/pytest -q -p no:cacheprovider -rs
 
-# The main job on this host: the agent measures it once (with an example calibration profile,
+# The main job on this host: the agent measures it once (with an example power profile,
 # labelled "estimated", where the host has no RAPL), then the scheduling benchmark runs the
 # headline: the heterogeneous cluster as cluster-autoscaler node groups under its shipped
 # defaults (DaemonSets on every node, lagging telemetry, the trace's PDBs), kube-scheduler and
 # kubejoule × the least-waste and kubejoule expanders, kube-scheduler with the random one, the
 # extender at weights 1/5/12, bin packing and the peers, 3 seeds, with the issue's targets.
-DEMO_PROFILE ?= agent/profiles/ibm-x3550-m3-xeon-x5675.yaml
+DEMO_PROFILE ?= agent/power_profiles/ibm-x3550-m3-xeon-x5675.yaml
 DEMO_OUT ?= out
 demo: venv
 	@mkdir -p $(DEMO_OUT)
@@ -49,7 +49,7 @@ demo: venv
 	  $(BIN)/kubejoule-agent once --interval 2; \
 	else \
 	  echo "(no RAPL here: node power is estimated from the example profile $(DEMO_PROFILE))"; \
-	  $(BIN)/kubejoule-agent once --interval 2 --calibration $(DEMO_PROFILE); \
+	  $(BIN)/kubejoule-agent once --interval 2 --power-profile $(DEMO_PROFILE); \
 	fi
 	@echo
 	@echo "== kubejoule-rl benchmark: the headline, heterogeneous cluster under cluster-autoscaler"

@@ -33,7 +33,7 @@ from agent.calibration.wall import WallMeterError, WallReading, fit_wall_correct
 from agent.devices_cli import bmc_options, open_platform, validate_bmc
 from agent.hostfs import HostFS
 from agent.options import fraction, int_at_least, non_negative_float, positive_float
-from agent.profile import ProfileError, WallCorrection, load_profile
+from agent.power_profile import PowerProfileError, WallCorrection, load_power_profile
 from agent.redfish import Reading
 from agent.sampler import default_node_name
 
@@ -257,13 +257,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_wall(args: argparse.Namespace) -> int:
     try:
-        load_profile(args.profile)
+        load_power_profile(args.profile)
         doc = yaml.safe_load(args.profile.read_text(encoding="utf-8"))
         spans = phase_spans(doc.get("phases") or [])
         if not spans:
             raise WallMeterError(f"{args.profile} lists no measured phases (was it written by `kubejoule-calibrate run`?)")
         wall = fit_wall_correction(read_wall_csv(args.csv), spans)
-    except (ProfileError, WallMeterError, OSError) as exc:
+    except (PowerProfileError, WallMeterError, OSError) as exc:
         print(f"wall correction failed: {exc}", file=sys.stderr)
         return 1
     doc["wall_correction"] = wall.to_mapping()
@@ -278,8 +278,8 @@ def cmd_wall(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     try:
-        profile = load_profile(args.profile)
-    except ProfileError as exc:
+        profile = load_power_profile(args.profile)
+    except PowerProfileError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     head = f"{args.profile}: idle {profile.idle_watts:.2f} W"

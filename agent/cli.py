@@ -26,9 +26,9 @@ from agent.cluster_cli import (
 from agent.devices_cli import device_options, open_gpus, open_platform, validate_bmc
 from agent.gpu_source import GpuSource
 from agent.hostfs import HostFS, copy_preserving_links
-from agent.options import non_negative_int, positive_float, positive_int
+from agent.options import deprecated_alias, non_negative_int, positive_float, positive_int
 from agent.platform import PlatformPoller
-from agent.profile import CalibrationProfile, ProfileError, load_profile
+from agent.power_profile import PowerProfile, PowerProfileError, load_power_profile
 from agent.report import format_snapshot
 from agent.sampler import DEFAULT_PROCESS_TOP, Sampler, default_node_name
 from agent.snapshot import Snapshot
@@ -48,9 +48,10 @@ def attribution_options(process_top_default: int = DEFAULT_PROCESS_TOP) -> argpa
     """Options of the commands that compute a sample (once, replay, run, top)."""
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
-        "--calibration", type=Path, default=None, metavar="FILE",
-        help="calibration profile (YAML with at least idle_watts): idle power is its static power",
+        "--power-profile", type=Path, default=None, metavar="FILE",
+        help="power profile (YAML with at least idle_watts): idle power is its static power",
     )
+    deprecated_alias(options, "--calibration", "--power-profile")
     options.add_argument(
         "--process-top", type=non_negative_int, default=process_top_default, metavar="N",
         help=f"list the N processes using the most power (default {process_top_default}; 0: none)",
@@ -64,7 +65,7 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None, gpus: GpuSo
     later parts (Kubernetes metadata, estimation) extend it here for every command at once.
     GPUs and the BMC are opened by the commands that read them (`once`, `run`)."""
     host = fs if fs is not None else HostFS(args.procfs, args.sysfs)
-    profile: CalibrationProfile | None = getattr(args, "profile", None)
+    profile: PowerProfile | None = getattr(args, "profile", None)
     return Sampler(
         host,
         args.node or default_node_name(),
@@ -78,13 +79,13 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None, gpus: GpuSo
 
 
 def _validate_sampling(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Load the calibration profile once, at parse time: a bad profile is a usage error."""
+    """Load the power profile once, at parse time: a bad profile is a usage error."""
     args.profile = None
-    path: Path | None = getattr(args, "calibration", None)
+    path: Path | None = getattr(args, "power_profile", None)
     if path is not None:
         try:
-            args.profile = load_profile(path)
-        except ProfileError as exc:
+            args.profile = load_power_profile(path)
+        except PowerProfileError as exc:
             parser.error(str(exc))
 
 
@@ -167,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level, args.log_format)
     open_files = raise_open_files_limit()
-    profile: CalibrationProfile | None = args.profile
+    profile: PowerProfile | None = args.profile
     collector = SnapshotCollector(
         ExportLevels(containers=args.containers, process_top=args.process_top),
         model_points=profile.model_points() if profile is not None else (),
@@ -185,7 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         service.stoppers.append(platform.stop)
     logging.getLogger("kubejoule.agent").info("starting", extra={"fields": {
         "node": service.sampler.node, "interval_seconds": args.interval, "procfs": str(args.procfs),
-        "sysfs": str(args.sysfs), "calibration": str(args.calibration) if args.calibration else None,
+        "sysfs": str(args.sysfs), "calibration": str(args.power_profile) if args.power_profile else None,
         "containers": args.containers, "process_top": args.process_top, "open_files_limit": open_files,
         "version": __version__,
     }})

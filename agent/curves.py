@@ -55,7 +55,7 @@ class PowerCurve:
 
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> PowerCurve:
-        """Build from a node-group `power:` block or a calibration profile."""
+        """Build from a node-group `power:` block or a power profile."""
         if spec.get("points") is not None and spec.get("model") in (None, "points", "piecewise"):
             return cls.from_points(spec["points"])
         model = spec.get("model", spec.get("curve", "linear"))

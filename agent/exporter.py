@@ -318,7 +318,7 @@ class SnapshotCollector(Collector):
                 model.add_metric([node, f"{level:.1f}", self.model_reading], watts)
             yield model
         wall_watts = snap.extra_value("wall_watts")
-        if wall_watts is not None:  # only with a calibration profile's wall correction
+        if wall_watts is not None:  # only with a power profile's wall correction
             wall = GaugeMetricFamily(
                 PREFIX + "node_wall_power_watts",
                 "Node power at the wall: node power through the calibrated RAPL-to-wall correction.",

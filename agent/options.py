@@ -1,11 +1,18 @@
 """argparse value types shared by the agent's command lines (`kubejoule-agent`,
-`kubejoule-calibrate`): a bad value is a usage error (exit 2) with the reason, never a traceback."""
+`kubejoule-calibrate`): a bad value is a usage error (exit 2) with the reason, never a traceback.
+
+And old flags that still work, for every kubejoule command line (`kubejoule-scheduler` and
+`kubejoule-rl` too): `deprecated_alias(parser, "--old", "--new")` accepts `--old` as `--new` (same
+value, same destination) and warns on stderr, naming the new flag. Renamed flags (docs/DESIGN.md,
+"Glossary") keep working this way for a release or two."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def positive_float(text: str) -> float:
@@ -55,3 +62,25 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+
+
+class _DeprecatedFlag(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None
+    ) -> None:
+        print(f"{parser.prog}: warning: {option_string} is deprecated, use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept `old` for the already-declared flag `new`, warning when it is used; hidden from --help."""
+    target = next(action for action in parser._actions if new in action.option_strings)
+    typed: dict[str, Any] = {"type": target.type} if target.type is not None else {}
+    parser.add_argument(
+        old, dest=target.dest, new=new, action=_DeprecatedFlag, metavar=target.metavar,
+        default=argparse.SUPPRESS, help=argparse.SUPPRESS, **typed,
+    )

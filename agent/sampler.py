@@ -49,9 +49,9 @@ from agent.energy import ImplausibleError
 from agent.gpu_power import GpuSample, compute_gpus
 from agent.gpu_source import GpuSource
 from agent.hostfs import HostFS
+from agent.power_profile import PowerProfile
 from agent.processes import ProcessReader, ProcStat
 from agent.procstat import CpuDelta, CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
-from agent.profile import CalibrationProfile
 from agent.rapl import NO_POWERCAP_HINT, RaplReading, read_rapl
 from agent.rapl_power import compute_power
 from agent.snapshot import (
@@ -109,7 +109,7 @@ class Sampler:
         fs: HostFS,
         node: str | None = None,
         *,
-        profile: CalibrationProfile | None = None,
+        profile: PowerProfile | None = None,
         process_top: int = DEFAULT_PROCESS_TOP,
         containers: bool = True,
         gpus: GpuSource | None = None,

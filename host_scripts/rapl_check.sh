@@ -120,7 +120,7 @@ advice_no_zones() {
         echo "  or sysfs is not mounted at $SYSFS."
     fi
     echo "  In a virtual machine RAPL is usually not available: measure on the hypervisor host"
-    echo "  (kvm_power_monitor.sh) or use a calibration profile (source=estimated)."
+    echo "  (kvm_power_monitor.sh) or use a power profile (source=estimated)."
 }
 
 # Collect zones: every intel-rapl* entry of the powercap class (symlinks into devices/).

@@ -33,6 +33,7 @@ from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from agent.options import deprecated_alias
 from rl import ablation_cli
 from rl.evaluation import gate_run, shards
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
@@ -58,7 +59,6 @@ from rl.simulation.scenario import (
 )
 from rl.simulation.simulator import PowerOffModel
 from rl.simulation.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
-from scheduler.service.aliases import deprecated_alias
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from agent.options import deprecated_alias
 from scheduler.autoscaler.cli import add_autoscaler_expander_command
 from scheduler.config.build import source_names
 from scheduler.config.parse import MODES, Config, ConfigError, load_config, parse_listen
 from scheduler.extender.wiring import build_extender
 from scheduler.rebalancer.cli import add_rebalancer_command
-from scheduler.service.aliases import deprecated_alias
 from scheduler.telemetry.discovery import parse_static_targets
 
 if TYPE_CHECKING:

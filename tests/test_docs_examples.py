@@ -5,8 +5,8 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
 
 * A block right after `<!-- example: skip (REASON) -->` is skipped for that reason.
 * `yaml`: must parse, once elisions are dropped (`…` lines, `, …` and `{...}` in flow
-  collections: see `unelided`). A calibration profile (`schema: kubejoule.calibration/v1`) goes through
-  `agent.profile.parse_profile`; a scheduler configuration (only scheduler/config/parse.py's top-level
+  collections: see `unelided`). A power profile (`schema: kubejoule.calibration/v1`) goes through
+  `agent.power_profile.parse_power_profile`; a scheduler configuration (only scheduler/config/parse.py's top-level
   keys) through `scheduler.config.parse.config_from_dict`; a Pod through `scheduler.domain.model.PodInfo`; a
   KubeSchedulerConfiguration's extenders
   are checked against kube-scheduler's Extender fields and the routes the extender serves; a
@@ -82,8 +82,8 @@ OTHER_YAML = {
 }
 # Documented paths that do not exist here, and what stands in for them in the examples.
 PATH_STAND_INS = {
-    "/etc/kubejoule/profiles/x5675.yaml": "agent/profiles/ibm-x3550-m3-xeon-x5675.yaml",
-    "/etc/kubejoule/profiles/big.yaml": "agent/profiles/ibm-x3550-m3-xeon-x5675.yaml",
+    "/etc/kubejoule/profiles/x5675.yaml": "agent/power_profiles/ibm-x3550-m3-xeon-x5675.yaml",
+    "/etc/kubejoule/profiles/big.yaml": "agent/power_profiles/ibm-x3550-m3-xeon-x5675.yaml",
 }
 
 
@@ -321,9 +321,9 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
     data = yaml.safe_load(unelided(block.text))
     kind = yaml_kind(block, data)
     if kind == "profile":
-        from agent.profile import parse_profile
+        from agent.power_profile import parse_power_profile
 
-        profile = parse_profile(data, block.where)
+        profile = parse_power_profile(data, block.where)
         assert profile.idle_watts is not None
     elif kind == "kube-scheduler":
         for extender in data["extenders"]:
@@ -468,9 +468,9 @@ def test_run_calibration_show_on_the_documented_profile(tmp_path: Path) -> None:
 
 
 def test_run_agent_with_a_documented_calibration_profile(tmp_path: Path) -> None:
-    block = find_block("docs/calibration.md", "kubejoule-agent once --json --calibration")
+    block = find_block("docs/calibration.md", "kubejoule-agent once --json --power-profile")
     args = _documented(block, "kubejoule-agent", "once")
-    args = [str(REPO / a) if a.startswith("agent/profiles/") else a for a in args]
+    args = [str(REPO / a) if a.startswith("agent/power_profiles/") else a for a in args]
     proc = _cli("kubejoule-agent", *args, "--interval", "0.2", *FIXTURE_TREES, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["schema"] == "kubejoule.sample/v1"

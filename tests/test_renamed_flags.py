@@ -3,13 +3,18 @@ one still works — same destination, same value — and warns on stderr naming 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from agent.cli import build_parser as agent_parser
 from rl.cli import _build_parser as rl_parser
 from scheduler.cli import build_parser as scheduler_parser
 
 # (parser, argv before the flag, old flag, new flag, value, destination, parsed value)
 RENAMED = [
+    (agent_parser, ["once"], "--calibration", "--power-profile", "p.yaml", "power_profile", Path("p.yaml")),
+    (agent_parser, ["run"], "--calibration", "--power-profile", "p.yaml", "power_profile", Path("p.yaml")),
     (scheduler_parser, ["extender"], "--collector", "--decision-log", "d.jsonl", "decision_log", "d.jsonl"),
     (scheduler_parser, ["run"], "--collector", "--decision-log", "d.jsonl", "decision_log", "d.jsonl"),
     (scheduler_parser, ["run"], "--collector-max-bytes", "--decision-log-max-bytes", "1024",

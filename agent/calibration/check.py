@@ -145,8 +145,8 @@ def _no_powercap_problem(fs: HostFS, present: bool) -> Problem:
             "powercap",
             f"{reason}: this is {vm}, and hypervisors do not pass RAPL through to guests",
             "calibrate a bare-metal node of the same type and give its profile to the agent "
-            "(`kubejoule-agent run --calibration FILE`), or use an example profile from "
-            "agent/profiles/: node power is then estimated from CPU utilization (source `estimated`)",
+            "(`kubejoule-agent run --power-profile FILE`), or use an example profile from "
+            "agent/power_profiles/: node power is then estimated from CPU utilization (source `estimated`)",
         )
     loaded = any(fs.sys("module", m).is_dir() for m in ("intel_rapl_common", "intel_rapl_msr"))
     vendor = cpu_vendor(fs) or "unknown"
@@ -161,7 +161,7 @@ def _no_powercap_problem(fs: HostFS, present: bool) -> Problem:
         f"{reason} although the intel_rapl driver is loaded: this CPU ({vendor}) exposes no RAPL "
         "domains, or the firmware disabled them",
         "check the BIOS power-management settings and `dmesg | grep -i rapl`; without RAPL, use a "
-        "calibration profile measured on a node of the same type (source `estimated`)",
+        "power profile measured on a node of the same type (source `estimated`)",
     )
 
 

@@ -1,4 +1,4 @@
-"""The calibration profile written by `kubejoule-calibrate run` (schema `kubejoule.calibration/v1`).
+"""The power profile written by `kubejoule-calibrate run` (schema `kubejoule.calibration/v1`).
 
 The document holds what the agent needs (idle_watts, the curve, the wall correction) and what a
 reader needs to judge it: every model's held-out error, why one was chosen, the measured phases
@@ -21,11 +21,11 @@ from agent.calibration.measure import Phase
 from agent.calibration.wall import PhaseSpan
 from agent.curves import PowerCurve
 from agent.hostfs import HostFS
-from agent.profile import SCHEMA, WallCorrection
+from agent.power_profile import SCHEMA, WallCorrection
 
 HEADER = (
-    "# kubejoule calibration profile, written by `kubejoule-calibrate run`.\n"
-    "# Use it with `kubejoule-agent run --calibration FILE`. Format: docs/calibration.md\n"
+    "# kubejoule power profile, written by `kubejoule-calibrate run`.\n"
+    "# Use it with `kubejoule-agent run --power-profile FILE`. Format: docs/calibration.md\n"
 )
 
 

@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The scheduler image: the scheduler package, the agent's plain-data modules it imports (power
-# curves, calibration profiles, Kubernetes quantities and timestamps: the list is the import
+# curves, power profiles, Kubernetes quantities and timestamps, argparse helpers: the list is the import
 # graph's, checked by tests/deploy/test_deploy_images.py), and the `scheduler` extra (fastapi,
 # uvicorn, httpx; grpcio and protobuf for `autoscaler-expander`). No torch: every scorer it ships,
 # the learned ones included, runs on numpy (a model is exported to .npz by `kubejoule-rl train`).
@@ -11,7 +11,7 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
-COPY agent/__init__.py agent/curves.py agent/kubetime.py agent/profile.py agent/quantity.py ./agent/
+COPY agent/__init__.py agent/curves.py agent/kubetime.py agent/options.py agent/power_profile.py agent/quantity.py ./agent/
 COPY agent/protos/__init__.py agent/protos/generate.py ./agent/protos/
 COPY scheduler ./scheduler
 RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[scheduler]"

@@ -16,7 +16,7 @@ curves:                       # power curves for nodes whose agent exports none
 node_groups:                  # cluster-autoscaler node groups (autoscaler-expander): by group id,
   ng-big: {model: fan, idle_watts: 58, max_watts: 222, r: 1.4}   # or by a node_group_labels value
   m5.2xlarge: {points: [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]}
-  ng-calibrated: {profile: /etc/kubejoule/profiles/big.yaml}     # a calibration profile file
+  ng-calibrated: {power_profile: /etc/kubejoule/profiles/big.yaml}  # a power profile file
 node_group_labels: [node.kubernetes.io/instance-type, beta.kubernetes.io/instance-type,
                     kubejoule.io/node-group]  # template-node labels whose value names a curve
 power_caps_watts:             # /filter drops a node only if the pod would push it past its cap
@@ -54,6 +54,7 @@ client, TelemetryStore) are `scheduler.config.build`'s.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ from typing import Any
 import yaml
 
 from agent.curves import PowerCurve
-from agent.profile import ProfileError, load_profile
+from agent.power_profile import PowerProfileError, load_power_profile
 from scheduler.config.fields import (  # the sections' types and checkers, re-exported here
     ConfigError,
     TelemetryConfig,
@@ -87,6 +88,13 @@ DEFAULT_GROUP_LABELS: tuple[str, ...] = (
     "beta.kubernetes.io/instance-type",
     "kubejoule.io/node-group",
 )
+
+log = logging.getLogger("kubejoule.scheduler.config")
+
+# A node group's power profile file (`node_groups: {NAME: {power_profile: FILE}}`); `profile`
+# is its old name, still read with a warning (docs/DESIGN.md, "Glossary").
+POWER_PROFILE_KEY = "power_profile"
+OLD_POWER_PROFILE_KEY = "profile"
 
 
 @dataclass(frozen=True)
@@ -150,15 +158,19 @@ class Config:
 
 
 def _curves(data: Any, where: str = "curves", profiles: bool = False) -> dict[str, PowerCurve]:
-    """Curves by name; with `profiles`, a value may also be `{profile: FILE}` or a bare FILE
-    (a calibration profile with a curve)."""
+    """Curves by name; with `profiles`, a value may also be `{power_profile: FILE}` or a bare
+    FILE (a power profile with a curve). The old key `profile` still works, with a warning."""
     curves = {}
     for name, spec in _section(data, where, set(map(str, data or {}))).items():
         if profiles and isinstance(spec, str):
-            spec = {"profile": spec}
+            spec = {POWER_PROFILE_KEY: spec}
         if not isinstance(spec, Mapping):
             raise ConfigError(f"{where}.{name}: expected a mapping")
-        if profiles and "profile" in spec:
+        if profiles and OLD_POWER_PROFILE_KEY in spec and POWER_PROFILE_KEY not in spec:
+            log.warning("%s.%s: the key %r is deprecated, use %r", where, name, OLD_POWER_PROFILE_KEY,
+                        POWER_PROFILE_KEY)
+            spec = {POWER_PROFILE_KEY if k == OLD_POWER_PROFILE_KEY else k: v for k, v in spec.items()}
+        if profiles and POWER_PROFILE_KEY in spec:
             curves[str(name)] = _profile_curve(spec, f"{where}.{name}")
             continue
         try:
@@ -169,13 +181,13 @@ def _curves(data: Any, where: str = "curves", profiles: bool = False) -> dict[st
 
 
 def _profile_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
-    _section(spec, where, {"profile"})
+    _section(spec, where, {POWER_PROFILE_KEY})
     try:
-        profile = load_profile(_str(spec["profile"], f"{where}.profile"))
-    except ProfileError as exc:
+        profile = load_power_profile(_str(spec[POWER_PROFILE_KEY], f"{where}.{POWER_PROFILE_KEY}"))
+    except PowerProfileError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
     if profile.curve is None:
-        raise ConfigError(f"{where}: the calibration profile {spec['profile']} has no power curve")
+        raise ConfigError(f"{where}: the power profile {spec[POWER_PROFILE_KEY]} has no power curve")
     return profile.curve
 
 

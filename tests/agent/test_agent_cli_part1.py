@@ -72,7 +72,7 @@ def test_snapshot_copies_what_the_agent_reads_and_replays_identically(tmp_path: 
         ["replay", "/nonexistent/a", "/nonexistent/b", "--interval", "1"],
         ["replay", str(POWERCAP / "wrap/before"), str(POWERCAP / "wrap/after")],  # no --interval
         ["snapshot"],
-        ["once", "--calibration", "/nonexistent/profile.yaml"],  # refused after parsing
+        ["once", "--power-profile", "/nonexistent/profile.yaml"],  # refused after parsing
         ["once", "--process-top", "many"],
     ],
 )

@@ -56,7 +56,7 @@ DESIGN_METRICS: dict[str, set[str]] = {
 def test_run_serves_design_metrics_with_exact_energy_and_a_clean_shutdown(tmp_path: Path) -> None:
     profile = tmp_path / "profile.yaml"
     profile.write_text("idle_watts: 4.0\nmax_watts: 40.0\nmodel: linear\n")
-    agent = AgentProcess(TREE, interval=0.25, hermetic=True, args=["--containers", "--process-top", "5", "--calibration", str(profile)])
+    agent = AgentProcess(TREE, interval=0.25, hermetic=True, args=["--containers", "--process-top", "5", "--power-profile", str(profile)])
     with agent:
         assert agent.get("/healthz")[0] == 200
         status, body = agent.get("/readyz")

@@ -212,7 +212,7 @@ def test_calibrated_idle_replaces_the_utilization_rule(tmp_path: Path) -> None:
     case = "v2-systemd-containerd"
     profile = tmp_path / "profile.yaml"
     profile.write_text("schema: kubejoule.calibration/v1\nidle_watts: 10.0\nmax_watts: 60\nmodel: linear\n")
-    record = replay(case, "--calibration", str(profile))
+    record = replay(case, "--power-profile", str(profile))
     exp = expected(case, calibrated_idle=10.0)
     assert record["idle_source"] == "calibration"
     assert record["idle_watts"] == pytest.approx(10.0)
@@ -226,7 +226,7 @@ def test_calibrated_idle_replaces_the_utilization_rule(tmp_path: Path) -> None:
 def test_calibrated_idle_above_node_power_is_clamped_to_it(tmp_path: Path) -> None:
     profile = tmp_path / "profile.yaml"
     profile.write_text("idle_watts: 500\n")
-    record = replay("v1-hybrid-systemd-crio", "--calibration", str(profile))
+    record = replay("v1-hybrid-systemd-crio", "--power-profile", str(profile))
     assert record["idle_watts"] == pytest.approx(record["node_watts"], rel=1e-12)
     assert record["active_watts"] == 0.0
     assert all(p["watts"] == 0.0 for p in record["pods"]) and record["host_watts"] == 0.0
@@ -240,7 +240,7 @@ def test_a_bad_calibration_profile_is_a_usage_error(tmp_path: Path, content: str
     profile = tmp_path / "p.yaml"
     profile.write_text(content)
     case = WORKLOADS / "v2-systemd-containerd"
-    proc = run_agent("replay", str(case / "before"), str(case / "after"), "--interval", "2", "--calibration", str(profile))
+    proc = run_agent("replay", str(case / "before"), str(case / "after"), "--interval", "2", "--power-profile", str(profile))
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
 

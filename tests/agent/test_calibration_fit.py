@@ -11,7 +11,7 @@ from agent.calibration.fit import FitError, Window, fit_fan, fit_points, hat_bas
 from agent.curves import PowerCurve
 
 # SPECpower_ssj2008 average active power of an IBM System x3550 with two Xeon X5675
-# (agent/profiles/ibm-x3550-m3-xeon-x5675.yaml): a steep first step no smooth model follows.
+# (agent/power_profiles/ibm-x3550-m3-xeon-x5675.yaml): a steep first step no smooth model follows.
 SPEC_POINTS = [58.4, 98, 109, 118, 128, 140, 153, 170, 189, 205, 222]
 LEVELS = [i / 10 for i in range(11)]
 

@@ -16,7 +16,7 @@ from agent.calibrate_cli import Measured, PlatformRecorder, main
 from agent.calibration.wall import WallReading
 from agent.curves import PowerCurve
 from agent.platform import PlatformPoller
-from agent.profile import load_profile
+from agent.power_profile import load_power_profile
 from agent.redfish import Credentials, RedfishClient
 from benchmarks.harness import redfish_mockup
 from tests.helpers.agent_cli import FIXTURES, replay_record
@@ -73,13 +73,13 @@ def test_the_profile_is_the_platform_curve_with_rapls_beside_it(tmp_path: Path, 
     assert doc["wall_correction"]["slope"] == pytest.approx(1.25, abs=1e-4)
     assert "fitted against the BMC's platform reading" in capsys.readouterr().out
 
-    profile = load_profile(out)
+    profile = load_power_profile(out)
     assert profile.reading == "platform" and profile.cpu_idle_watts == pytest.approx(40.0, abs=0.05)
     assert profile.model_points()[0][1] == pytest.approx(platform_watts(40.0), abs=0.5)  # exported
     assert profile.estimate_cpu_watts(1.0) == pytest.approx(100.0, abs=0.05)
     # the agent on a RAPL node: idle is RAPL's calibrated static power, not the platform's
     record = replay_record(FIXTURES / "workloads/v2-systemd-containerd/before",
-                           FIXTURES / "workloads/v2-systemd-containerd/after", 2.0, "--calibration", str(out))
+                           FIXTURES / "workloads/v2-systemd-containerd/after", 2.0, "--power-profile", str(out))
     assert record["idle_source"] == "calibration"
     assert record["idle_watts"] == pytest.approx(min(40.0, record["node_watts"]), abs=0.05)
 

@@ -20,8 +20,8 @@ from agent.calibration.fit import Window
 from agent.calibration.measure import Phase, levels
 from agent.curves import PowerCurve
 from agent.hostfs import HostFS
+from agent.power_profile import SCHEMA, load_power_profile
 from agent.procstat import cpu_delta, read_cpu_times
-from agent.profile import SCHEMA, load_profile
 from tests.helpers.agent_cli import machine_rapl_zones
 from tests.helpers.calibrate_meter import (
     POWERCAP,
@@ -152,7 +152,7 @@ def calibrate_behind_a_virtual_meter(sys_root: Path, tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert meter.wraps > 0
 
-    profile = load_profile(out)
+    profile = load_power_profile(out)
     doc = yaml.safe_load(out.read_text())
     measured = "; ".join(  # what was measured, for the failure message
         f"{p['name']} u={p['utilization']} {p['watts']} W (curve {TRUE_CURVE.watts(p['utilization'] or 0):.2f})"
@@ -234,7 +234,7 @@ def test_run_writes_every_field_of_the_profile(tmp_path: Path, monkeypatch: pyte
     assert cli.main(["run", "--out", str(out), "--procfs", str(procfs), "--node", "n9", "--no-progress"]) == 0
 
     text = out.read_text()
-    assert text.startswith("# kubejoule calibration profile")
+    assert text.startswith("# kubejoule power profile")
     doc = yaml.safe_load(text)
     assert doc["schema"] == SCHEMA
     assert (doc["node"], doc["cpu_model"], doc["cores"]) == ("n9", "Xeon Test @ 2.00GHz", 2)
@@ -255,7 +255,7 @@ def test_run_writes_every_field_of_the_profile(tmp_path: Path, monkeypatch: pyte
     assert [p["name"] for p in doc["phases"]] == ["idle", "step-01", "step-02", "step-03", "step-04", "step-05"]
     assert doc["idle"]["extrapolated"] is False and doc["idle"]["attempts"] == 1
     assert doc["settings"]["steps"] == 11 and doc["settings"]["procfs"] == str(procfs)
-    profile = load_profile(out)  # and the agent reads back the same curve
+    profile = load_power_profile(out)  # and the agent reads back the same curve
     assert profile.curve is not None and profile.estimate_watts(0.35) == pytest.approx(curve.watts(0.35), abs=1e-2)
 
 

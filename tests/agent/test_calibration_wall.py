@@ -20,7 +20,7 @@ from agent.calibration.wall import (
     read_wall_csv,
 )
 from agent.curves import PowerCurve
-from agent.profile import load_profile
+from agent.power_profile import load_power_profile
 from tests.helpers.calibrate_meter import finished_calibration
 
 T0 = 1_800_000_000.0
@@ -83,13 +83,13 @@ def test_wall_subcommand_adds_the_correction_to_a_profile(tmp_path: Path) -> Non
     profile.write_text(yaml.safe_dump({"schema": "kubejoule.calibration/v1", "idle_watts": 40.0,
                                        "max_watts": 100.0, "phases": phases}))
     assert main(["wall", str(profile), str(meter_csv(tmp_path / "pdu.csv"))]) == 0
-    loaded = load_profile(profile)
+    loaded = load_power_profile(profile)
     assert loaded.wall is not None
     assert loaded.wall_watts(100.0) == pytest.approx(wall_watts(100.0), abs=0.5)
     # a CSV from another day is refused and the profile is left as it was
     (tmp_path / "old.csv").write_text("timestamp,watts\n1000,50\n1001,51\n")
     assert main(["wall", str(profile), str(tmp_path / "old.csv")]) == 1
-    assert load_profile(profile).wall == loaded.wall
+    assert load_power_profile(profile).wall == loaded.wall
 
 
 def measured_run() -> Measured:
@@ -113,7 +113,7 @@ def test_run_writes_the_profile_with_its_wall_correction(tmp_path: Path, monkeyp
     out = tmp_path / "node.yaml"
     csv = wall_csv_for(measured, tmp_path / "pdu.csv")
     assert main(["run", "--out", str(out), "--wall-meter", str(csv), "--no-progress", "--node", "n7"]) == 0
-    profile = load_profile(out)
+    profile = load_power_profile(out)
     assert profile.node == "n7" and profile.model == measured.fit.chosen.model
     assert profile.wall is not None and profile.wall.slope == pytest.approx(1.08, rel=1e-4)
     assert "wall = 35.00 W + 1.0800 × RAPL" in capsys.readouterr().out
@@ -126,7 +126,7 @@ def test_a_wall_log_that_misses_the_run_does_not_lose_the_calibration(
     out = tmp_path / "node.yaml"
     (tmp_path / "old.csv").write_text("timestamp,watts\n1000,50\n1001,51\n")
     assert main(["run", "--out", str(out), "--wall-meter", str(tmp_path / "old.csv"), "--no-progress"]) == 1
-    profile = load_profile(out)
+    profile = load_power_profile(out)
     assert profile.wall is None and profile.curve is not None
     err = capsys.readouterr().err
     assert "wall correction failed" in err and f"kubejoule-calibrate wall {out} CSV" in err

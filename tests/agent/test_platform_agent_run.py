@@ -39,7 +39,7 @@ def test_platform_power_from_the_bmc_with_the_rest_in_idle_then_a_gap_when_it_go
     bmc_service = serve(redfish_mockup.environment(PLATFORM_WATTS), tls=tls)
     bmc = bmc_service.__enter__()
     args = ["--bmc-url", bmc.url, "--bmc-credentials", str(credentials), "--bmc-ca-bundle", str(tls.cert_path),
-            "--bmc-interval", "0.3", "--bmc-max-age", "1.5", "--no-gpu", "--calibration", str(profile)]
+            "--bmc-interval", "0.3", "--bmc-max-age", "1.5", "--no-gpu", "--power-profile", str(profile)]
     try:
         with AgentProcess(FIXTURE / "before", interval=0.5, hermetic=True, args=args) as agent:
             agent.drive(node_watts=40.0, cgroup_share={"6f1c3b0e-2a4d-4e8b-9c71-0d5e8f2a1b01": 0.5})

@@ -302,7 +302,7 @@ def test_calibration_component_reads_this_nodes_profile(tmp_path: Path) -> None:
     objects = build(user_kustomization(tmp_path, "overlays/intel", ("calibration",)))
     (container,) = containers(agent_of(objects))
     args = container["args"]
-    path = args[args.index("--calibration") + 1]
+    path = args[args.index("--power-profile") + 1]
     assert path == "/etc/kubejoule/calibration/$(NODE_NAME).yaml"
     # $(VAR) in args expands only for variables the container defines.
     assert "NODE_NAME" in {e["name"] for e in container["env"]}

@@ -5,7 +5,7 @@ The stack, all real processes on 127.0.0.1:
   RAPL (source rapl), one without powercap but with a calibration curve (source estimated), and
   one with RAPL, two GPUs (the stand-in libnvidia-ml.so.1 through nvidia-ml-py, one allocated
   through a PodResources gRPC socket) and a Redfish BMC (source platform), all with a
-  calibration profile, VMs (qemu processes in the tree) and the process top-N, and a
+  power profile, VMs (qemu processes in the tree) and the process top-N, and a
   Kubernetes API emulator (kmock) serving the pods' names and Metrics Server data;
 - `kubejoule-scheduler extender` scraping both agents (and a dead target, for telemetry errors),
   with a power cap that /filter applies, answering a /prioritize and a /filter every half second;
@@ -390,7 +390,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         api.set_node_metrics(GPU_NODE, "2", "8Gi", now)
         kubeconfig = api.write_kubeconfig(work / "kubeconfig")
         agent_args = [
-            "--process-top", "5", "--calibration", str(profile),
+            "--process-top", "5", "--power-profile", str(profile),
             "--kubeconfig", str(kubeconfig), "--metrics-server-interval", "1",
         ]  # fmt: skip
         rapl, estimated = (

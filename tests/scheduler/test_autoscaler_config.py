@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from agent.curves import PowerCurve
 from scheduler.config.parse import DEFAULT_GROUP_LABELS, ConfigError, config_from_dict
 
-PROFILE = Path(__file__).resolve().parents[2] / "agent" / "profiles" / "ibm-x3550-m3-xeon-x5675.yaml"
+PROFILE = Path(__file__).resolve().parents[2] / "agent" / "power_profiles" / "ibm-x3550-m3-xeon-x5675.yaml"
 
 
 def test_node_groups_take_the_curve_forms_and_profile_files() -> None:
@@ -19,7 +20,7 @@ def test_node_groups_take_the_curve_forms_and_profile_files() -> None:
                 "ng-linear": {"model": "linear", "idle_watts": 80, "max_watts": 250},
                 "ng-fan": {"model": "fan", "idle_watts": 58, "max_watts": 222, "r": 1.5},
                 "m5.2xlarge": {"points": [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]},
-                "ng-profile": {"profile": str(PROFILE)},
+                "ng-profile": {"power_profile": str(PROFILE)},
                 "ng-profile-bare": str(PROFILE),
             }
         }
@@ -33,6 +34,17 @@ def test_node_groups_take_the_curve_forms_and_profile_files() -> None:
     assert config.node_group_labels == DEFAULT_GROUP_LABELS
 
 
+def test_the_old_profile_key_still_reads_a_power_profile_and_warns(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="kubejoule.scheduler.config"):
+        old = config_from_dict({"node_groups": {"ng": {"profile": str(PROFILE)}}})
+    assert "node_groups.ng: the key 'profile' is deprecated, use 'power_profile'" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kubejoule.scheduler.config"):
+        new = config_from_dict({"node_groups": {"ng": {"power_profile": str(PROFILE)}}})
+    assert caplog.text == ""
+    assert old.node_groups == new.node_groups and new.node_groups["ng"].watts(0.0) == pytest.approx(58.4)
+
+
 def test_node_group_labels_are_configurable() -> None:
     config = config_from_dict({"node_group_labels": ["eks.amazonaws.com/nodegroup"]})
     assert config.node_group_labels == ("eks.amazonaws.com/nodegroup",)
@@ -41,7 +53,8 @@ def test_node_group_labels_are_configurable() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"node_groups": {"g": {"profile": "/nonexistent/profile.yaml"}}}, "node_groups.g"),
+        ({"node_groups": {"g": {"power_profile": "/nonexistent/profile.yaml"}}}, "node_groups.g"),
+        ({"node_groups": {"g": {"power_profile": "x", "extra": 1}}}, "unknown key"),
         ({"node_groups": {"g": {"profile": "x", "extra": 1}}}, "unknown key"),
         ({"node_groups": {"g": {"model": "cubic", "idle_watts": 1, "max_watts": 2}}}, "node_groups.g"),
         ({"node_groups": {"g": 5}}, "expected a mapping"),

@@ -183,7 +183,7 @@ def test_a_real_gpu_agent_through_a_real_prometheus_gives_the_curve_plus_its_gpu
     profile.write_text(PROFILE)
     tree = WORKLOADS / "v2-systemd-containerd" / "before"
     with AgentProcess(tree, interval=0.25, node="gpu-1", hermetic=True, env=state.env(), args=[
-            "--calibration", str(profile), "--nvml-library", str(library), "--process-top", "0"]) as agent:
+            "--power-profile", str(profile), "--nvml-library", str(library), "--process-top", "0"]) as agent:
         agent.drive(node_watts=80.0, utilization=0.25, cpus=4)
         agent.wait_samples(3)
         text = agent.scrape()

@@ -22,7 +22,7 @@ from tests.helpers.standalone_harness import wait_for
 
 TREE = WORKLOADS / "v2-systemd-containerd" / "before"
 NODE = "worker-7"
-CURVE = PowerCurve.linear(40.0, 200.0)  # what the calibration profile below says
+CURVE = PowerCurve.linear(40.0, 200.0)  # what the power profile below says
 WATTS, UTILIZATION = 120.0, 0.5  # what the test drives the agent's counters to
 
 
@@ -63,7 +63,7 @@ def _near_the_driven_values(sample: NodeSample | None) -> bool:
 def test_store_reads_a_real_agent_directly_and_through_prometheus(profile: Path) -> None:
     if not TREE.is_dir():
         pytest.skip(f"agent fixture tree {TREE} is missing")
-    with AgentProcess(TREE, interval=0.25, node=NODE, args=("--calibration", str(profile))) as agent:
+    with AgentProcess(TREE, interval=0.25, node=NODE, args=("--power-profile", str(profile))) as agent:
         agent.drive(node_watts=WATTS, utilization=UTILIZATION, cpus=4)
         agent.wait_samples(3)
         direct = TelemetryStore(

@@ -1,4 +1,4 @@
-"""Calibration profiles (`--calibration FILE`): schema `kubejoule.calibration/v1`.
+"""Power profiles (`--power-profile FILE`): schema `kubejoule.calibration/v1`.
 
 `kubejoule-calibrate run` writes them; the agent loads one to use the node's measured static
 power as idle power, and — on a node without RAPL — its power curve to estimate node power from
@@ -40,8 +40,8 @@ READING_PLATFORM = "platform"
 FAN_R_RANGE = (1.0, 2.0)
 
 
-class ProfileError(ValueError):
-    """A calibration profile that cannot be used; the message names the file and the field."""
+class PowerProfileError(ValueError):
+    """A power profile that cannot be used; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class WallCorrection:
 
 
 @dataclass(frozen=True)
-class CalibrationProfile:
+class PowerProfile:
     idle_watts: float
     curve: PowerCurve | None  # None when the file gives only idle_watts
     max_watts: float | None = None
@@ -83,10 +83,10 @@ class CalibrationProfile:
     path: str | None = None
     document: Mapping[str, Any] = field(default_factory=dict)
     reading: str = READING_RAPL  # what the curve measures: RAPL's node power, or the whole platform
-    rapl: CalibrationProfile | None = None  # with reading platform: the CPU side's own fit
+    rapl: PowerProfile | None = None  # with reading platform: the CPU side's own fit
 
     @property
-    def cpu(self) -> CalibrationProfile | None:
+    def cpu(self) -> PowerProfile | None:
         """The profile of the CPU side, which the agent splits by CPU time: this one when it was
         fitted against RAPL, a platform profile's `rapl` section otherwise (None without one)."""
         return self if self.reading == READING_RAPL else self.rapl
@@ -127,12 +127,12 @@ def _number(doc: Mapping[str, Any], key: str, where: str, *, minimum: float | No
         return None
     value = doc[key]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ProfileError(f"{where}: field '{key}' must be a number, got {value!r}")
+        raise PowerProfileError(f"{where}: field '{key}' must be a number, got {value!r}")
     number = float(value)
     if not math.isfinite(number):
-        raise ProfileError(f"{where}: field '{key}' must be finite, got {value!r}")
+        raise PowerProfileError(f"{where}: field '{key}' must be finite, got {value!r}")
     if minimum is not None and number < minimum:
-        raise ProfileError(f"{where}: field '{key}' must be at least {minimum:g}, got {value!r}")
+        raise PowerProfileError(f"{where}: field '{key}' must be at least {minimum:g}, got {value!r}")
     return number
 
 
@@ -142,14 +142,14 @@ def _points(doc: Mapping[str, Any], where: str) -> tuple[float, ...] | None:
         return None
     if not isinstance(raw, list) or len(raw) != POINT_COUNT:
         got = f"{len(raw)} values" if isinstance(raw, list) else repr(raw)
-        raise ProfileError(
+        raise PowerProfileError(
             f"{where}: field 'points' must be a list of {POINT_COUNT} numbers "
             f"(watts at 0 %, 10 % … 100 %), got {got}"
         )
     values: list[float] = []
     for index, value in enumerate(raw):
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise ProfileError(
+            raise PowerProfileError(
                 f"{where}: field 'points' item {index} ({10 * index} %) must be a non-negative number, got {value!r}"
             )
         values.append(float(value))
@@ -161,15 +161,15 @@ def _wall(doc: Mapping[str, Any], where: str) -> WallCorrection | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
-        raise ProfileError(f"{where}: field 'wall_correction' must be a mapping, got {raw!r}")
+        raise PowerProfileError(f"{where}: field 'wall_correction' must be a mapping, got {raw!r}")
     inner = f"{where}: wall_correction"
     intercept = _number(raw, "intercept_watts", inner, minimum=None)
     slope = _number(raw, "slope", inner, minimum=None)
     if intercept is None or slope is None:
         missing = "intercept_watts" if intercept is None else "slope"
-        raise ProfileError(f"{inner}: field '{missing}' is required")
+        raise PowerProfileError(f"{inner}: field '{missing}' is required")
     if slope <= 0:
-        raise ProfileError(f"{inner}: field 'slope' must be positive, got {slope:g}")
+        raise PowerProfileError(f"{inner}: field 'slope' must be positive, got {slope:g}")
     phases = raw.get("phases")
     return WallCorrection(
         intercept,
@@ -182,60 +182,60 @@ def _wall(doc: Mapping[str, Any], where: str) -> WallCorrection | None:
 def _fan_r(doc: Mapping[str, Any], where: str) -> float:
     parameters = doc.get("parameters") or {}
     if not isinstance(parameters, Mapping):
-        raise ProfileError(f"{where}: field 'parameters' must be a mapping, got {parameters!r}")
+        raise PowerProfileError(f"{where}: field 'parameters' must be a mapping, got {parameters!r}")
     r = _number(parameters, "r", f"{where}: parameters") if "r" in parameters else _number(doc, "r", where)
     if r is None:
-        raise ProfileError(f"{where}: model 'fan' needs 'parameters: {{r: …}}' (Fan et al.'s exponent)")
+        raise PowerProfileError(f"{where}: model 'fan' needs 'parameters: {{r: …}}' (Fan et al.'s exponent)")
     low, high = FAN_R_RANGE
     if not low <= r <= high:
-        raise ProfileError(f"{where}: field 'parameters.r' must be between {low:g} and {high:g}, got {r:g}")
+        raise PowerProfileError(f"{where}: field 'parameters.r' must be between {low:g} and {high:g}, got {r:g}")
     return r
 
 
-def parse_profile(doc: Any, where: str = "calibration profile") -> CalibrationProfile:
+def parse_power_profile(doc: Any, where: str = "power profile") -> PowerProfile:
     """Validate a loaded YAML document and build the profile."""
     if not isinstance(doc, Mapping):
-        raise ProfileError(f"{where}: expected a mapping of fields, got {type(doc).__name__}")
+        raise PowerProfileError(f"{where}: expected a mapping of fields, got {type(doc).__name__}")
     schema = doc.get("schema")
     if schema is not None and schema != SCHEMA:
-        raise ProfileError(f"{where}: field 'schema' must be {SCHEMA!r}, got {schema!r}")
+        raise PowerProfileError(f"{where}: field 'schema' must be {SCHEMA!r}, got {schema!r}")
     idle = _number(doc, "idle_watts", where)
     if idle is None:
-        raise ProfileError(f"{where}: field 'idle_watts' is required (the node's static power in watts)")
+        raise PowerProfileError(f"{where}: field 'idle_watts' is required (the node's static power in watts)")
     peak = _number(doc, "max_watts", where)
     if peak is not None and peak < idle:
-        raise ProfileError(f"{where}: field 'max_watts' ({peak:g}) is below 'idle_watts' ({idle:g})")
+        raise PowerProfileError(f"{where}: field 'max_watts' ({peak:g}) is below 'idle_watts' ({idle:g})")
     points = _points(doc, where)
     model = doc.get("model")
     if model is not None and model not in MODELS:
-        raise ProfileError(f"{where}: field 'model' must be one of {', '.join(MODELS)}, got {model!r}")
+        raise PowerProfileError(f"{where}: field 'model' must be one of {', '.join(MODELS)}, got {model!r}")
     if model is None:
         model = "points" if points is not None else "linear" if peak is not None else None
     curve: PowerCurve | None = None
     if model == "points":
         if points is None:
-            raise ProfileError(f"{where}: model 'points' needs the field 'points'")
+            raise PowerProfileError(f"{where}: model 'points' needs the field 'points'")
         curve = PowerCurve.from_points(points)
     elif model in ("linear", "fan"):
         if peak is None:
-            raise ProfileError(f"{where}: model {model!r} needs the field 'max_watts'")
+            raise PowerProfileError(f"{where}: model {model!r} needs the field 'max_watts'")
         curve = PowerCurve.linear(idle, peak) if model == "linear" else PowerCurve.fan(idle, peak, _fan_r(doc, where))
     cores = doc.get("cores")
     if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
-        raise ProfileError(f"{where}: field 'cores' must be a positive integer, got {cores!r}")
+        raise PowerProfileError(f"{where}: field 'cores' must be a positive integer, got {cores!r}")
     example = doc.get("example", False)
     if not isinstance(example, bool):
-        raise ProfileError(f"{where}: field 'example' must be true or false, got {example!r}")
+        raise PowerProfileError(f"{where}: field 'example' must be true or false, got {example!r}")
     reading = doc.get("reading", READING_RAPL)
     if reading not in (READING_RAPL, READING_PLATFORM):
-        raise ProfileError(f"{where}: field 'reading' must be {READING_RAPL} or {READING_PLATFORM}, got {reading!r}")
+        raise PowerProfileError(f"{where}: field 'reading' must be {READING_RAPL} or {READING_PLATFORM}, got {reading!r}")
     rapl = None
     if doc.get("rapl") is not None:
         if reading != READING_PLATFORM:
-            raise ProfileError(f"{where}: field 'rapl' belongs to a profile with 'reading: platform'")
-        rapl = parse_profile({**doc["rapl"], "reading": READING_RAPL} if isinstance(doc["rapl"], Mapping)
+            raise PowerProfileError(f"{where}: field 'rapl' belongs to a profile with 'reading: platform'")
+        rapl = parse_power_profile({**doc["rapl"], "reading": READING_RAPL} if isinstance(doc["rapl"], Mapping)
                              else doc["rapl"], f"{where}: rapl")
-    return CalibrationProfile(
+    return PowerProfile(
         idle_watts=idle,
         curve=curve,
         max_watts=peak if peak is not None else (curve.watts(1.0) if curve is not None else None),
@@ -257,20 +257,20 @@ def _optional_str(doc: Mapping[str, Any], key: str, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ProfileError(f"{where}: field '{key}' must be text, got {value!r}")
+        raise PowerProfileError(f"{where}: field '{key}' must be text, got {value!r}")
     return str(value)
 
 
-def load_profile(path: str | Path) -> CalibrationProfile:
-    """Read and validate a profile file; ProfileError on any problem, naming file and field."""
-    where = f"calibration profile {path}"
+def load_power_profile(path: str | Path) -> PowerProfile:
+    """Read and validate a profile file; PowerProfileError on any problem, naming file and field."""
+    where = f"power profile {path}"
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ProfileError(f"{where}: cannot read it: {exc.strerror or exc}") from exc
+        raise PowerProfileError(f"{where}: cannot read it: {exc.strerror or exc}") from exc
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ProfileError(f"{where}: not valid YAML: {exc}") from exc
-    profile = parse_profile(doc, where)
-    return CalibrationProfile(**{**profile.__dict__, "path": str(path)})
+        raise PowerProfileError(f"{where}: not valid YAML: {exc}") from exc
+    profile = parse_power_profile(doc, where)
+    return PowerProfile(**{**profile.__dict__, "path": str(path)})
