@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness.crash_runs import extender_kill_run, standalone_kill_run  # noqa: E402
+from scheduler.cluster.kubeobjects import pod_info_from_k8s  # noqa: E402
 from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig  # noqa: E402
 from scheduler.decisionlog.schema import CandidateRecord  # noqa: E402
-from scheduler.domain.model import PodInfo  # noqa: E402
 from scheduler.learning.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2  # noqa: E402
 
 KILLS = 10
@@ -65,7 +65,7 @@ def _candidates(rng: random.Random) -> list[CandidateRecord]:
 
 def cost(records: int, workdir: Path) -> list[dict[str, Any]]:
     rng = random.Random(7)
-    pod = PodInfo.from_k8s({"metadata": {"name": "web", "namespace": "default", "uid": "u"},
+    pod = pod_info_from_k8s({"metadata": {"name": "web", "namespace": "default", "uid": "u"},
                             "spec": {"containers": [{"resources": {"requests": {"cpu": "500m"}}}]}})
     candidates = _candidates(rng)
     results: list[dict[str, Any]] = []

@@ -54,11 +54,12 @@ from scheduler.domain.model import (  # noqa: E402
     NodeInfo,
     NodeState,
     NodeTelemetry,
+    NodeWorkload,  # noqa: E402
     PodInfo,
     Resources,
 )
 from scheduler.framework.batch import CandidateBatch  # noqa: E402
-from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2, NodeWorkload  # noqa: E402
+from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2  # noqa: E402
 from scheduler.learning.numpy_model import save_numpy_model  # noqa: E402
 from scheduler.learning.plugin import LearnedPlugin  # noqa: E402
 from scheduler.plugins.energy import EnergyPlugin  # noqa: E402

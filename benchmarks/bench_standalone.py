@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.curves import PowerCurve  # noqa: E402
 from benchmarks.harness.machine import cpu_model  # noqa: E402
 from benchmarks.harness.standalone_objects import node, pod  # noqa: E402
-from scheduler.domain.model import NodeTelemetry, PodInfo  # noqa: E402
+from scheduler.cluster.kubeobjects import pod_info_from_k8s  # noqa: E402
+from scheduler.domain.model import NodeTelemetry  # noqa: E402
 from scheduler.framework.profile import Profile  # noqa: E402
 from scheduler.plugins.defaults import kubejoule_profile, shipped_kubejoule_profile  # noqa: E402
 from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
@@ -154,7 +155,7 @@ def decisions(
         scheduler.cache.upsert_node(obj)
     for obj in _daemon_pods(nodes):
         scheduler.cache.upsert_pod(obj)
-    infos = [PodInfo.from_k8s(p) for p in _pod_objects(pods + 5 + refreshes)]
+    infos = [pod_info_from_k8s(p) for p in _pod_objects(pods + 5 + refreshes)]
     for info in infos[:5]:  # warm-up: builds the node table and the profile's batch
         scheduler.cache.assume(info, scheduler.decide(info).chosen or "", time.time())
     scored = []

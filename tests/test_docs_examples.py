@@ -333,9 +333,9 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
             assert isinstance(extender.get("nodeCacheCapable", False), bool)
             assert re.fullmatch(r"\d+(ms|s|m)", str(extender.get("httpTimeout", "1s")))
     elif kind == "pod":
-        from scheduler.domain.model import PodInfo
+        from scheduler.cluster.kubeobjects import pod_info_from_k8s
 
-        pod = PodInfo.from_k8s(data)  # read as the scheduler reads a pod
+        pod = pod_info_from_k8s(data)  # read as the scheduler reads a pod
         assert data["spec"]["schedulerName"] == "kubejoule-scheduler" and pod.requests.cpu_millicores == 500
     elif kind == "node-groups":
         from rl.simulation.scenario import parse_node_groups

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
+from scheduler.domain.model import NodeState, Resources
 
 
 def container(
@@ -109,14 +110,14 @@ def node(
 
 def node_state(node_obj: Mapping[str, Any], bound: Sequence[Mapping[str, Any]] = ()) -> NodeState:
     """A NodeState with the requests of `bound` pods added, as the scheduler's cache does."""
-    infos = [PodInfo.from_k8s(p) for p in bound]
+    infos = [pod_info_from_k8s(p) for p in bound]
     requested = Resources()
     nonzero = Resources()
     for info in infos:
         requested = requested + info.requests
         nonzero = nonzero + (info.nonzero_requests or info.requests)
     return NodeState(
-        info=NodeInfo.from_k8s(node_obj),
+        info=node_info_from_k8s(node_obj),
         requested=requested,
         nonzero_requested=nonzero,
         pod_count=len(infos),

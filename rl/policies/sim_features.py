@@ -25,8 +25,7 @@ import math
 from dataclasses import replace
 
 from rl.simulation.simulator import Simulation
-from scheduler.domain.model import PodInfo
-from scheduler.learning.features_v2 import NodeWorkload
+from scheduler.domain.model import NodeWorkload, PodInfo
 from scheduler.lifetimes import LifetimePredictor
 
 

@@ -3,7 +3,7 @@
 A trace row or a DaemonSet entry becomes a v1.Pod (JSON) with one container requesting the
 CPU and memory given — a zero request is an absent key, as a pod that sets none, and no limits
 (a trace gives none) — and its controlling owner. The simulator reads these objects with the
-scheduler's own parser (`PodInfo.from_k8s`), so a simulated pod's requests, kube-scheduler's
+scheduler's own parser (`pod_info_from_k8s`), so a simulated pod's requests, kube-scheduler's
 non-zero stand-ins for the requests it leaves out (100 m CPU, 200 MiB), its containers, owner
 and priority are what the scheduler would compute for the real pod.
 """

@@ -49,6 +49,7 @@ from rl.simulation.traces import (  # noqa: F401  (re-exported: the trace format
     parse_pdbs,
     parse_trace,
 )
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import NodeInfo, PodInfo, Resources
 
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
@@ -181,7 +182,7 @@ class DaemonSetSpec:
         )
 
     def pod_info(self) -> PodInfo:
-        return PodInfo.from_k8s(self.pod_object())
+        return pod_info_from_k8s(self.pod_object())
 
     def requests(self) -> Resources:
         return self.pod_info().requests

@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from rl.simulation.kubeobjects import SAFE_TO_EVICT_ANNOTATION, pod_object
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import PodInfo
 
 TRACE_HEADER = ("submit_s", "duration_s", "cpu_request", "mem_request_gib", "cpu_usage")
@@ -101,7 +102,7 @@ class PodSpec:
 
     @cached_property
     def _parsed(self) -> PodInfo:
-        return PodInfo.from_k8s(self.pod_object())
+        return pod_info_from_k8s(self.pod_object())
 
 
 def _optional_columns(header: tuple[str, ...], source: str) -> tuple[str, ...]:

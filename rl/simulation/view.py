@@ -17,8 +17,7 @@ from typing import Protocol
 from rl.simulation.node import ON, SimNode
 from rl.simulation.scenario import NodeSpec
 from rl.simulation.state import SimulationState
-from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.learning.features_v2 import NodeWorkload
+from scheduler.domain.model import NodeState, NodeTelemetry, NodeWorkload, PodInfo, Resources
 
 
 class Policy(Protocol):

@@ -5,8 +5,8 @@ messages in `Option.pod` (field 4); 1.34.2–1.34.5 send those and the same obje
 protobuf-encoded in `nodeBytesMap` (3) and `Option.podBytes` (5); ≥ 1.35 sends only 3 and 5. The
 encoded forms are preferred when present (as the upstream proto asks readers to).
 
-Template nodes are turned into the JSON shape Kubernetes uses and read by the model's own
-`NodeInfo.from_k8s`; a pod's requests are counted by the model's `effective_requests` and
+Template nodes are turned into the JSON shape Kubernetes uses and read by the scheduler's own
+`node_info_from_k8s`; a pod's requests are counted by its `effective_requests` and
 `nonzero_requests` (containers, sidecar and init containers, overhead; Kubernetes quantities),
 exactly as for the extender's JSON. Of a pod the choice needs only its requests and identity;
 scheduling constraints (selectors, affinity, tolerations) have been applied by
@@ -24,7 +24,7 @@ from google.protobuf.message import DecodeError
 
 from scheduler.autoscaler.choice import GroupOption
 from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2
-from scheduler.cluster.kubeobjects import effective_requests, nonzero_requests
+from scheduler.cluster.kubeobjects import effective_requests, node_info_from_k8s, nonzero_requests
 from scheduler.domain.model import NodeInfo, PodInfo, Resources, ShapeError
 
 # cluster-autoscaler sends an int32 node count; more new nodes than this in one scale-up is not
@@ -59,7 +59,7 @@ def _meta(meta: Any) -> dict[str, Any]:
 
 
 def node_json(node: k8s_core_v1_pb2.Node) -> dict[str, Any]:
-    """The fields of a v1.Node message that NodeInfo.from_k8s reads, as Kubernetes JSON."""
+    """The fields of a v1.Node message that node_info_from_k8s reads, as Kubernetes JSON."""
     status: dict[str, Any] = {
         "capacity": _quantities(node.status.capacity),
         "allocatable": _quantities(node.status.allocatable),
@@ -93,7 +93,7 @@ def _spec_json(key: tuple[Any, Any, Any]) -> dict[str, Any]:
 
 def node_info(node: k8s_core_v1_pb2.Node, where: str) -> NodeInfo:
     try:
-        return NodeInfo.from_k8s(node_json(node))
+        return node_info_from_k8s(node_json(node))
     except ShapeError as exc:
         raise RequestError(f"{where}: {exc}") from exc
 

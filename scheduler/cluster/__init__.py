@@ -1,2 +1,3 @@
-"""The live cluster: the one door to the Kubernetes API, its objects parsed into domain types, the
-watched cluster cache and its node table. May import domain/, lifetimes/, learning/ (node workloads)."""
+"""The live cluster: the one door to the Kubernetes API, its objects parsed into domain types
+(`kubeobjects.pod_info_from_k8s`, `node_info_from_k8s`), the watched cluster cache and its node
+table. May import domain/ and lifetimes/ (the predictor the cache teaches); never learning/."""

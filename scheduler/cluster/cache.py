@@ -21,17 +21,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agent.kubetime import parse_timestamp
+from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.cluster.node_table import NodeTable, Placed, Staged, node_state, scoring_requests
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,
     NodeTelemetry,
+    NodeWorkload,
     PodInfo,
     Resources,
     ShapeError,
     is_node_daemon_pod,
 )
-from scheduler.learning.features_v2 import NodeWorkload
 from scheduler.lifetimes.ends import pod_end
 from scheduler.lifetimes.predictor import LifetimePredictor
 
@@ -306,7 +307,7 @@ class ClusterCache:
     @staticmethod
     def _node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         try:
-            return NodeInfo.from_k8s(obj)
+            return node_info_from_k8s(obj)
         except ShapeError as exc:  # one unreadable object must not stop the whole cache
             log.warning("ignoring node %s: %s", _name(obj), exc)
             return None
@@ -361,7 +362,7 @@ class ClusterCache:
 
     def _upsert_pod_locked(self, obj: Mapping[str, Any]) -> str | None:
         try:
-            info = PodInfo.from_k8s(obj)
+            info = pod_info_from_k8s(obj)
         except ShapeError as exc:  # one unreadable pod must not stop the whole cache
             log.warning("ignoring pod %s: %s", _name(obj), exc)
             return None

@@ -117,6 +117,16 @@ def resources(values: Map | None, where: str, pods: int = 0) -> Resources:
     )
 
 
+def resources_from_k8s(
+    values: Mapping[str, Any] | None, pods: int = 0, where: str = "resources"
+) -> Resources:
+    """Resources from a ResourceList in parsed JSON (`{"cpu": "500m", "memory": "1Gi", …}`);
+    ShapeError names a bad quantity, or a value that is no object, by `where`."""
+    if values is not None and not isinstance(values, Mapping):
+        raise ShapeError(f"{where}: expected an object, got {type(values).__name__}")
+    return resources(dict(values or {}), where, pods)
+
+
 def _in_range(total: Resources, where: str) -> Resources:
     """A sum of quantities (a pod's requests) that still fits int64 in its units."""
     for name, units in (
@@ -299,7 +309,7 @@ def _priority(value: int | None) -> int:
 # -- the objects ----------------------------------------------------------------------------------
 
 
-def pod_info(pod: Pod | Mapping[str, Any]) -> PodInfo:
+def pod_info_from_k8s(pod: Pod | Mapping[str, Any]) -> PodInfo:
     """PodInfo from a v1.Pod (a decoded struct, or parsed JSON); ShapeError naming the field
     when a field has the wrong type or value."""
     if not isinstance(pod, Pod):
@@ -331,7 +341,7 @@ def pod_info(pod: Pod | Mapping[str, Any]) -> PodInfo:
     )
 
 
-def node_info(node: Node | Mapping[str, Any]) -> NodeInfo:
+def node_info_from_k8s(node: Node | Mapping[str, Any]) -> NodeInfo:
     """NodeInfo from a v1.Node (a decoded struct, or parsed JSON); ShapeError naming the field
     when a field has the wrong type or value."""
     if not isinstance(node, Node):

@@ -1,15 +1,13 @@
-"""Plain data the scheduler works on: pods, nodes, resources, telemetry.
+"""Plain data the scheduler works on: pods, nodes, resources, telemetry, node workloads.
 
 Free of any client library, so the simulator (`rl/`), the extender and the standalone
 scheduler share one implementation of filtering and scoring. `scheduler.cluster.kubeobjects` reads them
-from Kubernetes JSON (`PodInfo.from_k8s`, `NodeInfo.from_k8s`).
+from Kubernetes JSON (`pod_info_from_k8s`, `node_info_from_k8s`, `resources_from_k8s`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 
 class ShapeError(ValueError):
@@ -25,18 +23,6 @@ class Resources:
     memory_bytes: int = 0
     pods: int = 0
     ephemeral_storage_bytes: int = 0
-
-    @classmethod
-    def from_k8s(
-        cls, values: Mapping[str, Any] | None, pods: int = 0, where: str = "resources"
-    ) -> Resources:
-        """From a ResourceList (`{"cpu": "500m", "memory": "1Gi", …}`); ShapeError names a bad
-        quantity by `where`."""
-        from scheduler.cluster.kubeobjects import resources
-
-        if values is not None and not isinstance(values, Mapping):
-            raise ShapeError(f"{where}: expected an object, got {type(values).__name__}")
-        return resources(dict(values or {}), where, pods)
 
     def __add__(self, other: Resources) -> Resources:
         return Resources(
@@ -182,14 +168,6 @@ class PodInfo:
             ),
         )
 
-    @classmethod
-    def from_k8s(cls, pod: Mapping[str, Any]) -> PodInfo:
-        """From a v1.Pod (JSON); ShapeError, naming the field, when a field has the wrong type
-        (`scheduler.cluster.kubeobjects.pod_info`)."""
-        from scheduler.cluster.kubeobjects import pod_info
-
-        return pod_info(pod)
-
 
 @dataclass(frozen=True)
 class NodeInfo:
@@ -215,14 +193,6 @@ class NodeInfo:
     @property
     def cpu_cores(self) -> float:
         return self.allocatable.cpu_millicores / 1000.0
-
-    @classmethod
-    def from_k8s(cls, node: Mapping[str, Any]) -> NodeInfo:
-        """From a v1.Node (JSON); ShapeError, naming the field, when a field has the wrong type
-        (`scheduler.cluster.kubeobjects.node_info`)."""
-        from scheduler.cluster.kubeobjects import node_info
-
-        return node_info(node)
 
 
 @dataclass(frozen=True)
@@ -270,6 +240,23 @@ class NodeState:
     def cores(self) -> float:
         """The node's cores: as its agent counts them, else its allocatable CPU (0: unknown)."""
         return (self.telemetry.cores if self.telemetry is not None else None) or self.info.cpu_cores
+
+
+@dataclass(frozen=True)
+class NodeWorkload:
+    """What the scheduler knows of a node's pods and life, DaemonSet pods excepted (feature
+    schemas v2 and v3, `scheduler.learning`: the cluster cache and the simulator fill it in)."""
+
+    pod_start_times: tuple[float, ...] = ()  # when each non-DaemonSet pod was placed
+    job_pods: int = 0  # how many of them a Job owns
+    ready_since: float | None = None  # when the node became ready; None: unknown
+    in_scale_down_window: bool = False
+    # Feature schema v3 (scheduler.learning.features_v3); v2 rows never read these.
+    pods_end_at: float | None = None  # predicted end of the last of those pods; None: no predictor
+    autoscaler_known: bool = False  # the next two are known
+    deletion_candidate: bool = False  # cluster-autoscaler's DeletionCandidate… soft taint
+    unneeded_since: float | None = None  # when it was marked unneeded (None: not, or unknown)
+    last_scale_up: float | None = None  # the cluster's last scale-up; None: unknown
 
 
 # The score every node gets where a scorer must not express a preference (shadow mode), on the

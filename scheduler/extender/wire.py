@@ -34,7 +34,7 @@ from fastapi.responses import Response
 from starlette.requests import ClientDisconnect
 
 from scheduler.cluster.kubejson import Node, Pod, type_error
-from scheduler.cluster.kubeobjects import node_info, pod_info
+from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.domain.model import NodeInfo, PodInfo
 from scheduler.extender import jsonwalk
 
@@ -274,7 +274,7 @@ def read_node(raw: msgspec.Raw | bytes | Node, position: int) -> NodeInfo:
     field)."""
     node = raw if isinstance(raw, Node) else decode_node(raw, position)
     try:
-        return node_info(node)
+        return node_info_from_k8s(node)
     except ValueError as exc:
         raise BadRequest(f"Nodes.items[{position}].{exc}") from exc
 
@@ -345,7 +345,7 @@ def parse_args(
         if pod is None or pod.metadata is None:
             raise BadRequest("Pod must be a v1.Pod object with metadata")
         try:
-            info = pod_info(pod)
+            info = pod_info_from_k8s(pod)
         except ValueError as exc:
             raise BadRequest(f"Pod.{exc}") from exc
         if args.NodeNames is not None:
@@ -374,7 +374,7 @@ def _identified(body: bytes | bytearray, remembered: RememberedNodes) -> Extende
     if pod is None or pod.metadata is None:
         return None
     try:
-        info = pod_info(pod)
+        info = pod_info_from_k8s(pod)
     except ValueError:
         return None
     if args.NodeNames is not None:

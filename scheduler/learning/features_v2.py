@@ -18,19 +18,19 @@ Pod features, after v1's: `owner_job`, `owner_replicaset`, `owner_statefulset`, 
 pod's spec.priority, so system-critical 2·10⁹ stays on a scale a network can use).
 
 A node's workload comes from outside NodeState (the cluster cache or the simulator): a
-`NodeWorkload`, or None when unknown (then `workload_known` is 0 and the workload features None).
+`NodeWorkload` (`scheduler.domain.model`), or None when unknown (then `workload_known` is 0 and
+the workload features None).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from operator import is_
 
 import numpy as np
 
-from scheduler.domain.model import NodeState, PodInfo
+from scheduler.domain.model import NodeState, NodeWorkload, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learning.features import (
     NODE_FEATURES,
@@ -71,22 +71,6 @@ _OWNER_COLUMNS = {
     "ReplicaSet": "owner_replicaset",
     "StatefulSet": "owner_statefulset",
 }
-
-
-@dataclass(frozen=True)
-class NodeWorkload:
-    """What the scheduler knows of a node's pods and life, DaemonSet pods excepted."""
-
-    pod_start_times: tuple[float, ...] = ()  # when each non-DaemonSet pod was placed
-    job_pods: int = 0  # how many of them a Job owns
-    ready_since: float | None = None  # when the node became ready; None: unknown
-    in_scale_down_window: bool = False
-    # Feature schema v3 (scheduler.learning.features_v3); v2 rows never read these.
-    pods_end_at: float | None = None  # predicted end of the last of those pods; None: no predictor
-    autoscaler_known: bool = False  # the next two are known
-    deletion_candidate: bool = False  # cluster-autoscaler's DeletionCandidate… soft taint
-    unneeded_since: float | None = None  # when it was marked unneeded (None: not, or unknown)
-    last_scale_up: float | None = None  # the cluster's last scale-up; None: unknown
 
 
 # What rows_v2() accepts as the nodes' workloads: a mapping by node name, a function of the

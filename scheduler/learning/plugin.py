@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.domain.model import NodeState, PodInfo
+from scheduler.domain.model import NodeState, NodeWorkload, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import MIN_NODE_SCORE
-from scheduler.learning.features_v2 import NodeWorkload, rows_v2
+from scheduler.learning.features_v2 import rows_v2
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, rows_v3
 from scheduler.learning.numpy_model import NumpyModel, load_numpy_model
 from scheduler.lifetimes import LifetimePredictor

@@ -15,6 +15,7 @@ from typing import Any
 
 from agent.curves import PowerCurve
 from scheduler.cluster.cache import TERMINAL_PHASES, ClusterCache, placed_time
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
 from scheduler.cluster.watch import ClusterWatch, WatchApi
 from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources, ShapeError
@@ -68,7 +69,7 @@ class PodTracker:
         key = _key(obj)
         try:
             facts = PodFacts.from_k8s(obj)
-            info = PodInfo.from_k8s(obj)
+            info = pod_info_from_k8s(obj)
         except ShapeError as exc:
             log.warning("pod %s is unreadable (its node is left alone): %s", key, exc)
             return TrackedPod(key, node, None, None, 0.0)

@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 
 from agent.quantity import parse_decimal, parse_quantity, quantity_units
+from scheduler.cluster.kubeobjects import resources_from_k8s
 from scheduler.domain.model import Resources, ShapeError
 
 GO = "quantity_test.go"
@@ -135,8 +136,8 @@ def test_json_numbers_read_as_their_text(number: int | float, expected: str) -> 
 def test_the_scheduler_reads_requests_as_kubernetes_does() -> None:
     """scheduler/domain/model.py reads requests and capacities through the same rounding: 0.0005 CPU is
     1m (TestNegativeValueRoundsAwayFromZero "0.0005"), 2.5m is 3m, half a byte is a byte."""
-    assert Resources.from_k8s({"cpu": "0.0005", "memory": "0.5"}) == Resources(cpu_millicores=1, memory_bytes=1)
-    assert Resources.from_k8s({"cpu": "2.5m", "memory": "1.5Gi"}).cpu_millicores == 3
-    assert Resources.from_k8s({"cpu": "1500m", "memory": "9.5000000001Gi"}).memory_bytes == 10200547329
+    assert resources_from_k8s({"cpu": "0.0005", "memory": "0.5"}) == Resources(cpu_millicores=1, memory_bytes=1)
+    assert resources_from_k8s({"cpu": "2.5m", "memory": "1.5Gi"}).cpu_millicores == 3
+    assert resources_from_k8s({"cpu": "1500m", "memory": "9.5000000001Gi"}).memory_bytes == 10200547329
     with pytest.raises(ShapeError, match="resources.cpu"):
-        Resources.from_k8s({"cpu": " 1"})
+        resources_from_k8s({"cpu": " 1"})

@@ -12,9 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from agent.curves import PowerCurve
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import (
+    NodeInfo,
+    NodeState,
+    NodeTelemetry,
+    NodeWorkload,
+    PodInfo,
+    Resources,
+)
 from scheduler.learning.features import candidate_matrix, node_features
-from scheduler.learning.features_v2 import NodeWorkload, V2Features, candidate_matrix_v2
+from scheduler.learning.features_v2 import V2Features, candidate_matrix_v2
 from scheduler.plugins.energy import EnergyPlugin
 
 SEEDS = tuple(range(12))

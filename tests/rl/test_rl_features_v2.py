@@ -17,7 +17,7 @@ from rl.policies.profiles import heuristic_energy
 from rl.simulation.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
 from rl.simulation.simulator import PowerOffModel, Simulation
 from rl.simulation.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
-from scheduler.domain.model import PodInfo
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.learning.features import FEATURE_SCHEMA, Features, SchemaMismatch, column_features
 from scheduler.learning.features_v2 import (
     FEATURE_SCHEMA_V2,
@@ -163,7 +163,7 @@ def test_simulator_workloads_give_v2_rows():
 
 def test_pod_info_reads_owner_kind_and_priority():
     base = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": []}}
-    assert PodInfo.from_k8s(base).owner_kind is None
+    assert pod_info_from_k8s(base).owner_kind is None
     pod = {
         "metadata": {
             "name": "p",
@@ -175,12 +175,12 @@ def test_pod_info_reads_owner_kind_and_priority():
         },
         "spec": {"containers": [], "priority": 1000},
     }
-    info = PodInfo.from_k8s(pod)
+    info = pod_info_from_k8s(pod)
     assert (info.owner_kind, info.priority) == ("Job", 1000)
     from scheduler.domain.model import ShapeError
 
     with pytest.raises(ShapeError, match="priority"):
-        PodInfo.from_k8s({**pod, "spec": {"containers": [], "priority": "high"}})
+        pod_info_from_k8s({**pod, "spec": {"containers": [], "priority": "high"}})
 
 
 def test_trace_command_writes_a_family(tmp_path):

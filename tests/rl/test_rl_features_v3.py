@@ -18,10 +18,17 @@ from rl.learning.dqn.episodes import (
 )
 from rl.policies.sim_features import SimLifetimes
 from scheduler.cluster.cache import _taint_time
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import (
+    NodeInfo,
+    NodeState,
+    NodeTelemetry,
+    NodeWorkload,
+    PodInfo,
+    Resources,
+)
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learning.features import encode
-from scheduler.learning.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2, NodeWorkload, rows_v2
+from scheduler.learning.features_v2 import NODE_FEATURES_V2, POD_FEATURES_V2, rows_v2
 from scheduler.learning.features_v3 import (
     FEATURE_SCHEMA_V3,
     NODE_FEATURES_V3,

@@ -11,7 +11,7 @@ from rl.policies.hindsight import HindsightPredictor
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import Simulation
 from rl.simulation.workloads import WorkloadModel
-from scheduler.domain.model import PodInfo
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor
 
 NODES = [NodeSpec("a", "g", 8, 16, PowerCurve.linear(50.0, 150.0)),
@@ -77,7 +77,7 @@ def test_after_an_eviction_the_replacement_is_told_its_own_run(index: int, expec
 def test_a_pod_not_of_the_trace_gets_the_priors_and_nothing_is_learned() -> None:
     sim = simulation()
     hindsight = HindsightPredictor(sim)
-    daemon = PodInfo.from_k8s({
+    daemon = pod_info_from_k8s({
         "metadata": {"name": "kube-proxy-a", "namespace": "kube-system", "uid": "ds-kube-proxy-a",
                      "ownerReferences": [{"kind": "DaemonSet", "name": "kube-proxy",
                                           "controller": True, "uid": "x"}]},
@@ -85,7 +85,7 @@ def test_a_pod_not_of_the_trace_gets_the_priors_and_nothing_is_learned() -> None
     })
     priors = LifetimePredictor()
     assert hindsight.predict_remaining(daemon, 60.0) == priors.predict_remaining(daemon, 60.0)
-    stranger = PodInfo.from_k8s({"metadata": {"name": "x", "namespace": "d", "uid": "sim-99"},
+    stranger = pod_info_from_k8s({"metadata": {"name": "x", "namespace": "d", "uid": "sim-99"},
                                  "spec": {"containers": [{"name": "c"}]}})
     assert hindsight.trace_index(stranger) is None  # beyond the trace
     assert hindsight.observe_end(sim.pod_info(0), 10.0) is False

@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks.harness.crash_runs import decision_log_files
 from benchmarks.harness.standalone_objects import pod
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.decisionlog.logfile import (
     DecisionLog,
     DecisionLogConfig,
@@ -168,7 +169,7 @@ def test_restart_appends_and_seals_a_torn_line(tmp_path: Path) -> None:
 def test_decision_record_keeps_the_best_candidates_and_the_chosen_ones(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     decision_log = DecisionLog(DecisionLogConfig(str(path), max_candidates=3))
-    info = PodInfo.from_k8s(pod("web", requests={"cpu": "250m", "memory": "1Gi"}))
+    info = pod_info_from_k8s(pod("web", requests={"cpu": "250m", "memory": "1Gi"}))
     candidates = [
         CandidateRecord(f"n{i}", score=float(i), delta_watts=10.0 - i, default_score=100 + i)
         for i in range(10)
@@ -293,7 +294,7 @@ def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
     decision_log = DecisionLog(DecisionLogConfig(str(path)))
     memory = MemoryRecorder(10)
     recorder = ExtenderRecorder(decision_log, EnergyPlugin(), also=memory)
-    info = PodInfo.from_k8s(pod("api", requests={"cpu": "1"}))
+    info = pod_info_from_k8s(pod("api", requests={"cpu": "1"}))
     nodes = [
         NodeState(
             NodeInfo(f"n{i}", Resources(4000, 2**33, 110)),

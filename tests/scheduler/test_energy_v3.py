@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.registry import PluginContext, score_entries
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, Taint
 from scheduler.framework import CandidateBatch
@@ -36,7 +37,7 @@ FLAT_100_150 = PowerCurve.linear(100.0, 150.0).as_points()
 
 
 def pod(cpu: str = "1", name: str = "p") -> PodInfo:
-    return PodInfo.from_k8s({
+    return pod_info_from_k8s({
         "metadata": {"name": name, "namespace": "ns", "uid": name,
                      "ownerReferences": [{"kind": "Job", "name": "j", "controller": True}]},
         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
@@ -301,13 +302,13 @@ def test_the_live_outlook_reads_the_cluster_cache_and_learns_from_pods_that_end(
     prior = predictor.prior_seconds("Job")
     assert one_node(outlook, "idle").empty_in_s == 0.0
     assert one_node(outlook, "n").empty_in_s == pytest.approx(prior)  # the Lomax prior at age 0
-    assert outlook.pod_lifetime(PodInfo.from_k8s(first)) == pytest.approx(prior)
+    assert outlook.pod_lifetime(pod_info_from_k8s(first)) == pytest.approx(prior)
     clock[0] = 1_060.0  # the first ends after 60 s: learned, and the node's pods predicted again
     cache.upsert_pod({**first, "status": {"phase": "Succeeded"}})
     assert predictor.version == 1
     # The second, at 60 s, has outlived every lifetime learned: the prior again, at its age.
     assert one_node(outlook, "n").empty_in_s == pytest.approx(
-        predictor.predict_remaining(PodInfo.from_k8s(second), 60.0))
+        predictor.predict_remaining(pod_info_from_k8s(second), 60.0))
     third = job_pod("third")
     third["metadata"]["creationTimestamp"] = "1970-01-01T00:17:30Z"  # 1,050 s: 10 s old
     cache.upsert_pod({**second, "status": {"phase": "Succeeded"}})

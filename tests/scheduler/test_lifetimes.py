@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import PodInfo, Resources
 from scheduler.lifetimes import (
     FALLBACK_CLOCK_JUMP,
@@ -46,7 +47,7 @@ def pod(
 
 
 def test_owner_name_is_read_from_the_controlling_owner_reference() -> None:
-    info = PodInfo.from_k8s({
+    info = pod_info_from_k8s({
         "metadata": {"name": "w-1", "ownerReferences": [
             {"kind": "Node", "name": "n1"},
             {"kind": "ReplicaSet", "name": "web-5d8f", "controller": True},
@@ -54,7 +55,7 @@ def test_owner_name_is_read_from_the_controlling_owner_reference() -> None:
         "spec": {"containers": []},
     })
     assert (info.owner_kind, info.owner_name) == ("ReplicaSet", "web-5d8f")
-    bare = PodInfo.from_k8s({"metadata": {"name": "b"}, "spec": {"containers": []}})
+    bare = pod_info_from_k8s({"metadata": {"name": "b"}, "spec": {"containers": []}})
     assert (bare.owner_kind, bare.owner_name) == (None, None)
 
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, pod
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
+from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
+from scheduler.domain.model import NodeState, NodeTelemetry
 from scheduler.framework import CandidateBatch, ScorePlugin
 from scheduler.plugins.gomath import go_round
 from scheduler.plugins.loadvariation import (
@@ -93,7 +94,7 @@ def test_score_table_with_deviation_and_memory_through_the_kernel(
     memory: tuple[float, float] | None,
     expected: int,
 ) -> None:
-    cpu_req, mem_req = effective_request(PodInfo.from_k8s(pod_obj))
+    cpu_req, mem_req = effective_request(pod_info_from_k8s(pod_obj))
     mem_avg, mem_std = memory if memory is not None else (np.nan, 0.0)
     score = load_variation_scores(
         (NODE_CPU_MILLICORES, cpu_req, cpu[0], cpu[1]), (NODE_MEMORY, mem_req, mem_avg, mem_std)
@@ -102,7 +103,7 @@ def test_score_table_with_deviation_and_memory_through_the_kernel(
 
 
 def state(cpu_pct: float | None, metrics: bool = True) -> NodeState:
-    info = NodeInfo.from_k8s(node("node-1", cpu="1000m", memory="1Gi"))
+    info = node_info_from_k8s(node("node-1", cpu="1000m", memory="1Gi"))
     telemetry = None
     if metrics:
         telemetry = NodeTelemetry(
@@ -125,12 +126,12 @@ PLUGIN_CASES = [
 )
 def test_score_table_through_the_plugin(node_state: NodeState, expected: int) -> None:
     plugin = LoadVariationRiskBalancing()
-    [score] = plugin.score(PodInfo.from_k8s(pod(containers=[])), CandidateBatch.of([node_state]))
+    [score] = plugin.score(pod_info_from_k8s(pod(containers=[])), CandidateBatch.of([node_state]))
     assert score == expected
 
 
 def test_effective_request_counts_init_containers_and_overhead_as_the_original() -> None:
-    p = PodInfo.from_k8s(
+    p = pod_info_from_k8s(
         pod(
             containers=[
                 container("a", {"cpu": "300m", "memory": "100"}),
@@ -148,8 +149,8 @@ def test_effective_request_counts_init_containers_and_overhead_as_the_original()
 
 def test_allocatable_not_capacity_and_batch_equals_single() -> None:
     # Allocatable 2 cores of capacity 4: 50 % measured of 2000m plus a 500m pod → μ = 0.75.
-    info = NodeInfo.from_k8s(node("n", cpu="2", capacity_cpu="4"))
-    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "500m"})]))
+    info = node_info_from_k8s(node("n", cpu="2", capacity_cpu="4"))
+    p = pod_info_from_k8s(pod(containers=[container(requests={"cpu": "500m"})]))
     plugin = LoadVariationRiskBalancing()
     [score] = plugin.score(
         p, CandidateBatch.of([NodeState(info, telemetry=NodeTelemetry("n", 0.0, utilization=0.5))])
@@ -158,7 +159,7 @@ def test_allocatable_not_capacity_and_batch_equals_single() -> None:
     rng = random.Random(3)
     nodes = [
         NodeState(
-            NodeInfo.from_k8s(node(f"n{i}", cpu=rng.choice(["1", "2", "8"]))),
+            node_info_from_k8s(node(f"n{i}", cpu=rng.choice(["1", "2", "8"]))),
             telemetry=NodeTelemetry(f"n{i}", 0.0, utilization=rng.choice([None, rng.random()])),
         )
         for i in range(30)

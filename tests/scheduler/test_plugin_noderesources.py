@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, node_state, pod
-from scheduler.domain.model import PodInfo
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.framework import CandidateBatch
 from scheduler.plugins.noderesources import (
     LEAST_ALLOCATED,
@@ -161,7 +161,7 @@ def _scores(
     pod_obj: dict[str, Any],
     nodes: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]],
 ) -> list[int]:
-    p = PodInfo.from_k8s(pod_obj)
+    p = pod_info_from_k8s(pod_obj)
     states = [node_state(n, bound) for n, bound in nodes]
     batch = plugin.score(p, CandidateBatch.of(states))
     singles = [int(plugin.score(p, CandidateBatch.of([s]))[0]) for s in states]

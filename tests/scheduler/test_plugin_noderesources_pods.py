@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, node_state, pod
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import DEFAULT_MEMORY_REQUEST_BYTES, PodInfo
 from scheduler.framework import CandidateBatch, ScorePlugin, normalized, select_best
 from scheduler.plugins.defaults import default_profile
@@ -129,7 +130,7 @@ def test_least_allocated_matches_kube_scheduler(
     nodes: list[tuple[dict[str, Any], list[dict[str, Any]]]],
     expected: list[int],
 ) -> None:
-    assert _scores(NodeResourcesFit(), PodInfo.from_k8s(pod_obj), nodes) == expected
+    assert _scores(NodeResourcesFit(), pod_info_from_k8s(pod_obj), nodes) == expected
 
 
 MOST_CASES = [
@@ -165,7 +166,7 @@ def test_most_allocated_matches_kube_scheduler(
     nodes: list[tuple[dict[str, Any], list[dict[str, Any]]]],
     expected: list[int],
 ) -> None:
-    assert _scores(NodeResourcesFit(MOST_ALLOCATED), PodInfo.from_k8s(pod_obj), nodes) == expected
+    assert _scores(NodeResourcesFit(MOST_ALLOCATED), pod_info_from_k8s(pod_obj), nodes) == expected
 
 
 BALANCED_CASES = [
@@ -222,7 +223,7 @@ def test_balanced_allocation_matches_kube_scheduler(
     expected: list[int],
 ) -> None:
     plugin = NodeResourcesBalancedAllocation()
-    assert _scores(plugin, PodInfo.from_k8s(pod_obj), nodes) == expected
+    assert _scores(plugin, pod_info_from_k8s(pod_obj), nodes) == expected
 
 
 @pytest.mark.parametrize(
@@ -240,7 +241,7 @@ def test_per_resource_integer_arithmetic(
 def test_missing_request_counts_kube_scheduler_defaults_for_fit_scoring_only() -> None:
     # One container without requests, one with only cpu: the scoring request is
     # 100m + 1000m cpu and 200 MiB + 200 MiB memory; the fit filter's request stays 1000m / 0.
-    p = PodInfo.from_k8s(pod(containers=[container("a"), container("b", {"cpu": "1"})]))
+    p = pod_info_from_k8s(pod(containers=[container("a"), container("b", {"cpu": "1"})]))
     assert p.requests.cpu_millicores == 1000 and p.requests.memory_bytes == 0
     assert p.nonzero_requests is not None
     assert p.nonzero_requests.cpu_millicores == 1100
@@ -253,7 +254,7 @@ def test_missing_request_counts_kube_scheduler_defaults_for_fit_scoring_only() -
 def test_default_profile_total_is_fit_plus_balanced() -> None:
     """Without taints or preferred affinity, TaintToleration scores 100 everywhere (× 3) and
     NodeAffinity 0: the default profile's ranking is NodeResourcesFit + BalancedAllocation."""
-    p = PodInfo.from_k8s(_pod(*CPU_AND_MEMORY))
+    p = pod_info_from_k8s(_pod(*CPU_AND_MEMORY))
     batch = CandidateBatch.of([node_state(_n("n1", 4000, 10000)), node_state(_n("n2", 6000, 10000))])
     scored = default_profile().score(p, batch)
     assert scored.of("NodeResourcesFit").tolist() == [37, 50]
@@ -264,7 +265,7 @@ def test_default_profile_total_is_fit_plus_balanced() -> None:
 
 
 def test_default_profile_spreads_like_least_allocated() -> None:
-    p = PodInfo.from_k8s(pod(requests={"cpu": "1", "memory": "1Gi"}))
+    p = pod_info_from_k8s(pod(requests={"cpu": "1", "memory": "1Gi"}))
     busy = node_state(
         node("busy"), [pod("x", requests={"cpu": "3", "memory": "6Gi"}, node_name="busy")]
     )

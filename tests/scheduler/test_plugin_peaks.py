@@ -17,8 +17,9 @@ import pytest
 
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import container, node, pod
+from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.domain.filters import filter_nodes
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import NodeState, NodeTelemetry, Resources
 from scheduler.framework import CandidateBatch, NormalizingPlugin, normalized
 from scheduler.plugins.peaks import (
     Peaks,
@@ -48,7 +49,7 @@ SCORE_TO_USE = int(M1.k1 * (math.exp(M1.k2 * 100) - math.exp(M1.k2 * 0)) * math.
 
 
 def state(node_obj: Mapping[str, Any], cpu_pct: float | None, metrics: bool = True) -> NodeState:
-    info = NodeInfo.from_k8s(node_obj)
+    info = node_info_from_k8s(node_obj)
     telemetry = None
     if metrics:
         utilization = None if cpu_pct is None else cpu_pct / 100
@@ -101,7 +102,7 @@ SCORE_CASES = [
     ids=[f"{c[0].split()[0]}: {c[1]}" for c in SCORE_CASES],
 )
 def test_peaks_score_table(pod_obj: dict[str, Any], node_state: NodeState, expected: int) -> None:
-    [raw] = Peaks(GO_MODELS).score(PodInfo.from_k8s(pod_obj), CandidateBatch.of([node_state]))
+    [raw] = Peaks(GO_MODELS).score(pod_info_from_k8s(pod_obj), CandidateBatch.of([node_state]))
     assert raw == expected
 
 
@@ -141,12 +142,12 @@ def test_integration_first_pod_to_the_smallest_jump_then_the_next_that_fits() ->
     requested: dict[str, Resources] = {n["metadata"]["name"]: Resources() for n in nodes}
     placed = []
     for name, cpu in (("pod-1", "300m"), ("pod-2", "1900m")):
-        p = PodInfo.from_k8s(
+        p = pod_info_from_k8s(
             pod(name, containers=[container(requests={"cpu": cpu, "memory": "50"})])
         )
         states = [
             NodeState(
-                NodeInfo.from_k8s(n),
+                node_info_from_k8s(n),
                 requested=requested[n["metadata"]["name"]],
                 telemetry=NodeTelemetry(n["metadata"]["name"], 0.0, utilization=0.0),
             )
@@ -187,7 +188,7 @@ def test_request_as_kube_scheduler_helpers_count_it() -> None:
         (pod(containers=[container()], overhead={"cpu": "100m"}), 0),
         (pod(containers=[container(limits={"cpu": "2"})]), 0),
     ]
-    assert [pod_request_millicores(PodInfo.from_k8s(p)) for p, _ in cases] == [e for _, e in cases]
+    assert [pod_request_millicores(pod_info_from_k8s(p)) for p, _ in cases] == [e for _, e in cases]
 
 
 def test_edges_no_model_over_capacity_and_nan() -> None:
@@ -201,7 +202,7 @@ def test_edges_no_model_over_capacity_and_nan() -> None:
 def test_a_pod_without_cpu_request_has_no_preference() -> None:
     nodes = [state(node(f"node-{i}", cpu="2"), pct) for i, pct in ((1, 0), (2, 30), (3, 80))]
     scores = normalized(
-        Peaks(GO_MODELS), PodInfo.from_k8s(pod(containers=[container()])), CandidateBatch.of(nodes)
+        Peaks(GO_MODELS), pod_info_from_k8s(pod(containers=[container()])), CandidateBatch.of(nodes)
     )
     assert scores.tolist() == [0, 0, 0]
 
@@ -223,7 +224,7 @@ def test_batch_equals_single_node_calls_before_normalize() -> None:
                 100.0, rng.uniform(-500, -10), rng.uniform(-0.08, -0.001)
             )
     plugin = Peaks(models)
-    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "600m"})]))
+    p = pod_info_from_k8s(pod(containers=[container(requests={"cpu": "600m"})]))
     batch = plugin.score(p, CandidateBatch.of(nodes))
     assert batch.tolist() == [int(plugin.score(p, CandidateBatch.of([n]))[0]) for n in nodes]
     assert len(set(batch.tolist())) > 5
@@ -247,7 +248,7 @@ def test_is_a_score_plugin_with_normalize() -> None:
 
 
 def test_a_reused_batch_sees_new_telemetry() -> None:
-    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "300m"})]))
+    p = pod_info_from_k8s(pod(containers=[container(requests={"cpu": "300m"})]))
     nodes = [state(node(name, cpu="2"), 0) for name in GO_MODELS]
     plugin = Peaks(GO_MODELS)
     batch = CandidateBatch.of(nodes)

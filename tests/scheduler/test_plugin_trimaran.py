@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, pod
+from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.domain.filters import filter_nodes
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo
+from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo
 from scheduler.framework import CandidateBatch, ScorePlugin
 from scheduler.plugins.gomath import go_int64, go_round
 from scheduler.plugins.trimaran import (
@@ -41,7 +42,7 @@ def state(
 ) -> NodeState:
     """A candidate node; `cpu_pct` None with `metrics` = a sample without a CPU metric, and
     `metrics` False = no sample at all (the load watcher's 404)."""
-    info = NodeInfo.from_k8s(node_obj)
+    info = node_info_from_k8s(node_obj)
     telemetry = None
     if metrics:
         utilization = None if cpu_pct is None else cpu_pct / 100
@@ -124,7 +125,7 @@ def test_target_load_packing_score_table(
     pod_obj: dict[str, Any], node_state: NodeState, expected: int
 ) -> None:
     plugin = TargetLoadPacking()
-    [score] = plugin.score(PodInfo.from_k8s(pod_obj), CandidateBatch.of([node_state]))
+    [score] = plugin.score(pod_info_from_k8s(pod_obj), CandidateBatch.of([node_state]))
     assert score == expected
 
 
@@ -136,7 +137,7 @@ def test_integration_pods_pack_onto_the_node_nearest_the_target() -> None:
     nodes = [node(f"node-{i}", cpu="2", memory="256") for i in (1, 2, 3)]
     pct = {"node-1": 10, "node-2": 60, "node-3": 0}
     pods = [
-        PodInfo.from_k8s(
+        pod_info_from_k8s(
             pod(f"pod-{i}", containers=[container(requests={"cpu": c, "memory": "50"})])
         )
         for i, c in ((1, "300m"), (2, "100m"))
@@ -158,7 +159,7 @@ def test_integration_pods_pack_onto_the_node_nearest_the_target() -> None:
 
 def test_prediction_per_container() -> None:
     args = TargetLoadPackingArgs()
-    p = PodInfo.from_k8s(
+    p = pod_info_from_k8s(
         pod(containers=[container("a", {"cpu": "333m"}), container("b", limits={"cpu": "1"})])
     )
     assert predicted_pod_millicores(p, args) == 500 + 1000  # round(499.5) = 500, then the limit
@@ -202,13 +203,13 @@ def test_batch_equals_single_node_calls() -> None:
         cores = rng.choice(["1", "2", "4", "8", "64"])
         pct = rng.choice([None, rng.uniform(0, 100), rng.choice([0.0, 40.0, 100.0])])
         since = [
-            PodInfo.from_k8s(
+            pod_info_from_k8s(
                 pod(f"s{i}{j}", containers=[container(requests={"cpu": f"{rng.randint(1, 900)}m"})])
             )
             for j in range(rng.randint(0, 2))
         ]
         nodes.append(state(node(f"n{i}", cpu=cores), pct, since=since, metrics=rng.random() > 0.1))
-    p = PodInfo.from_k8s(
+    p = pod_info_from_k8s(
         pod(containers=[container(requests={"cpu": "700m"}, limits={"cpu": "1500m"})])
     )
     plugin = TargetLoadPacking()
@@ -219,8 +220,8 @@ def test_batch_equals_single_node_calls() -> None:
 
 
 def test_pods_and_nodes_carry_what_the_peer_plugins_read() -> None:
-    """PodInfo.from_k8s keeps each container's requests and limits (absent ≠ "0") with its kind;
-    NodeInfo.from_k8s keeps status.capacity beside allocatable."""
+    """pod_info_from_k8s keeps each container's requests and limits (absent ≠ "0") with its kind;
+    node_info_from_k8s keeps status.capacity beside allocatable."""
     from scheduler.domain.model import (
         APP_CONTAINER,
         INIT_CONTAINER,
@@ -229,7 +230,7 @@ def test_pods_and_nodes_carry_what_the_peer_plugins_read() -> None:
         ShapeError,
     )
 
-    p = PodInfo.from_k8s(
+    p = pod_info_from_k8s(
         pod(
             containers=[container("a", {"cpu": "250m", "memory": "1Mi"}, limits={"cpu": "0"})],
             init_containers=[
@@ -246,12 +247,12 @@ def test_pods_and_nodes_carry_what_the_peer_plugins_read() -> None:
     )
     assert p.overhead.cpu_millicores == 50
     with pytest.raises(ShapeError, match=r"spec.containers\[0\].resources.limits.cpu"):
-        PodInfo.from_k8s(pod(containers=[container(limits={"cpu": "lots"})]))
-    info = NodeInfo.from_k8s(node("n", cpu="3500m", capacity_cpu="4"))
+        pod_info_from_k8s(pod(containers=[container(limits={"cpu": "lots"})]))
+    info = node_info_from_k8s(node("n", cpu="3500m", capacity_cpu="4"))
     assert (info.allocatable.cpu_millicores, info.cpu_capacity_millicores) == (3500, 4000)
     no_capacity = node("m", cpu="2")
     del no_capacity["status"]["capacity"]
-    assert NodeInfo.from_k8s(no_capacity).cpu_capacity_millicores == 2000  # falls back
+    assert node_info_from_k8s(no_capacity).cpu_capacity_millicores == 2000  # falls back
 
 
 def test_is_a_score_plugin_without_normalize() -> None:
@@ -262,12 +263,12 @@ def test_is_a_score_plugin_without_normalize() -> None:
 def test_a_reused_batch_sees_new_telemetry_and_new_pods() -> None:
     """The framework reuses a batch and patches changed rows (`update`): the plugin's derived
     columns follow, so scores equal those of a fresh batch."""
-    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "500m"})]))
+    p = pod_info_from_k8s(pod(containers=[container(requests={"cpu": "500m"})]))
     nodes = [state(node(f"n{i}", cpu="4"), 10.0 * i) for i in range(3)]
     plugin = TargetLoadPacking()
     batch = CandidateBatch.of(nodes)
     before = plugin.score(p, batch).tolist()
-    bound = PodInfo.from_k8s(pod("b", containers=[container(requests={"cpu": "1"})]))
+    bound = pod_info_from_k8s(pod("b", containers=[container(requests={"cpu": "1"})]))
     changed = [state(node("n0", cpu="4"), 35.0), state(node("n2", cpu="4"), 20.0, since=[bound])]
     batch.update([0, 2], changed)
     fresh = [changed[0], nodes[1], changed[1]]
@@ -283,7 +284,7 @@ def test_args_from_the_originals_configuration_keys() -> None:
         {"targetUtilization": 70, "defaultRequests": {"cpu": "2"}, "defaultRequestsMultiplier": "2"}
     )
     assert args == TargetLoadPackingArgs(70, 2000, 2.0)
-    p = PodInfo.from_k8s(pod(containers=[container(requests={"cpu": "250m"}), container("b")]))
+    p = pod_info_from_k8s(pod(containers=[container(requests={"cpu": "250m"}), container("b")]))
     assert predicted_pod_millicores(p, args) == 500 + 2000
     for bad in (
         {"target": 40},

@@ -11,9 +11,10 @@ from fastapi.testclient import TestClient
 
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from scheduler.cli import build_extender
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.cluster.watch import ClusterWatch
 from scheduler.config.parse import config_from_dict
-from scheduler.domain.model import MIRROR_POD_ANNOTATION, NodeState, PodInfo, is_node_daemon_pod
+from scheduler.domain.model import MIRROR_POD_ANNOTATION, NodeState, is_node_daemon_pod
 from scheduler.extender.app import create_app
 from scheduler.framework import CandidateBatch
 from scheduler.plugins.energy import EnergyPlugin
@@ -52,12 +53,12 @@ def pod(name: str, node_name: str | None, cpu: str = "100m", owner: str | None =
 
 
 def test_which_pods_belong_to_their_node():
-    assert is_node_daemon_pod(PodInfo.from_k8s(pod("a", "n", owner="DaemonSet")))
+    assert is_node_daemon_pod(pod_info_from_k8s(pod("a", "n", owner="DaemonSet")))
     # A static pod's mirror: owned by its Node and annotated by the kubelet.
-    assert is_node_daemon_pod(PodInfo.from_k8s(pod("b", "n", owner="Node")))
-    assert is_node_daemon_pod(PodInfo.from_k8s(pod("c", "n", annotations={MIRROR_POD_ANNOTATION: "h"})))
+    assert is_node_daemon_pod(pod_info_from_k8s(pod("b", "n", owner="Node")))
+    assert is_node_daemon_pod(pod_info_from_k8s(pod("c", "n", annotations={MIRROR_POD_ANNOTATION: "h"})))
     for owner in ("ReplicaSet", "Job", "StatefulSet", None):
-        assert not is_node_daemon_pod(PodInfo.from_k8s(pod("d", "n", owner=owner)))
+        assert not is_node_daemon_pod(pod_info_from_k8s(pod("d", "n", owner=owner)))
 
 
 def test_only_daemonset_and_mirror_pods_leave_a_node_empty_and_the_efficient_node_wins() -> None:
@@ -95,7 +96,7 @@ def test_only_daemonset_and_mirror_pods_leave_a_node_empty_and_the_efficient_nod
             # best watts per unit of load up to u = 0.5: small 0.125 × 73 / 0.5 = 18.25 W, big
             # 1/24 × 140 / 0.5 = 11.67 W. Counting the DaemonSet pods as workload would price
             # small at its marginal 6.5 W (41.6 → 48.1 W) and send the pod there.
-            incoming = PodInfo.from_k8s(pod("incoming", None, "1"))
+            incoming = pod_info_from_k8s(pod("incoming", None, "1"))
             scorer = EnergyPlugin(delta_p_ref_watts=100, consolidation=True,
                                      max_staleness_seconds=7200)
             deltas = {r.node: r.delta_watts for r in results(scorer, incoming, list(states.values()), sample_time)}

@@ -16,6 +16,7 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.realistic_nodes import realistic_node
 from benchmarks.harness.sched_sources import FixedSource
+from scheduler.cluster.kubeobjects import node_info_from_k8s
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.extender.core import Extender
 from scheduler.extender.wire import json_response, parse_args
@@ -130,7 +131,7 @@ def test_a_node_spec_the_batch_was_not_built_with_is_scored_with_the_spec_sent(
         if node is small:
             node["metadata"]["resourceVersion"] = f"{int(node['metadata']['resourceVersion']) + 1}"
         got = scores(extender, {"Nodes": {"items": [node]}})
-        info = NodeInfo.from_k8s(node)
+        info = node_info_from_k8s(node)
         state = NodeState(info, telemetry=source.samples["a"].telemetry, pod_count=3)
         (want,) = results(extender.energy, parse_args(json.dumps({"Pod": POD, "NodeNames": ["a"]}).encode()).pod,
                           [state], NOW)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.learning import features as features_module
 from scheduler.learning.features import (
@@ -28,7 +29,7 @@ GIB = 2**30
 
 
 def make_pod() -> PodInfo:
-    return PodInfo.from_k8s(
+    return pod_info_from_k8s(
         {
             "metadata": {"name": "web", "namespace": "shop"},
             "spec": {

@@ -17,7 +17,8 @@ import pytest
 
 from agent.curves import PowerCurve
 from benchmarks.harness import nvml_standin
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.exposition import parse_agent_metrics
 from scheduler.telemetry.sources import GPU_COUNT_QUERY, GPU_WATTS_QUERY, PrometheusSource
@@ -147,7 +148,7 @@ def test_the_energy_plugin_prices_idle_gpus_as_a_cost_of_keeping_the_node_on() -
         exposition("gpu", stamp, gpus=(60.0, 60.0)) + exposition("cpu", stamp)
         + exposition("down", stamp, watts=None, gpus=(60.0, 60.0))).samples
     t = {name: sample.telemetry for name, sample in samples.items()}
-    pod = PodInfo.from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
+    pod = pod_info_from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
         {"resources": {"requests": {"cpu": "1"}}}]}})
     energy = EnergyPlugin(delta_p_ref_watts=200.0, consolidation=True)
     # empty: opening the GPU node costs the pod its share of the GPUs' 120 W too

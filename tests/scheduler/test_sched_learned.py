@@ -344,7 +344,8 @@ def test_the_configured_plugin_computes_features_as_training_did(tmp_path):
     not a default scorer with every workload unknown."""
     from scheduler.config.build import build_energy_plugin, build_profile
     from scheduler.config.parse import config_from_dict
-    from scheduler.learning.features_v2 import NODE_FEATURES_V2, NodeWorkload, rows_v2
+    from scheduler.domain.model import NodeWorkload
+    from scheduler.learning.features_v2 import NODE_FEATURES_V2, rows_v2
 
     path = write_model(tmp_path / "m.npz")
     config = config_from_dict(
@@ -399,7 +400,7 @@ def test_the_plugin_on_a_kept_batch_scores_as_on_a_new_one(tmp_path):
 def test_the_cluster_cache_workloads_are_read_again_only_for_changed_nodes(tmp_path):
     from dataclasses import replace
 
-    from scheduler.learning.features_v2 import NodeWorkload
+    from scheduler.domain.model import NodeWorkload
 
     known = {n.info.name: NodeWorkload(pod_start_times=(float(i),)) for i, n in enumerate(NODES)}
     reads: list[str] = []

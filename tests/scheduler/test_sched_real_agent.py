@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from agent.curves import PowerCurve
-from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
+from scheduler.domain.model import NodeInfo, NodeState, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.discovery import StaticTargets
 from scheduler.telemetry.samples import NodeSample
@@ -108,7 +109,7 @@ def test_store_reads_a_real_agent_directly_and_through_prometheus(profile: Path)
     # The scorer on the live numbers: the profile's line is 160 W per unit of utilization, so a
     # 1-core pod on 4 cores costs 40 W wherever u sits below saturation.
     state = NodeState(NodeInfo(NODE, Resources(cpu_millicores=4000)), telemetry=t, pod_count=2)
-    pod = PodInfo.from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
+    pod = pod_info_from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
         {"resources": {"requests": {"cpu": "1"}}}]}})
     [result] = results(EnergyPlugin(delta_p_ref_watts=80.0), pod, [state], t.sample_time + 1)
     assert result.reason == "ok"

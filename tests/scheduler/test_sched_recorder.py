@@ -12,6 +12,7 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from benchmarks.harness.sched_sources import FixedSource
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig, read_records
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.app import create_app
@@ -127,7 +128,7 @@ def test_close_records_what_is_queued_and_later_decisions_are_dropped(tmp_path: 
     decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "d.jsonl")))
     gate = Gate()
     recorder = ExtenderRecorder(decision_log, EnergyPlugin(), features=gate)
-    pod = PodInfo.from_k8s(_pod("p"))
+    pod = pod_info_from_k8s(_pod("p"))
     nodes = CandidateBatch.of([NodeState(NodeInfo("a", Resources(8000)))])
     scores = one_score(80.0, 4.0)
 
@@ -156,7 +157,7 @@ def test_a_failing_record_is_counted_and_the_thread_goes_on(tmp_path: Path) -> N
 
     decision_log = DecisionLog(DecisionLogConfig(str(tmp_path / "d.jsonl")))
     recorder = ExtenderRecorder(decision_log, EnergyPlugin(), features=features)
-    pod = PodInfo.from_k8s(_pod("p"))
+    pod = pod_info_from_k8s(_pod("p"))
     nodes = CandidateBatch.of([NodeState(NodeInfo("a", Resources(8000)))])
     for wall in (1.0, 2.0):
         recorder.record(ExtenderCall("prioritize", "shadow", wall, pod, ["a"], nodes, one_score(80.0), "a"))

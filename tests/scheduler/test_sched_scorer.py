@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from agent.curves import PowerCurve
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.state import Prepared
 from scheduler.plugins.energy import EnergyPlugin, NodeHistory
@@ -22,7 +23,7 @@ X3470 = (41.6, 46.7, 52.3, 57.9, 65.4, 73.0, 80.7, 89.5, 99.6, 105.0, 113.0)  # 
 
 def pod(cpu: str | None = "2") -> PodInfo:
     requests = {"cpu": cpu} if cpu is not None else {}
-    return PodInfo.from_k8s(
+    return pod_info_from_k8s(
         {
             "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
             "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]},

@@ -9,9 +9,10 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.sched_sources import FixedSource
 from scheduler.cluster import kube
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.build import build_store
 from scheduler.config.parse import config_from_dict
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
@@ -30,7 +31,7 @@ from tests.helpers.sched_kube import kube_emulator
 
 CURVE = PowerCurve.fan(90.0, 310.0, 1.4).as_points()
 CURVE_LINE = PowerCurve.linear(100.0, 200.0)
-POD_1CPU = PodInfo.from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
+POD_1CPU = pod_info_from_k8s({"metadata": {"name": "p"}, "spec": {"containers": [
     {"resources": {"requests": {"cpu": "1"}}}]}})
 
 

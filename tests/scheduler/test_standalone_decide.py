@@ -15,6 +15,7 @@ import pytest
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import container, node, pod
 from scheduler.cluster.cache import ClusterCache
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.registry import PluginContext, profile_from_entries
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeTelemetry, PodInfo
@@ -164,7 +165,7 @@ def test_decider_equals_the_profile_on_fresh_batches(
     reference, comparison = _profile(kind, energy()), default_profile()
     infeasible = 0
     for i in range(150):
-        info = PodInfo.from_k8s(_random_pod(rng, i))
+        info = pod_info_from_k8s(_random_pod(rng, i))
         table = cache.table(telemetry.telemetry, telemetry.snapshot())
         got = decider.decide(info, table, mode, random.Random(i), now)
         if not _check(got, info, cache, telemetry.telemetry, kind, reference, comparison, mode, i, now):
@@ -242,11 +243,11 @@ def test_refreshes_staged_in_the_background_decide_as_fresh_batches(
             stager.stage_once()
             staged_table = cache._staged.table  # type: ignore[union-attr]
             if i % 24 == 0:  # a pod placed after the stage, before its adoption
-                late = PodInfo.from_k8s(_random_pod(rng, 5000 + i))
+                late = pod_info_from_k8s(_random_pod(rng, 5000 + i))
                 cache.assume(late, rng.choice(names), now + i * 0.01)
         assert stager.current is not None
         token, view = stager.current
-        info = PodInfo.from_k8s(_random_pod(rng, i))
+        info = pod_info_from_k8s(_random_pod(rng, i))
         table = cache.table(view, token)
         if staged_table is not None:
             assert table is staged_table
@@ -277,7 +278,7 @@ def test_the_energy_plugin_is_evaluated_once_per_decision(
     monkeypatch.setattr(EnergyPlugin, "evaluate", counted)
     decided = 0
     for i in range(20):
-        info = PodInfo.from_k8s(_random_pod(rng, i))
+        info = pod_info_from_k8s(_random_pod(rng, i))
         calls.clear()
         got = decider.decide(info, cache.table(telemetry.telemetry, telemetry.snapshot()), MODE_ACTIVE,
                              random.Random(i), now)
@@ -291,7 +292,7 @@ def test_a_profile_without_energy_plugin_explains_nothing_in_watts() -> None:
     cache = ClusterCache("kubejoule-scheduler")
     for i in range(5):
         cache.upsert_node(node(f"n{i}", cpu=str(i + 1)))
-    info = PodInfo.from_k8s(pod("x", requests={"cpu": "1500m"}))
+    info = pod_info_from_k8s(pod("x", requests={"cpu": "1500m"}))
     got = ProfileDecider(default_profile()).decide(
         info, cache.table(), MODE_ACTIVE, random.Random(0), 0.0
     )
@@ -305,7 +306,7 @@ def test_percentage_of_nodes_to_score_samples_from_where_the_last_search_stopped
     cache = ClusterCache("kubejoule-scheduler")
     for i in range(300):  # every third node too small for the pod
         cache.upsert_node(node(f"n{i:03d}", cpu="1" if i % 3 == 0 else "4"))
-    info = PodInfo.from_k8s(pod("x", requests={"cpu": "2"}))
+    info = pod_info_from_k8s(pod("x", requests={"cpu": "2"}))
     decider = ProfileDecider(default_profile(), percentage_of_nodes_to_score=0)
     wanted = num_feasible_nodes_to_find(0, 300)  # 300 × (50 − 2) % = 144
     assert wanted == 144

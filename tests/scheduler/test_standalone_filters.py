@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from benchmarks.harness.standalone_objects import container, node, node_state, pod
+from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.filters import (
     REASON_NODE_AFFINITY,
     REASON_TOO_MANY_PODS,
@@ -16,7 +17,7 @@ from scheduler.domain.filters import (
     node_failures,
     tolerates,
 )
-from scheduler.domain.model import PodInfo, Taint, Toleration
+from scheduler.domain.model import Taint, Toleration
 
 # --- tolerations vs taints ---------------------------------------------------------------------
 
@@ -559,20 +560,20 @@ def test_filter_table(
     bound: list[dict[str, Any]],
     expected: tuple[str, ...],
 ) -> None:
-    assert node_failures(PodInfo.from_k8s(pod_obj), node_state(node_obj, bound)) == expected
+    assert node_failures(pod_info_from_k8s(pod_obj), node_state(node_obj, bound)) == expected
 
 
 def test_summary_counts_and_sorts_like_kube_scheduler() -> None:
     nodes = [node(f"small-{i}", cpu="1", labels={"zone": "b"}) for i in range(3)]
     nodes += [node(f"other-{i}", labels={"zone": "a"}) for i in range(9)]
-    p = PodInfo.from_k8s(pod(requests={"cpu": "2"}, node_selector={"zone": "b"}))
+    p = pod_info_from_k8s(pod(requests={"cpu": "2"}, node_selector={"zone": "b"}))
     result = filter_nodes(p, [node_state(n) for n in nodes])
     assert result.feasible == []
     assert result.summary() == (
         "0/12 nodes are available: 3 Insufficient cpu, "
         "9 node(s) didn't match Pod's node affinity/selector."
     )
-    p = PodInfo.from_k8s(pod(requests={"cpu": "2", "memory": "10Gi"}))
+    p = pod_info_from_k8s(pod(requests={"cpu": "2", "memory": "10Gi"}))
     mixed = [node_state(n) for n in nodes] + [node_state(node("cordoned", unschedulable=True))]
     result = filter_nodes(p, mixed)
     # "12 Insufficient memory" sorts before "3 Insufficient cpu": string order, as Go's sort.
@@ -585,12 +586,12 @@ def test_summary_counts_and_sorts_like_kube_scheduler() -> None:
 def test_summary_without_nodes() -> None:
     """kube-scheduler's ErrNoNodesAvailable, not "0/0 nodes are available"."""
     assert failure_summary(0, {}) == "no nodes available to schedule pods"
-    assert filter_nodes(PodInfo.from_k8s(pod()), []).summary() == failure_summary(0, {})
+    assert filter_nodes(pod_info_from_k8s(pod()), []).summary() == failure_summary(0, {})
 
 
 def test_feasible_nodes_keep_their_order() -> None:
     nodes = [node_state(node(f"n{i}", cpu=str(i + 1))) for i in range(5)]
-    result = filter_nodes(PodInfo.from_k8s(pod(requests={"cpu": "3"})), nodes)
+    result = filter_nodes(pod_info_from_k8s(pod(requests={"cpu": "3"})), nodes)
     assert [n.info.name for n in result.feasible] == ["n2", "n3", "n4"]
     assert set(result.failures) == {"n0", "n1"}
     assert result.total == 5

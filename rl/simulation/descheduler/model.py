@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.quantity import quantity_units
+from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.cluster.podfacts import PodFacts
 from scheduler.domain.model import NodeInfo, PodInfo, ShapeError
 
@@ -45,7 +46,7 @@ class Pod:
 
     @classmethod
     def from_k8s(cls, pod: Mapping[str, Any]) -> Pod:
-        info = PodInfo.from_k8s(pod)
+        info = pod_info_from_k8s(pod)
         spec = pod.get("spec") or {}
         extended: dict[str, int] = {}
         for c in spec.get("containers") or ():
@@ -87,7 +88,7 @@ class Node:
     def from_k8s(cls, node: Mapping[str, Any]) -> Node:
         status = node.get("status") or {}
         values = status.get("allocatable") or status.get("capacity")
-        return cls(NodeInfo.from_k8s(node), tuple(sorted(_extended(values, "status").items())))
+        return cls(node_info_from_k8s(node), tuple(sorted(_extended(values, "status").items())))
 
 
 class PodRequests:
