@@ -44,7 +44,7 @@ from benchmarks.harness.machine import cpu_model  # noqa: E402
 from benchmarks.harness.standalone_objects import node, pod  # noqa: E402
 from scheduler.cluster.kubeobjects import pod_info_from_k8s  # noqa: E402
 from scheduler.domain.model import NodeTelemetry  # noqa: E402
-from scheduler.framework.profile import Profile  # noqa: E402
+from scheduler.framework.scheduling_profile import SchedulingProfile  # noqa: E402
 from scheduler.plugins.defaults import kubejoule_profile, shipped_kubejoule_profile  # noqa: E402
 from scheduler.plugins.energy import EnergyPlugin  # noqa: E402
 from scheduler.standalone.loop import StandaloneScheduler  # noqa: E402
@@ -137,7 +137,7 @@ def _pod_objects(count: int, prefix: str = "bench") -> list[dict]:
 
 
 def decisions(
-    node_count: int, pods: int, profile: Profile, percentage: int | None, refreshes: int = 5,
+    node_count: int, pods: int, profile: SchedulingProfile, percentage: int | None, refreshes: int = 5,
     profiler: cProfile.Profile | None = None,
 ) -> dict[str, Any]:
     """Decisions per second (decide + assume) after a warm-up — the median over chunks of

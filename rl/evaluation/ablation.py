@@ -6,7 +6,7 @@ directory (`rl/heldout`).
 Every row is a benchmark entry (`POLICY@EXPANDER`, rl/evaluation/benchmark.py) run by the benchmark's own
 plan and runner (`plan_benchmark`, `run_task`, `--jobs` through rl/evaluation/parallel.py), with the same
 seeds for every row; a lever's profile is a profile file bundled in rl/scenarios/ (`profile:`,
-rl/policies/profiles.py). On a held-out directory each case is planned under the promotion gate's
+rl/policies/scheduling_profiles.py). On a held-out directory each case is planned under the promotion gate's
 cluster rules (`rl.evaluation.gate_run.gate_cluster`: cluster-autoscaler as it ships, its DaemonSets and
 PDBs, lagging telemetry; the expander each row names), and the table sums the cases.
 

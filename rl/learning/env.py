@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rl.policies.catalog import KubeDefaultPolicy
-from rl.policies.profiles import heuristic_energy
+from rl.policies.scheduling_profiles import heuristic_energy
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PlacementRequest, PowerOffModel, Simulation

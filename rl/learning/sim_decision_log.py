@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rl.policies.profiles import heuristic_energy
+from rl.policies.scheduling_profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec

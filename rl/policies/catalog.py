@@ -6,7 +6,7 @@
 | `mostallocated` | the same with NodeResourcesFit's MostAllocated strategy (bin packing) |
 | `kubejoule` | the standalone scheduler's shipped profile (`shipped_kubejoule_profile`: the energy plugin's v3 levers, MostAllocated beside it) |
 | `default+extender:W` | kube-scheduler's default profile plus kubejoule's energy plugin through the extender at weight W (`extender_profile`; the 0–10 answer × W × 10) |
-| `profile:FILE` | a profile YAML file: a list of `{name, weight, args}` (`rl.policies.profiles`) |
+| `profile:FILE` | a profile YAML file: a list of `{name, weight, args}` (`rl.policies.scheduling_profiles`) |
 | `roundrobin` | the next feasible node after the last one used, in node order (the old DQN project's baseline) |
 | `peaks` | a profile of the PEAKS Score plugin alone (`scheduler.plugins.peaks`, with its NormalizeScore), each node's (k0, k1, k2) fitted to its curve |
 | `trimaran` | a profile of the TargetLoadPacking Score plugin alone (`scheduler.plugins.trimaran`), target 40 % |
@@ -16,7 +16,7 @@
 | `py:MODULE:ATTR` | any Score plugin (a model's, say): ATTR is a ScorePlugin or a callable returning one, called with the node list |
 | `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.simulation.controllers`) |
 
-How the energy plugin is configured for each: `rl.policies.profiles`. Every profile decides through the
+How the energy plugin is configured for each: `rl.policies.scheduling_profiles`. Every profile decides through the
 standalone scheduler's own `ProfileDecider` (`scheduler/standalone/decide.py`, active mode): the profile's
 filters, kube-scheduler's percentageOfNodesToScore sample for the policies that model
 kube-scheduler (adaptive, its default; every feasible node for kubejoule's own scheduler, as it
@@ -34,7 +34,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from rl.policies.profiles import (
+from rl.policies.scheduling_profiles import (
     EXTENDER_POLICY,
     PROFILE_POLICY,
     energy_plugins,
@@ -46,7 +46,7 @@ from rl.simulation.scenario import NodeSpec
 from rl.simulation.simulator import Policy, PowerOffModel
 from scheduler.cluster.node_table import NodeTable
 from scheduler.domain.model import NodeState, PodInfo
-from scheduler.framework import CandidateBatch, Profile, ScorePlugin, select_best
+from scheduler.framework import CandidateBatch, SchedulingProfile, ScorePlugin, select_best
 from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
 from scheduler.learning.plugin import LearnedPlugin
 from scheduler.plugins.defaults import default_profile
@@ -93,7 +93,7 @@ class ProfilePolicy:
 
     def __init__(
         self,
-        profile: Profile,
+        profile: SchedulingProfile,
         name: str | None = None,
         percentage_of_nodes_to_score: int | None = None,
     ) -> None:

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rl.policies.catalog import ProfilePolicy
-from rl.policies.profiles import energy_plugins, named_profile
+from rl.policies.scheduling_profiles import energy_plugins, named_profile
 from scheduler.domain.model import PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor, Prediction
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from scheduler.config.parse import Config
 from scheduler.framework.interface import ScorePlugin
-from scheduler.framework.profile import Profile
+from scheduler.framework.scheduling_profile import SchedulingProfile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.discovery import (
     EndpointSliceTargets,
@@ -41,7 +41,7 @@ def build_profile(
     energy: ScorePlugin,
     workload: Callable[[str], Any] | None = None,
     lifetimes: Callable[[], Any] | None = None,
-) -> Profile:
+) -> SchedulingProfile:
     """The standalone scheduler's profile: the configured entries, else the shipped `kubejoule`
     profile (shipped_kubejoule_profile: the energy plugin with its v3 levers).
     `workload(name)`: the nodes' workloads (the cluster cache's), `lifetimes()`: its lifetime

@@ -29,7 +29,7 @@ from typing import Any
 
 from agent.curves import PowerCurve
 from scheduler.framework.interface import ScorePlugin
-from scheduler.framework.profile import Profile, plugin_weight
+from scheduler.framework.scheduling_profile import SchedulingProfile, plugin_weight
 from scheduler.plugins import loadvariation, peaks, trimaran
 from scheduler.plugins.defaults import default_filters
 from scheduler.plugins.extender import ExtenderScore
@@ -189,6 +189,6 @@ def score_entries(
 
 def profile_from_entries(
     entries: Sequence[Mapping[str, Any]], context: PluginContext, name: str = "configured"
-) -> Profile:
+) -> SchedulingProfile:
     """kube-scheduler's default filters and the configured Score plugins."""
-    return Profile(name, default_filters(), score_entries(list(entries), context))
+    return SchedulingProfile(name, default_filters(), score_entries(list(entries), context))

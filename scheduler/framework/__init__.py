@@ -1,5 +1,5 @@
 """A small scheduling framework shaped like kube-scheduler's: Filter and Score plugins over a
-batch of candidate nodes, and profiles that combine them with weights (docs/DESIGN.md,
+batch of candidate nodes, and scheduling profiles that combine them with weights (docs/DESIGN.md,
 "Scheduling framework").
 
 May import domain/ only."""
@@ -15,7 +15,7 @@ from scheduler.framework.interface import (
     extender_priority,
     normalized,
 )
-from scheduler.framework.profile import Profile, Scored, select_best
+from scheduler.framework.scheduling_profile import SchedulingProfile, Scored, select_best
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
@@ -24,7 +24,7 @@ __all__ = [
     "CandidateBatch",
     "FilterPlugin",
     "NormalizingPlugin",
-    "Profile",
+    "SchedulingProfile",
     "ScorePlugin",
     "Scored",
     "extender_priority",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.framework.interface import FilterPlugin, ScorePlugin
-from scheduler.framework.profile import Profile
+from scheduler.framework.scheduling_profile import SchedulingProfile
 from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.nodeaffinity import NodeAffinity, NodeUnschedulable
 from scheduler.plugins.noderesources import (
@@ -49,9 +49,9 @@ def default_profile(
     name: str = "default",
     strategy: str = LEAST_ALLOCATED,
     extra: Sequence[tuple[ScorePlugin, int]] = (),
-) -> Profile:
+) -> SchedulingProfile:
     """kube-scheduler's default profile, plus `extra` weighted Score plugins after its own."""
-    return Profile(name, default_filters(), [*default_scores(strategy), *extra])
+    return SchedulingProfile(name, default_filters(), [*default_scores(strategy), *extra])
 
 
 # The standalone scheduler's default scoring profile (docs/standalone.md, "Scoring profile"):
@@ -67,16 +67,16 @@ def kubejoule_profile(
     energy_weight: int = KUBEJOULE_ENERGY_WEIGHT,
     with_default_scores: bool = KUBEJOULE_WITH_DEFAULT_SCORES,
     name: str = KUBEJOULE_PROFILE,
-) -> Profile:
+) -> SchedulingProfile:
     """The standalone scheduler's default profile: kube-scheduler's default filters, then the
     energy plugin at `energy_weight` — alone, or after kube-scheduler's default Score plugins
     when `with_default_scores`."""
     energy = [(energy_plugin, energy_weight)]
     scores = [*default_scores(), *energy] if with_default_scores else energy
-    return Profile(name, default_filters(), scores)
+    return SchedulingProfile(name, default_filters(), scores)
 
 
-def extender_profile(energy_plugin: ScorePlugin, weight: int, name: str = "") -> Profile:
+def extender_profile(energy_plugin: ScorePlugin, weight: int, name: str = "") -> SchedulingProfile:
     """What a cluster running kube-scheduler with kubejoule's extender at `weight` does:
     kube-scheduler's default profile plus the plugin's 0–10 extender score × weight × 10."""
     return default_profile(
@@ -91,7 +91,7 @@ SHIPPED_ENERGY_WEIGHT = 3
 SHIPPED_PACKING_WEIGHT = 1
 
 
-def shipped_kubejoule_profile(energy_plugin: ScorePlugin) -> Profile:
+def shipped_kubejoule_profile(energy_plugin: ScorePlugin) -> SchedulingProfile:
     """The `kubejoule` profile as it ships (the standalone scheduler without a `profile:`, the
     simulator's `kubejoule` policy): kube-scheduler's default filters, the energy plugin with
     SHIPPED_LEVERS (scheduler/plugins/energy_v3.py) at SHIPPED_ENERGY_WEIGHT and NodeResourcesFit
@@ -101,7 +101,7 @@ def shipped_kubejoule_profile(energy_plugin: ScorePlugin) -> Profile:
 
     if isinstance(energy_plugin, EnergyPlugin):
         energy_plugin.levers = SHIPPED_LEVERS
-    return Profile(KUBEJOULE_PROFILE, default_filters(), [
+    return SchedulingProfile(KUBEJOULE_PROFILE, default_filters(), [
         (energy_plugin, SHIPPED_ENERGY_WEIGHT),
         (NodeResourcesFit(MOST_ALLOCATED), SHIPPED_PACKING_WEIGHT),
     ])

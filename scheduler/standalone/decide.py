@@ -36,8 +36,8 @@ from scheduler.framework.decision import (
     Decision,
 )
 from scheduler.framework.interface import ScorePlugin
-from scheduler.framework.profile import Profile, select_best
 from scheduler.framework.sampling import NodeSampler
+from scheduler.framework.scheduling_profile import SchedulingProfile, select_best
 from scheduler.plugins import energy as energy_plugin_module
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.extender import ExtenderScore
@@ -50,7 +50,7 @@ def same_plugin(a: ScorePlugin, b: ScorePlugin) -> bool:
     return type(a) is type(b) and a.name == b.name and vars(a) == vars(b)
 
 
-def energy_of(profile: Profile) -> tuple[ScorePlugin, energy_plugin_module.EnergyPlugin] | None:
+def energy_of(profile: SchedulingProfile) -> tuple[ScorePlugin, energy_plugin_module.EnergyPlugin] | None:
     """(profile entry, energy plugin) for the profile's energy plugin (the one that explains
     its scores in watts), if any; the entry is an `ExtenderScore` when the plugin enters
     through the extender's view, else the plugin itself."""
@@ -70,8 +70,8 @@ class ProfileDecider:
 
     def __init__(
         self,
-        profile: Profile,
-        comparison: Profile | None = None,
+        profile: SchedulingProfile,
+        comparison: SchedulingProfile | None = None,
         percentage_of_nodes_to_score: int | None = None,
     ) -> None:
         self.profile = profile

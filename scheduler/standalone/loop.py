@@ -18,7 +18,7 @@ from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.domain.filters import failure_summary
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework.interface import ScorePlugin
-from scheduler.framework.profile import Profile
+from scheduler.framework.scheduling_profile import SchedulingProfile
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import kubejoule_profile
 from scheduler.service.metrics import SchedulerMetrics
@@ -49,7 +49,7 @@ class StandaloneScheduler:
     def __init__(
         self,
         api: ClusterApi,
-        scoring: Profile | ScorePlugin,
+        scoring: SchedulingProfile | ScorePlugin,
         config: StandaloneConfig | None = None,
         telemetry: TelemetryView | None = None,
         decision_log: DecisionLog | None = None,
@@ -63,7 +63,7 @@ class StandaloneScheduler:
     ) -> None:
         self.api = api
         # A bare Score plugin (the energy plugin) is the standalone default profile around it.
-        self.profile = scoring if isinstance(scoring, Profile) else kubejoule_profile(scoring)
+        self.profile = scoring if isinstance(scoring, SchedulingProfile) else kubejoule_profile(scoring)
         self.config = config or StandaloneConfig()
         self.telemetry = telemetry
         self.decision_log = decision_log

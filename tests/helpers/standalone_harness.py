@@ -13,7 +13,7 @@ from scheduler.cluster import kube
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.domain.model import NodeTelemetry
 from scheduler.framework.interface import ScorePlugin
-from scheduler.framework.profile import Profile
+from scheduler.framework.scheduling_profile import SchedulingProfile
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import StandaloneConfig
@@ -41,7 +41,7 @@ def api_client(url: str, user_agent: str = "kubejoule-test") -> Any:
 
 def make_scheduler(
     url: str,
-    scoring: Profile | ScorePlugin,
+    scoring: SchedulingProfile | ScorePlugin,
     config: StandaloneConfig,
     telemetry: Any = None,
     decision_log: DecisionLog | None = None,

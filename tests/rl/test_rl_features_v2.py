@@ -13,7 +13,7 @@ import pytest
 
 from agent.curves import PowerCurve
 from rl.policies.catalog import make_policy
-from rl.policies.profiles import heuristic_energy
+from rl.policies.scheduling_profiles import heuristic_energy
 from rl.simulation.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
 from rl.simulation.simulator import PowerOffModel, Simulation
 from rl.simulation.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace

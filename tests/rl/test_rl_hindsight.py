@@ -96,7 +96,7 @@ def test_the_hindsight_policy_is_the_shipped_profile_told_the_truth() -> None:
     from rl.evaluation.benchmark import run_once
     from rl.policies.catalog import make_policy
     from rl.policies.hindsight import HindsightPolicy
-    from rl.policies.profiles import energy_plugins
+    from rl.policies.scheduling_profiles import energy_plugins
     from rl.simulation.cluster import ClusterModel
 
     sim = simulation()

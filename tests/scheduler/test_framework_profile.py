@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from scheduler.domain.model import NodeInfo, NodeState, PodInfo, Resources
-from scheduler.framework import CandidateBatch, Profile, select_best
+from scheduler.framework import CandidateBatch, SchedulingProfile, select_best
 from scheduler.framework.interface import extender_priority
 from scheduler.plugins.extender import ExtenderScore
 
@@ -46,7 +46,7 @@ def test_weighted_sum_of_normalized_scores() -> None:
     batch = CandidateBatch.of(_states(3))
     a = Fixed("a", {"n0": 10, "n1": 80, "n2": 40})
     b = FixedNormalized("b", {"n0": 3, "n1": 1, "n2": 4})  # normalized: 75, 25, 100
-    scored = Profile("p", scores=[(a, 2), (b, 3)]).score(POD, batch)
+    scored = SchedulingProfile("p", scores=[(a, 2), (b, 3)]).score(POD, batch)
     # n0: 2·10 + 3·75 = 245; n1: 2·80 + 3·25 = 235; n2: 2·40 + 3·100 = 380
     assert scored.total.tolist() == [245, 235, 380]
     assert scored.of("b").tolist() == [75, 25, 100]
@@ -55,15 +55,15 @@ def test_weighted_sum_of_normalized_scores() -> None:
 def test_weight_zero_means_one_and_negative_is_refused() -> None:
     batch = CandidateBatch.of(_states(2))
     a = Fixed("a", {"n0": 7, "n1": 9})
-    assert Profile("p", scores=[(a, 0)]).score(POD, batch).total.tolist() == [7, 9]
+    assert SchedulingProfile("p", scores=[(a, 0)]).score(POD, batch).total.tolist() == [7, 9]
     with pytest.raises(ValueError, match=">= 0"):
-        Profile("p", scores=[(a, -1)])
+        SchedulingProfile("p", scores=[(a, -1)])
     with pytest.raises(ValueError, match="twice"):
-        Profile("p", scores=[(a, 1), (a, 1)])
+        SchedulingProfile("p", scores=[(a, 1), (a, 1)])
 
 
 def test_no_score_plugin_scores_every_node_alike() -> None:
-    assert Profile("p").score(POD, CandidateBatch.of(_states(3))).total.tolist() == [1, 1, 1]
+    assert SchedulingProfile("p").score(POD, CandidateBatch.of(_states(3))).total.tolist() == [1, 1, 1]
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_extender_enters_as_score_times_weight_times_ten() -> None:
     batch = CandidateBatch.of(_states(3))
     energy = Fixed("energy", {"n0": 94.0, "n1": 15.0, "n2": 55.0})  # extender: 9, 2, 6
     fit = Fixed("fit", {"n0": 10, "n1": 90, "n2": 50})
-    profile = Profile("p", scores=[(fit, 1), (ExtenderScore(energy), 5)])
+    profile = SchedulingProfile("p", scores=[(fit, 1), (ExtenderScore(energy), 5)])
     scored = profile.score(POD, batch)
     # fit × 1 + extender score × weight 5 × MaxNodeScore/MaxExtenderPriority (10)
     assert scored.total.tolist() == [10 + 9 * 50, 90 + 2 * 50, 50 + 6 * 50]
@@ -134,7 +134,7 @@ def test_filters_then_scores_then_the_best_feasible_row() -> None:
             return () if int(node.info.name[1:]) % 2 == 0 else ("odd",)
 
     best = Fixed("s", {"n0": 1, "n1": 100, "n2": 50, "n3": 99})
-    profile = Profile("p", filters=[EvenOnly()], scores=[(best, 1)])
+    profile = SchedulingProfile("p", filters=[EvenOnly()], scores=[(best, 1)])
     batch = CandidateBatch.of(_states(4))
     rows = np.flatnonzero(profile.feasible(POD, batch))
     assert rows.tolist() == [0, 2]
@@ -184,6 +184,6 @@ def test_kubejoule_and_extender_profiles() -> None:
     scored = ext.score(POD, batch)
     # 55 and 54 both round to extender 5 (n1: 5.5 → 6, n2: 5.4 → 5): × 5 × 10
     assert scored.of("extender:KubejouleEnergy").tolist() == [10, 60, 50]
-    assert (scored.total - Profile("d", scores=ext.scores[:-1]).score(POD, batch).total).tolist() == [
+    assert (scored.total - SchedulingProfile("d", scores=ext.scores[:-1]).score(POD, batch).total).tolist() == [
         50, 300, 250
     ]

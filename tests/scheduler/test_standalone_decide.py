@@ -19,7 +19,7 @@ from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.registry import PluginContext, profile_from_entries
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeTelemetry, PodInfo
-from scheduler.framework import CandidateBatch, Profile, select_best
+from scheduler.framework import CandidateBatch, SchedulingProfile, select_best
 from scheduler.framework.sampling import num_feasible_nodes_to_find
 from scheduler.plugins.defaults import default_profile, kubejoule_profile
 from scheduler.plugins.energy import EnergyPlugin
@@ -114,7 +114,7 @@ def _telemetry(rng: random.Random, names: list[str], now: float) -> StaticTeleme
     return StaticTelemetry(samples)
 
 
-def _profile(kind: str, energy: EnergyPlugin) -> Profile:
+def _profile(kind: str, energy: EnergyPlugin) -> SchedulingProfile:
     if kind == "energy":
         return kubejoule_profile(energy)
     if kind == "defaults+energy":
@@ -177,8 +177,8 @@ def test_decider_equals_the_profile_on_fresh_batches(
 
 
 def _check(
-    got: Any, info: PodInfo, cache: ClusterCache, telemetry: Any, kind: str, reference: Profile,
-    comparison: Profile, mode: str, i: int, now: float,
+    got: Any, info: PodInfo, cache: ClusterCache, telemetry: Any, kind: str, reference: SchedulingProfile,
+    comparison: SchedulingProfile, mode: str, i: int, now: float,
 ) -> bool:
     """`got` equals the profile run on a fresh batch of the cache's nodes; False when no node
     fits (as the reference filters say)."""

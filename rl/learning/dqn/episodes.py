@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rl.evaluation.gate_run import gate_cluster
-from rl.policies.profiles import heuristic_energy
+from rl.policies.scheduling_profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace

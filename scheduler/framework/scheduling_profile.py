@@ -1,4 +1,4 @@
-"""A profile: filters, then Score plugins with weights, combined as kube-scheduler combines them.
+"""A scheduling profile: filters, then Score plugins with weights, combined as kube-scheduler combines them.
 
 kube-scheduler's scheduling cycle (`schedule_one.go`), for the feasible nodes of one pod:
 
@@ -75,7 +75,7 @@ class Scored:
 
 
 @dataclass
-class Profile:
+class SchedulingProfile:
     """Filters and weighted Score plugins (see the module docstring). Plugins run in order."""
 
     name: str

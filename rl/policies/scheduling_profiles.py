@@ -63,7 +63,7 @@ from rl.simulation.scenario import NodeSpec
 from rl.simulation.simulator import PowerOffModel
 from scheduler.config.parse import ConfigError, ScorerConfig, config_from_dict
 from scheduler.config.registry import PluginContext, score_entries
-from scheduler.framework import Profile
+from scheduler.framework import SchedulingProfile
 from scheduler.plugins.defaults import (
     default_filters,
     default_profile,
@@ -88,7 +88,7 @@ class ProfileFileError(ValueError):
     """A profile file that does not follow the format."""
 
 
-def energy_plugins(profile: Profile) -> list[EnergyPlugin]:
+def energy_plugins(profile: SchedulingProfile) -> list[EnergyPlugin]:
     """The energy plugins a profile scores with (also through the extender)."""
     found = []
     for plugin, _ in profile.scores:
@@ -157,7 +157,7 @@ class ProfileSetup:
     percentageOfNodesToScore (0: its adaptive default), None for every feasible node (the
     standalone scheduler's shipped default)."""
 
-    profile: Profile
+    profile: SchedulingProfile
     percentage_of_nodes_to_score: int | None = None
 
 
@@ -177,9 +177,9 @@ def named_profile(
         return ProfileSetup(default_profile("mostallocated", MOST_ALLOCATED), kube)
     if name == "peaks":
         models = models_from_config({}, {n.name: n.curve for n in nodes})
-        return ProfileSetup(Profile("peaks", default_filters(), [(Peaks(models), 1)]), kube)
+        return ProfileSetup(SchedulingProfile("peaks", default_filters(), [(Peaks(models), 1)]), kube)
     if name == "trimaran":
-        return ProfileSetup(Profile("trimaran", default_filters(), [(TargetLoadPacking(), 1)]), kube)
+        return ProfileSetup(SchedulingProfile("trimaran", default_filters(), [(TargetLoadPacking(), 1)]), kube)
     if name.startswith(EXTENDER_POLICY):
         plugin = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS)
         return ProfileSetup(extender_profile(plugin, extender_weight(name), name), kube)
@@ -188,7 +188,7 @@ def named_profile(
             shipped_kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
         )
     if name == "heuristic":
-        return ProfileSetup(Profile("heuristic", default_filters(), [(heuristic_energy(nodes, power_off), 1)]))
+        return ProfileSetup(SchedulingProfile("heuristic", default_filters(), [(heuristic_energy(nodes, power_off), 1)]))
     if name.startswith(PROFILE_POLICY):
         return load_profile_file(name[len(PROFILE_POLICY) :], nodes, power_off, name)
     return None
@@ -215,7 +215,7 @@ def profile_from_data(
     try:
         energy = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS, scorer)
         context = PluginContext(energy, {n.name: n.curve for n in nodes})
-        profile = Profile(name, default_filters(), score_entries(entries, context))
+        profile = SchedulingProfile(name, default_filters(), score_entries(entries, context))
         config = config_from_dict({PERCENTAGE_KEY: percentage})
     except (ValueError, ConfigError) as exc:
         raise ProfileFileError(str(exc)) from exc

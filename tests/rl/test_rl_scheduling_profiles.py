@@ -12,7 +12,7 @@ import pytest
 
 from agent.curves import PowerCurve
 from rl.policies.catalog import ProfilePolicy, make_policy
-from rl.policies.profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
+from rl.policies.scheduling_profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
 from rl.simulation.scenario import NodeSpec
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.framework import CandidateBatch
