@@ -44,7 +44,6 @@ from rl.policies.catalog import BUILTIN_POLICIES
 from rl.simulation import cluster_options, trace_import
 from rl.simulation.autoscaler_model import DEFAULT_EXPANDER, EXPANDERS
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     SCENARIOS,
@@ -58,6 +57,7 @@ from rl.simulation.scenario import (
     scenario_path,
 )
 from rl.simulation.simulator import PowerOffModel
+from rl.simulation.telemetry import TelemetryModel
 from rl.simulation.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
 
 

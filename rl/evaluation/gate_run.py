@@ -32,7 +32,6 @@ from rl.evaluation.gate import CaseResult, combine, evaluate
 from rl.evaluation.parallel import add_options, run_tasks
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     DaemonSetSpec,
@@ -46,6 +45,7 @@ from rl.simulation.scenario import (
     load_trace,
     scenario_path,
 )
+from rl.simulation.telemetry import TelemetryModel
 from rl.simulation.workloads import WorkloadModel
 
 DEFAULT_SCALE_DOWN_UNNEEDED_S = 600.0

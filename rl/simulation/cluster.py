@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rl.simulation.autoscaler_model import AutoscalerModel
-from rl.simulation.sampling import TelemetryModel, dropped_nodes
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel, Simulation
+from rl.simulation.telemetry import TelemetryModel, dropped_nodes
 from rl.simulation.workloads import WorkloadModel
 
 

@@ -1,7 +1,7 @@
 """A node's life in a simulation: pods start, progress at the node's contention rate and finish;
 the node boots, becomes ready (its DaemonSet pods start), idles, powers off; its power follows
 its utilization (its curve), every change settled in the energy ledgers (rl/simulation/energy.py)
-and recorded for telemetry (rl/simulation/sampling.py).
+and recorded for telemetry (rl/simulation/telemetry.py).
 
 `NodeLifecycle` is a part of `Simulation` (rl/simulation/simulator.py): the engine's event
 handlers, called by its event loop and by the actions (rl/simulation/actions.py).

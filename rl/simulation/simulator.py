@@ -29,7 +29,7 @@ Model (every number in joules, watts, seconds, cores):
     feasible candidates, placing a pod on one boots it, and a node empty for `after_seconds`
     powers off. No real scheduler sees a powered-off node; this is kept to measure what that
     assumption was worth.
-* Telemetry (rl/simulation/sampling.py): policies see each node's utilization and watts as the scheduler's
+* Telemetry (rl/simulation/telemetry.py): policies see each node's utilization and watts as the scheduler's
   telemetry store holds them — the agents' latest sample as of the store's last refresh — plus
   the CPU requested by pods placed since that sample (`cpu_since_sample_cores`). `telemetry=None`
   is the perfect, instantaneous ablation.

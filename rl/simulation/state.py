@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.energy import EnergyLedger
 from rl.simulation.node import SimNode, nonzero_extra
-from rl.simulation.sampling import TelemetryModel, TelemetryRecorder
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulation.simrecords import PlacementRequest, PodOutcome, PowerOffModel
+from rl.simulation.telemetry import TelemetryModel, TelemetryRecorder
 from rl.simulation.workloads import PodLedger, WorkloadModel
 from scheduler.domain.model import Resources
 

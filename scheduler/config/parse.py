@@ -77,7 +77,7 @@ from scheduler.config.fields import (  # the sections' types and checkers, re-ex
 )
 from scheduler.config.rebalancer import RebalancerConfig, rebalancer_config
 from scheduler.framework.decision import MODES
-from scheduler.framework.sampling import num_feasible_nodes_to_find
+from scheduler.framework.nodes_to_score import num_feasible_nodes_to_find
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, EnergyPlugin
 
 # Template-node labels whose values name a curve (config `node_groups:` keys, or the label value

@@ -8,7 +8,7 @@ says where kube-scheduler would have put the pod. Each picks its best total with
 default profile's pick, `active` mode to the scheduler's profile's.
 
 With `percentage_of_nodes_to_score`, only the nodes kube-scheduler's percentageOfNodesToScore
-rule would find are scored (`scheduler.framework.sampling`); by default every feasible node is.
+rule would find are scored (`scheduler.framework.nodes_to_score`); by default every feasible node is.
 
 `ProfileDecider` keeps one CandidateBatch over the cache's NodeTable and patches the rows whose
 state changed since the previous pod (usually the node that pod was assumed on), so the
@@ -36,7 +36,7 @@ from scheduler.framework.decision import (
     Decision,
 )
 from scheduler.framework.interface import ScorePlugin
-from scheduler.framework.sampling import NodeSampler
+from scheduler.framework.nodes_to_score import NodeSampler
 from scheduler.framework.scheduling_profile import SchedulingProfile, select_best
 from scheduler.plugins import energy as energy_plugin_module
 from scheduler.plugins.defaults import default_profile

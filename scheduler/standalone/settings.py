@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW, MODES
-from scheduler.framework.sampling import num_feasible_nodes_to_find
+from scheduler.framework.nodes_to_score import num_feasible_nodes_to_find
 
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "MODES", "StandaloneConfig"]
 

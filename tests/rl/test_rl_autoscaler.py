@@ -14,9 +14,9 @@ from rl.policies.catalog import BUILTIN_POLICIES
 from rl.simulation.autoscaler import ScaleUpOption, least_waste_score
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.sampling import TelemetryModel, dropped_nodes
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec, parse_node_groups
 from rl.simulation.simulator import Simulation
+from rl.simulation.telemetry import TelemetryModel, dropped_nodes
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.plugins.energy import EnergyPlugin
 from tests.helpers.sim_run import run_policy

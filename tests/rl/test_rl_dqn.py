@@ -105,7 +105,7 @@ def test_a_pending_pod_costs_reward():
 def test_episodes_run_the_benchmarks_cluster_rules():
     """Episodes are built by the benchmark's simulation factory: a rule of the cluster model —
     here the telemetry-dropout fault, which episodes once dropped — reaches them."""
-    from rl.simulation.sampling import TelemetryModel
+    from rl.simulation.telemetry import TelemetryModel
 
     pods = [PodSpec(0, 0.0, 100.0, 1, 1, 1)]
     for dropout, known in ((0.0, True), (1.0, False)):

@@ -12,9 +12,9 @@ from rl.evaluation.oracle import oracle_bound
 from rl.policies.catalog import BUILTIN_POLICIES
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel
+from rl.simulation.telemetry import TelemetryModel
 from rl.simulation.tracegen import TraceConfig, family_pdbs, generate_family, generate_trace
 from rl.simulation.workloads import WorkloadModel
 

@@ -216,9 +216,9 @@ def test_simulated_nodes_list_the_pods_bound_since_their_sample(lagging: bool):
     """TargetLoadPacking predicts each pod bound since the sample: the simulator lists exactly
     the pods whose requests make up `cpu_since_sample_cores`, with lagging samples and with the
     perfect-telemetry ablation (pods waiting for a boot)."""
-    from rl.simulation.sampling import TelemetryModel
     from rl.simulation.scenario import PodSpec
     from rl.simulation.simulator import PowerOffModel, Simulation
+    from rl.simulation.telemetry import TelemetryModel
 
     specs = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b")]
     # A burst, a quiet spell (the nodes power off in the ablation), then a second burst.

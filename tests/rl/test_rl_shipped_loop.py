@@ -21,7 +21,6 @@ from benchmarks.harness.standalone_objects import node
 from rl.policies.catalog import ProfilePolicy, make_policy
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel, simulation
-from rl.simulation.sampling import TelemetryModel
 from rl.simulation.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     NodeSpec,
@@ -32,6 +31,7 @@ from rl.simulation.scenario import (
     scenario_path,
 )
 from rl.simulation.simulator import ON, Simulation
+from rl.simulation.telemetry import TelemetryModel
 from scheduler.config.build import build_energy_plugin, build_profile
 from scheduler.config.parse import config_from_dict
 from scheduler.domain.model import NodeState

@@ -20,7 +20,7 @@ from scheduler.config.registry import PluginContext, profile_from_entries
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework import CandidateBatch, SchedulingProfile, select_best
-from scheduler.framework.sampling import num_feasible_nodes_to_find
+from scheduler.framework.nodes_to_score import num_feasible_nodes_to_find
 from scheduler.plugins.defaults import default_profile, kubejoule_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED

@@ -1,4 +1,4 @@
-"""kube-scheduler's percentageOfNodesToScore (scheduler/framework/sampling.py), with the cases
+"""kube-scheduler's percentageOfNodesToScore (scheduler/framework/nodes_to_score.py), with the cases
 of its own tests in kubernetes pkg/scheduler/schedule_one_test.go."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler.framework.sampling import NodeSampler, num_feasible_nodes_to_find
+from scheduler.framework.nodes_to_score import NodeSampler, num_feasible_nodes_to_find
 
 # TestNumFeasibleNodesToFind (schedule_one_test.go): (name, percentageOfNodesToScore — 0 when
 # "not set", numAllNodes, wantNumNodes).
