@@ -2,7 +2,7 @@
 
 * `wire` — kube-scheduler's extender/v1 JSON: request parsing, the HostPriorityList encoder
   (`jsonwalk`: the syntax check of a large body);
-* `decisions` — one `ExtenderCall` per call (what the decision log records of it), recorders, the
+* `calls` — one `ExtenderCall` per call (what the decision log records of it), recorders, the
   recommendation; `recorder` — the decision log's lines of them;
 * `state` — node states from the TelemetryStore (and the cluster view), the prepared batch;
 * `publish` — a prepared batch as columns in shared memory; `refresher` — the process that
@@ -22,14 +22,14 @@ the four ways the scheduler runs and imports none of them); standalone/, autosca
 never."""
 
 from scheduler.extender.app import create_app
+from scheduler.extender.calls import CallRecorder, ExtenderCall, MemoryRecorder
 from scheduler.extender.core import MODE_ACTIVE, MODE_SHADOW, Extender
-from scheduler.extender.decisions import DecisionRecorder, ExtenderCall, MemoryRecorder
 
 __all__ = [
     "MODE_ACTIVE",
     "MODE_SHADOW",
     "ExtenderCall",
-    "DecisionRecorder",
+    "CallRecorder",
     "Extender",
     "MemoryRecorder",
     "create_app",

@@ -23,8 +23,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import generate_latest
 
+from scheduler.extender.calls import Pending, awaiting_writes
 from scheduler.extender.core import Extender
-from scheduler.extender.decisions import Pending, awaiting_writes
 from scheduler.extender.wire import (
     DEFAULT_INFLIGHT_BODY_BYTES,
     LARGE_BODY_BYTES,

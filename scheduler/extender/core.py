@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from scheduler.domain.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState, PodInfo
-from scheduler.extender.caps import over_caps
-from scheduler.extender.decisions import (
-    DecisionRecorder,
+from scheduler.extender.calls import (
+    CallRecorder,
     ExtenderCall,
     MemoryRecorder,
     recommend_batch,
 )
+from scheduler.extender.caps import over_caps
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
 from scheduler.extender.remote import RemoteStates
 from scheduler.extender.state import ClusterView, NodeStates, Prepared
@@ -55,7 +55,7 @@ class Extender:
         mode: str = MODE_SHADOW,
         power_caps_watts: Mapping[str, float] | None = None,
         default_power_cap_watts: float | None = None,
-        recorder: DecisionRecorder | None = None,
+        recorder: CallRecorder | None = None,
         max_body_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
         cluster: ClusterView | None = None,
@@ -68,7 +68,7 @@ class Extender:
         self.mode = mode
         self.power_caps_watts = dict(power_caps_watts or {})
         self.default_power_cap_watts = default_power_cap_watts
-        self.recorder: DecisionRecorder = recorder if recorder is not None else MemoryRecorder()
+        self.recorder: CallRecorder = recorder if recorder is not None else MemoryRecorder()
         self.max_body_bytes = max_body_bytes  # None: body_limit() follows the cluster's size
         self.clock = clock
         self.metrics = ExtenderMetrics(store, clock)

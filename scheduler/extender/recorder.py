@@ -17,7 +17,7 @@ from scheduler.decisionlog.schema import (
     kept_candidates,
 )
 from scheduler.domain.model import REASONS, PodInfo
-from scheduler.extender.decisions import ExtenderCall, Pending, expect_write
+from scheduler.extender.calls import ExtenderCall, Pending, expect_write
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learning.features import Features, telemetry_ages
 from scheduler.plugins.energy import EnergyPlugin

@@ -16,8 +16,8 @@ from scheduler.config.build import (
     kubernetes_configured,
 )
 from scheduler.config.parse import Config
+from scheduler.extender.calls import MemoryRecorder
 from scheduler.extender.core import Extender
-from scheduler.extender.decisions import MemoryRecorder
 from scheduler.extender.remote import RemoteStates
 from scheduler.extender.state import ClusterView, NodeStates
 from scheduler.plugins.energy import EnergyPlugin

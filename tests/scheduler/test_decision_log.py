@@ -281,11 +281,11 @@ def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
     assert bad <= 2
 
 
-def test_extender_decisions_become_collector_lines(tmp_path: Path) -> None:
+def test_extender_calls_become_decision_log_lines(tmp_path: Path) -> None:
     import numpy as np
 
     from scheduler.domain.model import REASONS, NodeInfo, NodeState, Resources
-    from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
+    from scheduler.extender.calls import ExtenderCall, MemoryRecorder
     from scheduler.extender.recorder import ExtenderRecorder
     from scheduler.framework.batch import CandidateBatch
     from scheduler.plugins.energy import EnergyPlugin, EnergyScores

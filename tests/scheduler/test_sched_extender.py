@@ -18,8 +18,8 @@ from agent.curves import PowerCurve
 from benchmarks.harness.sched_sources import FixedSource
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.extender.app import create_app
+from scheduler.extender.calls import ExtenderCall, MemoryRecorder
 from scheduler.extender.core import Extender
-from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
 from scheduler.extender.wire import ExtenderArgs, json_response, parse_args
 from scheduler.framework.interface import extender_priority
 from scheduler.plugins.energy import EnergyPlugin

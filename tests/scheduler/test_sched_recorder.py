@@ -16,8 +16,8 @@ from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig, read_records
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.app import create_app
+from scheduler.extender.calls import ExtenderCall, MemoryRecorder
 from scheduler.extender.core import Extender
-from scheduler.extender.decisions import ExtenderCall, MemoryRecorder
 from scheduler.extender.recorder import ExtenderRecorder
 from scheduler.framework.batch import CandidateBatch
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores

@@ -1,4 +1,4 @@
-"""What the extender would have chosen: one `ExtenderCall` per call (what the decision log records of it), and where decisions go."""
+"""What the extender would have chosen: one `ExtenderCall` per call (what the decision log records of it), and the recorders it goes to."""
 
 from __future__ import annotations
 
@@ -66,8 +66,8 @@ class ExtenderCall:
         return self.candidates.states
 
 
-class DecisionRecorder(Protocol):
-    """Where decisions go. Called on the request path: must be cheap and must not raise (the
+class CallRecorder(Protocol):
+    """Where extender calls go. Called on the request path: must be cheap and must not raise (the
     decision log's ExtenderRecorder only enqueues; a thread of its own does the work, and
     hands the request a `Pending` write to wait for, see `awaiting_writes`).
     A recorder with a `stats()` method (counts by name) gets them exported in /metrics."""
