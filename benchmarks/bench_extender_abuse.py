@@ -47,7 +47,7 @@ from benchmarks.harness.extender_process import (  # noqa: E402
     running_extender,
     small_body,
 )
-from scheduler.extender.wire import MIN_MAX_BODY_BYTES  # noqa: E402
+from scheduler.extender.body import MIN_MAX_BODY_BYTES  # noqa: E402
 
 MANIFEST = ROOT / "daemonset/components/extender/extender-deployment.yaml"
 ROUNDS = 3

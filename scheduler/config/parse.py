@@ -113,8 +113,8 @@ class ScorerConfig:
 
 @dataclass(frozen=True)
 class ExtenderConfig:
-    max_body_bytes: int | None = None  # None: derived from the cluster's size (extender/wire.py)
-    inflight_body_bytes: int | None = None  # None: DEFAULT_INFLIGHT_BODY_BYTES (extender/wire.py)
+    max_body_bytes: int | None = None  # None: derived from the cluster's size (extender/body.py)
+    inflight_body_bytes: int | None = None  # None: DEFAULT_INFLIGHT_BODY_BYTES (extender/body.py)
     shadow_log_size: int = 1000
     watch_cluster: bool | None = None  # None: auto, on when kubernetes_configured()
 

@@ -1,5 +1,6 @@
 """kube-scheduler extender (v1 JSON) serving the energy scorer: `POST /filter`, `POST /prioritize`.
 
+* `body` — request bodies admitted: the per-request limit, the in-flight budget, `BadRequest`;
 * `wire` — kube-scheduler's extender/v1 JSON: request parsing, the HostPriorityList encoder
   (`jsonwalk`: the syntax check of a large body);
 * `calls` — one `ExtenderCall` per call (what the decision log records of it), recorders, the
@@ -14,7 +15,7 @@
 * `app` — the HTTP app.
 
 Inside, imports go one way (no cycles, import-linter's acyclic-packages): `refresher` (a process
-of its own) → `wiring` → `core` → `remote` → `state` → `wire`.
+of its own) → `wiring` → `core` → `remote` → `state` → `wire` → `body`.
 
 May import every part below the entry points: domain/, framework/, plugins/, lifetimes/, learning/, telemetry/,
 cluster/, decisionlog/, service/, config/ (`wiring` builds the extender with it: config/ sits below

@@ -23,19 +23,16 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import generate_latest
 
-from scheduler.extender.calls import Pending, awaiting_writes
-from scheduler.extender.core import Extender
-from scheduler.extender.wire import (
+from scheduler.extender.body import (
     DEFAULT_INFLIGHT_BODY_BYTES,
     LARGE_BODY_BYTES,
     BadRequest,
     BodyBudget,
-    ExtenderArgs,
     admitted_body,
-    gc_paused,
-    json_response,
-    parse_args,
 )
+from scheduler.extender.calls import Pending, awaiting_writes
+from scheduler.extender.core import Extender
+from scheduler.extender.wire import ExtenderArgs, gc_paused, json_response, parse_args
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.domain.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState, PodInfo
+from scheduler.extender.body import body_limit_for
 from scheduler.extender.calls import (
     CallRecorder,
     ExtenderCall,
@@ -30,7 +31,7 @@ from scheduler.extender.caps import over_caps
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
 from scheduler.extender.remote import RemoteStates
 from scheduler.extender.state import ClusterView, NodeStates, Prepared
-from scheduler.extender.wire import ExtenderArgs, HostPriorityList, body_limit_for
+from scheduler.extender.wire import ExtenderArgs, HostPriorityList
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
 from scheduler.framework.interface import extender_priority

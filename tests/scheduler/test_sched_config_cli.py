@@ -222,7 +222,7 @@ def test_the_extender_command_gives_the_app_the_configured_body_budget(
     default the code uses."""
     import uvicorn
 
-    from scheduler.extender.wire import DEFAULT_INFLIGHT_BODY_BYTES
+    from scheduler.extender.body import DEFAULT_INFLIGHT_BODY_BYTES
 
     assert load_config(EXAMPLES / "extender-config.yaml").extender.inflight_body_bytes == (
         DEFAULT_INFLIGHT_BODY_BYTES
