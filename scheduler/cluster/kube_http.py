@@ -1,5 +1,6 @@
 """A lean HTTP transport for the scheduler's small API calls (bindings, Events, status patches,
-gets), part of `scheduler/cluster/kube.py`'s door to the Kubernetes API.
+gets), part of `scheduler/cluster/kube.py`'s door to the Kubernetes API (`kube_request.py` takes
+it where it stands in), and the error every call raises (`ApiError`).
 
 The `kubernetes` client's request path (parameter serialization, urllib3's pool manager, its
 response wrappers) costs about 0.8 ms of CPU per call; a binding and an Event per pod made it
@@ -19,6 +20,7 @@ import ssl
 import threading
 import urllib.parse
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -166,6 +168,16 @@ class ApiError(Exception):
         return self.status == 404
 
 
+def error_of(status: int, reason: str, body: bytes) -> ApiError:
+    """The ApiError of an answer that is not 2xx: the message of the Status it holds, else (not
+    a Status) the start of its body."""
+    try:
+        message = str(msgspec.json.decode(body).get("message") or "")
+    except (ValueError, AttributeError):  # msgspec.DecodeError is a ValueError
+        message = body[:500].decode(errors="replace")
+    return ApiError(status, reason, message)
+
+
 _TRANSPORTS: weakref.WeakKeyDictionary[Any, Transport | None] = weakref.WeakKeyDictionary()
 _TRANSPORTS_LOCK = threading.Lock()
 
@@ -182,30 +194,32 @@ def transport_of(api: Any) -> Transport | None:
         return _TRANSPORTS[api]
 
 
-def lean_request(
-    transport: Transport,
-    method: str,
-    path: str,
-    query: list[tuple[str, Any]] | None = None,
-    body: Any = None,
-    content_type: str = "application/json",
-    timeout: float | tuple[float, float] | None = 10.0,
-) -> bytes:
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One API request, as either path sends it (this transport, or the client's own:
+    `kube_request.py`). `timeout`: seconds, or (connect, read) seconds."""
+
+    method: str
+    path: str
+    query: list[tuple[str, Any]] | None = None
+    body: Any = None
+    content_type: str = "application/json"
+    timeout: float | tuple[float, float] | None = 10.0
+
+
+def lean_request(transport: Transport, call: Call) -> bytes:
     """One request through the lean transport: the body of a 2xx answer, else ApiError."""
+    timeout = call.timeout
     seconds = max(timeout) if isinstance(timeout, tuple) else (timeout or 60.0)
     try:
         answer = transport.request(
-            method, path, urllib.parse.urlencode(query or []), body, content_type, seconds
+            call.method, call.path, urllib.parse.urlencode(call.query or []), call.body,
+            call.content_type, seconds,
         )
     except (OSError, http.client.HTTPException) as exc:
         raise ApiError(None, type(exc).__name__, str(exc)) from exc
     if not 200 <= answer.status <= 299:
-        message = ""
-        try:
-            message = str(msgspec.json.decode(answer.data).get("message") or "")
-        except (msgspec.DecodeError, AttributeError):
-            message = answer.data[:500].decode(errors="replace")
-        raise ApiError(answer.status, answer.reason, message)
+        raise error_of(answer.status, answer.reason, answer.data)
     return answer.data
 
 
