@@ -36,12 +36,25 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 from scheduler.decisionlog.schema import abandoned_record, decision_record, outcome_record
-from scheduler.domain.model import NodeTelemetry
 
 log = logging.getLogger(__name__)
+
+
+P = ParamSpec("P")
+
+
+def _writes(make: Callable[P, Mapping[str, Any]]) -> Callable[Concatenate[DecisionLog, P], None]:
+    """A DecisionLog method that writes the line `make` (a builder of `schema`) makes of its
+    arguments."""
+
+    def write(self: DecisionLog, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        self.write(make(*args, **kwargs))
+
+    write.__doc__ = make.__doc__
+    return write
 
 
 @dataclass(frozen=True)
@@ -222,20 +235,8 @@ class DecisionLog:
         self.write(record)
         return str(record["id"])
 
-    def record_abandoned(self, decision_id: str, reason: str, wall_time: float | None = None) -> None:
-        """The decision `decision_id` did not take effect (its binding failed)."""
-        self.write(abandoned_record(decision_id, reason, wall_time))
-
-    def record_outcome(
-        self,
-        decision_id: str,
-        node: str,
-        window_seconds: float,
-        before: NodeTelemetry | None,
-        after: NodeTelemetry | None,
-        wall_time: float | None = None,
-    ) -> None:
-        self.write(outcome_record(decision_id, node, window_seconds, before, after, wall_time))
+    record_abandoned = _writes(abandoned_record)
+    record_outcome = _writes(outcome_record)
 
 
 def read_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:

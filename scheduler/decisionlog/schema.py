@@ -106,6 +106,16 @@ def decision_extra(candidate_count: int, feature_schema: str | None) -> dict[str
     return extra
 
 
+def _line(kind: str, decision_id: str, wall_time: float | None) -> dict[str, Any]:
+    """What every line starts with: the schema, its kind, the decision's id and the time."""
+    return {
+        "schema": SCHEMA,
+        "type": kind,
+        "id": decision_id,
+        "time": time.time() if wall_time is None else wall_time,
+    }
+
+
 def decision_record(
     *,
     source: str,
@@ -128,10 +138,7 @@ def decision_record(
     kept_names = {c.node for c in kept}
     kept += [c for c in ranked[max_candidates:] if c.node in keep - kept_names]
     record: dict[str, Any] = {
-        "schema": SCHEMA,
-        "type": "decision",
-        "id": decision_id,
-        "time": time.time() if wall_time is None else wall_time,
+        **_line("decision", decision_id, wall_time),
         "source": source,
         "mode": mode,
         "scorer": scorer,
@@ -155,13 +162,7 @@ def decision_record(
 
 def abandoned_record(decision_id: str, reason: str, wall_time: float | None = None) -> dict[str, Any]:
     """The decision `decision_id` did not take effect (its binding failed)."""
-    return {
-        "schema": SCHEMA,
-        "type": "abandoned",
-        "id": decision_id,
-        "time": time.time() if wall_time is None else wall_time,
-        "reason": reason,
-    }
+    return {**_line("abandoned", decision_id, wall_time), "reason": reason}
 
 
 def outcome_record(
@@ -182,10 +183,7 @@ def outcome_record(
         and after.source == "rapl"
     )
     return {
-        "schema": SCHEMA,
-        "type": "outcome",
-        "id": decision_id,
-        "time": time.time() if wall_time is None else wall_time,
+        **_line("outcome", decision_id, wall_time),
         "node": node,
         "window_seconds": window_seconds,
         "watts_before": before.watts if before is not None else None,

@@ -106,53 +106,53 @@ def _value(text: str, index: int, depth: int) -> tuple[Any, int]:
 
 
 def _object(text: str, index: int, depth: int) -> tuple[Any, int]:
-    start = index - 1
     result: dict[str, Any] = {}
-    small = 0
-    index = _skip(text, index)
-    if text.startswith("}", index):
-        return result, index + 1
-    while True:
+
+    def member(index: int) -> int:
         if not text.startswith('"', index):
             raise ValueError(f"expected a key at char {index}")
-        member = index
         key, index = scanstring(text, index + 1, True)
         index = _skip(text, index)
         if not text.startswith(":", index):
             raise ValueError(f"expected ':' at char {index}")
         result[key], index = _value(text, _skip(text, index + 1), depth)
-        if index - member < SMALL_ELEMENT_CHARS:
-            small += 1
-            if small > SMALL_ELEMENTS_BEFORE_RESCAN:
-                return _scan(text, start)
-        index = _skip(text, index)
-        if text.startswith(",", index):
-            index = _skip(text, index + 1)
-        elif text.startswith("}", index):
-            return result, index + 1
-        else:
-            raise ValueError(f"expected ',' or '}}' at char {index}")
+        return index
+
+    return _container(text, index, "}", result, member)
 
 
 def _array(text: str, index: int, depth: int) -> tuple[Any, int]:
-    start = index - 1
     result: list[Any] = []
-    small = 0
-    index = _skip(text, index)
-    if text.startswith("]", index):
-        return result, index + 1
-    while True:
-        element = index
+
+    def element(index: int) -> int:
         value, index = _value(text, index, depth)
         result.append(value)
-        if index - element < SMALL_ELEMENT_CHARS:
-            small += 1
-            if small > SMALL_ELEMENTS_BEFORE_RESCAN:
-                return _scan(text, start)
+        return index
+
+    return _container(text, index, "]", result, element)
+
+
+def _container(
+    text: str, index: int, close: str, result: Any, element: Callable[[int], int]
+) -> tuple[Any, int]:
+    """An object's or an array's elements from `index` (past its opening bracket) to `close`,
+    each read by `element` (into `result`, from its index to the index past it); or the whole
+    container again by the C scanner once its elements turn out small."""
+    start = index - 1
+    small = 0
+    index = _skip(text, index)
+    if text.startswith(close, index):
+        return result, index + 1
+    while True:
+        begin = index
+        index = element(index)
+        small += int(index - begin < SMALL_ELEMENT_CHARS)  # a small element
+        if small > SMALL_ELEMENTS_BEFORE_RESCAN:
+            return _scan(text, start)
         index = _skip(text, index)
         if text.startswith(",", index):
             index = _skip(text, index + 1)
-        elif text.startswith("]", index):
+        elif text.startswith(close, index):
             return result, index + 1
         else:
-            raise ValueError(f"expected ',' or ']' at char {index}")
+            raise ValueError(f"expected ',' or '{close}' at char {index}")

@@ -8,7 +8,12 @@ from contextlib import contextmanager
 
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.outcomes import OutcomeTracker
-from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
+from scheduler.decisionlog.schema import (
+    CandidateRecord,
+    candidate_record,
+    decision_extra,
+    kept_candidates,
+)
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.standalone.decide import Decision
 
@@ -23,25 +28,16 @@ def _schema(features: Features | None) -> str | None:
     return schema.version if schema is not None else None
 
 
-def record_decision(
-    decision_log: DecisionLog,
-    outcomes: OutcomeTracker | None,
-    features: Features | None,
-    scorer_name: str,
-    mode: str,
-    pod: PodInfo,
-    decision: Decision,
-    wall: float,
-    track: bool = True,
-) -> str:
-    """Write the decision: the top candidates plus the chosen, recommended and default nodes;
-    returns its id. `track`: the outcome of the chosen node is tracked now (else the caller
-    does it once the pod is bound, `track_outcome`)."""
+def _candidates(
+    decision: Decision, features: Features | None, pod: PodInfo, wall: float, max_candidates: int
+) -> list[CandidateRecord]:
+    """The candidates a decision line keeps: the top ones plus the chosen, recommended and
+    default nodes."""
     names = decision.names
     indices = kept_candidates(
         decision.score,
         names,
-        decision_log.config.max_candidates,
+        max_candidates,
         (decision.chosen, decision.recommended, decision.default_choice),
     )
     candidates = []
@@ -59,21 +55,7 @@ def record_decision(
                 features=features(pod, state, wall) if features else None,
             )
         )
-    decision_id = decision_log.record_decision(
-        source="standalone",
-        mode=mode,
-        pod=pod,
-        candidates=candidates,
-        chosen=decision.chosen,
-        recommended=decision.recommended,
-        default_choice=decision.default_choice,
-        scorer=scorer_name,
-        wall_time=wall,
-        extra=decision_extra(len(names), _schema(features)),
-    )
-    if track:
-        track_outcome(outcomes, decision, decision_id, wall)
-    return decision_id
+    return candidates
 
 
 def track_outcome(
@@ -104,8 +86,17 @@ def recorded_before_binding(
         yield
         return
     try:
-        decision_id: str | None = record_decision(
-            decision_log, outcomes, features, scorer_name, mode, pod, decision, wall, track=False
+        decision_id: str | None = decision_log.record_decision(
+            source="standalone",
+            mode=mode,
+            pod=pod,
+            candidates=_candidates(decision, features, pod, wall, decision_log.config.max_candidates),
+            chosen=decision.chosen,
+            recommended=decision.recommended,
+            default_choice=decision.default_choice,
+            scorer=scorer_name,
+            wall_time=wall,
+            extra=decision_extra(len(decision.names), _schema(features)),
         )
     except OSError:
         log.exception("decision log not written; binding %s without its line", pod.key)

@@ -128,13 +128,20 @@ class SeriesFolder:
     def __init__(self) -> None:
         self.nodes: dict[str, _Partial] = {}
 
-    def add(self, name: str, labels: Labels, value: float) -> None:
+    def _part(self, labels: Labels) -> _Partial | None:
+        """The series' node's partial sample (new if it has none yet); None without a node."""
         node = labels.get("node")
         if not node:
-            return
+            return None
         part = self.nodes.get(node)
         if part is None:
             part = self.nodes[node] = _Partial()
+        return part
+
+    def add(self, name: str, labels: Labels, value: float) -> None:
+        part = self._part(labels)
+        if part is None:
+            return
         if name == M_POWER:
             source = labels.get("source", "none")
             watts = _finite(value)
@@ -170,12 +177,11 @@ class SeriesFolder:
 
     def add_pod_count(self, labels: Labels, count: float) -> None:
         """A node's pods counted elsewhere (`count by (node, owner_kind)` in PromQL)."""
-        node = labels.get("node")
-        if not node or not math.isfinite(count) or count < 0:
+        if not math.isfinite(count) or count < 0:
             return
-        part = self.nodes.get(node)
+        part = self._part(labels)
         if part is None:
-            part = self.nodes[node] = _Partial()
+            return
         part.pod_total += int(count)
         if labels.get("owner_kind") in NODE_BOUND_OWNER_KINDS:
             part.daemon_total += int(count)
@@ -183,12 +189,9 @@ class SeriesFolder:
     def add_gpu_total(self, labels: Labels, watts: float, count: float | None = None) -> None:
         """A node's GPU watts summed elsewhere (`sum by (node)` in PromQL, each GPU once), or
         with `count` its GPUs counted (`kubejoule_gpu_info`)."""
-        node = labels.get("node")
-        if not node:
-            return
-        part = self.nodes.get(node)
+        part = self._part(labels)
         if part is None:
-            part = self.nodes[node] = _Partial()
+            return
         if count is not None:
             part.gpu_count += int(count) if math.isfinite(count) and count > 0 else 0
             return
