@@ -20,12 +20,17 @@ pod's spec.priority, so system-critical 2·10⁹ stays on a scale a network can 
 A node's workload comes from outside NodeState (the cluster cache or the simulator): a
 `NodeWorkload` (`scheduler.domain.model`), or None when unknown (then `workload_known` is 0 and
 the workload features None).
+
+`WorkloadSchema` (below) is what v2 and v3 share: from a schema's node columns and pod features,
+the model rows, the decision log's feature dicts and its callback (`WorkloadFeatures`), one
+implementation for both (`V2` here, `V3` in `features_v3`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from operator import is_
 
 import numpy as np
@@ -44,6 +49,7 @@ from scheduler.learning.features import (
     node_values,
     pod_features,
 )
+from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 SCHEMA_VERSION_V2 = "kubejoule.features/v2"
@@ -171,52 +177,117 @@ def node_columns_v2(
     return columns
 
 
-def rows_v2(
-    pod: PodInfo,
-    batch: CandidateBatch,
-    energy: EnergyPlugin,
-    workloads: Workloads = None,
-    scores: EnergyScores | None = None,
-) -> np.ndarray:
-    """Model rows (candidates × FEATURE_SCHEMA_V2.width): v2 node features, then the pod's."""
-    columns = node_columns_v2(pod, batch, energy, workloads, scores)
-    return encode_columns(columns, NODE_FEATURES_V2, encode(pod_features_v2(pod), POD_FEATURES_V2))
+# -- what every caller builds from a schema's columns (v2 and v3 alike) ---------------------------
+
+NodeColumns = Callable[
+    [PodInfo, CandidateBatch, EnergyPlugin, Workloads, EnergyScores | None], dict[str, np.ndarray]
+]
 
 
-def node_features_v2(
-    pod: PodInfo,
-    node: NodeState,
-    now: float,
-    energy: EnergyPlugin,
-    workload: NodeWorkload | None,
-) -> Features:
-    """The v2 node features of one candidate (a batch of one; None where unknown)."""
-    batch = CandidateBatch.of([node], now)
-    return column_features(node_columns_v2(pod, batch, energy, lambda name: workload))
+@dataclass(frozen=True)
+class WorkloadSchema:
+    """A feature schema whose node features read the nodes' workloads (v2, v3): its node
+    columns and pod features, and the one implementation of what the plugin, the decision logs
+    and training build from them. `pod_features(pod, lifetimes)`: the pod's features (v2
+    ignores `lifetimes`, the predictor of the pod's remaining lifetime)."""
+
+    schema: FeatureSchema
+    node_columns: NodeColumns
+    pod_features: Callable[[PodInfo, LifetimePredictor | None], Features]
+
+    def rows(
+        self,
+        pod: PodInfo,
+        batch: CandidateBatch,
+        energy: EnergyPlugin,
+        workloads: Workloads = None,
+        lifetimes: LifetimePredictor | None = None,
+        scores: EnergyScores | None = None,
+    ) -> np.ndarray:
+        """Model rows (candidates × schema.width): the node features, then the pod's."""
+        columns = self.node_columns(pod, batch, energy, workloads, scores)
+        pod_row = encode(self.pod_features(pod, lifetimes), self.schema.pod_features)
+        return encode_columns(columns, self.schema.node_features, pod_row)
+
+    def node_features(
+        self,
+        pod: PodInfo,
+        node: NodeState,
+        now: float,
+        energy: EnergyPlugin,
+        workload: NodeWorkload | None,
+    ) -> Features:
+        """The node features of one candidate (a batch of one; None where unknown)."""
+        batch = CandidateBatch.of([node], now)
+        return column_features(self.node_columns(pod, batch, energy, [workload], None))
+
+    def batch_features(
+        self,
+        pod: PodInfo,
+        batch: CandidateBatch,
+        energy: EnergyPlugin,
+        workloads: Workloads = None,
+        lifetimes: LifetimePredictor | None = None,
+    ) -> list[Features]:
+        """The features (node then pod) of every row of `batch`, as the decision log writes
+        them (None where unknown): the extender's recorder."""
+        columns = self.node_columns(pod, batch, energy, workloads, None)
+        pod_part = self.pod_features(pod, lifetimes)
+        out = []
+        for row in range(len(batch)):
+            features = column_features(columns, row)
+            features.update(pod_part)
+            out.append(features)
+        return out
+
+    def candidate_matrix(
+        self,
+        pod: PodInfo,
+        nodes: Sequence[NodeState],
+        now: float,
+        energy: EnergyPlugin,
+        workloads: Workloads = None,
+        lifetimes: LifetimePredictor | None = None,
+    ) -> np.ndarray:
+        """One row per candidate: the encoded node features followed by the pod's."""
+        return self.rows(pod, CandidateBatch.of(nodes, now), energy, workloads, lifetimes)
 
 
-class V2Features:
-    """The collector's feature callback, v2: `(pod, node, now) → features` with the node's
-    workload from `workload(name)` (the standalone scheduler's cluster cache)."""
+class WorkloadFeatures:
+    """The decision log's feature callback: `(pod, node, now) → features` in schema `version`,
+    with the node's workload from `workload(name)` and the pod's lifetime predictor from
+    `lifetimes()` (the standalone scheduler's cluster cache and its predictor; the
+    simulator's). Each schema's subclass names its version (V2Features, V3Features)."""
 
-    schema = FEATURE_SCHEMA_V2
+    version: WorkloadSchema
 
-    def __init__(self, energy: EnergyPlugin, workload: Callable[[str], NodeWorkload | None]):
+    def __init__(
+        self,
+        energy: EnergyPlugin,
+        workload: Callable[[str], NodeWorkload | None],
+        lifetimes: Callable[[], LifetimePredictor | None] = lambda: None,
+    ) -> None:
         self.energy = energy
         self.workload = workload
+        self.lifetimes = lifetimes
+
+    @property
+    def schema(self) -> FeatureSchema:
+        return self.version.schema
 
     def __call__(self, pod: PodInfo, node: NodeState, now: float) -> Features:
-        features = node_features_v2(pod, node, now, self.energy, self.workload(node.info.name))
-        features.update(pod_features_v2(pod))
+        version = self.version
+        features = version.node_features(pod, node, now, self.energy, self.workload(node.info.name))
+        features.update(version.pod_features(pod, self.lifetimes()))
         return features
 
 
-def candidate_matrix_v2(
-    pod: PodInfo,
-    nodes: Sequence[NodeState],
-    now: float,
-    energy: EnergyPlugin,
-    workloads: Mapping[str, NodeWorkload] | None = None,
-) -> np.ndarray:
-    """One row per candidate: encoded v2 node features followed by the pod's v2 features."""
-    return rows_v2(pod, CandidateBatch.of(nodes, now), energy, workloads)
+V2 = WorkloadSchema(FEATURE_SCHEMA_V2, node_columns_v2, lambda pod, lifetimes: pod_features_v2(pod))
+rows_v2 = V2.rows
+candidate_matrix_v2 = V2.candidate_matrix
+
+
+class V2Features(WorkloadFeatures):
+    """The decision log's feature callback, v2."""
+
+    version = V2

@@ -33,24 +33,19 @@ implementation for the plugin, the collectors and training.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from scheduler.domain.model import NodeState, PodInfo
+from scheduler.domain.model import NodeWorkload, PodInfo
 from scheduler.framework.batch import CandidateBatch
-from scheduler.learning.features import (
-    Features,
-    FeatureSchema,
-    column_features,
-    encode,
-    encode_columns,
-)
+from scheduler.learning.features import Features, FeatureSchema
 from scheduler.learning.features_v2 import (
     NODE_FEATURES_V2,
     POD_FEATURES_V2,
-    NodeWorkload,
+    WorkloadFeatures,
     Workloads,
+    WorkloadSchema,
     found_workloads,
     node_columns_v2,
     pod_features_v2,
@@ -163,81 +158,13 @@ def pod_features_v3(
     return features
 
 
-def rows_v3(
-    pod: PodInfo,
-    batch: CandidateBatch,
-    energy: EnergyPlugin,
-    workloads: Workloads = None,
-    lifetimes: LifetimePredictor | None = None,
-    scores: EnergyScores | None = None,
-) -> np.ndarray:
-    """Model rows (candidates × FEATURE_SCHEMA_V3.width): v3 node features, then the pod's."""
-    columns = node_columns_v3(pod, batch, energy, workloads, scores)
-    pod_row = encode(pod_features_v3(pod, lifetimes), POD_FEATURES_V3)
-    return encode_columns(columns, NODE_FEATURES_V3, pod_row)
+V3 = WorkloadSchema(FEATURE_SCHEMA_V3, node_columns_v3, pod_features_v3)
+rows_v3 = V3.rows
+batch_features_v3 = V3.batch_features
+candidate_matrix_v3 = V3.candidate_matrix
 
 
-def node_features_v3(
-    pod: PodInfo,
-    node: NodeState,
-    now: float,
-    energy: EnergyPlugin,
-    workload: NodeWorkload | None,
-) -> Features:
-    """The v3 node features of one candidate (a batch of one; None where unknown)."""
-    batch = CandidateBatch.of([node], now)
-    return column_features(node_columns_v3(pod, batch, energy, [workload]))
+class V3Features(WorkloadFeatures):
+    """The decision log's feature callback, v3 (the pod's lifetime from `lifetimes()`)."""
 
-
-def batch_features_v3(
-    pod: PodInfo,
-    batch: CandidateBatch,
-    energy: EnergyPlugin,
-    workloads: Workloads = None,
-    lifetimes: LifetimePredictor | None = None,
-) -> list[Features]:
-    """The v3 features (node then pod) of every row of `batch`, as the decision log writes
-    them (None where unknown): the extender's recorder."""
-    columns = node_columns_v3(pod, batch, energy, workloads)
-    pod_part = pod_features_v3(pod, lifetimes)
-    out = []
-    for row in range(len(batch)):
-        features = column_features(columns, row)
-        features.update(pod_part)
-        out.append(features)
-    return out
-
-
-class V3Features:
-    """The collector's feature callback, v3: `(pod, node, now) → features` with the node's
-    workload from `workload(name)` and the pod's lifetime from `lifetimes()` (the standalone
-    scheduler's cluster cache and its predictor; the simulator's)."""
-
-    schema = FEATURE_SCHEMA_V3
-
-    def __init__(
-        self,
-        energy: EnergyPlugin,
-        workload: Callable[[str], NodeWorkload | None],
-        lifetimes: Callable[[], LifetimePredictor | None] = lambda: None,
-    ) -> None:
-        self.energy = energy
-        self.workload = workload
-        self.lifetimes = lifetimes
-
-    def __call__(self, pod: PodInfo, node: NodeState, now: float) -> Features:
-        features = node_features_v3(pod, node, now, self.energy, self.workload(node.info.name))
-        features.update(pod_features_v3(pod, self.lifetimes()))
-        return features
-
-
-def candidate_matrix_v3(
-    pod: PodInfo,
-    nodes: Sequence[NodeState],
-    now: float,
-    energy: EnergyPlugin,
-    workloads: Workloads = None,
-    lifetimes: LifetimePredictor | None = None,
-) -> np.ndarray:
-    """One row per candidate: encoded v3 node features followed by the pod's v3 features."""
-    return rows_v3(pod, CandidateBatch.of(nodes, now), energy, workloads, lifetimes)
+    version = V3

@@ -33,8 +33,8 @@ import numpy as np
 from scheduler.domain.model import NodeState, NodeWorkload, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import MIN_NODE_SCORE
-from scheduler.learning.features_v2 import rows_v2
-from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, rows_v3
+from scheduler.learning.features_v2 import V2
+from scheduler.learning.features_v3 import V3
 from scheduler.learning.numpy_model import NumpyModel, load_numpy_model
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
@@ -69,7 +69,7 @@ class LearnedPlugin:
         self.workload = workload
         self.workloads = workloads
         self.lifetimes = lifetimes
-        self._v3 = self.model.schema == FEATURE_SCHEMA_V3
+        self._version = V3 if self.model.schema == V3.schema else V2
         self._fresh = self.model.schema.node_features.index("telemetry_fresh")
         # name → (the NodeState it was read for, its workload): see _read_workloads()
         self._read: dict[str, tuple[NodeState, NodeWorkload | None]] = {}
@@ -102,10 +102,10 @@ class LearnedPlugin:
             known = self._read_workloads(batch)
         else:
             known = self.workloads() if self.workloads is not None else None
-        if self._v3:
-            lifetimes = self.lifetimes() if self.lifetimes is not None else None
-            return rows_v3(pod, batch, self.energy, known, lifetimes, scores)
-        return rows_v2(pod, batch, self.energy, known, scores)
+        lifetimes = None
+        if self._version is V3 and self.lifetimes is not None:
+            lifetimes = self.lifetimes()
+        return self._version.rows(pod, batch, self.energy, known, lifetimes, scores)
 
     def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Scores and a fresh-telemetry mask for encoded rows. A fresh row the model cannot
