@@ -20,16 +20,22 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from agent.kubetime import parse_timestamp
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
-from scheduler.cluster.node_table import NodeTable, Placed, Staged, node_state, scoring_requests
+from scheduler.cluster.node_table import (
+    NodePods,
+    NodeTable,
+    Placed,
+    Staged,
+    node_state,
+    placed_time,
+)
+from scheduler.cluster.node_workload import node_workload
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,
     NodeTelemetry,
     NodeWorkload,
     PodInfo,
-    Resources,
     ShapeError,
     is_node_daemon_pod,
 )
@@ -39,8 +45,6 @@ from scheduler.lifetimes.predictor import LifetimePredictor
 log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
-# cluster-autoscaler's soft taint (PreferNoSchedule) on nodes it found unneeded.
-SCALE_DOWN_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -50,26 +54,6 @@ def _name(obj: Mapping[str, Any]) -> str:
         return "?"
     namespace, name = meta.get("namespace"), str(meta.get("name"))
     return f"{namespace}/{name}" if namespace else name
-
-
-def placed_time(pod: Mapping[str, Any]) -> float:
-    """When a pod we did not place ourselves was placed: its PodScheduled condition's
-    transition time, else its creation time, else 0 (long ago)."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-            t = parse_timestamp(condition.get("lastTransitionTime"))
-            if t is not None:
-                return t
-    return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
-
-
-def _taint_time(value: str, now: float) -> float:
-    """A cluster-autoscaler taint's value: the Unix second it was set; `now` if not one."""
-    try:
-        seconds = float(int(value.strip()))
-    except ValueError:
-        return now
-    return seconds if seconds <= now else now
 
 
 class ClusterCache:
@@ -89,20 +73,14 @@ class ClusterCache:
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeInfo] = {}
         self._placed: dict[str, Placed] = {}
-        self._by_node: dict[str, dict[str, Placed]] = {}
-        self._requested: dict[str, Resources] = {}
-        self._nonzero: dict[str, Resources] = {}
+        self._pods = NodePods()  # per node: the placed pods and their sums
         self._pending: dict[str, PodInfo] = {}
         self._unbound: dict[str, str] = {}  # key → uid of pods last seen without a node
         self._generation = 0  # bumped by every change that could make a pod fit somewhere
         self._layout = 0  # bumped when nodes come, go or change (not their pods)
         self._newest: tuple[int, float | None] | None = None  # layout → newest ready time
         self._table: NodeTable | None = None
-        self._dirty: set[str] = set()  # nodes whose pods changed since the last table()
         self._telemetry_token: object = None
-        self._daemons: dict[str, int] = {}  # per node: its DaemonSet and mirror pods placed
-        self._changes = 0  # pod placements and removals so far
-        self._changed_at: dict[str, int] = {}  # node → `_changes` at its last placement/removal
         self._staged: Staged | None = None  # a table built off the lock for new telemetry
 
     # -- reading --
@@ -130,40 +108,16 @@ class ClusterCache:
             return (placed.node, placed.assumed) if placed is not None else None
 
     def workload(self, node: str) -> NodeWorkload:
-        """The node's workload for feature schemas v2 and v3: placement times and Job share of
-        its pods other than DaemonSet and mirror pods; in the scale-down window when
-        cluster-autoscaler has marked it a deletion candidate (its soft taint); ready since its
-        Ready condition's last transition to True (None: unknown). v3: the predicted end of
-        the last of those pods (`lifetimes`, at each pod's age now; None without a predictor),
-        the deletion-candidate taint and its value (the Unix time cluster-autoscaler marked
-        the node, as its `GetTaintTime` reads it; a value that is not one: marked now), and the
-        newest node's ready time as the cluster's last scale-up."""
+        """The node's workload for feature schemas v2 and v3 (`node_workload()`), now."""
         now = self._clock()
         with self._lock:
             pods = [
-                p for p in self._by_node.get(node, {}).values() if not is_node_daemon_pod(p.info)
+                p for p in self._pods.by_node.get(node, {}).values()
+                if not is_node_daemon_pod(p.info)
             ]
             info = self._nodes.get(node)
             last_up = self._newest_ready()
-        taint = next(
-            (t for t in info.taints if t.key == SCALE_DOWN_CANDIDATE_TAINT), None
-        ) if info is not None else None
-        end = None
-        if self.lifetimes is not None:
-            predict = self.lifetimes.predict_remaining
-            end = max((p.placed_at + predict(p.info, now - p.placed_at) for p in pods), default=now)
-            end = max(end, now)
-        return NodeWorkload(
-            pod_start_times=tuple(p.placed_at for p in pods),
-            job_pods=sum(1 for p in pods if p.info.owner_kind == "Job"),
-            ready_since=info.ready_since if info is not None else None,
-            in_scale_down_window=taint is not None,
-            pods_end_at=end,
-            autoscaler_known=info is not None,
-            deletion_candidate=taint is not None,
-            unneeded_since=_taint_time(taint.value, now) if taint is not None else None,
-            last_scale_up=last_up,
-        )
+        return node_workload(info, pods, now, self.lifetimes, last_up)
 
     def _newest_ready(self) -> float | None:
         """The latest ready time of any node (cached while the nodes stay the same)."""
@@ -176,7 +130,7 @@ class ClusterCache:
     def node_marks(self, nodes: Sequence[str]) -> list[int]:
         """Per node, a number that changes whenever its pods do (placed, assumed or removed)."""
         with self._lock:
-            changed = self._changed_at
+            changed = self._pods.changed_at
             return [changed.get(node, 0) for node in nodes]
 
     def node_pods(self, node: str) -> tuple[int, list[tuple[PodInfo, float]]]:
@@ -185,14 +139,14 @@ class ClusterCache:
         with self._lock:
             pods = [
                 (p.info, p.placed_at)
-                for p in self._by_node.get(node, {}).values()
+                for p in self._pods.by_node.get(node, {}).values()
                 if not is_node_daemon_pod(p.info)
             ]
-            return self._changed_at.get(node, 0), pods
+            return self._pods.changed_at.get(node, 0), pods
 
     def pods_on(self, node: str) -> list[str]:
         with self._lock:
-            return sorted(self._by_node.get(node, {}))
+            return sorted(self._pods.by_node.get(node, {}))
 
     def node_states(
         self, telemetry: Callable[[str], NodeTelemetry | None] | None = None
@@ -230,17 +184,17 @@ class ClusterCache:
             elif token is None or token is not self._telemetry_token:
                 check = range(len(table))
             else:
-                check = [table.index[n] for n in self._dirty if n in table.index]
+                check = [table.index[n] for n in self._pods.dirty if n in table.index]
             self._telemetry_token = token
-            dirty = self._dirty
-            self._dirty = set()
+            dirty = self._pods.dirty
+            self._pods.dirty = set()
             for row in check:
                 name = table.names[row]
                 t = telemetry(name) if telemetry is not None else None
                 current = table.states[row]
                 if not rebuilt and name not in dirty and current.telemetry is t:
                     continue
-                table.set_row(row, self._state(table.infos[row], t))
+                table.set_row(row, self._pods.state(table.infos[row], t))
             return table
 
     def stage(
@@ -250,13 +204,9 @@ class ClusterCache:
         the cache's per-node pods (a background thread does this after each telemetry refresh;
         `offer()` makes it the one `table()` adopts)."""
         with self._lock:
-            layout, change = self._layout, self._changes
+            layout, change = self._layout, self._pods.changes
             infos = list(self._nodes.values())
-            inputs = {
-                name: (tuple(pods.values()), self._requested.get(name), self._nonzero.get(name),
-                       self._daemons.get(name, 0))
-                for name, pods in self._by_node.items()
-            }
+            inputs = self._pods.inputs()
         table = NodeTable(infos, layout)
         for row, info in enumerate(infos):
             placed, requested, nonzero, daemons = inputs.get(info.name, ((), None, None, 0))
@@ -271,23 +221,15 @@ class ClusterCache:
 
     def _adopt(self, staged: Staged, telemetry: Callable[[str], NodeTelemetry | None] | None) -> NodeTable:
         table = staged.table
-        for name, at in self._changed_at.items():
+        for name, at in self._pods.changed_at.items():
             row = table.index.get(name) if at > staged.change else None
             if row is not None:
                 t = telemetry(name) if telemetry is not None else None
-                table.set_row(row, self._state(table.infos[row], t))
+                table.set_row(row, self._pods.state(table.infos[row], t))
         self._table = table
         self._telemetry_token = staged.token
-        self._dirty = set()  # earlier changes are in the staged rows, later ones read again above
+        self._pods.dirty = set()  # earlier changes are in the staged rows, later ones read again above
         return table
-
-    def _state(self, info: NodeInfo, t: NodeTelemetry | None) -> NodeState:
-        name = info.name
-        pods = self._by_node.get(name)
-        return node_state(
-            info, t, tuple(pods.values()) if pods else (), self._requested.get(name),
-            self._nonzero.get(name), self._daemons.get(name, 0),
-        )
 
     # -- nodes --
 
@@ -446,32 +388,9 @@ class ClusterCache:
     def _place(self, key: str, info: PodInfo, node: str, at: float, assumed: bool) -> None:
         if key in self._placed:
             self._remove_placed(key)
-        placed = Placed(info, node, at, assumed)
-        self._placed[key] = placed
-        self._by_node.setdefault(node, {})[key] = placed
-        self._requested[node] = self._requested.get(node, Resources()) + info.requests
-        self._nonzero[node] = self._nonzero.get(node, Resources()) + scoring_requests(info)
-        if is_node_daemon_pod(info):
-            self._daemons[node] = self._daemons.get(node, 0) + 1
-        self._changed(node)
+        placed = self._placed[key] = Placed(info, node, at, assumed)
+        self._pods.add(key, placed)
 
     def _remove_placed(self, key: str) -> None:
-        placed = self._placed.pop(key)
-        node = placed.node
-        pods = self._by_node.get(node)
-        if pods is not None:
-            pods.pop(key, None)
-            if not pods:
-                del self._by_node[node]
-        self._requested[node] = self._requested[node] - placed.info.requests
-        self._nonzero[node] = self._nonzero[node] - scoring_requests(placed.info)
-        if is_node_daemon_pod(placed.info):
-            self._daemons[node] -= 1
-        self._changed(node)
+        self._pods.remove(key, self._placed.pop(key))
         self._generation += 1  # freed resources: unschedulable pods may fit now
-
-    def _changed(self, node: str) -> None:
-        self._dirty.add(node)
-        self._changes += 1
-        self._changed_at[node] = self._changes
-

@@ -178,7 +178,10 @@ T = TypeVar("T", bound=Struct)
 
 
 def convert(value: Any, kind: type[T], where: str) -> T:
-    """Parsed JSON (a dict) as struct `kind`; ShapeError naming the field otherwise."""
+    """Parsed JSON (a dict) as struct `kind` (one already decoded as it is); ShapeError naming
+    the field otherwise."""
+    if isinstance(value, kind):
+        return value
     if value is None:
         return kind()
     try:

@@ -163,7 +163,7 @@ def _nonzero(container: Container, where: str) -> Resources:
 
 
 def _spec(spec: PodSpec | Mapping[str, Any] | None) -> PodSpec:
-    return spec if isinstance(spec, PodSpec) else convert(spec, PodSpec, "spec")
+    return convert(spec, PodSpec, "spec")
 
 
 def _summed(spec: PodSpec, count: Callable[[Container, str], Resources]) -> Resources:
@@ -312,8 +312,7 @@ def _priority(value: int | None) -> int:
 def pod_info_from_k8s(pod: Pod | Mapping[str, Any]) -> PodInfo:
     """PodInfo from a v1.Pod (a decoded struct, or parsed JSON); ShapeError naming the field
     when a field has the wrong type or value."""
-    if not isinstance(pod, Pod):
-        pod = convert(pod, Pod, "")
+    pod = convert(pod, Pod, "")
     meta = pod.metadata or ObjectMeta()
     spec = pod.spec or PodSpec()
     status = pod.status or PodStatus()
@@ -344,8 +343,7 @@ def pod_info_from_k8s(pod: Pod | Mapping[str, Any]) -> PodInfo:
 def node_info_from_k8s(node: Node | Mapping[str, Any]) -> NodeInfo:
     """NodeInfo from a v1.Node (a decoded struct, or parsed JSON); ShapeError naming the field
     when a field has the wrong type or value."""
-    if not isinstance(node, Node):
-        node = convert(node, Node, "")
+    node = convert(node, Node, "")
     meta = node.metadata or ObjectMeta()
     spec = node.spec or NodeSpec()
     status = node.status or NodeStatus()

@@ -1,14 +1,24 @@
 """The cluster cache's node table: every node as one row — its NodeState and integer columns
-for vectorized filtering and scoring — and how a node's state is made from its placed pods."""
+for vectorized filtering and scoring — and how a node's state is made from its placed pods
+(`NodePods`: the pods on each node and their sums; `placed_time`: when a pod was placed)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
+from agent.kubetime import parse_timestamp
+from scheduler.domain.model import (
+    NodeInfo,
+    NodeState,
+    NodeTelemetry,
+    PodInfo,
+    Resources,
+    is_node_daemon_pod,
+)
 
 
 @dataclass
@@ -19,6 +29,17 @@ class Placed:
     node: str
     placed_at: float
     assumed: bool
+
+
+def placed_time(pod: Mapping[str, Any]) -> float:
+    """When a pod we did not place ourselves was placed: its PodScheduled condition's
+    transition time, else its creation time, else 0 (long ago)."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            t = parse_timestamp(condition.get("lastTransitionTime"))
+            if t is not None:
+                return t
+    return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
 
 
 def scoring_requests(info: PodInfo) -> Resources:
@@ -107,3 +128,66 @@ def node_state(
         nonzero_requested=nonzero or empty,
         daemon_pod_count=daemons,
     )
+
+
+class NodePods:
+    """The pods placed on each node (bound or assumed) and their per-node sums — requested,
+    kube-scheduler's non-zero requested, DaemonSet and mirror pods — with a count of changes:
+    what a node's row is made of (`node_state()`). Not thread-safe: the cluster cache holds
+    its lock."""
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, dict[str, Placed]] = {}  # node → pod key → its placement
+        self.requested: dict[str, Resources] = {}
+        self.nonzero: dict[str, Resources] = {}
+        self.daemons: dict[str, int] = {}  # per node: its DaemonSet and mirror pods placed
+        self.changes = 0  # pod placements and removals so far
+        self.changed_at: dict[str, int] = {}  # node → `changes` at its last placement/removal
+        self.dirty: set[str] = set()  # nodes whose pods changed since the cache's last table()
+
+    def add(self, key: str, placed: Placed) -> None:
+        node, info = placed.node, placed.info
+        self.by_node.setdefault(node, {})[key] = placed
+        self.requested[node] = self.requested.get(node, Resources()) + info.requests
+        self.nonzero[node] = self.nonzero.get(node, Resources()) + scoring_requests(info)
+        if is_node_daemon_pod(info):
+            self.daemons[node] = self.daemons.get(node, 0) + 1
+        self._changed(node)
+
+    def remove(self, key: str, placed: Placed) -> None:
+        node = placed.node
+        pods = self.by_node.get(node)
+        if pods is not None:
+            pods.pop(key, None)
+            if not pods:
+                del self.by_node[node]
+        self.requested[node] = self.requested[node] - placed.info.requests
+        self.nonzero[node] = self.nonzero[node] - scoring_requests(placed.info)
+        if is_node_daemon_pod(placed.info):
+            self.daemons[node] -= 1
+        self._changed(node)
+
+    def _changed(self, node: str) -> None:
+        self.dirty.add(node)
+        self.changes += 1
+        self.changed_at[node] = self.changes
+
+    def state(self, info: NodeInfo, t: NodeTelemetry | None) -> NodeState:
+        """Node `info`'s state with telemetry `t`, from the pods placed on it."""
+        name = info.name
+        pods = self.by_node.get(name)
+        return node_state(
+            info, t, tuple(pods.values()) if pods else (), self.requested.get(name),
+            self.nonzero.get(name), self.daemons.get(name, 0),
+        )
+
+    def inputs(
+        self,
+    ) -> dict[str, tuple[tuple[Placed, ...], Resources | None, Resources | None, int]]:
+        """node_state()'s inputs of every node with pods placed (a copy, to build rows from
+        outside the lock)."""
+        return {
+            name: (tuple(pods.values()), self.requested.get(name), self.nonzero.get(name),
+                   self.daemons.get(name, 0))
+            for name, pods in self.by_node.items()
+        }

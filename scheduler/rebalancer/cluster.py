@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.curves import PowerCurve
-from scheduler.cluster.cache import TERMINAL_PHASES, ClusterCache, placed_time
+from scheduler.cluster.cache import TERMINAL_PHASES, ClusterCache
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
+from scheduler.cluster.node_table import placed_time
 from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
 from scheduler.cluster.watch import ClusterWatch, WatchApi
 from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources, ShapeError

@@ -17,7 +17,7 @@ from rl.learning.dqn.episodes import (
     training_cluster,
 )
 from rl.policies.sim_features import SimLifetimes
-from scheduler.cluster.cache import _taint_time
+from scheduler.cluster.node_workload import taint_time
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,
@@ -153,11 +153,11 @@ def test_a_v3_model_scores_each_node_on_its_own_row(tmp_path):
     assert together.tolist() == expected.tolist()
 
 
-def test_the_autoscaler_taint_time():
-    assert _taint_time("1700000000", 1700000100.0) == 1700000000.0
-    assert _taint_time(" 1700000000 ", 1700000100.0) == 1700000000.0
-    assert _taint_time("", 50.0) == 50.0 and _taint_time("soon", 50.0) == 50.0
-    assert _taint_time("1700009999", 1700000100.0) == 1700000100.0  # a clock ahead: now
+def test_the_autoscalertaint_time():
+    assert taint_time("1700000000", 1700000100.0) == 1700000000.0
+    assert taint_time(" 1700000000 ", 1700000100.0) == 1700000000.0
+    assert taint_time("", 50.0) == 50.0 and taint_time("soon", 50.0) == 50.0
+    assert taint_time("1700009999", 1700000100.0) == 1700000100.0  # a clock ahead: now
 
 
 def test_the_simulator_supplies_marks_and_learns_lifetimes_from_finished_pods():

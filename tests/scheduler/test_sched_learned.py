@@ -190,7 +190,8 @@ def test_the_scheduler_serves_models_without_torch():
 
 
 def test_the_cluster_cache_gives_v2_workloads():
-    from scheduler.cluster.cache import SCALE_DOWN_CANDIDATE_TAINT, ClusterCache
+    from scheduler.cluster.cache import ClusterCache
+    from scheduler.cluster.node_workload import SCALE_DOWN_CANDIDATE_TAINT
 
     cache = ClusterCache("kubejoule-scheduler", lambda: 1000.0)
     cache.replace_nodes(
