@@ -22,10 +22,9 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
 from typing import Any
 
-from rl.cli import _build_parser, cluster_model
+from rl.benchmark_cli import scenario_setup
 from rl.evaluation.benchmark import run_benchmark
 from rl.evaluation.report import (
     HEADLINE_POLICIES,
@@ -35,20 +34,14 @@ from rl.evaluation.report import (
     headline_targets,
 )
 from rl.evaluation.results import results_json
-from rl.simulation.cluster_options import workload_model
-from rl.simulation.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
 
 SEEDS = 3
 
 
 def measure(seeds: int = SEEDS) -> dict[str, Any]:
     """The headline runs as the CLI's defaults set them up, the targets and the speed."""
-    scenario = SCENARIOS[HEADLINE_SCENARIO]
-    nodes = load_node_groups(scenario_path(scenario.nodes_file))
-    pods = load_trace(scenario_path(scenario.trace_file))
     # The cluster exactly as `kubejoule-rl benchmark --scenario heterogeneous-autoscaler` sets it up.
-    args = _build_parser().parse_args(["benchmark", "--scenario", HEADLINE_SCENARIO, "--out", "-"])
-    cluster = replace(cluster_model(args, scenario), workloads=workload_model(args, scenario, pods))
+    nodes, pods, cluster = scenario_setup(HEADLINE_SCENARIO)
     load_before = os.getloadavg()[0]
     started = time.monotonic()
     result = run_benchmark(

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
+from rl.benchmark_cli import scenario_setup
 from rl.evaluation.ablation import (
     ROWS,
     AblationPlan,
@@ -56,22 +57,7 @@ def add_parser(sub: Any) -> None:
 
 def scenario_case(args: argparse.Namespace) -> Case:
     """The scenario's cluster exactly as `kubejoule-rl benchmark` builds it."""
-    from rl.cli import _build_parser, cluster_model
-    from rl.simulation import cluster_options
-    from rl.simulation.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
-
-    scenario = SCENARIOS.get(args.scenario)
-    if scenario is None:
-        raise ValueError(f"unknown scenario {args.scenario!r}; known: {', '.join(sorted(SCENARIOS))}")
-    argv = ["benchmark", "--scenario", args.scenario, "--out", "-"]
-    for option in ("nodes", "trace", "pdbs"):
-        if getattr(args, option):
-            argv += [f"--{option}", getattr(args, option)]
-    bench = _build_parser().parse_args(argv)
-    cluster = cluster_model(bench, scenario)
-    pods = load_trace(args.trace or scenario_path(scenario.trace_file))
-    nodes = load_node_groups(args.nodes or scenario_path(scenario.nodes_file))
-    cluster = replace(cluster, workloads=cluster_options.workload_model(bench, scenario, pods))
+    nodes, pods, cluster = scenario_setup(args.scenario, args.nodes, args.trace, args.pdbs)
     return Case(args.scenario, tuple(nodes), tuple(pods), cluster)
 
 

@@ -29,35 +29,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import Field, fields, replace
+from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
-from agent.options import deprecated_alias
-from rl import ablation_cli
-from rl.evaluation import gate_run, shards
-from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
-from rl.evaluation.parallel import add_options, default_jobs
-from rl.evaluation.results import results_json, write_results
+from rl import ablation_cli, benchmark_cli
+from rl.evaluation import gate_run, merge
 from rl.learning import train_cli
-from rl.policies.catalog import BUILTIN_POLICIES
-from rl.simulation import cluster_options, trace_import
-from rl.simulation.autoscaler_model import DEFAULT_EXPANDER, EXPANDERS
-from rl.simulation.cluster import ClusterModel
+from rl.simulation import trace_import
 from rl.simulation.scenario import (
-    DEFAULT_DAEMONSETS_FILE,
     SCENARIOS,
-    Scenario,
-    ScenarioError,
     format_pdbs,
     format_trace,
-    load_daemonsets,
     load_node_groups,
     load_trace,
     scenario_path,
 )
-from rl.simulation.simulator import PowerOffModel
-from rl.simulation.telemetry import TelemetryModel
 from rl.simulation.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
 
 
@@ -67,89 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    bench = sub.add_parser("benchmark", help="run policies on a cluster and a trace")
-    bench.add_argument("--scenario", choices=sorted(SCENARIOS), help="a bundled scenario")
-    bench.add_argument("--nodes", help="node-groups YAML (overrides the scenario's)")
-    bench.add_argument("--trace", help="workload trace CSV (overrides the scenario's)")
-    bench.add_argument(
-        "--policies",
-        help="comma-separated; POLICY@EXPANDER runs that pair only (default: the scenario's "
-        f"policies, else {','.join(BUILTIN_POLICIES)}); also default+extender:W, profile:FILE, "
-        "learned:PATH, py:MODULE:ATTR",
-    )
-    bench.add_argument("--seeds", type=int, default=3, help="tie-breaking seeds per policy")
-    bench.add_argument(
-        "--autoscaler",
-        action="store_true",
-        default=None,
-        help="cluster-autoscaler semantics: only powered-on nodes are candidates, Pending pods "
-        "make the autoscaler boot nodes, unneeded nodes power off",
-    )
-    bench.add_argument(
-        "--expanders",
-        help=f"comma-separated autoscaler expanders, one run each ({', '.join(EXPANDERS)}; "
-        f"default {DEFAULT_EXPANDER}, cluster-autoscaler's)",
-    )
-    bench.add_argument("--scan-interval", type=float, metavar="SECONDS", help="autoscaler scan period (10)")
-    cluster_options.add_options(bench)
-    bench.add_argument(
-        "--power-off-visible",
-        action="store_true",
-        help="ABLATION, the old model: powered-off nodes stay candidates and placing a pod on "
-        "one boots it; a node empty for --scale-down-unneeded seconds powers off",
-    )
-    bench.add_argument(
-        "--power-off-after",
-        type=float,
-        metavar="SECONDS",
-        help="the --power-off-visible ablation with this empty time",
-    )
-    bench.add_argument("--boot-seconds", type=float, help="boot time of a powered-off node (120)")
-    bench.add_argument(
-        "--boot-joules",
-        type=float,
-        help="energy of one boot (default: boot seconds × the node's full-load watts)",
-    )
-    bench.add_argument(
-        "--daemonsets",
-        metavar="FILE",
-        help="DaemonSet pods on every powered-on node, YAML (default: the bundled "
-        f"{DEFAULT_DAEMONSETS_FILE}: our agent, kube-proxy, a CNI; a file with [] for none)",
-    )
-    bench.add_argument(
-        "--sample-seconds",
-        type=float,
-        help="policies see the agents' samples taken this often, as of the telemetry store's "
-        "last refresh (default 5)",
-    )
-    bench.add_argument(
-        "--refresh-seconds", type=float, help="the telemetry store's refresh period (default 5)"
-    )
-    bench.add_argument(
-        "--telemetry-dropout",
-        type=float,
-        metavar="P",
-        default=0.0,
-        help="FAULT MODE: each node's agent is missing for the run with probability P (per "
-        "seed), to measure what missing telemetry costs (default 0)",
-    )
-    bench.add_argument(
-        "--perfect-telemetry",
-        action="store_true",
-        help="ABLATION: policies see every node's instantaneous state",
-    )
-    bench.add_argument("--out", required=True, help="results JSON path")
-    bench.add_argument("--plot", help="PNG path for the power-over-time and energy plots")
-    bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    bench.add_argument(
-        "--decision-log",
-        metavar="FILE",
-        help="write every decision and its outcome 60 s later as decision-log JSONL "
-        "(feature schema v2; training data for --algo mlp)",
-    )
-    deprecated_alias(bench, "--collector", "--decision-log")
-    add_options(bench)
-
+    benchmark_cli.add_parser(sub)
     trace = sub.add_parser(
         "trace",
         help="generate a synthetic workload trace (CSV); `trace import FILE` imports a "
@@ -181,7 +86,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("scenarios", help="list the bundled scenarios")
     gate_run.add_parser(sub)
     ablation_cli.add_parser(sub)
-    shards.add_parser(sub)
+    merge.add_parser(sub)
     train_cli.add_parser(sub)
     return parser
 
@@ -189,155 +94,6 @@ def _build_parser() -> argparse.ArgumentParser:
 def _usage(message: str) -> int:
     print(f"kubejoule-rl: {message}", file=sys.stderr)
     return 2
-
-
-def cluster_model(args: argparse.Namespace, scenario: Scenario | None) -> ClusterModel:
-    """The power regime, DaemonSets and telemetry from the options, the scenario's defaults
-    filling what the options leave out. ValueError/ScenarioError/OSError on bad input."""
-
-    def pick(value: Any, field: str, default: Any) -> Any:
-        if value is not None:
-            return value
-        return getattr(scenario, field) if scenario is not None else default
-
-    boot_seconds = pick(args.boot_seconds, "boot_seconds", 120.0)
-    boot_joules = pick(args.boot_joules, "boot_joules", None)
-    unneeded = pick(args.scale_down_unneeded, "scale_down_unneeded_s", 600.0)
-    autoscaler_on = pick(args.autoscaler, "autoscaler", False)
-    visible_after = args.power_off_after
-    if args.power_off_visible:
-        visible_after = unneeded if visible_after is None else visible_after
-    if visible_after is None and not autoscaler_on and not args.power_off_visible:
-        visible_after = scenario.power_off_after_s if scenario is not None else None
-    if visible_after is not None and autoscaler_on and (args.power_off_visible or args.power_off_after is not None):
-        autoscaler_on = False  # the ablation asked for explicitly replaces the scenario's autoscaler
-    power_off = autoscaler = None
-    if autoscaler_on:
-        autoscaler = cluster_options.autoscaler_model(
-            args, pick(args.scan_interval, "scan_interval_s", 10.0), boot_seconds, boot_joules,
-            unneeded,
-        )
-    elif visible_after is not None:
-        power_off = PowerOffModel(visible_after, boot_seconds, boot_joules)
-    daemonsets_file = args.daemonsets or str(
-        scenario_path(scenario.daemonsets_file if scenario is not None else DEFAULT_DAEMONSETS_FILE)
-    )
-    telemetry = None
-    if not args.perfect_telemetry:
-        telemetry = TelemetryModel(
-            sample_seconds=5.0 if args.sample_seconds is None else args.sample_seconds,
-            refresh_seconds=5.0 if args.refresh_seconds is None else args.refresh_seconds,
-        )
-    return ClusterModel(
-        power_off=power_off,
-        autoscaler=autoscaler,
-        daemonsets=tuple(load_daemonsets(daemonsets_file)),
-        telemetry=telemetry,
-        telemetry_dropout=args.telemetry_dropout,
-    )
-
-
-def _benchmark(args: argparse.Namespace) -> int:
-    scenario = SCENARIOS.get(args.scenario) if args.scenario else None
-    nodes_file = args.nodes or (str(scenario_path(scenario.nodes_file)) if scenario else None)
-    trace_file = args.trace or (str(scenario_path(scenario.trace_file)) if scenario else None)
-    if not nodes_file or not trace_file:
-        return _usage("give --scenario, or both --nodes and --trace")
-    given = args.policies
-    if given is None:
-        given = ",".join(scenario.policies if scenario and scenario.policies else BUILTIN_POLICIES)
-    policies = [p.strip() for p in given.split(",") if p.strip()]
-    if not policies:
-        return _usage("--policies is empty")
-    expanders = [e.strip() for e in (args.expanders or "").split(",") if e.strip()]
-    if args.power_off_visible and args.autoscaler:
-        return _usage("--power-off-visible is an ablation of --autoscaler: give one of them")
-    try:
-        cluster = cluster_model(args, scenario)
-        if args.policies is None and cluster.autoscaler is None:
-            # The scenario's list without its expanders: an ablation without the autoscaler.
-            policies = list(dict.fromkeys(split_pair(p)[0] for p in policies))
-        for expander in expanders:  # (an unknown POLICY@X is an unknown policy)
-            if expander not in EXPANDERS:
-                return _usage(f"unknown expander {expander!r}; known: {', '.join(EXPANDERS)}")
-        paired = any(split_pair(p)[1] is not None for p in policies)
-        if (expanders or paired) and cluster.autoscaler is None:
-            return _usage("--expanders (and POLICY@EXPANDER) need --autoscaler")
-        if cluster.autoscaler is not None and not expanders and not paired:
-            expanders = [cluster.autoscaler.expander]
-        nodes = load_node_groups(nodes_file)
-        pods = load_trace(trace_file)
-        cluster = replace(cluster, workloads=cluster_options.workload_model(args, scenario, pods))
-        plan = plan_benchmark(nodes, pods, policies, args.seeds, cluster, expanders)
-        jobs = args.jobs or (1 if args.decision_log else default_jobs())
-        indices = args.shard.indices(len(plan.tasks)) if args.shard is not None else None
-        log = _decision_log(args.decision_log, nodes, cluster)
-        try:
-            outcomes = run_plan(plan, indices, jobs, not args.no_progress, log)
-        finally:
-            if log is not None:
-                log.decision_log.close()
-    except (ScenarioError, ValueError, OSError) as exc:
-        return _usage(str(exc))
-    power_off, autoscaler = cluster.power_off, cluster.autoscaler
-    boot = autoscaler or power_off
-    description = {
-        "name": scenario.name if scenario else None,
-        "nodes_file": nodes_file,
-        "trace_file": trace_file,
-        "nodes": len(nodes),
-        "cpu_cores": sum(n.cpu_cores for n in nodes),
-        "pods": len(pods),
-        "autoscaler": (
-            {
-                **cluster_options.describe(autoscaler),
-                "expanders": list(
-                    dict.fromkeys(e for e in [*expanders, *(split_pair(p)[1] for p in policies)] if e)
-                ),
-            }
-            if autoscaler
-            else None
-        ),
-        "power_off_visible_after_s": power_off.after_seconds if power_off else None,
-        "boot_seconds": boot.boot_seconds if boot else None,
-        "boot_joules": boot.boot_joules if boot else None,
-        "daemonsets": [d.name for d in cluster.daemonsets],
-        "telemetry": (
-            {
-                "sample_seconds": cluster.telemetry.sample_seconds,
-                "refresh_seconds": cluster.telemetry.refresh_seconds,
-            }
-            if cluster.telemetry
-            else "perfect"
-        ),
-        "telemetry_dropout": cluster.telemetry_dropout,
-        "workloads": {
-            "pdbs_file": cluster_options.pdbs_path(args, scenario),
-            "pdbs": len(cluster.workloads.pdbs),
-            "pod_startup_s": cluster.workloads.pod_startup_s,
-        },
-    }
-    if indices is not None:
-        runs = shards.benchmark_runs(indices, outcomes)
-        plan_shared = shards.benchmark_plan(plan, description)
-        shards.write(
-            args.out, shards.shard_document(shards.BENCHMARK_SHARD, args.shard, plan_shared, runs)
-        )
-        print(f"shard {args.shard}: {len(runs)} of {len(plan.tasks)} runs in {args.out}")
-        return 0
-    result = assemble(plan.keys, plan.seeds, plan.oracle, outcomes)
-    write_results(results_json(result, description), args.out, args.plot, result.timelines)
-    return 0
-
-
-def _decision_log(path: str | None, nodes: Any, cluster: ClusterModel) -> Any:
-    if path is None:
-        return None
-    from rl.learning.sim_decision_log import SimDecisionLog
-    from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig
-
-    decision_log = DecisionLog(DecisionLogConfig(path, max_candidates=4, max_bytes=2**40))
-    return SimDecisionLog(decision_log, nodes, cluster)
 
 
 def _trace_options() -> list[Field[Any]]:
@@ -386,7 +142,7 @@ def _scenarios() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     if args.command == "benchmark":
-        return _benchmark(args)
+        return benchmark_cli.command(args)
     if args.command == "trace":
         return trace_import.command(args) if args.trace_command == "import" else _trace(args)
     if args.command == "gate":
@@ -394,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "ablation":
         return ablation_cli.command(args)
     if args.command == "merge":
-        return shards.command(args)
+        return merge.command(args)
     if args.command == "train":
         return train_cli.command(args)
     return _scenarios()

@@ -4,7 +4,8 @@ A shard file holds what every shard shares — the plan: the results keys, seeds
 in order, the scenario's description and the oracle bound (benchmark), or the two policies,
 the seed, the semantics and the cases (gate) — and its own tasks' results, exactly (JSON floats
 round-trip). `merge` checks that the files are the N shards of one plan, each once, and that
-every task ran once, then builds the document the unsharded command writes, byte for byte.
+every task ran once (`join` here), then builds the document the unsharded command writes, byte
+for byte (rl/evaluation/merge.py).
 
     {"schema": "kubejoule.rl-benchmark-shard/v1" | "kubejoule.gate-shard/v1",
      "shard": {"index": K, "count": N}, "plan": {…}, "runs": [{"task": i, …}, …]}
@@ -13,14 +14,12 @@ every task ran once, then builds the document the unsharded command writes, byte
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, RunSummary, assemble
-from rl.evaluation.oracle import OracleBound
+from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome
 from rl.evaluation.parallel import Shard
 
 BENCHMARK_SHARD = "kubejoule.rl-benchmark-shard/v1"
@@ -131,66 +130,3 @@ def join(paths: Sequence[str]) -> tuple[str, dict[str, Any], list[dict[str, Any]
             runs[run["task"]] = run
     return first["schema"], first["plan"], [runs[i] for i in range(total)]
 
-
-def merged_benchmark(plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> Any:
-    """The BenchmarkResult of a joined benchmark (without timelines)."""
-    summary_fields = set(RunSummary.__dataclass_fields__)
-    try:
-        outcomes = [
-            RunOutcome(
-                RunSummary(**{k: v for k, v in r.items() if k in summary_fields}),
-                [(t, w) for t, w in r["timeline"]] if "timeline" in r else None,
-            )
-            for r in runs
-        ]
-        return assemble(plan["keys"], plan["seeds"], OracleBound(**plan["oracle"]), outcomes)
-    except (KeyError, TypeError) as exc:
-        raise ShardError(f"plan or runs: not a benchmark shard's: {exc}") from exc
-
-
-def add_parser(sub: Any) -> None:
-    merge = sub.add_parser(
-        "merge",
-        help="join the shard files of a `benchmark`, `gate` or `ablation` run with --shard",
-        description="Writes what the command without --shard writes; exit 2 when the files are "
-        "not the N shards of one run.",
-    )
-    merge.add_argument("shards", nargs="+", metavar="SHARD", help="the N shard files")
-    merge.add_argument("--out", required=True, help="results JSON (benchmark, ablation) or gate.json path")
-    merge.add_argument("--plot", help="benchmark only: PNG path for the plots")
-    merge.add_argument("--report", help="gate or ablation: Markdown path (report, table)")
-
-
-def command(args: Any) -> int:
-    from rl.evaluation.results import results_json, write_results
-
-    try:
-        schema, plan, runs = join(args.shards)
-        if schema == ABLATION_SHARD:
-            from rl.evaluation.ablation import merged_ablation, write_ablation
-
-            if args.plot:
-                raise ShardError("--plot: a benchmark's option; these are ablation shards")
-            write_ablation(merged_ablation(plan, runs), args.out, args.report)
-            return 0
-        if schema == BENCHMARK_SHARD:
-            if args.report:
-                raise ShardError("--report: a gate's option; these are benchmark shards")
-            result = merged_benchmark(plan, runs)
-            document = results_json(result, plan["scenario"])
-        else:
-            from rl.evaluation.gate_run import merged_gate
-
-            if args.plot:
-                raise ShardError("--plot: a benchmark's option; these are gate shards")
-            document = merged_gate(plan, runs)
-    except ShardError as exc:
-        print(f"kubejoule-rl merge: {exc}", file=sys.stderr)
-        return 2
-    if schema == BENCHMARK_SHARD:
-        write_results(document, args.out, args.plot, result.timelines)
-    else:
-        from rl.evaluation.gate_run import write_gate
-
-        write_gate(document, args.out, args.report)
-    return 0

@@ -29,7 +29,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rl.policies.catalog import KubeDefaultPolicy
+from rl.policies.catalog import make_policy
 from rl.policies.scheduling_profiles import heuristic_energy
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.scenario import NodeSpec, PodSpec
@@ -81,7 +81,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
         self._sim: Simulation | None = None
         self._decision: PlacementRequest | None = None
         self._energy = heuristic_energy(self.nodes, power_off)
-        self._fallback = KubeDefaultPolicy()
+        self._fallback = make_policy("default", self.nodes)
         self._energy_mark = 0.0
         self._completed_mark = 0
 

@@ -17,8 +17,8 @@
 | `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.simulation.controllers`) |
 
 How the energy plugin is configured for each: `rl.policies.scheduling_profiles`. Every profile decides through the
-standalone scheduler's own `ProfileDecider` (`scheduler/standalone/decide.py`, active mode): the profile's
-filters, kube-scheduler's percentageOfNodesToScore sample for the policies that model
+standalone scheduler's own `ProfileDecider` (`scheduler/standalone/decide.py`, active mode;
+`rl.policies.profile_policy.ProfilePolicy`): the profile's filters, kube-scheduler's percentageOfNodesToScore sample for the policies that model
 kube-scheduler (adaptive, its default; every feasible node for kubejoule's own scheduler, as it
 ships), the highest weighted total, ties uniformly at random among the best with
 kube-scheduler's reservoir sampling (`scheduler.framework.select_best`) on the run's seeded RNG
@@ -34,120 +34,25 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from rl.policies.hindsight import hindsight_policy
+from rl.policies.profile_policy import ProfilePolicy
 from rl.policies.scheduling_profiles import (
     EXTENDER_POLICY,
     PROFILE_POLICY,
-    energy_plugins,
     heuristic_energy,
     named_profile,
 )
 from rl.simulation.controllers import ControlledPolicy, split_controllers
 from rl.simulation.scenario import NodeSpec
 from rl.simulation.simulator import Policy, PowerOffModel
-from scheduler.cluster.node_table import NodeTable
 from scheduler.domain.model import NodeState, PodInfo
-from scheduler.framework import CandidateBatch, SchedulingProfile, ScorePlugin, select_best
+from scheduler.framework import CandidateBatch, ScorePlugin, select_best
 from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
 from scheduler.learning.plugin import LearnedPlugin
-from scheduler.plugins.defaults import default_profile
-from scheduler.plugins.noderesources import LEAST_ALLOCATED
-from scheduler.standalone.decide import MODE_ACTIVE, Decision, ProfileDecider
 
 BUILTIN_POLICIES = (
     "default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic", "kubejoule",
 )
-
-
-class CandidateTable:
-    """The nodes the scheduler sees, as the standalone scheduler's cluster cache holds them: a
-    NodeTable whose rows are rewritten only where a node's state changed (and rebuilt when the
-    set of nodes changes: under the autoscaler, a node powered on or off), so ProfileDecider
-    patches its batch row by row as it does over the cache."""
-
-    def __init__(self) -> None:
-        self.table: NodeTable | None = None
-        self._layout = 0
-
-    def update(self, states: Sequence[NodeState]) -> NodeTable:
-        table = self.table
-        if table is None or len(table) != len(states) or any(
-            name != s.info.name for name, s in zip(table.names, states, strict=True)
-        ):
-            self._layout += 1
-            table = self.table = NodeTable([s.info for s in states], self._layout)
-            for row, state in enumerate(states):
-                table.set_row(row, state)
-            return table
-        for row, state in enumerate(states):
-            if state != table.states[row]:
-                table.set_row(row, state)
-        return table
-
-
-class ProfilePolicy:
-    """A scheduling profile deciding as the standalone scheduler decides: its ProfileDecider
-    (`scheduler/standalone/decide.py`) in active mode over the nodes the scheduler sees — the same
-    filters, kube-scheduler's percentageOfNodesToScore sample when `percentage_of_nodes_to_score`
-    is set (0: adaptive), the batch reused and patched from pod to pod, kube-scheduler's default
-    profile scored beside it for comparison, ties at random from the run's seeded RNG."""
-
-    def __init__(
-        self,
-        profile: SchedulingProfile,
-        name: str | None = None,
-        percentage_of_nodes_to_score: int | None = None,
-    ) -> None:
-        if not profile.filters:
-            raise ValueError(f"profile {profile.name!r} has no filters: it would bind anywhere")
-        self.profile = profile
-        self.name = name or profile.name
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
-        self._rng = random.Random(0)
-        self.reset((), self._rng)
-
-    def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
-        self._rng = rng
-        self.decider = ProfileDecider(
-            self.profile, percentage_of_nodes_to_score=self.percentage_of_nodes_to_score
-        )
-        self._candidates = CandidateTable()
-
-    def attach(self, sim: Any) -> None:
-        """Energy plugins with v3 levers that read the cluster's outlook (pods' predicted
-        lifetimes, cluster-autoscaler's unneeded nodes) get the simulation's (rl/policies/outlook_sim.py),
-        learned from the pods that end in this run."""
-        from rl.policies.outlook_sim import SimulationOutlook
-
-        outlook = None
-        for plugin in energy_plugins(self.profile):
-            if plugin.levers.needs_outlook:
-                outlook = outlook or SimulationOutlook(sim)
-                plugin.outlook = outlook
-
-    def decide(self, pod: PodInfo, nodes: Sequence[NodeState], now: float) -> Decision:
-        """The standalone scheduler's decision over `nodes` (every node it sees)."""
-        table = self._candidates.update(nodes)
-        return self.decider.decide(pod, table, MODE_ACTIVE, self._rng, now)
-
-    def choose(
-        self,
-        pod: PodInfo,
-        feasible: Sequence[NodeState],
-        now: float,
-        candidates: Sequence[NodeState] = (),
-    ) -> str:
-        chosen = self.decide(pod, candidates or feasible, now).chosen
-        if chosen is None or all(s.info.name != chosen for s in feasible):
-            raise RuntimeError(f"{self.name} chose {chosen!r} for {pod.key}, not a feasible node")
-        return chosen
-
-
-class KubeDefaultPolicy(ProfilePolicy):
-    """kube-scheduler's default profile, NodeResourcesFit LeastAllocated or MostAllocated,
-    scoring kube-scheduler's adaptive percentageOfNodesToScore sample."""
-
-    def __init__(self, strategy: str = LEAST_ALLOCATED, name: str = "default") -> None:
-        super().__init__(default_profile(name, strategy), percentage_of_nodes_to_score=0)
 
 
 class RoundRobinPolicy:
@@ -260,8 +165,6 @@ def make_policy(
     if name == "roundrobin":
         return RoundRobinPolicy()
     if name == "hindsight":  # a reference, not deployable: rl/policies/hindsight.py
-        from rl.policies.hindsight import hindsight_policy
-
         return hindsight_policy(nodes, power_off)
     if name.startswith("learned:"):
         return LearnedPolicy(name[len("learned:") :], nodes, power_off)

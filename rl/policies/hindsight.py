@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from rl.policies.catalog import ProfilePolicy
+from rl.policies.profile_policy import ProfilePolicy
 from rl.policies.scheduling_profiles import energy_plugins, named_profile
 from scheduler.domain.model import PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor, Prediction

@@ -9,7 +9,7 @@ import pytest
 
 from agent.curves import PowerCurve
 from rl.evaluation.gate_run import gate_cluster
-from rl.learning.dqn.credit import RewardConfig, action_costs, fork_cost
+from rl.learning.dqn.credit import RewardConfig, fork_cost
 from rl.policies.catalog import make_policy
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel, simulation
@@ -43,6 +43,12 @@ def _summary(result: SimResult) -> tuple:
         result.scale_ups,
         result.scale_downs,
     )
+
+
+def action_costs(sim, nodes, continuation, horizon_s, reward, seed) -> list[float]:
+    """`fork_cost` of each of `nodes`, each fork continued by a fresh `continuation()` with the
+    same seed (common random numbers)."""
+    return [fork_cost(sim, n, continuation(), horizon_s, reward, seed) for n in nodes]
 
 
 def test_a_fork_continues_exactly_as_the_run_and_never_touches_it():

@@ -7,8 +7,9 @@ from __future__ import annotations
 import random
 
 from agent.curves import PowerCurve
-from rl.policies.catalog import ProfilePolicy, make_policy
+from rl.policies.catalog import make_policy
 from rl.policies.outlook_sim import SimulationOutlook
+from rl.policies.profile_policy import ProfilePolicy
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import Simulation
 from scheduler.lifetimes import LifetimePredictor

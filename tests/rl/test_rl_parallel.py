@@ -1,4 +1,4 @@
-"""Parallel and distributed runs (rl/evaluation/parallel.py, rl/evaluation/shards.py): `--jobs N` writes the bytes
+"""Parallel and distributed runs (rl/evaluation/parallel.py, rl/evaluation/shards.py, rl/evaluation/merge.py): `--jobs N` writes the bytes
 `--jobs 1` writes; the N shards of a benchmark or a gate, merged in any order, write the bytes
 of the unsharded run; bad shard strings and shard files exit 2 naming the argument, the file and
 the field."""

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from agent.curves import PowerCurve
-from rl.policies.catalog import ProfilePolicy, make_policy
+from rl.policies.catalog import make_policy
+from rl.policies.profile_policy import ProfilePolicy
 from rl.policies.scheduling_profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
 from rl.simulation.scenario import NodeSpec
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources

@@ -18,7 +18,8 @@ import numpy as np
 
 from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import node
-from rl.policies.catalog import ProfilePolicy, make_policy
+from rl.policies.catalog import make_policy
+from rl.policies.profile_policy import ProfilePolicy
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.scenario import (

@@ -18,7 +18,6 @@ the whole cluster's energy until the next decision, where the chosen node is a s
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rl.simulation.simulator import Policy, Simulation
@@ -58,15 +57,3 @@ def fork_cost(
         + reward.slowdown_weight * slowdown
     )
 
-
-def action_costs(
-    sim: Simulation,
-    nodes: Sequence[str],
-    continuation: Callable[[], Policy],
-    horizon_s: float,
-    reward: RewardConfig,
-    seed: int,
-) -> list[float]:
-    """`fork_cost` of each of `nodes` (each a feasible node of the pending decision), each fork
-    continued by a fresh `continuation()` with the same seed (common random numbers)."""
-    return [fork_cost(sim, n, continuation(), horizon_s, reward, seed) for n in nodes]
