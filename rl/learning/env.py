@@ -14,7 +14,7 @@
 * Episode: the whole trace; `terminated` once the last pod is placed and the run is over.
 
 The features use the energy plugin configured like the `heuristic` policy, so `delta_watts`
-is the heuristic's ΔP, and the observation matches what the standalone scheduler's collector
+is the heuristic's ΔP, and the observation matches what the standalone scheduler's decision log
 records, which is what lets a model trained here score real decisions.
 """
 

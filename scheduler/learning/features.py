@@ -137,7 +137,7 @@ def pod_features(pod: PodInfo) -> Features:
 # One implementation: `node_columns()` computes every candidate's node features as float64
 # columns (NaN where unknown) from the batch's core columns, the energy plugin's batch
 # evaluation and per-node values cached per NodeState; a model row encodes NaN as 0.0 (the
-# `*_known` flags say it is unknown), a collector's feature dict as None. A single node is a
+# `*_known` flags say it is unknown), a decision log's feature dict as None. A single node is a
 # batch of one (`node_features()`).
 
 _NAN = float("nan")
@@ -297,7 +297,7 @@ def encode_columns(
 
 
 def column_features(columns: Mapping[str, np.ndarray], row: int = 0) -> Features:
-    """One row of the columns as a feature dict (NaN → None, as the collector writes it)."""
+    """One row of the columns as a feature dict (NaN → None, as the decision log writes it)."""
     out: Features = {}
     for name, values in columns.items():
         value = float(values[row])

@@ -28,7 +28,7 @@ Where the values come from: the lifetime and autoscaler fields of a node are fil
 ready time as the last scale-up) and the simulator (`rl.policies.sim_features`: the simulator's
 autoscaler and a predictor learning from the pods that finish) — and the pod's prediction from
 the `LifetimePredictor` passed in. Everything else is computed here from the batch's columns, one
-implementation for the plugin, the collectors and training.
+implementation for the plugin, the decision logs and training.
 """
 
 from __future__ import annotations

@@ -248,10 +248,10 @@ class SeriesFolder:
 
 def parse_agent_metrics(text: str, source_name: str = "agents") -> FetchResult:
     """Node samples from a Prometheus text exposition of one or more agents."""
-    collector = SeriesFolder()
+    folder = SeriesFolder()
     for family in text_string_to_metric_families(text):
         if not family.name.startswith("kubejoule_"):
             continue
         for sample in family.samples:
-            collector.add(sample.name, sample.labels, float(sample.value))
-    return collector.samples(source_name)
+            folder.add(sample.name, sample.labels, float(sample.value))
+    return folder.samples(source_name)

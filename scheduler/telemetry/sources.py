@@ -168,7 +168,7 @@ class PrometheusSource:
         return data.result
 
     def fetch(self) -> FetchResult:
-        collector = SeriesFolder()
+        folder = SeriesFolder()
         errors: list[tuple[str, str]] = []
         gpus_read = True
         for metric in self.QUERIES:
@@ -178,29 +178,29 @@ class PrometheusSource:
                 continue
             if metric == POD_COUNT_QUERY:
                 for item in series:
-                    collector.add_pod_count(item.metric, float(item.value[1]))
+                    folder.add_pod_count(item.metric, float(item.value[1]))
                 continue
             if metric in (GPU_WATTS_QUERY, GPU_COUNT_QUERY):
                 for item in series:
                     value = float(item.value[1])
                     if metric == GPU_WATTS_QUERY:
-                        collector.add_gpu_total(item.metric, value)
+                        folder.add_gpu_total(item.metric, value)
                     else:
-                        collector.add_gpu_total(item.metric, 0.0, count=value)
+                        folder.add_gpu_total(item.metric, 0.0, count=value)
                 continue
             for item in series:
-                collector.add(metric, item.metric, float(item.value[1]))
+                folder.add(metric, item.metric, float(item.value[1]))
         # Without the GPU answers, the nodes known to have GPUs have unknown watts outside their
         # curve (never priced as CPU-only nodes); with them, those nodes are learnt again.
         if gpus_read:
-            self._gpu_nodes = collector.nodes_with_gpus()
+            self._gpu_nodes = folder.nodes_with_gpus()
         else:
             for node in self._gpu_nodes:
-                collector.gpus_unknown(node)
+                folder.gpus_unknown(node)
         self._refresh_curves(errors)
         for node, (curve, reading) in self._curves.items():
-            collector.set_curve(node, curve, reading)
-        result = collector.samples(self.name)
+            folder.set_curve(node, curve, reading)
+        result = folder.samples(self.name)
         result.errors[:0] = errors
         return result
 

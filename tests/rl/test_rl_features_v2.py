@@ -213,7 +213,7 @@ def test_vectorized_rows_equal_the_per_node_builder(reference, seed):
     """The rows built from the batch's columns equal, bit for bit, what the per-node Python
     builder gave on random clusters (tests/fixtures/features_rows.json.gz, captured from it by
     tests/fixtures/make_features_rows.py before the rows were vectorized): v1 and v2 model rows,
-    the collectors' feature dicts (None where unknown) and the shipped models' scores — where
+    the decision logs' feature dicts (None where unknown) and the shipped models' scores — where
     telemetry is fresh; elsewhere the learned plugin now scores 0 where it gave 50."""
     import numpy as np
 

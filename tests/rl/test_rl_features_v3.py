@@ -1,6 +1,6 @@
 """Feature schema v3 (scheduler/learning/features_v3.py): v2 plus lifetimes, the autoscaler's view and
 watts per unit of load — each feature by hand, the one implementation shared by the plugin,
-the collectors and training, and the simulator's side (rl/policies/sim_features.py)."""
+the decision logs and training, and the simulator's side (rl/policies/sim_features.py)."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_the_pods_lifetime_comes_from_its_workloads_history():
     assert pod_features_v3(JOB, None)["predicted_lifetime_seconds"] is None
 
 
-def test_one_implementation_rows_collector_and_log_agree_and_extend_v2():
+def test_one_implementation_rows_and_decision_log_agree_and_extend_v2():
     energy = EnergyPlugin()
     nodes = [node("a"), node("b", requested_cpu=5000), node("c", telemetry=False)]
     workloads = [WORKLOAD, NodeWorkload(), None]
@@ -125,10 +125,10 @@ def test_one_implementation_rows_collector_and_log_agree_and_extend_v2():
     assert rows.shape == (3, FEATURE_SCHEMA_V3.width)
     names = NODE_FEATURES_V3 + POD_FEATURES_V3
     logged = batch_features_v3(JOB, batch, energy, workloads, predictor)
-    collector = V3Features(energy, dict(zip("abc", workloads, strict=True)).get, lambda: predictor)
+    log_features = V3Features(energy, dict(zip("abc", workloads, strict=True)).get, lambda: predictor)
     for k, state in enumerate(nodes):
         assert encode(logged[k], names) == rows[k].tolist()
-        assert encode(collector(JOB, state, NOW), names) == rows[k].tolist()
+        assert encode(log_features(JOB, state, NOW), names) == rows[k].tolist()
     # v3 is v2 with columns appended: the v2 part of every row is v2's row, bit for bit
     v2 = rows_v2(JOB, batch, energy, workloads)
     width = len(NODE_FEATURES_V2)

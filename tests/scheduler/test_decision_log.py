@@ -262,7 +262,7 @@ def _run_writer_until(path: Path, start: int, at_least: int) -> int:
     return durable
 
 
-def test_collector_survives_kill_minus_nine(tmp_path: Path) -> None:
+def test_decision_log_survives_kill_minus_nine(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
     first = _run_writer_until(path, 0, 400)
     records, bad = _all_records(path)
