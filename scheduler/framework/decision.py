@@ -41,8 +41,8 @@ def ranked(score: np.ndarray, names: Sequence[str], count: int) -> list[int]:
 
 @dataclass
 class Decision:
-    """A pod, the candidates that were scored (the feasible nodes, or kube-scheduler's sample
-    of them under percentageOfNodesToScore) and what each profile made of them.
+    """A pod, the candidates that were scored (the feasible nodes, or those of them
+    kube-scheduler would score under percentageOfNodesToScore) and what each profile made of them.
 
     `total`: the scheduler's profile's weighted totals; `default_total`: kube-scheduler's
     default profile's. `score`, `delta_watts` and the reasons are the energy plugin's when the
@@ -57,7 +57,7 @@ class Decision:
     delta_watts: np.ndarray = field(default_factory=_empty)  # NaN: unknown
     reason_codes: np.ndarray = field(default_factory=lambda: _empty(np.int8))
     reason_names: Sequence[str] = ()  # reason_codes index this
-    feasible_nodes: int = 0  # nodes that passed the filters (≥ len(states) when sampled)
+    feasible_nodes: int = 0  # nodes that passed the filters (≥ len(states) with nodes to score)
     chosen: str | None = None
     recommended: str | None = None  # the profile's pick
     default_choice: str | None = None  # kube-scheduler's default profile's pick

@@ -9,7 +9,7 @@ so every node gets its turn:
   (minFeasibleNodesPercentageToFind);
 * `n × percentage / 100` nodes (int32 arithmetic), at least 100.
 
-`NodeSampler.sample(mask)` applies that to a boolean feasibility mask over the node list: the
+`NodesToScore.select(mask)` applies that to a boolean feasibility mask over the node list: the
 first k feasible rows in the order `start, start + 1, …` (wrapping), and moves `start` past the
 nodes the search looked at (the k feasible ones plus the infeasible ones in between), as
 `findNodesThatPassFilters` does. Filtering every node is cheap here (vectorized); what the rule
@@ -42,7 +42,7 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-class NodeSampler:
+class NodesToScore:
     """The rows kube-scheduler would score for one pod (module docstring). One per scheduler;
     `percentage` None scores every feasible node."""
 
@@ -52,7 +52,7 @@ class NodeSampler:
         self.percentage = percentage
         self.next_start = 0
 
-    def sample(self, mask: np.ndarray) -> np.ndarray:
+    def select(self, mask: np.ndarray) -> np.ndarray:
         """Indices of the rows to score, in search order."""
         count = len(mask)
         if self.percentage is None or count == 0:

@@ -36,7 +36,7 @@ from scheduler.framework.decision import (
     Decision,
 )
 from scheduler.framework.interface import ScorePlugin
-from scheduler.framework.nodes_to_score import NodeSampler
+from scheduler.framework.nodes_to_score import NodesToScore
 from scheduler.framework.scheduling_profile import SchedulingProfile, select_best
 from scheduler.plugins import energy as energy_plugin_module
 from scheduler.plugins.defaults import default_profile
@@ -76,7 +76,7 @@ class ProfileDecider:
     ) -> None:
         self.profile = profile
         self.comparison = comparison if comparison is not None else default_profile()
-        self.sampler = NodeSampler(percentage_of_nodes_to_score)
+        self.nodes_to_score = NodesToScore(percentage_of_nodes_to_score)
         found = energy_of(profile)
         self.energy_entry: ScorePlugin | None = found[0] if found is not None else None
         self.energy: energy_plugin_module.EnergyPlugin | None = found[1] if found is not None else None
@@ -163,7 +163,7 @@ class ProfileDecider:
         self.last_pod = pod
         batch = self.batch(table, now)
         mask = self.profile.feasible(pod, batch)
-        rows = self.sampler.sample(mask)
+        rows = self.nodes_to_score.select(mask)
         decision = Decision(pod, total_nodes=len(table), feasible_nodes=int(mask.sum()))
         if len(rows) == 0:
             decision.summary = self.profile.failure_summary(pod, batch)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler.framework.nodes_to_score import NodeSampler, num_feasible_nodes_to_find
+from scheduler.framework.nodes_to_score import NodesToScore, num_feasible_nodes_to_find
 
 # TestNumFeasibleNodesToFind (schedule_one_test.go): (name, percentageOfNodesToScore — 0 when
 # "not set", numAllNodes, wantNumNodes).
@@ -41,22 +41,22 @@ def test_at_least_100_nodes_and_the_adaptive_floor_of_5_percent() -> None:
 @pytest.mark.parametrize("bad", [-1, 101, 1.5, True, "10"])
 def test_bad_percentages_are_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="percentageOfNodesToScore"):
-        NodeSampler(bad)  # type: ignore[arg-type]
+        NodesToScore(bad)  # type: ignore[arg-type]
 
 
 def test_fair_evaluation_for_nodes() -> None:
     """TestFairEvaluationForNodes (schedule_one_test.go): 500 nodes that all pass, 30 %: each
     search returns nodesToFind nodes and the next one starts where it stopped, wrapping."""
     count = 500
-    sampler = NodeSampler(30)
+    to_score = NodesToScore(30)
     nodes_to_find = num_feasible_nodes_to_find(30, count)
     assert count % nodes_to_find != 0
     mask = np.ones(count, dtype=bool)
     seen: list[int] = []
     for i in range(2 * (count // nodes_to_find + 1)):
-        rows = sampler.sample(mask)
+        rows = to_score.select(mask)
         assert len(rows) == nodes_to_find
-        assert sampler.next_start == (i + 1) * nodes_to_find % count
+        assert to_score.next_start == (i + 1) * nodes_to_find % count
         seen.extend(rows.tolist())
     assert set(seen) == set(range(count))  # every node had its turn
 
@@ -64,15 +64,15 @@ def test_fair_evaluation_for_nodes() -> None:
 def test_infeasible_nodes_count_as_processed_and_few_feasible_means_all() -> None:
     mask = np.zeros(400, dtype=bool)
     mask[::2] = True  # 200 feasible; 400 nodes → 400 × (50 − 3) % = 188 wanted
-    sampler = NodeSampler(0)
-    rows = sampler.sample(mask)
+    to_score = NodesToScore(0)
+    rows = to_score.select(mask)
     assert len(rows) == 188 and rows[-1] == 374
-    assert sampler.next_start == 375
-    rows = sampler.sample(mask)
+    assert to_score.next_start == 375
+    rows = to_score.select(mask)
     assert rows[0] == 376 and len(rows) == 188
     few = np.zeros(400, dtype=bool)
     few[[5, 7]] = True
-    start = sampler.next_start
-    assert sorted(sampler.sample(few).tolist()) == [5, 7]
-    assert sampler.next_start == start  # every node looked at: back where it started
-    assert NodeSampler(None).sample(mask).tolist() == np.flatnonzero(mask).tolist()
+    start = to_score.next_start
+    assert sorted(to_score.select(few).tolist()) == [5, 7]
+    assert to_score.next_start == start  # every node looked at: back where it started
+    assert NodesToScore(None).select(mask).tolist() == np.flatnonzero(mask).tolist()

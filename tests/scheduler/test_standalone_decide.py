@@ -314,7 +314,7 @@ def test_percentage_of_nodes_to_score_samples_from_where_the_last_search_stopped
     assert len(first.names) == wanted and first.feasible_nodes == 200
     # 144 feasible nodes are the first 216 (two of every three): the next search starts there.
     assert first.names[0] == "n001" and first.names[-1] == "n215"
-    assert decider.sampler.next_start == 216
+    assert decider.nodes_to_score.next_start == 216
     second = decider.decide(info, cache.table(), MODE_SHADOW, random.Random(0), 0.0)
     assert second.names[0] == "n217" and len(second.names) == wanted
     # Every feasible node scored without the option.
