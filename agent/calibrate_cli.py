@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from agent.calibration.check import format_check, run_check
-from agent.calibration.console import Progress, format_summary
+from agent.calibration.check import run_check
+from agent.calibration.console import Progress, format_check, format_summary
 from agent.calibration.fit import MODELS, FitError, FitResult, select_model
 from agent.calibration.load import LoadError, LoadGenerator, available_cpus
 from agent.calibration.measure import Judgement, MeasureError, Meter, Phase, measure_idle, sweep

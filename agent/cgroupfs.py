@@ -1,16 +1,9 @@
-"""Reads of a real cgroupfs kept cheap, for `run` (agent/cgroups.py reads the layout).
-
-* `KeptUsageFiles`: pod usage files kept open between samples and re-read with pread.
-* `process_pod`: which pod holds a process, from its own /proc/<pid>/cgroup — what a VM needs
-  when the reading has no cgroup.procs.
-"""
+"""Reads of a real cgroupfs kept cheap, for `run` (agent/cgroups.py reads the layout and the
+files): `KeptUsageFiles`, pod usage files kept open between samples and re-read with pread."""
 
 from __future__ import annotations
 
 import os
-
-from agent.cgroups import CgroupLayout, pod_uid
-from agent.hostfs import HostFS
 
 
 class KeptUsageFiles:
@@ -65,27 +58,3 @@ class KeptUsageFiles:
     def open_descriptors(self) -> int:
         return len(self._open)
 
-
-def process_pod(fs: HostFS, pid: int, layout: CgroupLayout) -> str | None:
-    """The uid of the pod whose cgroup holds process PID, from its `/proc/<pid>/cgroup` line for
-    the CPU accounting hierarchy (v2: `0::`; v1: the one whose controllers include cpuacct);
-    None for a process outside every pod. The pod is found by its cgroup's name anywhere in
-    the path, so a path seen through a cgroup namespace (`/../../kubepods-…`) or a cgroup
-    nested inside a container gives the same pod. OSError when the file cannot be read
-    (FileNotFoundError or ProcessLookupError: the process exited), ValueError when it has no
-    line for that hierarchy."""
-    data = fs.read_bytes(fs.proc(pid, "cgroup"))
-    for line in data.splitlines():
-        hierarchy, _, rest = line.partition(b":")
-        controllers, _, path = rest.partition(b":")
-        if layout.version == 2:
-            wanted = hierarchy == b"0" and controllers == b""
-        else:
-            wanted = b"cpuacct" in controllers.split(b",")
-        if wanted:
-            for part in path.decode("utf-8", errors="replace").split("/"):
-                uid = pod_uid(part) if part.startswith(("pod", "kube")) else None
-                if uid is not None:
-                    return uid
-            return None
-    raise ValueError(f"{fs.proc(pid, 'cgroup')} has no line for the CPU accounting hierarchy")

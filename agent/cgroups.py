@@ -30,8 +30,9 @@ makes the reading `incomplete` (pods may be missing from it, not gone).
 
 Which processes are in which pod (`cgroup.procs` of each pod and container) is read only with
 `membership`: the agent's `run` without process views needs it for its qemu VMs alone, and
-finds their pods from each VM's own `/proc/<pid>/cgroup` (agent/cgroupfs.py) instead of three
-cgroup.procs per pod. Without membership and without containers a pod's directory is not even
+finds their pods from each VM's own `/proc/<pid>/cgroup` (`process_pod`) instead of three
+cgroup.procs per pod. Usage files can be read through descriptors kept open between reads
+(agent/cgroupfs.py). Without membership and without containers a pod's directory is not even
 listed: its usage file is all that is read.
 """
 
@@ -342,3 +343,28 @@ def pod_pids(fs: HostFS, layout: CgroupLayout, pod: PodCgroup) -> list[int]:
         if _child_kind(name) is not None:
             pids.extend(reader.pids(f"{directory}/{name}"))
     return pids
+
+
+def process_pod(fs: HostFS, pid: int, layout: CgroupLayout) -> str | None:
+    """The uid of the pod whose cgroup holds process PID, from its `/proc/<pid>/cgroup` line for
+    the CPU accounting hierarchy (v2: `0::`; v1: the one whose controllers include cpuacct);
+    None for a process outside every pod. The pod is found by its cgroup's name anywhere in
+    the path, so a path seen through a cgroup namespace (`/../../kubepods-…`) or a cgroup
+    nested inside a container gives the same pod. OSError when the file cannot be read
+    (FileNotFoundError or ProcessLookupError: the process exited), ValueError when it has no
+    line for that hierarchy."""
+    data = fs.read_bytes(fs.proc(pid, "cgroup"))
+    for line in data.splitlines():
+        hierarchy, _, rest = line.partition(b":")
+        controllers, _, path = rest.partition(b":")
+        if layout.version == 2:
+            wanted = hierarchy == b"0" and controllers == b""
+        else:
+            wanted = b"cpuacct" in controllers.split(b",")
+        if wanted:
+            for part in path.decode("utf-8", errors="replace").split("/"):
+                uid = pod_uid(part) if part.startswith(("pod", "kube")) else None
+                if uid is not None:
+                    return uid
+            return None
+    raise ValueError(f"{fs.proc(pid, 'cgroup')} has no line for the CPU accounting hierarchy")

@@ -7,8 +7,7 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.cgroupfs import process_pod
-from agent.cgroups import CgroupReading
+from agent.cgroups import CgroupReading, process_pod
 from agent.gpu_power import GpuSample
 from agent.hostfs import HostFS
 from agent.nvml import GpuReading, NvmlReader, NvmlUnavailable

@@ -12,13 +12,14 @@ its own: its traffic is already in the node's interfaces and is not counted twic
 The counters are the kernel's own (bytes since the interface was created) and are exported as
 they are; a pod restarted in a new sandbox starts again from 0, which Prometheus' rate() reads as
 a counter reset. Namespaces are entered only in a short-lived worker thread (setns changes the
-calling thread only), so the agent's other threads never leave the host's namespace.
+calling thread only), so the agent's other threads never leave the host's namespace
+(agent/rtnetlink.py).
 
 Cost: pyroute2's IPRoute costs about a millisecond to open and decodes every attribute of every
 link; per pod per interval that adds up. So requests go through a plain rtnetlink socket, with
-pyroute2's message classes to encode and decode them: RTM_GETSTATS (64-bit counters only) for the
-bytes, and RTM_GETLINK (names, kinds, flags) for the host only when an interface it has not seen
-appears, or every LINK_REFRESH_SECONDS for renames. benchmarks/bench_agent_kubernetes.py
+pyroute2's message classes to encode and decode them (agent/rtnetlink.py): RTM_GETSTATS (64-bit
+counters only) for the bytes, and RTM_GETLINK (names, kinds, flags) for the host only when an
+interface it has not seen appears, or every LINK_REFRESH_SECONDS for renames. benchmarks/bench_agent_kubernetes.py
 measures it.
 """
 
@@ -27,32 +28,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from pyroute2 import netns as pyroute2_netns
-from pyroute2.netlink import NETLINK_ROUTE, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR
-from pyroute2.netlink.rtnl import RTM_GETLINK, RTM_GETSTATS
-from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
-from pyroute2.netlink.rtnl.ifstatsmsg import ifstatsmsg
-from pyroute2.netlink.rtnl.marshal import MarshalRtnl
-
+from agent.rtnetlink import LOOPBACK_IFINDEX, LinkInfo, NamespaceWorker, Rtnetlink, in_worker_thread
 from agent.snapshot import Gap, Snapshot
 
 log = logging.getLogger(__name__)
 
 EXTRA_KEY = "network"
-IFF_LOOPBACK = 0x8  # <linux/if.h>
-IFLA_STATS_LINK_64 = 1  # <linux/if_link.h>
 DEFAULT_EXCLUDED_KINDS: tuple[str, ...] = ("veth",)
 DIRECTIONS = ("rx", "tx")
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -99,81 +88,7 @@ class NetworkSample:
         }
 
 
-# Every network namespace's loopback device has this index (LOOPBACK_IFINDEX in the kernel's
-# include/net/net_namespace.h), so pods need no link dump to leave it out.
-LOOPBACK_IFINDEX = 1
-IFLA_STATS_FILTER_LINK_64 = 1 << (IFLA_STATS_LINK_64 - 1)
 LINK_REFRESH_SECONDS = 60.0
-_RECV_BYTES = 1 << 16
-
-
-@dataclass(frozen=True)
-class LinkInfo:
-    name: str
-    kind: str | None
-    loopback: bool
-
-
-class Rtnetlink:
-    """One NETLINK_ROUTE socket. It belongs to the network namespace of the thread that opened
-    it, for its whole life, whatever namespace the thread moves to afterwards."""
-
-    def __init__(self) -> None:
-        self._sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
-        self._sock.bind((0, 0))
-        self._seq = 0
-
-    def __enter__(self) -> Rtnetlink:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._sock.close()
-
-    def _dump(self, msg: Any, msg_type: int) -> list[Any]:
-        self._seq += 1
-        msg["header"]["type"] = msg_type
-        msg["header"]["flags"] = NLM_F_REQUEST | NLM_F_DUMP
-        msg["header"]["sequence_number"] = self._seq
-        msg.encode()
-        self._sock.send(msg.data)
-        marshal = MarshalRtnl()
-        replies: list[Any] = []
-        while True:
-            for reply in marshal.parse(self._sock.recv(_RECV_BYTES)):
-                if reply["header"]["sequence_number"] != self._seq:
-                    continue
-                kind = reply["header"]["type"]
-                if kind == NLMSG_DONE:
-                    return replies
-                if kind == NLMSG_ERROR:
-                    error = reply["header"].get("error")
-                    raise OSError(getattr(error, "code", 0) or 0, f"rtnetlink dump failed: {error}")
-                replies.append(reply)
-
-    def stats(self) -> dict[int, tuple[int, int]]:
-        """ifindex → (rx_bytes, tx_bytes), for every interface of the socket's namespace."""
-        msg = ifstatsmsg()
-        msg["filter_mask"] = IFLA_STATS_FILTER_LINK_64
-        out: dict[int, tuple[int, int]] = {}
-        for reply in self._dump(msg, RTM_GETSTATS):
-            counters = reply.get_attr("IFLA_STATS_LINK_64")
-            if counters:
-                out[int(reply["ifindex"])] = (int(counters["rx_bytes"]), int(counters["tx_bytes"]))
-        return out
-
-    def links(self) -> dict[int, LinkInfo]:
-        """ifindex → name, kind (veth, bridge, vxlan...; None for physical), loopback flag."""
-        out: dict[int, LinkInfo] = {}
-        for reply in self._dump(ifinfmsg(), RTM_GETLINK):
-            info = reply.get_attr("IFLA_LINKINFO")
-            kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
-            out[int(reply["index"])] = LinkInfo(
-                str(reply.get_attr("IFLA_IFNAME")), kind, bool(reply["flags"] & IFF_LOOPBACK)
-            )
-        return out
 
 
 def pod_bytes(stats: Mapping[int, tuple[int, int]]) -> tuple[int, int]:
@@ -215,60 +130,6 @@ def interface_counters(
             continue
         out.append(InterfaceBytes(link.name, rx, tx, link.kind))
     return sorted(out, key=lambda i: i.interface)
-
-
-class _NamespaceWorker:
-    """Opens rtnetlink sockets in other network namespaces, from one short-lived thread.
-
-    setns(target), open the socket, setns back at once; the socket keeps the target namespace.
-    If switching back ever failed, the worker refuses further work and its thread exits,
-    taking the wrong namespace with it.
-    """
-
-    def __init__(self) -> None:
-        self.broken: str | None = None
-        self._home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-
-    def close(self) -> None:
-        os.close(self._home)
-
-    def socket_in(self, ns_path: Path) -> Rtnetlink:
-        if self.broken:
-            raise OSError(self.broken)
-        fd = os.open(ns_path, os.O_RDONLY)
-        try:
-            pyroute2_netns.setns(fd)
-            try:
-                return Rtnetlink()
-            finally:
-                try:
-                    pyroute2_netns.setns(self._home)
-                except OSError as exc:
-                    self.broken = f"cannot return to the agent's network namespace: {exc}"
-                    raise
-        finally:
-            os.close(fd)
-
-
-def _in_worker_thread(work: Callable[[_NamespaceWorker], T]) -> T:
-    result: list[T] = []
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        worker = _NamespaceWorker()
-        try:
-            result.append(work(worker))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            failure.append(exc)
-        finally:
-            worker.close()
-
-    thread = threading.Thread(target=run, name="kubejoule-netns")
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-    return result[0]
 
 
 def _ns_identity(path: Path | str) -> tuple[int, int]:
@@ -324,7 +185,7 @@ class NetworkReader:
         known = namespaces or {}
         targets = {uid: known[uid] if uid in known else self._pod_namespace(pids) for uid, pids in pod_pids.items()}
 
-        def work(worker: _NamespaceWorker) -> NetworkSample:
+        def work(worker: NamespaceWorker) -> NetworkSample:
             node_error = None
             interfaces: tuple[InterfaceBytes, ...] = ()
             try:
@@ -364,7 +225,7 @@ class NetworkReader:
             return NetworkSample(interfaces, tuple(pods), node_error)
 
         try:
-            return _in_worker_thread(work)
+            return in_worker_thread(work)
         except OSError as exc:  # e.g. no thread of our own to switch namespaces in
             return NetworkSample(node_error=f"cannot read network counters: {exc}")
 

@@ -1,4 +1,4 @@
-"""Reading the host once (RawSample) and turning two reads into a Snapshot.
+"""Reading the host once (a RawSample, agent/raw_sample.py) and turning two reads into a Snapshot.
 
 The read side touches the host through a HostFS; the compute side is pure, so `once`, `run`
 and `replay` (two snapshot trees) share it exactly.
@@ -25,8 +25,8 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 
 from agent.attribution import (
     invariant_error,
@@ -42,18 +42,19 @@ from agent.baselines import (
     check_elapsed,
     interval_cpu,
 )
-from agent.cgroupfs import KeptUsageFiles, process_pod
-from agent.cgroups import CgroupReading, read_cgroups
+from agent.cgroupfs import KeptUsageFiles
+from agent.cgroups import process_pod, read_cgroups
 from agent.composition import PlatformState, compose
 from agent.energy import ImplausibleError
-from agent.gpu_power import GpuSample, compute_gpus
+from agent.gpu_power import compute_gpus
 from agent.gpu_source import GpuSource
 from agent.hostfs import HostFS
 from agent.power_profile import PowerProfile
-from agent.processes import ProcessReader, ProcStat
+from agent.processes import ProcessReader
 from agent.procstat import CpuDelta, CpuTimes, clock_ticks_per_second, cpu_delta, read_cpu_times
-from agent.rapl import NO_POWERCAP_HINT, RaplReading, read_rapl
+from agent.rapl import NO_POWERCAP_HINT, read_rapl
 from agent.rapl_power import compute_power
+from agent.raw_sample import RawSample
 from agent.snapshot import (
     GAP_IMPLAUSIBLE,
     GAP_INCOMPLETE,
@@ -76,31 +77,6 @@ DEFAULT_PROCESS_TOP = 10
 
 def default_node_name() -> str:
     return os.environ.get("NODE_NAME") or socket.gethostname()
-
-
-@dataclass(frozen=True)
-class RawSample:
-    """Everything read from the host at one instant."""
-
-    monotonic: float
-    wall: float
-    rapl: RaplReading
-    cpu: CpuTimes | None
-    cpu_error: str | None = None
-    cgroups: CgroupReading | None = None
-    processes: Mapping[int, ProcStat] = field(default_factory=dict)
-    vms: Mapping[int, VMIdentity] = field(default_factory=dict)
-    unparsable_processes: int = 0
-    failed_processes: frozenset[int] = frozenset()  # stat there but unreadable: not exited
-    # Read without cgroup.procs (see the module docstring): each VM's pod (None: the host's
-    # part), and the VMs whose /proc/<pid>/cgroup could not be read. None: from the cgroups.
-    vm_pods: Mapping[int, str | None] | None = None
-    unplaced_vms: frozenset[int] = frozenset()
-    # Read without other processes' stat: processes that exec'd into qemu since the last read
-    # (their CPU time then was not read, so this interval's is unknown).
-    execed: frozenset[int] = frozenset()
-    gpus: GpuSample | None = None  # with GPUs read through NVML
-    platform: PlatformState | None = None  # with a BMC: its latest reading when this read was taken
 
 
 class Sampler:

@@ -31,7 +31,8 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from agent.exporter import SnapshotCollector
-from agent.sampler import RawSample, Sampler
+from agent.raw_sample import RawSample
+from agent.sampler import Sampler
 from agent.snapshot import Snapshot
 
 # The longest a SIGTERM delivered to another thread waits for the main thread to see it.

@@ -25,7 +25,7 @@ from agent.snapshot import (
 )
 
 if TYPE_CHECKING:
-    from agent.sampler import RawSample
+    from agent.raw_sample import RawSample
 
 
 def process_views(

@@ -3,6 +3,7 @@
 For each powercap zone: can the current user read `energy_uj` (and could a non-root user), does
 the counter move, how often it updates, its `max_energy_range_uj` and how long it takes to wrap
 at the zone's maximum power. Then a verdict: usable or not, with each problem's reason and fix.
+Its table: agent/calibration/console.py (`format_check`).
 """
 
 from __future__ import annotations
@@ -359,64 +360,3 @@ def _read_problem(zone_id: str, name: str | None, reason: str, user: str, uid: i
         "and report it with a `kubejoule-agent snapshot DIR` tree",
     )
 
-
-def format_check(result: CheckResult) -> str:
-    lines = [
-        f"kubejoule-calibrate check: powercap under {result.sysfs}/class/powercap, "
-        f"read as user {result.user} (uid {result.uid}), counters polled for {result.poll_seconds:g} s",
-        "",
-    ]
-    if result.zones:
-        header = (
-            f"{'zone':<18}{'name':<11}{'socket':>6}  {'readable':<10}{'access':<28}{'moves':<7}"
-            f"{'update':>9}{'range':>12}{'wrap@max':>10}{'now':>10}  verdict"
-        )
-        lines.append(header)
-        for zone in result.zones:
-            lines.append(
-                f"{zone.zone_id:<18}{zone.name or '?':<11}{_dash(zone.socket):>6}  "
-                f"{'yes' if zone.readable else 'NO':<10}{zone.access or '-':<28}"
-                f"{_yes_no(zone.moves):<7}{_duration(zone.update_seconds):>9}"
-                f"{_joules(zone.max_energy_range_uj):>12}{_duration(zone.wrap_seconds):>10}"
-                f"{_watts_text(zone.watts):>10}  {zone.verdict}{'  (node)' if zone.node_power else ''}"
-            )
-        lines.append("")
-    if result.node_zone_ids:
-        what = "psys" if result.node_power == "psys" else "Σ package + dram"
-        lines.append(f"node power = {what}: {', '.join(result.node_zone_ids)}")
-    for ignored in result.ignored:
-        lines.append(f"ignored: {ignored} (an mmio duplicate of the MSR zone of the same name)")
-    lines.append("")
-    lines.append("verdict: RAPL is usable" if result.usable else "verdict: RAPL is NOT usable")
-    for problem in result.problems:
-        lines.append(f"  [{problem.severity}] {problem.what}: {problem.reason}")
-        lines.append(f"         fix: {problem.fix}")
-    return "\n".join(lines)
-
-
-def _dash(value: object) -> str:
-    return "-" if value is None else str(value)
-
-
-def _yes_no(value: bool | None) -> str:
-    return "-" if value is None else "yes" if value else "NO"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return f"{1000 * seconds:.1f} ms"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _joules(microjoules: int | None) -> str:
-    return "-" if not microjoules else f"{microjoules / 1e6:.0f} J"
-
-
-def _watts_text(watts: float | None) -> str:
-    return "-" if watts is None else f"{watts:.2f} W"

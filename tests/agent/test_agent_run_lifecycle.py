@@ -22,7 +22,8 @@ import pytest
 
 from agent.exporter import SnapshotCollector
 from agent.hostfs import HostFS
-from agent.sampler import RawSample, Sampler
+from agent.raw_sample import RawSample
+from agent.sampler import Sampler
 from agent.server import AgentService, JsonFormatter, parse_listen
 from agent.snapshot import Snapshot
 from agent.top import render

@@ -15,7 +15,8 @@ from agent.hostfs import HostFS
 from agent.processes import ProcStat
 from agent.procstat import CpuTimes
 from agent.rapl import RaplReading, Zone
-from agent.sampler import RawSample, Sampler
+from agent.raw_sample import RawSample
+from agent.sampler import Sampler
 
 watts = st.floats(min_value=0.0, max_value=5000.0, allow_nan=False)
 seconds = st.floats(min_value=0.0, max_value=1000.0, allow_nan=False)

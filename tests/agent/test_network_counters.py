@@ -1,14 +1,14 @@
-"""agent/network.py without namespaces: naming counters, loopback, the host's link-name cache."""
+"""agent/network.py (and agent/rtnetlink.py's LinkInfo) without namespaces: naming counters, loopback, the host's link-name cache."""
 
 from __future__ import annotations
 
 from agent.network import (
     LINK_REFRESH_SECONDS,
-    LinkInfo,
     _LinkNames,
     interface_counters,
     pod_bytes,
 )
+from agent.rtnetlink import LinkInfo
 
 
 class FakeNetlink:

@@ -26,7 +26,8 @@ from agent.hostfs import HostFS
 from agent.procstat import CpuTimes, cpu_delta, parse_proc_stat
 from agent.rapl import RaplReading, Zone, zone_kind
 from agent.rapl_power import compute_power
-from agent.sampler import RawSample, Sampler
+from agent.raw_sample import RawSample
+from agent.sampler import Sampler
 from agent.snapshot import Snapshot
 
 PACKAGE = Zone("intel-rapl:0", "intel-rapl", (0,), "package-0", 0, 262_143_328_850, 150_000_000)

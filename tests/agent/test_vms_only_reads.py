@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 import agent.sampler as sampler_module
-from agent.cgroupfs import process_pod
-from agent.cgroups import CgroupLayout
+from agent.cgroups import CgroupLayout, process_pod
 from agent.hostfs import HostFS
 from agent.processes import ProcessReader
 from agent.sampler import Sampler
@@ -240,7 +239,7 @@ def test_a_vms_watts_do_not_depend_on_process_views() -> None:
     from agent.processes import ProcStat
     from agent.procstat import CpuTimes
     from agent.rapl import RaplReading, Zone
-    from agent.sampler import RawSample
+    from agent.raw_sample import RawSample
     from agent.vms import VMIdentity
 
     package = Zone("intel-rapl:0", "intel-rapl", (0,), "package-0", 0, 262_143_328_850, None)
