@@ -92,8 +92,9 @@ def power_ceiling_watts(kind: str, max_power_uw: int | None) -> float:
 def usable_max_power_uw(kind: str, max_power_uw: int | None) -> int | None:
     """A zone's `constraint_*_max_power_uw` as a plausibility hint, or None when it cannot be one.
 
-    A hint never erases a measurement: it only tightens the zone's power ceiling and allows the
-    wrap-period check. So it is used only when it is a bound a zone of this kind could have —
+    A hint never erases a measurement: it only tightens the power ceiling of a wrap (energy the
+    agent infers, not reads; agent.rapl_power) and allows the wrap-period check. So it is used
+    only when it is a bound a zone of this kind could have —
     at least a watt and at most the kind's own ceiling. A zero, a microwatt or 10^18 µW is no
     such bound (it would refuse every reading, or make the wrap period 0 s): it is ignored, and
     the kind's ceiling applies as for a zone without constraints."""

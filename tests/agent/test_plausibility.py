@@ -106,6 +106,38 @@ def test_half_written_counter_taken_for_a_wrap_is_implausible_not_130_kw() -> No
     assert {z.zone_id: z.watts for z in power.zones}["intel-rapl:0:0"] == pytest.approx(2.5)
 
 
+
+@pytest.mark.parametrize("hint_uw", [1_000_000, 5_000_000, 150_000_000])
+def test_a_counter_that_rose_stands_whatever_the_max_power_hint_says(hint_uw: int) -> None:
+    """A hint bounds only a wrap: 25 W read from a counter that rose is a measurement, even under
+    a usable 1 W or 5 W hint (3 W, 15 W ceilings) — the case hypothesis found in
+    test_fuzz_corpus (any bytes in constraint_0_max_power_uw leave node power as measured)."""
+    package = Zone("intel-rapl:0", "intel-rapl", (0,), "package-0", 0, 262_143_328_850, hint_uw)
+
+    def reading(package_uj: int, dram_uj: int) -> RaplReading:
+        return RaplReading(True, {package.zone_id: package, DRAM.zone_id: DRAM},
+                           {package.zone_id: package_uj, DRAM.zone_id: dram_uj})
+
+    power = compute_power(reading(1_000_000_000, 300_000_000), reading(1_050_000_000, 305_000_000), 2.0)
+    assert power.gaps == ()
+    assert power.watts == pytest.approx(27.5)
+    # the same 25 W inferred across a wrap is held to the hint's 3x bound
+    wrapped = compute_power(reading(262_143_328_850 - 20_000_000, 300_000_000),
+                            reading(30_000_000, 305_000_000), 2.0)
+    if 3 * hint_uw / 1e6 < 25.0:
+        assert wrapped.watts is None
+        assert any(g.kind == "implausible" for g in wrapped.gaps)
+    else:
+        assert wrapped.watts == pytest.approx(27.5)
+
+
+def test_a_counter_that_rose_is_still_held_to_its_kinds_ceiling() -> None:
+    """Without the hint's bound a jump up is checked against the package ceiling (1500 W)."""
+    power = compute_power(rapl(1_000_000_000, 300_000_000), rapl(1_000_000_000 + 3_100_000_000, 305_000_000), 2.0)
+    assert power.watts is None
+    gap = next(g for g in power.gaps if g.what.startswith("zone intel-rapl:0 "))
+    assert gap.kind == "implausible" and "1500 W" in gap.reason
+
 # -- /proc/stat ----------------------------------------------------------------------------
 
 CPU_LINE = "cpu  {fields}\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
