@@ -294,7 +294,7 @@ def unelided(text: str) -> str:
 
 def yaml_kind(block: Block, data: Any) -> str:
     if isinstance(data, dict) and data.get("schema") == "kubejoule.calibration/v1":
-        return "profile"
+        return "power profile"
     if isinstance(data, dict) and data.get("kind") == "KubeSchedulerConfiguration":
         return "kube-scheduler"
     if isinstance(data, list) and data and all(isinstance(g, dict) and "cpu_cores" in g for g in data):
@@ -320,7 +320,7 @@ EXTENDER_FIELDS = {
 def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
     data = yaml.safe_load(unelided(block.text))
     kind = yaml_kind(block, data)
-    if kind == "profile":
+    if kind == "power profile":
         from agent.power_profile import parse_power_profile
 
         profile = parse_power_profile(data, block.where)
