@@ -27,6 +27,7 @@ from agent.exporter_sections import (
     gpu_key,
     metrics_server_families,
     network_families,
+    node_family,
     platform_families,
 )
 from agent.rapl import zone_kind
@@ -289,25 +290,17 @@ class SnapshotCollector(Collector):
         for key, joules in sorted(totals.zones.items()):
             zone_energy.add_metric([node, *key], joules)
         yield zone_energy
-        host = GaugeMetricFamily(
-            PREFIX + "host_power_watts", "Active power of everything not in a pod.", labels=["node"]
+        yield node_family(
+            GaugeMetricFamily, "host_power_watts", "Active power of everything not in a pod.", node, snap.host_watts
         )
-        if snap.host_watts is not None:
-            host.add_metric([node], snap.host_watts)
-        yield host
-        host_energy = CounterMetricFamily(
-            PREFIX + "host_energy_joules", "Active energy of everything not in a pod since the agent started.",
-            labels=["node"],
+        yield node_family(
+            CounterMetricFamily, "host_energy_joules",
+            "Active energy of everything not in a pod since the agent started.", node, totals.host.get(""),
         )
-        if "" in totals.host:
-            host_energy.add_metric([node], totals.host[""])
-        yield host_energy
-        utilization = GaugeMetricFamily(
-            PREFIX + "node_cpu_utilization_ratio", "Busy share of CPU time in the interval.", labels=["node"]
+        yield node_family(
+            GaugeMetricFamily, "node_cpu_utilization_ratio", "Busy share of CPU time in the interval.", node,
+            snap.cpu_utilization,
         )
-        if snap.cpu_utilization is not None:
-            utilization.add_metric([node], snap.cpu_utilization)
-        yield utilization
         if self.model_points:
             model = GaugeMetricFamily(
                 PREFIX + "node_power_model_watts", "Calibrated power curve of the node (reading: what it "

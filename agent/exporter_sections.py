@@ -16,6 +16,18 @@ PREFIX = "kubejoule_"
 GPU_LABELS = ["node", "gpu", "gpu_uuid", "gpu_name"]
 
 
+def node_family(
+    kind: type[GaugeMetricFamily | CounterMetricFamily], name: str, documentation: str, node: str,
+    value: float | None,
+) -> Metric:
+    """A family of one series labelled by the node alone (a gauge or a counter: `kind`), empty
+    while its value is unknown."""
+    family = kind(PREFIX + name, documentation, labels=["node"])
+    if value is not None:
+        family.add_metric([node], value)
+    return family
+
+
 def gpu_key(gpu: Any) -> tuple[str, str, str]:
     """A GPU's series labels (besides the node): its index, UUID and name."""
     return str(gpu.index), gpu.uuid, gpu.name
@@ -43,16 +55,11 @@ def gpu_families(snap: Snapshot, gpu_totals: Mapping[tuple[str, str, str], float
     yield power
     yield energy
     yield info
-    unattributed = GaugeMetricFamily(PREFIX + "gpu_unattributed_power_watts", "GPU power measured but not split "
-                                     "between pods, host and idle (MIG, vGPU, unknown holders).", labels=["node"])
-    if snap.gpu_unattributed_watts is not None:
-        unattributed.add_metric([snap.node], snap.gpu_unattributed_watts)
-    yield unattributed
-    unattributed_energy = CounterMetricFamily(PREFIX + "gpu_unattributed_energy_joules", "GPU energy not split "
-                                              "between pods, host and idle, since the agent started.", labels=["node"])
-    if unattributed_total is not None:
-        unattributed_energy.add_metric([snap.node], unattributed_total)
-    yield unattributed_energy
+    yield node_family(GaugeMetricFamily, "gpu_unattributed_power_watts", "GPU power measured but not split "
+                      "between pods, host and idle (MIG, vGPU, unknown holders).", snap.node,
+                      snap.gpu_unattributed_watts)
+    yield node_family(CounterMetricFamily, "gpu_unattributed_energy_joules", "GPU energy not split "
+                      "between pods, host and idle, since the agent started.", snap.node, unattributed_total)
 
 
 def platform_families(snap: Snapshot, other_total: float | None) -> Iterator[Metric]:
@@ -69,11 +76,8 @@ def platform_families(snap: Snapshot, other_total: float | None) -> Iterator[Met
     if platform is not None and platform.watts is not None and platform.age_seconds is not None:
         age.add_metric([snap.node, platform.reading or ""], platform.age_seconds)
     yield other
-    other_energy = CounterMetricFamily(PREFIX + "node_platform_other_energy_joules", "Platform energy outside the "
-                                       "CPU side and the GPUs since the agent started.", labels=["node"])
-    if other_total is not None:
-        other_energy.add_metric([snap.node], other_total)
-    yield other_energy
+    yield node_family(CounterMetricFamily, "node_platform_other_energy_joules", "Platform energy outside the "
+                      "CPU side and the GPUs since the agent started.", snap.node, other_total)
     yield age
 
 
