@@ -20,6 +20,7 @@ Run: `python benchmarks/bench_extender_abuse.py [--json] [--rounds N]`, or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,22 @@ def _handler_buckets(port: int) -> dict[str, float]:
     return found
 
 
+@contextlib.contextmanager
+def _small_streams(port: int, answers: list[Answer], prefix: str) -> Iterator[None]:
+    """Two streams of small requests (`_small_stream`) for as long as the block runs."""
+    stop = threading.Event()
+    streams = [threading.Thread(target=_small_stream, args=(port, stop, answers, f"{prefix}{k}"))
+               for k in range(2)]
+    for t in streams:
+        t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for t in streams:
+            t.join(30)
+
+
 def run(rounds: int = ROUNDS) -> dict[str, Any]:
     load = os.getloadavg()
     big = maximal_body(MIN_MAX_BODY_BYTES)
@@ -105,29 +123,15 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
             started_kib = server.memory_kib()["VmRSS"]
             # Small requests alone first (the reference), then under the flood.
             quiet: list[Answer] = []
-            stop = threading.Event()
-            streams = [threading.Thread(target=_small_stream, args=(server.port, stop, quiet, f"q{k}"))
-                       for k in range(2)]
-            for t in streams:
-                t.start()
-            time.sleep(3.0)
-            stop.set()
-            for t in streams:
-                t.join(30)
+            with _small_streams(server.port, quiet, "q"):
+                time.sleep(3.0)
             handler_before = _handler_buckets(server.port)
 
             flooded: list[Answer] = []
-            stop = threading.Event()
-            streams = [threading.Thread(target=_small_stream, args=(server.port, stop, flooded, f"f{k}"))
-                       for k in range(2)]
-            for t in streams:
-                t.start()
-            flood_started = time.perf_counter()
-            bigs = collect_flood(flood_process(server.port, CLIENTS, rounds, MIN_MAX_BODY_BYTES))
-            flood_seconds = time.perf_counter() - flood_started
-            stop.set()
-            for t in streams:
-                t.join(30)
+            with _small_streams(server.port, flooded, "f"):
+                flood_started = time.perf_counter()
+                bigs = collect_flood(flood_process(server.port, CLIENTS, rounds, MIN_MAX_BODY_BYTES))
+                flood_seconds = time.perf_counter() - flood_started
             memory = server.memory_kib()
             handler = _handler_buckets(server.port)
     finally:

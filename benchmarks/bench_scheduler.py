@@ -40,7 +40,6 @@ form) and the CPU model are reported with the figures: the machine is shared.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
 import json
 import os
@@ -63,7 +62,7 @@ import orjson  # noqa: E402
 
 from benchmarks.fake_prometheus import node_cores, node_names  # noqa: E402
 from benchmarks.harness.machine import cpu_model  # noqa: E402
-from benchmarks.harness.processes import free_port, wait_http  # noqa: E402
+from benchmarks.harness.processes import cpu_seconds, free_port, tree_cpu_seconds, wait_http  # noqa: E402
 from benchmarks.harness.realistic_nodes import realistic_node  # noqa: E402
 
 SIZES = (1000, 5000)
@@ -86,29 +85,6 @@ POD = {
 
 
 # -- the client ----------------------------------------------------------------------------------
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(child) for child in text.split()]
-
-
-def _process_tree_cpu(pid: int) -> float:
-    """utime + stime of a process and its live children (the extender's telemetry refresher
-    runs in a child process: a process's cost is the whole process)."""
-    total = 0.0
-    for member in [pid, *_children(pid)]:
-        with contextlib.suppress(OSError):  # a child that just ended
-            total += _cpu_seconds(member)
-    return total
 
 
 class _Client:
@@ -224,12 +200,12 @@ def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False
         for form, body in bodies.items():
             client = _Client(port, size)
             load_before = _load_average()
-            cpu_before, started = _process_tree_cpu(extender.pid), time.monotonic()
-            own_before = _cpu_seconds(extender.pid)
+            cpu_before, started = tree_cpu_seconds(extender.pid), time.monotonic()
+            own_before = cpu_seconds(extender.pid)
             timings = drive(client, body, seconds, RATE.get((form, size), 20.0 if form == "NodeNames" else 5.0), notify)
             elapsed = time.monotonic() - started
-            cpu_share = (_process_tree_cpu(extender.pid) - cpu_before) / elapsed
-            own = _cpu_seconds(extender.pid) - own_before
+            cpu_share = (tree_cpu_seconds(extender.pid) - cpu_before) / elapsed
+            own = cpu_seconds(extender.pid) - own_before
             requests = len(timings["spread"]) + len(timings["after_refresh"])
             client.close()
             results[form] = {

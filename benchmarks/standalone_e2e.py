@@ -29,22 +29,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process and its live children, from /proc."""
-    total = 0.0
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        children = []
-    for member in [pid, *map(int, children)]:
-        try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 class Emulator:
     """kmock's emulated API server in a process of its own."""
 
@@ -135,7 +119,7 @@ def run(
 ) -> dict[str, Any]:
     """One end-to-end run (module docstring). `on_ready(pid)` is called with the scheduler's
     process id before the pods come (to attach a sampling profiler: `py-spy record --pid`)."""
-    from benchmarks.harness.processes import free_port
+    from benchmarks.harness.processes import free_port, tree_cpu_seconds
 
     with tempfile.TemporaryDirectory() as tmp, Emulator() as emulator:
         workdir = Path(tmp)
@@ -162,12 +146,12 @@ def run(
                     raise RuntimeError("the scheduler did not get ready")
                 time.sleep(0.2)
             time.sleep(3.0)  # the lease taken, a few refreshes done
-            idle_cpu = cpu_seconds(scheduler.pid)
+            idle_cpu = tree_cpu_seconds(scheduler.pid)
             time.sleep(idle_seconds)
-            idle_share = (cpu_seconds(scheduler.pid) - idle_cpu) / idle_seconds
+            idle_share = (tree_cpu_seconds(scheduler.pid) - idle_cpu) / idle_seconds
             if on_ready is not None:
                 on_ready(scheduler.pid)
-            cpu_before, started = cpu_seconds(scheduler.pid), time.perf_counter()
+            cpu_before, started = tree_cpu_seconds(scheduler.pid), time.perf_counter()
             creator = threading.Thread(
                 target=emulator.post_all, args=("/api/v1/namespaces/default/pods", pods), daemon=True
             )
@@ -180,7 +164,7 @@ def run(
                     raise RuntimeError("the pods were not all bound in time")
                 time.sleep(0.05)
             elapsed = time.perf_counter() - started
-            cpu = cpu_seconds(scheduler.pid) - cpu_before
+            cpu = tree_cpu_seconds(scheduler.pid) - cpu_before
             creator.join(60)
         finally:
             if scheduler is not None:

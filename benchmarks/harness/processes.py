@@ -1,12 +1,15 @@
 """Real processes on loopback, for tests and benchmarks: a free port, waiting for a process's
-HTTP endpoint, stopping it."""
+HTTP endpoint, stopping it, the CPU time it used."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 
@@ -42,3 +45,23 @@ def stop(process: subprocess.Popen[Any], seconds: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(seconds)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of one process, from /proc/<pid>/stat (OSError when it is gone)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process and its live children (a process's cost is the whole
+    process: the extender's telemetry refresher, say, runs in a child)."""
+    try:
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        children = []
+    total = 0.0
+    for member in [pid, *children]:
+        with contextlib.suppress(OSError):  # a child that just ended
+            total += cpu_seconds(member)
+    return total

@@ -50,6 +50,24 @@ def sample_rows(config: DQNConfig, count: int) -> np.ndarray:
     return np.concatenate(out)[:count]
 
 
+def _finish_plot(
+    plt: Any, fig: Any, top: Any, bottom: Any, ylabel: str, title: str, losses: Any, loss_label: str, path: str
+) -> None:
+    """A training plot's shared frame: the top panel's axes, legend and title against self-play
+    decisions, the loss per update below (log scale), written to `path`."""
+    top.set_xlabel("self-play decisions")
+    top.set_ylabel(ylabel)
+    top.legend(fontsize=8)
+    top.set_title(title)
+    bottom.plot(losses, lw=0.5)
+    bottom.set_yscale("log")
+    bottom.set_xlabel("update")
+    bottom.set_ylabel(loss_label)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def plot_curve(log: TrainLog, path: str) -> None:
     import matplotlib
 
@@ -72,17 +90,10 @@ def plot_curve(log: TrainLog, path: str) -> None:
         top.plot(steps[4:], np.convolve(rates, window, mode="valid"), label="mean of 5")
     if demo:
         top.axhline(float(np.mean(demo)), color="k", ls="--", label="heuristic demonstrations")
-    top.set_xlabel("self-play decisions")
-    top.set_ylabel("reward per decision")
-    top.legend(fontsize=8)
-    top.set_title("DQN training (each episode: a new random cluster and trace)")
-    bottom.plot(log.losses, lw=0.5)
-    bottom.set_yscale("log")
-    bottom.set_xlabel("update")
-    bottom.set_ylabel("loss (TD + margin)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _finish_plot(
+        plt, fig, top, bottom, "reward per decision",
+        "DQN training (each episode: a new random cluster and trace)", log.losses, "loss (TD + margin)", path,
+    )
 
 
 def train_dqn(args: Any, curve: str, code_version: str) -> int:
@@ -154,17 +165,11 @@ def plot_credit_curve(log: Any, path: str) -> None:
     credit = [r["chosen_credit"] for r in log.rounds]
     top.plot(steps, credit, ".-", label="mean credit of the chosen node (training rollouts)")
     top.axhline(0.0, color="k", ls="--", label="the better of kubejoule and mostallocated")
-    top.set_xlabel("self-play decisions")
-    top.set_ylabel("credit (cost units: 0.1 kWh)")
-    top.legend(fontsize=8)
-    top.set_title("DQN with forked credit (each rollout: a new random cluster and trace)")
-    bottom.plot(log.losses, lw=0.5)
-    bottom.set_yscale("log")
-    bottom.set_xlabel("update")
-    bottom.set_ylabel("loss (credit regression + margin)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _finish_plot(
+        plt, fig, top, bottom, "credit (cost units: 0.1 kWh)",
+        "DQN with forked credit (each rollout: a new random cluster and trace)", log.losses,
+        "loss (credit regression + margin)", path,
+    )
 
 
 def train_dqn_credit(args: Any, curve: str, code_version: str) -> int:
