@@ -29,6 +29,7 @@ from agent.exporter_sections import (
     network_families,
     node_family,
     platform_families,
+    power_and_energy,
 )
 from agent.rapl import zone_kind
 from agent.snapshot import (
@@ -326,63 +327,44 @@ class SnapshotCollector(Collector):
         yield timestamp
 
     def _pods(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
-        labels = ["node", "namespace", "pod", "pod_uid", "component"]
-        power = GaugeMetricFamily(PREFIX + "pod_power_watts", "Pod power, by component: its share of the CPU "
-                                  "side (cpu) and of the GPUs (gpu).", labels=labels)
-        energy = CounterMetricFamily(PREFIX + "pod_energy_joules", "Pod energy since the agent started, by "
-                                     "component.", labels=labels)
-        for pod in snap.pods:
-            for component, watts in _components(pod):
-                values = [snap.node, _label(pod.namespace), _label(pod.name), pod.uid, component]
-                if watts is not None:
-                    power.add_metric(values, watts)
-                if (pod.uid, component) in totals.pods:
-                    energy.add_metric(values, totals.pods[(pod.uid, component)])
-        yield power
-        yield energy
+        yield from power_and_energy(
+            "pod", "Pod power, by component: its share of the CPU side (cpu) and of the GPUs (gpu).",
+            "Pod energy since the agent started, by component.",
+            ["node", "namespace", "pod", "pod_uid", "component"],
+            (
+                ([snap.node, _label(pod.namespace), _label(pod.name), pod.uid, component], watts,
+                 totals.pods.get((pod.uid, component)))
+                for pod in snap.pods
+                for component, watts in _components(pod)
+            ),
+        )
 
     def _containers(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
-        labels = ["node", "namespace", "pod", "container", "container_id"]
-        power = GaugeMetricFamily(PREFIX + "container_power_watts", "Container power.", labels=labels)
-        energy = CounterMetricFamily(
-            PREFIX + "container_energy_joules", "Container energy since the agent started.", labels=labels
+        yield from power_and_energy(
+            "container", "Container power.", "Container energy since the agent started.",
+            ["node", "namespace", "pod", "container", "container_id"],
+            (
+                ([snap.node, _label(pod.namespace), _label(pod.name), _label(container.name), container.id],
+                 container.watts, totals.containers.get(container.id))
+                for pod in snap.pods
+                for container in pod.containers
+            ),
         )
-        for pod in snap.pods:
-            for container in pod.containers:
-                values = [snap.node, _label(pod.namespace), _label(pod.name), _label(container.name), container.id]
-                if container.watts is not None:
-                    power.add_metric(values, container.watts)
-                if container.id in totals.containers:
-                    energy.add_metric(values, totals.containers[container.id])
-        yield power
-        yield energy
 
     def _vms(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
-        labels = ["node", "vm", "vm_uuid"]
-        power = GaugeMetricFamily(PREFIX + "vm_power_watts", "Virtual machine (qemu/KVM) power.", labels=labels)
-        energy = CounterMetricFamily(
-            PREFIX + "vm_energy_joules", "Virtual machine energy since the agent started.", labels=labels
+        yield from power_and_energy(
+            "vm", "Virtual machine (qemu/KVM) power.", "Virtual machine energy since the agent started.",
+            ["node", "vm", "vm_uuid"],
+            (([snap.node, *key], vm.watts, totals.vms.get(key)) for key, vm in _series(snap.vms, _vm_key).items()),
         )
-        for key, vm in _series(snap.vms, _vm_key).items():
-            if vm.watts is not None:
-                power.add_metric([snap.node, *key], vm.watts)
-            if key in totals.vms:
-                energy.add_metric([snap.node, *key], totals.vms[key])
-        yield power
-        yield energy
 
     def _processes(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
-        labels = ["node", "pid", "comm"]
-        power = GaugeMetricFamily(PREFIX + "process_power_watts", "Power of the processes using the most.", labels=labels)
-        energy = CounterMetricFamily(
-            PREFIX + "process_energy_joules", "Energy of the processes using the most power, since the agent "
-            "started (or the process did).", labels=labels,
+        yield from power_and_energy(
+            "process", "Power of the processes using the most.",
+            "Energy of the processes using the most power, since the agent started (or the process did).",
+            ["node", "pid", "comm"],
+            (
+                ([snap.node, str(proc.pid), proc.comm], proc.watts, totals.processes.get((proc.pid, proc.comm)))
+                for proc in snap.processes[: self.levels.process_top]
+            ),
         )
-        for proc in snap.processes[: self.levels.process_top]:
-            values = [snap.node, str(proc.pid), proc.comm]
-            if proc.watts is not None:
-                power.add_metric(values, proc.watts)
-            if (proc.pid, proc.comm) in totals.processes:
-                energy.add_metric(values, totals.processes[(proc.pid, proc.comm)])
-        yield power
-        yield energy

@@ -5,7 +5,7 @@ families or none — never zeros in place of unknowns."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -26,6 +26,23 @@ def node_family(
     if value is not None:
         family.add_metric([node], value)
     return family
+
+
+def power_and_energy(
+    what: str, power_help: str, energy_help: str, labels: list[str],
+    series: Iterable[tuple[list[str], float | None, float | None]],
+) -> Iterator[Metric]:
+    """A power gauge and an energy counter (`kubejoule_WHAT_power_watts`, `…_energy_joules`) over
+    the same series: (label values, watts, energy so far) each, a value left out while unknown."""
+    power = GaugeMetricFamily(PREFIX + f"{what}_power_watts", power_help, labels=labels)
+    energy = CounterMetricFamily(PREFIX + f"{what}_energy_joules", energy_help, labels=labels)
+    for values, watts, joules in series:
+        if watts is not None:
+            power.add_metric(values, watts)
+        if joules is not None:
+            energy.add_metric(values, joules)
+    yield power
+    yield energy
 
 
 def gpu_key(gpu: Any) -> tuple[str, str, str]:
