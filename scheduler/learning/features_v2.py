@@ -113,8 +113,13 @@ def _workload_values(found: list[NodeWorkload | None]) -> dict[str, np.ndarray]:
     return {name: table[:, k].copy() for k, name in enumerate(_WORKLOAD_VALUES)}
 
 
+def clip_seconds(seconds: np.ndarray) -> np.ndarray:
+    """A duration feature (v2 and v3): 0 … one day; NaN (unknown) stays NaN."""
+    return np.minimum(np.maximum(seconds, 0.0), MAX_WORKLOAD_AGE_SECONDS)
+
+
 def _age(now: float, since: np.ndarray) -> np.ndarray:
-    return np.minimum(np.maximum(now - since, 0.0), MAX_WORKLOAD_AGE_SECONDS)  # NaN stays NaN
+    return clip_seconds(now - since)
 
 
 def workload_columns(

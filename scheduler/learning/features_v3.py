@@ -41,11 +41,13 @@ from scheduler.domain.model import NodeWorkload, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learning.features import Features, FeatureSchema
 from scheduler.learning.features_v2 import (
+    MAX_WORKLOAD_AGE_SECONDS,
     NODE_FEATURES_V2,
     POD_FEATURES_V2,
     WorkloadFeatures,
     Workloads,
     WorkloadSchema,
+    clip_seconds,
     found_workloads,
     node_columns_v2,
     pod_features_v2,
@@ -54,7 +56,7 @@ from scheduler.lifetimes import LEVEL_PRIOR, LifetimePredictor
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 SCHEMA_VERSION_V3 = "kubejoule.features/v3"
-MAX_SECONDS = 86_400.0
+MAX_SECONDS = MAX_WORKLOAD_AGE_SECONDS  # the same one-day cap as v2
 # cluster-autoscaler's --scale-down-utilization-threshold as it ships
 SCALE_DOWN_UTILIZATION_THRESHOLD = 0.5
 MIN_BUSY_UTILIZATION = 0.01
@@ -77,10 +79,6 @@ POD_FEATURES_V3: tuple[str, ...] = POD_FEATURES_V2 + (
 FEATURE_SCHEMA_V3 = FeatureSchema(SCHEMA_VERSION_V3, NODE_FEATURES_V3, POD_FEATURES_V3)
 
 _NAN = float("nan")
-
-
-def _clip(seconds: np.ndarray) -> np.ndarray:
-    return np.minimum(np.maximum(seconds, 0.0), MAX_SECONDS)  # NaN stays NaN
 
 
 def _v3_values(found: Sequence[NodeWorkload | None]) -> np.ndarray:
@@ -126,15 +124,15 @@ def node_columns_v3(
         per_core = np.where(cores > 0, columns["max_watts"] / cores, np.nan)
         ok = fresh & (columns["utilization"] >= MIN_BUSY_UTILIZATION) & (cores > 0)
         per_busy = np.where(ok, columns["watts"] / np.where(ok, busy, 1.0), np.nan)
-        unneeded = np.where(np.isinf(values[:, 4]), 0.0, _clip(now - values[:, 4]))
+        unneeded = np.where(np.isinf(values[:, 4]), 0.0, clip_seconds(now - values[:, 4]))
     columns.update({
         "lifetimes_known": values[:, 0],
-        "predicted_seconds_until_pods_end": _clip(values[:, 1] - now),
+        "predicted_seconds_until_pods_end": clip_seconds(values[:, 1] - now),
         "below_scale_down_threshold": below.astype(np.float64),
         "autoscaler_known": values[:, 2],
         "deletion_candidate": values[:, 3],
         "unneeded_seconds": unneeded,
-        "seconds_since_scale_up": _clip(now - values[:, 5]),
+        "seconds_since_scale_up": clip_seconds(now - values[:, 5]),
         "full_load_watts_per_core": per_core,
         "watts_per_busy_core": per_busy,
     })
