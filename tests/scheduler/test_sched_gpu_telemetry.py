@@ -203,6 +203,8 @@ def test_a_real_gpu_agent_through_a_real_prometheus_gives_the_curve_plus_its_gpu
             store.stop()
         agent.stop_driving()
     assert telemetry.source == "rapl" and telemetry.watts is not None
-    # the counters grow at 300 W and 100 W: the curve is the profile's line plus 400 W, to the watt
-    assert telemetry.curve_points == pytest.approx([w + sum(GPU_WATTS) for w in CURVE], abs=1.0)
+    # the counters grow at 300 W and 100 W: the curve is the profile's line plus 400 W, within 1 %
+    # (the stand-in's counters grow with wall time, so a sample's 0.25 s interval measured a
+    # millisecond off under load reads a few watts off; a curve without the GPUs is 400 W off)
+    assert telemetry.curve_points == pytest.approx([w + sum(GPU_WATTS) for w in CURVE], rel=0.01)
     assert telemetry.watts > sum(GPU_WATTS)  # node power: the CPU side and the GPUs
