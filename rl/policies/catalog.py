@@ -18,7 +18,7 @@
 
 How the energy plugin is configured for each: `rl.policies.scheduling_profiles`. Every profile decides through the
 standalone scheduler's own `ProfileDecider` (`scheduler/standalone/decide.py`, active mode;
-`rl.policies.profile_policy.ProfilePolicy`): the profile's filters, kube-scheduler's percentageOfNodesToScore sample for the policies that model
+`rl.policies.profile_policy.ProfilePolicy`): the profile's filters, kube-scheduler's nodes to score (percentageOfNodesToScore) for the policies that model
 kube-scheduler (adaptive, its default; every feasible node for kubejoule's own scheduler, as it
 ships), the highest weighted total, ties uniformly at random among the best with
 kube-scheduler's reservoir sampling (`scheduler.framework.select_best`) on the run's seeded RNG

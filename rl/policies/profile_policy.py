@@ -46,7 +46,7 @@ class CandidateTable:
 class ProfilePolicy:
     """A scheduling profile deciding as the standalone scheduler decides: its ProfileDecider
     (`scheduler/standalone/decide.py`) in active mode over the nodes the scheduler sees — the same
-    filters, kube-scheduler's percentageOfNodesToScore sample when `percentage_of_nodes_to_score`
+    filters, kube-scheduler's nodes to score (percentageOfNodesToScore) when `percentage_of_nodes_to_score`
     is set (0: adaptive), the batch reused and patched from pod to pod, kube-scheduler's default
     profile scored beside it for comparison, ties at random from the run's seeded RNG."""
 

@@ -14,7 +14,7 @@ Named profiles (built by `scheduler.plugins.defaults`, the code the scheduler it
 
 Every profile runs kube-scheduler's default filters. The profiles that model kube-scheduler
 (`default`, `mostallocated`, `default+extender:W`, `peaks`, `trimaran`) score its adaptive
-percentageOfNodesToScore sample, as kube-scheduler does unless configured; kubejoule's own
+nodes to score (percentageOfNodesToScore), as kube-scheduler does unless configured; kubejoule's own
 scheduler (`kubejoule`, `heuristic`, profile files) scores every feasible node, as it ships,
 unless a profile file sets `percentage_of_nodes_to_score` (the standalone configuration's key).
 
@@ -161,7 +161,7 @@ class ProfileSetup:
     percentage_of_nodes_to_score: int | None = None
 
 
-# kube-scheduler scores an adaptive sample of the feasible nodes unless configured otherwise
+# kube-scheduler scores an adaptive share of the feasible nodes (nodes to score) unless configured otherwise
 # (KubeSchedulerConfiguration percentageOfNodesToScore unset: 0): the policies that model it.
 KUBE_SCHEDULER_PERCENTAGE = 0
 

@@ -6,7 +6,7 @@ One pass per pod, as kube-scheduler does it:
 1. take the pod off the queue (`SchedulingQueue`, `queue`);
 2. filter every node with kube-scheduler's default filters (the framework's Filter plugins,
    `scheduler/plugins/`), against the requests of bound *and assumed* pods (`ClusterCache`);
-3. score the feasible nodes (or kube-scheduler's percentageOfNodesToScore sample of them, an
+3. score the feasible nodes (or kube-scheduler's nodes to score (percentageOfNodesToScore) among them, an
    option) with the scheduler's profile — the `profile:` of the configuration, by default
    kubejoule's energy plugin (`scheduler.plugins.defaults.kubejoule_profile`) — and with
    kube-scheduler's default profile, for comparison; steps 2–4 are `decide.py`, over one
