@@ -111,7 +111,7 @@ def test_half_written_counter_taken_for_a_wrap_is_implausible_not_130_kw() -> No
 def test_a_counter_that_rose_stands_whatever_the_max_power_hint_says(hint_uw: int) -> None:
     """A hint bounds only a wrap: 25 W read from a counter that rose is a measurement, even under
     a usable 1 W or 5 W hint (3 W, 15 W ceilings) — the case hypothesis found in
-    test_fuzz_corpus (any bytes in constraint_0_max_power_uw leave node power as measured)."""
+    test_fuzz_garbage (any bytes in constraint_0_max_power_uw leave node power as measured)."""
     package = Zone("intel-rapl:0", "intel-rapl", (0,), "package-0", 0, 262_143_328_850, hint_uw)
 
     def reading(package_uj: int, dram_uj: int) -> RaplReading:
