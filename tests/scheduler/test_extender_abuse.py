@@ -30,7 +30,7 @@ from scheduler.extender import jsonwalk
 from scheduler.extender.app import create_app
 from scheduler.extender.body import LARGE_BODY_BYTES, MIN_MAX_BODY_BYTES, BadRequest
 from scheduler.extender.wire import parse_args
-from tests.scheduler.test_sched_extender import POD, make_extender, node_object
+from tests.helpers.sched_extender import POD, make_extender, node_object
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "daemonset/components/extender/extender-deployment.yaml"

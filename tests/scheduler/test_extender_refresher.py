@@ -31,9 +31,9 @@ from scheduler.extender.wiring import build_extender
 from scheduler.learning.features import feature_values
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore
+from tests.helpers.sched_extender import NOW, POD, node_object, telemetry
 from tests.helpers.sched_http import agent_exposition, text_server
 from tests.helpers.standalone_harness import wait_for
-from tests.scheduler.test_sched_extender import NOW, POD, node_object, telemetry
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = PowerCurve.linear(100, 260).as_points()
