@@ -42,7 +42,7 @@ from scheduler.learning.numpy_model import load_numpy_model
 from scheduler.learning.plugin import LearnedPlugin
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.energy import EnergyPlugin
-from tests.scheduler.test_sched_learned import CURVE, write_model
+from tests.helpers.sched_learned import CURVE, write_model
 
 NOW = 1000.0
 GIB = 2**30

@@ -18,7 +18,7 @@ from scheduler.learning.features import FEATURE_SCHEMA
 from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
 from scheduler.learning.numpy_model import MAX_STANDARDIZED, ModelError, load_numpy_model
 from scheduler.learning.plugin import UNMEASURED_SCORE, LearnedPlugin
-from tests.scheduler.test_sched_learned import NODES, POD, WIDTH, node, write_model
+from tests.helpers.sched_learned import NODES, POD, WIDTH, node, write_model
 
 
 def rewrite(path, **changes):
