@@ -19,13 +19,8 @@ from agent.calibration.check import run_check
 from agent.curves import PowerCurve
 from agent.hostfs import HostFS
 from tests.helpers.agent_cli import machine_rapl_zones, root_only_copy
-from tests.helpers.calibrate_meter import (
-    POWERCAP,
-    VirtualMeter,
-    calibrate_as_user,
-    calibrate_cli,
-    copy_tree,
-)
+from tests.helpers.calibrate_meter import POWERCAP, VirtualMeter, copy_tree
+from tests.helpers.calibrate_run import calibrate_as_user, calibrate_cli
 
 CURVE = PowerCurve.fan(40.0, 120.0, 1.6)
 

@@ -20,7 +20,7 @@ from agent.power_profile import load_power_profile
 from agent.redfish import Credentials, RedfishClient
 from benchmarks.harness import redfish_mockup
 from tests.helpers.agent_cli import FIXTURES, replay_record
-from tests.helpers.calibrate_meter import finished_calibration
+from tests.helpers.calibrate_run import finished_calibration
 
 RAPL = PowerCurve.fan(40.0, 100.0, 1.5)
 

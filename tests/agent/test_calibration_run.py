@@ -28,12 +28,14 @@ from tests.helpers.calibrate_meter import (
     CpuMonitor,
     CpuUse,
     VirtualMeter,
+    copy_tree,
+    memory_dir,
+)
+from tests.helpers.calibrate_run import (
     WatchedRun,
     calibrate_cli,
     calibrate_watched,
-    copy_tree,
     finished_calibration,
-    memory_dir,
 )
 
 TRUE_CURVE = PowerCurve.fan(42.0, 118.0, 1.7)

@@ -21,7 +21,7 @@ from agent.calibration.wall import (
 )
 from agent.curves import PowerCurve
 from agent.power_profile import load_power_profile
-from tests.helpers.calibrate_meter import finished_calibration
+from tests.helpers.calibrate_run import finished_calibration
 
 T0 = 1_800_000_000.0
 # phases of 10 s, RAPL watts rising; the box adds 35 W and loses 8 % in its power supply
