@@ -43,9 +43,7 @@ from tests.helpers.grafana_queries import (
     variable_queries,
 )
 from tests.helpers.grafana_stack import PROFILE, Stack, has_data, running_stack
-from tests.helpers.prometheus import (
-    require_prometheus,
-)
+from tests.helpers.prometheus import require_prometheus
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,6 @@ What it does:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal as signals
 import subprocess
@@ -74,23 +73,12 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from tests.helpers.host_counters import TICKS_PER_SECOND, AgentProcessError, HostCounters
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 WORKLOADS = FIXTURES / "workloads"
 POWERCAP = FIXTURES / "powercap"
-
-STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-TICKS_PER_SECOND = 100
-
-
-class AgentProcessError(RuntimeError):
-    pass
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 class AgentProcess:
@@ -120,6 +108,7 @@ class AgentProcess:
         shutil.copytree(self.source, self.tree, symlinks=True)
         self.procfs = self.tree / "proc"
         self.sysfs = self.tree / "sys"
+        self.counters = HostCounters(self.procfs, self.sysfs)
         self.logs: list[dict[str, Any]] = []
         self.returncode: int | None = None
         self.port: int | None = None
@@ -315,78 +304,10 @@ class AgentProcess:
         sample_age = body.get("seconds_since_last_sample")
         return 1 if sample_age is not None and body["seconds_since_last_read"] > sample_age else 2
 
-    # -- moving the counters ---------------------------------------------------------------
-
-    def _zone_dir(self, zone_id: str) -> Path:
-        return (self.sysfs / "class" / "powercap" / zone_id).resolve()
+    # -- moving the counters (tests/helpers/host_counters.py) ------------------------------
 
     def set_energy_uj(self, zone_id: str, value: int) -> None:
-        _write_atomic(self._zone_dir(zone_id) / "energy_uj", f"{int(value)}\n")
-
-    def _add_energy(self, zone_id: str, delta_uj: int) -> None:
-        directory = self._zone_dir(zone_id)
-        current = int((directory / "energy_uj").read_text())
-        try:
-            max_range = int((directory / "max_energy_range_uj").read_text())
-        except (OSError, ValueError):
-            max_range = 0
-        value = current + int(delta_uj)
-        if max_range > 0:
-            value %= max_range
-        _write_atomic(directory / "energy_uj", f"{value}\n")
-
-    def _add_stat(self, ticks: Mapping[str, int]) -> None:
-        path = self.procfs / "stat"
-        lines = path.read_text().splitlines()
-        parts = lines[0].split()
-        for name, delta in ticks.items():
-            index = 1 + STAT_FIELDS.index(name)
-            parts[index] = str(int(parts[index]) + int(delta))
-        lines[0] = parts[0] + "  " + " ".join(parts[1:])
-        _write_atomic(path, "\n".join(lines) + "\n")
-
-    def _cgroup_dirs(self, key: str) -> list[Path]:
-        """The cgroup named by a pod uid or container id, and its ancestors to the root."""
-        base = self.sysfs / "fs" / "cgroup"
-        candidates = [base, base / "unified", base / "cpu,cpuacct", base / "cpuacct,cpu", base / "cpuacct"]
-        if (base / "cgroup.controllers").is_file():
-            root = base
-        else:
-            root = next(
-                (c for c in candidates[2:] if (c / "cpuacct.usage").is_file()), base / "unified"
-            )
-        needles = {key, key.replace("-", "_")}
-        for directory, subdirs, _files in os.walk(root):
-            for name in subdirs:
-                if any(n in name for n in needles) and "conmon" not in name:
-                    found = Path(directory) / name
-                    chain = [found]
-                    while chain[-1] != root:
-                        chain.append(chain[-1].parent)
-                    return chain
-        raise AgentProcessError(f"no cgroup for {key!r} under {root}")
-
-    def _add_cgroup_cpu(self, key: str, seconds: float) -> None:
-        for directory in self._cgroup_dirs(key):
-            v1 = directory / "cpuacct.usage"
-            v2 = directory / "cpu.stat"
-            if v1.is_file():
-                _write_atomic(v1, f"{int(v1.read_text()) + round(seconds * 1e9)}\n")
-            elif v2.is_file():
-                fields = dict(line.split(" ", 1) for line in v2.read_text().splitlines() if line)
-                usec = round(seconds * 1e6)
-                for name in ("usage_usec", "user_usec"):
-                    fields[name] = str(int(fields.get(name, "0")) + usec)
-                _write_atomic(v2, "".join(f"{k} {v}\n" for k, v in fields.items()))
-
-    def _add_process_ticks(self, pid: int, ticks: int) -> None:
-        path = self.procfs / str(pid) / "stat"
-        data = path.read_text()
-        head, _, rest = data.rpartition(")")
-        fields = rest.split(" ")
-        # rest starts with " S ...": fields[0] == "" and fields[1] is field 3, so utime (field 14) is fields[12]
-        fields[12] = str(int(fields[12]) + int(ticks))
-        _write_atomic(path, head + ")" + " ".join(fields))
+        self.counters.set_energy_uj(zone_id, value)
 
     def advance(
         self,
@@ -407,13 +328,13 @@ class AgentProcess:
             if also is not None:
                 also()
             for pid, ticks in (process_ticks or {}).items():
-                self._add_process_ticks(pid, ticks)
+                self.counters.add_process_ticks(pid, ticks)
             for key, seconds in (cgroup_cpu or {}).items():
-                self._add_cgroup_cpu(key, seconds)
+                self.counters.add_cgroup_cpu(key, seconds)
             if cpu_ticks:
-                self._add_stat(cpu_ticks)
+                self.counters.add_stat(cpu_ticks)
             for zone_id, delta in (energy_uj or {}).items():
-                self._add_energy(zone_id, delta)
+                self.counters.add_energy(zone_id, delta)
         if wait:
             self.wait_samples(self._samples_holding_writes_made_so_far())
 
