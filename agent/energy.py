@@ -81,19 +81,31 @@ def wrap_period_seconds(max_energy_range_uj: int | None, max_power_uw: int | Non
     return max_energy_range_uj / max_power_uw
 
 
-def power_ceiling_watts(kind: str, max_power_uw: int | None) -> float:
-    """The most a zone of this kind (`agent.rapl.zone_kind`: package, core, uncore, dram, psys)
-    can plausibly draw on average over an interval, in watts."""
-    if max_power_uw:
-        return MAX_POWER_MARGIN * uj_to_joules(max_power_uw)
-    return ZONE_CEILING_WATTS.get(kind, DEFAULT_ZONE_CEILING_WATTS)
+def interval_ceiling_watts(kind_ceiling_watts: float, hint_watts: float | None, counter_fell: bool) -> float:
+    """The most an interval may average, in watts, for RAPL zones and GPUs alike.
+
+    A usable hint (a zone's max power, a GPU's enforced limit; `MAX_POWER_MARGIN ×` it: room for
+    bursts) bounds only energy the agent infers — across a counter that fell, a wrap or a reset
+    taken for one — and only ever tightens the kind's ceiling. A counter that rose, or a power
+    reading, is a measurement: it is held to the kind's ceiling alone, so a hint never erases it
+    (DESIGN.md, "Plausibility")."""
+    if counter_fell and hint_watts is not None:
+        return min(kind_ceiling_watts, MAX_POWER_MARGIN * hint_watts)
+    return kind_ceiling_watts
+
+
+def power_ceiling_watts(kind: str, max_power_uw: int | None, counter_fell: bool = True) -> float:
+    """interval_ceiling_watts() of a RAPL zone of this kind (`agent.rapl.zone_kind`: package,
+    core, uncore, dram, psys) with its usable `max_power_uw` (or None)."""
+    hint = uj_to_joules(max_power_uw) if max_power_uw else None
+    return interval_ceiling_watts(ZONE_CEILING_WATTS.get(kind, DEFAULT_ZONE_CEILING_WATTS), hint, counter_fell)
 
 
 def usable_max_power_uw(kind: str, max_power_uw: int | None) -> int | None:
     """A zone's `constraint_*_max_power_uw` as a plausibility hint, or None when it cannot be one.
 
     A hint never erases a measurement: it only tightens the power ceiling of a wrap (energy the
-    agent infers, not reads; agent.rapl_power) and allows the wrap-period check. So it is used
+    agent infers, not reads; interval_ceiling_watts) and allows the wrap-period check. So it is used
     only when it is a bound a zone of this kind could have —
     at least a watt and at most the kind's own ceiling. A zero, a microwatt or 10^18 µW is no
     such bound (it would refuse every reading, or make the wrap period 0 s): it is ignored, and

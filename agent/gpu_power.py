@@ -23,7 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.energy import CounterError, ImplausibleError, check_power, energy_delta, mj_to_joules
+from agent.energy import (
+    CounterError,
+    ImplausibleError,
+    check_power,
+    energy_delta,
+    interval_ceiling_watts,
+    mj_to_joules,
+)
 from agent.nvml import ENERGY_COUNTER_RANGE_MJ, VIRTUALIZATION_WHOLE, GpuRead, GpuReading
 from agent.podresources import Allocations
 from agent.snapshot import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNKNOWN, GAP_UNREADABLE, Gap
@@ -32,7 +39,6 @@ from agent.snapshot import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNKNOWN, GAP_UNR
 # an interval above this is not a reading.
 GPU_CEILING_WATTS = 2_000.0
 MIN_LIMIT_WATTS = 1.0
-LIMIT_MARGIN = 3.0  # as for RAPL: room for bursts above the enforced limit
 
 MODE_EXCLUSIVE = "exclusive"
 MODE_SHARED = "shared"
@@ -96,22 +102,21 @@ def device_watts(before: GpuRead, after: GpuRead, interval_seconds: float) -> tu
         if "device" in read.errors:
             return None, None, Gap(what, read.errors["device"], GAP_UNREADABLE)
     limit = usable_limit_watts(after.limit_mw)
-    ceiling = LIMIT_MARGIN * limit if limit is not None else GPU_CEILING_WATTS
     if before.energy_mj is not None and after.energy_mj is not None:
+        fell = after.energy_mj < before.energy_mj
         try:
             joules = mj_to_joules(energy_delta(before.energy_mj, after.energy_mj, ENERGY_COUNTER_RANGE_MJ))
-            check_power(joules, interval_seconds, ceiling)
+            check_power(joules, interval_seconds, interval_ceiling_watts(GPU_CEILING_WATTS, limit, fell))
         except ImplausibleError as exc:
-            fell = " (the counter went backwards: the driver was reloaded or the GPU reset)" if (
-                after.energy_mj < before.energy_mj) else ""
-            return None, None, Gap(what, f"total energy counter: {exc}{fell}", GAP_IMPLAUSIBLE)
+            why = " (the counter went backwards: the driver was reloaded or the GPU reset)" if fell else ""
+            return None, None, Gap(what, f"total energy counter: {exc}{why}", GAP_IMPLAUSIBLE)
         except CounterError as exc:
             return None, None, Gap(what, f"total energy counter: {exc}", GAP_UNKNOWN)
         return joules / interval_seconds, "energy", None
     if before.power_mw is not None and after.power_mw is not None:
         watts = (before.power_mw + after.power_mw) / 2000.0
         try:
-            check_power(watts * interval_seconds, interval_seconds, ceiling)
+            check_power(watts * interval_seconds, interval_seconds, GPU_CEILING_WATTS)  # a reading
         except ImplausibleError as exc:
             return None, None, Gap(what, f"power reading: {exc}", GAP_IMPLAUSIBLE)
         return watts, "power", None

@@ -67,13 +67,10 @@ def _zone_delta(
             f"{period:.1f} s at the zone's maximum power: more than one wrap may have happened"
         ), GAP_UNKNOWN
     previous, current = before.energy_uj[zone_id], after.energy_uj[zone_id]
-    # The hint bounds only a wrap: energy the agent infers (range − previous + current) rather than
-    # reads. A counter that rose is a measurement, checked against its kind's ceiling alone, so a
-    # corrupt hint can never erase it (DESIGN.md, "Plausibility").
-    hint = zone.max_power_uw if current < previous else None
+    ceiling = power_ceiling_watts(zone_kind(zone.name), zone.max_power_uw, counter_fell=current < previous)
     try:
         joules = uj_to_joules(energy_delta(previous, current, max_range))
-        check_power(joules, interval_seconds, power_ceiling_watts(zone_kind(zone.name), hint))
+        check_power(joules, interval_seconds, ceiling)
     except ImplausibleError as exc:
         return None, str(exc), GAP_IMPLAUSIBLE
     except CounterError as exc:

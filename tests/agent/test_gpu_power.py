@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent.energy import interval_ceiling_watts
 from agent.gpu_power import (
     GPU_CEILING_WATTS,
     GpuSample,
@@ -45,29 +46,37 @@ def test_the_counter_delta_is_the_one_rapl_uses(before_mj: int, after_mj: int, w
 
 
 def test_a_counter_that_goes_backwards_is_implausible_not_a_wrap_of_2_to_the_64() -> None:
-    got, _, gap = device_watts(read(energy_mj=5_000_000_000), read(energy_mj=1_000), 5.0)
+    got, _, gap = device_watts(read(energy_mj=5_000_000_000, limit_mw=300_000), read(energy_mj=1_000, limit_mw=300_000), 5.0)
     assert got is None and gap is not None and gap.kind == "implausible"
-    assert "went backwards" in gap.reason and "2100 W" in gap.reason  # 3 × the 700 W limit
+    assert "went backwards" in gap.reason and "900 W" in gap.reason  # 3 × the 300 W limit
 
 
 @pytest.mark.parametrize(
-    ("limit_mw", "ceiling"),
+    ("limit_mw", "wrap_ceiling"),
     [
-        (700_000, 2_100.0),  # a usable limit: 3 × 700 W
-        (0, GPU_CEILING_WATTS),  # not a limit a GPU has: ignored, never a reason to refuse a reading
+        (300_000, 900.0),  # a usable limit: 3 × 300 W bounds what a counter that fell implies
+        (700_000, GPU_CEILING_WATTS),  # 3 × 700 W is above 2 kW: a hint only ever tightens
+        (1_000, 3.0),  # 1 W: the smallest usable limit
+        (0, GPU_CEILING_WATTS),  # not a limit a GPU has: ignored
         (1, GPU_CEILING_WATTS),
         (10**9, GPU_CEILING_WATTS),  # a megawatt: ignored
         (None, GPU_CEILING_WATTS),
     ],
 )
-def test_a_power_limit_is_a_hint_only_where_usable(limit_mw: int | None, ceiling: float) -> None:
-    assert (usable_limit_watts(limit_mw) or GPU_CEILING_WATTS / 3) * 3 == pytest.approx(ceiling)
-    just_below = round(ceiling * 0.99 * 5 * 1000)
-    ok, _, _ = device_watts(read(energy_mj=0, limit_mw=limit_mw), read(energy_mj=just_below, limit_mw=limit_mw), 5.0)
-    assert ok == pytest.approx(ceiling * 0.99)
-    above = round(ceiling * 1.01 * 5 * 1000)
+def test_a_power_limit_bounds_only_what_a_fallen_counter_implies(limit_mw: int | None, wrap_ceiling: float) -> None:
+    """A hint never erases a measurement: a counter that rose is held to the GPU ceiling alone,
+    whatever the limit says (a 1 W limit does not refuse a GPU drawing 1.98 kW)."""
+    assert interval_ceiling_watts(GPU_CEILING_WATTS, usable_limit_watts(limit_mw), True) == pytest.approx(wrap_ceiling)
+    just_below = round(GPU_CEILING_WATTS * 0.99 * 5 * 1000)
+    ok, _, gap = device_watts(read(energy_mj=0, limit_mw=limit_mw), read(energy_mj=just_below, limit_mw=limit_mw), 5.0)
+    assert gap is None and ok == pytest.approx(GPU_CEILING_WATTS * 0.99)
+    above = round(GPU_CEILING_WATTS * 1.01 * 5 * 1000)
     refused, _, gap = device_watts(read(energy_mj=0, limit_mw=limit_mw), read(energy_mj=above, limit_mw=limit_mw), 5.0)
     assert refused is None and gap is not None and gap.kind == "implausible"
+    # a power reading is a measurement too
+    got, method, gap = device_watts(read(energy_mj=None, power_mw=1_900_000, limit_mw=limit_mw),
+                                    read(energy_mj=None, power_mw=1_900_000, limit_mw=limit_mw), 5.0)
+    assert (got, method, gap) == (pytest.approx(1_900.0), "power", None)
 
 
 def test_without_the_counter_the_two_power_readings_are_averaged() -> None:

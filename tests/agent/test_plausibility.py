@@ -57,6 +57,10 @@ def test_counter_readings_table(value: int, max_range: int | None, plausible: bo
 
 def test_power_ceiling_is_the_constraint_with_margin_else_the_kind_ceiling() -> None:
     assert power_ceiling_watts("package", 150_000_000) == pytest.approx(150.0 * MAX_POWER_MARGIN)
+    # a hint only ever tightens: 3 × 600 W is above the package's 1500 W
+    assert power_ceiling_watts("package", 600_000_000) == ZONE_CEILING_WATTS["package"]
+    # and bounds only a counter that fell: one that rose is held to the kind's ceiling
+    assert power_ceiling_watts("package", 150_000_000, counter_fell=False) == ZONE_CEILING_WATTS["package"]
     assert power_ceiling_watts(zone_kind("package-1-die-0"), None) == ZONE_CEILING_WATTS["package"]
     assert power_ceiling_watts("dram", None) == ZONE_CEILING_WATTS["dram"]
     check_power(449.0 * 2, 2.0, 450.0)
