@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Sequence
 
@@ -24,7 +25,7 @@ from rl.simulation.workloads import PodLedger, WorkloadModel
 from scheduler.domain.model import Resources
 
 
-class SimulationState:
+class SimulationState(ABC):
     """A run's state (module docstring); `autoscaler`: cluster-autoscaler's semantics (None: the
     nodes are always on, or the `power_off` ablation)."""
 
@@ -95,9 +96,9 @@ class SimulationState:
         )
         self._begin()
 
+    @abstractmethod
     def _begin(self) -> None:
         """Queue the run's first events (the engine, `Simulation`, does)."""
-        raise NotImplementedError
 
     def _index(self, node: SimNode) -> int:
         return self._position[node.spec.name]
