@@ -3,7 +3,9 @@ telemetry, shared by tests/scheduler/test_sched_extender*.py and test_extender_*
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agent.curves import PowerCurve
@@ -146,3 +148,13 @@ def make_extender(mode: str = "active", caps: dict[str, float] | None = None, re
     if refresh:
         store.refresh_once()
     return extender
+
+
+def with_value(doc: Any, path: Sequence[str | int], value: Any) -> Any:
+    """A deep copy of `doc` with the value at `path` replaced (created if missing)."""
+    doc = copy.deepcopy(doc)
+    here = doc
+    for key in path[:-1]:
+        here = here[key] if isinstance(key, int) else here.setdefault(key, {})
+    here[path[-1]] = value
+    return doc

@@ -5,7 +5,6 @@ clients send maximal bodies (503 with Retry-After beyond it) and small requests 
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 from pathlib import Path
@@ -30,7 +29,7 @@ from scheduler.extender import jsonwalk
 from scheduler.extender.app import create_app
 from scheduler.extender.body import LARGE_BODY_BYTES, MIN_MAX_BODY_BYTES, BadRequest
 from scheduler.extender.wire import parse_args
-from tests.helpers.sched_extender import POD, make_extender, node_object
+from tests.helpers.sched_extender import POD, make_extender, node_object, with_value
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "daemonset/components/extender/extender-deployment.yaml"
@@ -43,15 +42,6 @@ def _manifest_memory_limit_bytes() -> int:
             [container] = doc["spec"]["template"]["spec"]["containers"]
             return quantity_units(container["resources"]["limits"]["memory"])
     raise AssertionError("no Deployment in the extender manifest")
-
-
-def _set(doc: Any, path: tuple[str | int, ...], value: Any) -> Any:
-    doc = copy.deepcopy(doc)
-    here = doc
-    for key in path[:-1]:
-        here = here[key] if isinstance(key, int) else here.setdefault(key, {})
-    here[path[-1]] = value
-    return doc
 
 
 # Where a quantity goes: (form, path inside the Pod or the second Node, what the message names).
@@ -72,8 +62,8 @@ NODE_PLACES = [
 
 def _body(place: tuple[str | int, ...], in_pod: bool, value: Any) -> bytes:
     if in_pod:
-        return json.dumps({"Pod": _set(POD, place, value), "NodeNames": ["frugal"]}).encode()
-    items = [node_object("hungry"), _set(node_object("frugal"), place, value)]
+        return json.dumps({"Pod": with_value(POD, place, value), "NodeNames": ["frugal"]}).encode()
+    items = [node_object("hungry"), with_value(node_object("frugal"), place, value)]
     return json.dumps({"Pod": POD, "Nodes": {"items": items}}).encode()
 
 
@@ -112,12 +102,12 @@ def test_bad_quantities_are_400s_naming_the_field(
 
 def test_a_pods_total_past_int64_is_a_400(client: Any) -> None:
     """Each container within range, their sum not (Kubernetes' own int64 would overflow)."""
-    pod = _set(POD, ("spec", "containers", 0, "resources", "requests", "memory"), str(2**62))
-    pod = _set(pod, ("spec", "containers", 1, "resources", "requests", "memory"), str(2**62))
+    pod = with_value(POD, ("spec", "containers", 0, "resources", "requests", "memory"), str(2**62))
+    pod = with_value(pod, ("spec", "containers", 1, "resources", "requests", "memory"), str(2**62))
     response = client.post("/prioritize", json={"Pod": pod, "NodeNames": ["frugal"]})
     assert response.status_code == 400
     assert "total memory request is out of range" in response.json()["Error"]
-    assert client.post("/prioritize", json={"Pod": _set(POD, ("spec", "priority"), 2**31), "NodeNames": ["a"]}).status_code == 400
+    assert client.post("/prioritize", json={"Pod": with_value(POD, ("spec", "priority"), 2**31), "NodeNames": ["a"]}).status_code == 400
 
 
 def test_binary_values_are_capped_as_kubernetes_caps_them(client: Any) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -17,27 +16,18 @@ from tests.helpers.sched_extender import (
     POD,
     make_extender,
     node_object,
+    with_value,
 )
-
-
-def _set(doc: Any, path: list[str | int], value: Any) -> Any:
-    """A deep copy of `doc` with the value at `path` replaced (created if missing)."""
-    doc = copy.deepcopy(doc)
-    here = doc
-    for key in path[:-1]:
-        here = here[key] if isinstance(key, int) else here.setdefault(key, {})
-    here[path[-1]] = value
-    return doc
 
 
 def _with(path: list[str | int], value: Any) -> bytes:
     """The real-shaped POD with one field set to `value`, in the NodeNames form."""
-    return json.dumps({"Pod": _set(POD, path, value), "NodeNames": ["frugal"]}).encode()
+    return json.dumps({"Pod": with_value(POD, path, value), "NodeNames": ["frugal"]}).encode()
 
 
 def _nodes_with(path: list[str | int], value: Any) -> bytes:
     """The Nodes.items form, its second Node with one field set to `value`."""
-    items = [node_object("hungry"), _set(node_object("frugal"), path, value)]
+    items = [node_object("hungry"), with_value(node_object("frugal"), path, value)]
     return json.dumps({"Pod": POD, "Nodes": {"items": items}}).encode()
 
 
@@ -139,7 +129,7 @@ def test_no_body_gets_a_500() -> None:
         @given(place=st.sampled_from(PLACES), value=JSON_VALUES, verb=st.sampled_from(["/prioritize", "/filter"]))
         def check(place: tuple[str, tuple[str | int, ...]], value: Any, verb: str) -> None:
             form, path = place
-            body = json.dumps(_set(BODIES[form], list(path), value)).encode()
+            body = json.dumps(with_value(BODIES[form], list(path), value)).encode()
             response = client.post(verb, content=body, headers={"Content-Type": "application/json"})
             assert response.status_code in (200, 400), (path, value, response.text)
             if response.status_code == 400:
