@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.energy import CounterError, energy_delta, uj_to_joules, wrap_period_seconds
-from agent.hostfs import HostFS
-from agent.rapl import POWERCAP_CLASS, Zone, discover_zones, node_zone_ids
+from agent.device.energy import CounterError, energy_delta, uj_to_joules, wrap_period_seconds
+from agent.device.hostfs import HostFS
+from agent.device.rapl import POWERCAP_CLASS, Zone, discover_zones, node_zone_ids
 
 OK = "ok"
 WARN = "warn"

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from agent.calibration.check import CheckResult
 from agent.calibration.fit import Window
 from agent.calibration.measure import Phase
-from agent.curves import UTILIZATION_LEVELS
+from common.curves import UTILIZATION_LEVELS
 
 
 class Progress:

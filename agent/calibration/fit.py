@@ -1,6 +1,6 @@
 """Power curves P(u) fitted to measured windows, and one chosen by held-out error.
 
-Three models, evaluated through `agent.curves.PowerCurve` so the agent, the scheduler and the
+Three models, evaluated through `common.curves.PowerCurve` so the agent, the scheduler and the
 simulator read a fitted curve exactly as it was judged here:
 
 - linear: `P = a + b·u`, weighted least squares;
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from agent.curves import POINT_COUNT, PowerCurve
+from common.curves import POINT_COUNT, PowerCurve
 
 Array = NDArray[np.float64]
 

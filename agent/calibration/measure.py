@@ -1,7 +1,7 @@
 """Measuring windows of (utilization, node watts): the idle baseline and the load sweep.
 
 Energy comes from the RAPL counters through the agent's own reader and delta arithmetic
-(`agent.rapl_power.compute_power`), utilization from /proc/stat as the agent defines it — never from
+(`agent.monitor.rapl_power.compute_power`), utilization from /proc/stat as the agent defines it — never from
 what the load generator was asked to do. Windows are short (`sample_seconds`) so a counter
 wrap or an unreadable read costs one window, which is dropped with its reason, not a step.
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from agent.calibration.fit import Window
 from agent.calibration.load import LoadGenerator
-from agent.hostfs import HostFS
-from agent.procstat import CpuTimes, cpu_delta, read_cpu_times
-from agent.rapl import RaplReading, node_zone_ids, read_rapl
-from agent.rapl_power import compute_power
+from agent.device.hostfs import HostFS
+from agent.device.procstat import CpuTimes, cpu_delta, read_cpu_times
+from agent.device.rapl import RaplReading, node_zone_ids, read_rapl
+from agent.monitor.rapl_power import compute_power
 
 FEEDBACK_GAIN = 0.8  # duty change per unit of utilization error, each window
 DEFAULT_QUIET_UTILIZATION = 0.05

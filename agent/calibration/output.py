@@ -19,9 +19,9 @@ import yaml
 from agent.calibration.fit import FitResult
 from agent.calibration.measure import Phase
 from agent.calibration.wall import PhaseSpan
-from agent.curves import PowerCurve
-from agent.hostfs import HostFS
-from agent.power_profile import SCHEMA, WallCorrection
+from agent.device.hostfs import HostFS
+from common.curves import PowerCurve
+from common.power_profile import SCHEMA, WallCorrection
 
 HEADER = (
     "# kubejoule power profile, written by `kubejoule-calibrate run`.\n"

@@ -20,7 +20,7 @@ from agent.calibration.fit import FitError, FitResult, Window, select_model
 from agent.calibration.measure import Phase
 from agent.calibration.output import curve_parameters, phase_record, phase_spans
 from agent.calibration.wall import WallMeterError, WallReading, fit_wall_correction, phase_means
-from agent.power_profile import WallCorrection
+from common.power_profile import WallCorrection
 
 MIN_PLATFORM_PHASES = 3  # a curve through fewer levels is not a curve
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.power_profile import WallCorrection
+from common.power_profile import WallCorrection
 
 MIN_PHASES = 2
 EDGE_SECONDS = 1.0  # at most this much of each phase's start is skipped

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent.kube import KubeClient
+from agent.kube.client import KubeClient
 from benchmarks.harness.agent_kube_emulator import EmulatedCluster
 from tests.helpers.agent_cli import strict_json
 from tests.helpers.fuzz_replay import BASE, NODE_WATTS, numbers, replay_in_child

@@ -1,5 +1,5 @@
 """The agent package's boundaries at run time and in its files. Which modules it may import
-(not torch, fastapi or the scheduler; `kubernetes` only in agent/kube.py) is checked statically
+(not torch, fastapi or the scheduler; `kubernetes` only in agent/kube/client.py) is checked statically
 by import-linter's contracts in pyproject.toml (`make lint`); here: nothing in it depends on the
 test fixture trees, and importing it loads none of what its image leaves out."""
 
@@ -46,11 +46,11 @@ def test_importing_every_agent_module_loads_none_of_them() -> None:
 
 
 def test_the_running_agent_does_not_load_numpy() -> None:
-    """numpy is for calibration fits and the scheduler's batch formulas (agent/curves.py imports it
+    """numpy is for calibration fits and the scheduler's batch formulas (common/curves.py imports it
     inside its array functions): `kubejoule-agent run` without them is about 20 MB lighter."""
     code = (
         "import json, sys\n"
-        "import agent.cli, agent.server, agent.sampler, agent.exporter, agent.kube, agent.metrics_server, agent.network\n"
+        "import agent.cmd.cli, agent.cmd.server, agent.monitor.sampler, agent.exporter.prometheus, agent.kube.client, agent.kube.metrics_server, agent.device.network\n"
         "print(json.dumps('numpy' in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -1,0 +1,6 @@
+"""The vocabulary agent, scheduler and rl share: power curves, power profiles, Kubernetes
+quantities and timestamps, argparse helpers, `protoc` for `make protos`.
+
+It imports nothing of agent, scheduler or rl (import-linter's `layers` contract:
+rl -> scheduler -> agent -> common), only the standard library and the agent's core dependencies.
+"""
