@@ -3,6 +3,7 @@
     kubejoule-scheduler extender [--listen HOST:PORT] [--config FILE] [--mode shadow|active]
     kubejoule-scheduler run [--config FILE] [--mode shadow|active] [--decision-log FILE] …
     kubejoule-scheduler autoscaler-expander --listen HOST:PORT --tls-cert FILE --tls-key FILE …
+    kubejoule-scheduler cloud-provider --provider-config FILE --tls-cert FILE --tls-key FILE …
     kubejoule-scheduler rebalancer [--config FILE] [--mode shadow|active] [--listen HOST:PORT] …
 
 Each subcommand is one `add_<name>_command(subparsers)` function that declares its arguments
@@ -21,8 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from agent.options import deprecated_alias
+from common.options import deprecated_alias
 from scheduler.autoscaler.cli import add_autoscaler_expander_command
+from scheduler.autoscaler.provider.cli import add_cloud_provider_command
 from scheduler.config.build import source_names
 from scheduler.config.parse import MODES, Config, ConfigError, load_config, parse_listen
 from scheduler.extender.wiring import build_extender
@@ -90,8 +92,28 @@ def add_extender_command(subparsers: Subparsers) -> None:
         help="watch Nodes and Pods to count pods bound since each node's sample (default: on "
         "when a Kubernetes configuration is found; overrides extender.watch_cluster)",
     )
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="serve HTTPS with this certificate (PEM; kube-scheduler's enableHTTPS), with --tls-key")
+    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
     _common_options(parser)
     parser.set_defaults(func=run_extender)
+
+
+def _extender_tls(args: argparse.Namespace) -> dict[str, str]:
+    """uvicorn's TLS arguments from --tls-cert/--tls-key (both or neither); ConfigError when
+    they are not a usable pair, before anything is served."""
+    cert, key = getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    if cert is None and key is None:
+        return {}
+    if cert is None or key is None:
+        raise ConfigError("--tls-cert and --tls-key go together")
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"--tls-cert {cert} / --tls-key {key}: not a usable pair: {exc}") from exc
+    return {"ssl_certfile": cert, "ssl_keyfile": key}
 
 
 # The cyclic collector's thresholds in the extender process. Every refresh replaces each node's
@@ -108,8 +130,10 @@ def run_extender(args: argparse.Namespace) -> int:
     import uvicorn
 
     from scheduler.extender.app import create_app
+    from scheduler.extender.remote import RemoteStates
 
     config = _load(args)
+    tls = _extender_tls(args)
     if getattr(args, "watch_cluster", None) is not None:
         config = replace(config, extender=replace(config.extender, watch_cluster=args.watch_cluster))
     host, port = parse_listen(config.listen)
@@ -121,7 +145,8 @@ def run_extender(args: argparse.Namespace) -> int:
     )
     log.info(
         "extender on %s:%d, mode %s, telemetry source(s) %s refreshed in process %s",
-        host, port, config.mode, ", ".join(sources) or "none", getattr(extender.states, "pid", None),
+        host, port, config.mode, ", ".join(sources) or "none",
+        extender.states.pid if isinstance(extender.states, RemoteStates) else None,
     )
     app = create_app(extender, inflight_body_bytes=config.extender.inflight_body_bytes)
     # Everything allocated so far lives as long as the process: keep it out of the cyclic
@@ -134,6 +159,7 @@ def run_extender(args: argparse.Namespace) -> int:
         port=port,
         log_level=args.log_level,
         access_log=False,
+        **tls,  # type: ignore[arg-type]
     )
     return 0
 
@@ -149,7 +175,7 @@ def add_run_command(subparsers: Subparsers) -> None:
     )
     parser.add_argument("--mode", choices=MODES,
                         help="shadow (default): bind where kube-scheduler's default profile would "
-                        "and annotate the profile's pick; active: bind to the profile's pick")
+                        "and tell the profile's pick in an Event; active: bind to the profile's pick")
     parser.add_argument("--scheduler-name", default="kubejoule-scheduler",
                         help="schedule pods with this spec.schedulerName (default: %(default)s)")
     parser.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:10260",
@@ -239,6 +265,7 @@ SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
     add_extender_command,
     add_run_command,
     add_autoscaler_expander_command,
+    add_cloud_provider_command,
     add_rebalancer_command,
 ]
 

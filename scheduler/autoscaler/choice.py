@@ -8,7 +8,7 @@ both the simulator's `kubejoule` expander (`rl/`) and the gRPC expander server
 
 What an option costs
 --------------------
-With `P` the group's power curve (agent/curves.py), `C` the template's allocatable cores,
+With `P` the group's power curve (common/curves.py), `C` the template's allocatable cores,
 `n = node_count` and the pods' CPU requests `R` in cores (a pod that requests no CPU counts
 kube-scheduler's 100 m, as the scorer counts it):
 
@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agent.curves import PowerCurve, curve_columns
+from common.curves import PowerCurve, curve_columns
 from scheduler.config.parse import DEFAULT_GROUP_LABELS
 from scheduler.domain.model import NodeInfo, PodInfo
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, request_cores

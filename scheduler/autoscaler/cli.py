@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import ssl
 import threading
-from pathlib import Path
 from typing import Any
 
 from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
+from scheduler.autoscaler.tls import read_tls
 from scheduler.config.parse import Config, ConfigError, load_config, parse_listen
 
 log = logging.getLogger("kubejoule.expander")
@@ -66,21 +65,6 @@ def add_autoscaler_expander_command(subparsers: Any) -> None:
         help="log verbosity (default: info)",
     )
     parser.set_defaults(func=run_autoscaler_expander)
-
-
-def read_tls(cert_path: str, key_path: str) -> tuple[bytes, bytes]:
-    """The certificate and key PEM bytes; ConfigError when unreadable or not a matching pair."""
-    try:
-        cert = Path(cert_path).read_bytes()
-        key = Path(key_path).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the TLS certificate or key: {exc}") from exc
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
-        context.load_cert_chain(cert_path, key_path)
-    except (ssl.SSLError, ValueError) as exc:
-        raise ConfigError(f"--tls-cert {cert_path} / --tls-key {key_path}: not a usable pair: {exc}") from exc
-    return cert, key
 
 
 def build_expander(config: Config) -> Any:

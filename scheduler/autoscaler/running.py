@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.telemetry.samples import NodeSample
 
 log = logging.getLogger("kubejoule.expander")

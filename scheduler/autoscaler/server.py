@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
 from scheduler.autoscaler.choice import GroupOption, rank_options, resolve_curve
 from scheduler.autoscaler.messages import (

@@ -93,6 +93,10 @@ class ClusterCache:
         with self._lock:
             return list(self._nodes)
 
+    def has_node(self, name: str) -> bool:
+        with self._lock:
+            return name in self._nodes
+
     def pending(self, key: str) -> PodInfo | None:
         with self._lock:
             return self._pending.get(key)

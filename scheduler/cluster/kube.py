@@ -26,7 +26,37 @@ from scheduler.cluster.kube_request import (
     watch,
 )
 
-__all__ = ["ApiError", "WatchStream"]  # with the calls below
+__all__ = ["PERMISSIONS", "ApiError", "WatchStream"]  # with the calls below
+
+# The RBAC rule each call below needs: (API group, resource, verb, scope), scope "cluster" (a
+# ClusterRole) or "namespace" (a Role where the object lives: the Lease, the agents'
+# EndpointSlices). tests/deploy derives from each component's code which of these calls it can
+# make and checks that its Roles grant exactly their rules, no more, no fewer.
+Permission = tuple[str, str, str, str]
+PERMISSIONS: dict[str, tuple[Permission, ...]] = {
+    "make_api_client": (),
+    "list_endpoint_slices": (("discovery.k8s.io", "endpointslices", "list", "namespace"),),
+    "list_node_metrics": (("metrics.k8s.io", "nodes", "list", "cluster"),),
+    "list_nodes_json": (("", "nodes", "list", "cluster"),),
+    "list_pods": (("", "pods", "list", "cluster"),),
+    "list_nodes": (("", "nodes", "list", "cluster"),),
+    "watch_pods": (("", "pods", "watch", "cluster"),),
+    "watch_nodes": (("", "nodes", "watch", "cluster"),),
+    "get_pod": (("", "pods", "get", "cluster"),),
+    "bind_pod": (("", "pods/binding", "create", "cluster"),),
+    "patch_pod_status": (("", "pods/status", "patch", "cluster"),),
+    "create_event": (("", "events", "create", "cluster"),),
+    "patch_event": (("", "events", "patch", "cluster"),),
+    "get_lease": (("coordination.k8s.io", "leases", "get", "namespace"),),
+    "create_lease": (("coordination.k8s.io", "leases", "create", "namespace"),),
+    "replace_lease": (("coordination.k8s.io", "leases", "update", "namespace"),),
+    "evict_pod": (("", "pods/eviction", "create", "cluster"),),
+    "list_pod_disruption_budgets": (("policy", "poddisruptionbudgets", "list", "cluster"),),
+    "get_node": (("", "nodes", "get", "cluster"),),
+    "patch_node": (("", "nodes", "patch", "cluster"),),
+    "delete_node_object": (("", "nodes", "delete", "cluster"),),
+    "create_node_object": (("", "nodes", "create", "cluster"),),
+}
 
 # -- client --------------------------------------------------------------------------------------
 
@@ -154,17 +184,6 @@ def bind_pod(
     send(api, "POST", _pod_path(namespace, name) + "/binding", body, timeout_seconds)
 
 
-def patch_pod(
-    api: client.ApiClient,
-    namespace: str,
-    name: str,
-    patch: dict[str, Any],
-    timeout_seconds: float = 10.0,
-) -> dict[str, Any]:
-    """Strategic-merge-patch a pod (metadata such as annotations): RBAC `pods` patch."""
-    return merge_patch(api, _pod_path(namespace, name), patch, timeout_seconds)
-
-
 def patch_pod_status(
     api: client.ApiClient,
     namespace: str,
@@ -258,3 +277,21 @@ def patch_node(
 
 def get_node(api: client.ApiClient, name: str, timeout_seconds: float = 10.0) -> dict[str, Any] | None:
     return get_or_none(api, f"/api/v1/nodes/{segment(name)}", timeout_seconds)
+
+
+# -- the bare-metal cloud provider (issue 39): Nodes of machines switched on and off --------------
+
+
+def create_node_object(api: client.ApiClient, node: dict[str, Any], timeout_seconds: float = 10.0) -> dict[str, Any]:
+    """Create a Node (the simulated power backend's KWOK Node): RBAC `nodes` create."""
+    return request_json(api, "POST", "/api/v1/nodes", body=node, timeout=timeout_seconds)
+
+
+def delete_node_object(api: client.ApiClient, name: str, timeout_seconds: float = 10.0) -> None:
+    """Delete a Node object (a machine switched off): RBAC `nodes` delete. A Node already gone is
+    not an error."""
+    try:
+        send(api, "DELETE", f"/api/v1/nodes/{segment(name)}", None, timeout_seconds)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise

@@ -95,6 +95,7 @@ class PodSpec(Struct):
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None  # noqa: N815
     overhead: Map | None = None
+    resources: ResourceRequirements | None = None  # pod-level (PodLevelResources)
     nodeSelector: Map | None = None  # noqa: N815
     affinity: Affinity | None = None
     tolerations: list[TolerationSpec] | None = None

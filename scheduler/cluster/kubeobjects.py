@@ -13,8 +13,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent.kubetime import parse_timestamp
-from agent.quantity import quantity_units
+from common.kubetime import parse_timestamp
+from common.quantity import quantity_units
 from scheduler.cluster.kubejson import (
     Container,
     Map,
@@ -179,16 +179,34 @@ def _summed(spec: PodSpec, count: Callable[[Container, str], Resources]) -> Reso
             init_peak = init_peak.max(sidecars)
         else:
             init_peak = init_peak.max(sidecars + requests)
-    total = (total + sidecars).max(init_peak)
+    total = _pod_level((total + sidecars).max(init_peak), spec)
     overhead = resources(spec.overhead, "spec.overhead")
     return _in_range(total + overhead + Resources(pods=1), "spec")
+
+
+def _pod_level(containers: Resources, spec: PodSpec) -> Resources:
+    """kube-scheduler's rule for pod-level requests (`spec.resources`, PodLevelResources: on by
+    default since 1.34; component-helpers' PodRequests): a cpu or memory request set for the
+    pod replaces its containers' total of that resource (defaults for containers without
+    requests included); other resources stay the containers'."""
+    raw = (spec.resources.requests if spec.resources is not None else None) or {}
+    if "cpu" not in raw and "memory" not in raw:
+        return containers
+    pod = resources(raw, "spec.resources.requests")
+    return Resources(
+        cpu_millicores=pod.cpu_millicores if "cpu" in raw else containers.cpu_millicores,
+        memory_bytes=pod.memory_bytes if "memory" in raw else containers.memory_bytes,
+        pods=containers.pods,
+        ephemeral_storage_bytes=containers.ephemeral_storage_bytes,
+    )
 
 
 def effective_requests(spec: PodSpec | Mapping[str, Any] | None) -> Resources:
     """A pod's requests as kube-scheduler counts them (resource fit, scoring).
 
     max(Σ app containers + Σ restartable (sidecar) init containers,
-        each non-restartable init container + the sidecars started before it) + overhead;
+        each non-restartable init container + the sidecars started before it) — its cpu and
+    memory replaced by the pod-level request where `spec.resources` sets one — + overhead;
     plus one pod. ShapeError when a field has the wrong JSON type.
     """
     return _summed(_spec(spec), _requests)

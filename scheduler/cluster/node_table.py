@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.kubetime import parse_timestamp
+from common.kubetime import parse_timestamp
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.kubetime import parse_timestamp
+from common.kubetime import parse_timestamp
 from scheduler.domain.model import MIRROR_POD_ANNOTATION, ShapeError
 
 # kubelet's annotation naming where a pod came from ("api" for pods of the API server; "file",

@@ -1,5 +1,6 @@
 """The scheduler's YAML configuration (`--config FILE`): its keys, parsed and checked (`parse`,
-`fields`, the `rebalancer:` section in `rebalancer`), the plugin registry and the composition root
+`fields`, the `rebalancer:` section in `rebalancer`; `basics`, the leaf: ConfigError and the
+listen parser, importing nothing), the plugin registry and the composition root
 that builds the objects from them (`build`).
 
 May import every part it builds (domain/, framework/, plugins/, lifetimes/, learning/, telemetry/,

@@ -8,16 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.config.basics import ConfigError  # the sections' error (config/basics: the leaf)
 from scheduler.telemetry.discovery import parse_static_targets
-
-
-class ConfigError(ValueError):
-    """The configuration file is unreadable or has a wrong key or value."""
 
 
 @dataclass(frozen=True)
 class EndpointSliceConfig:
-    namespace: str = "kubejoule-system"
+    namespace: str = "kubejoule-node"  # the agents' namespace (daemonset/base)
     service: str = "kubejoule-agent"
     port: str | None = "metrics"
 
@@ -80,15 +77,6 @@ def _opt_str(value: Any, where: str) -> str | None:
     return None if value is None else _str(value, where)
 
 
-def parse_listen(value: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT` or `[::1]:PORT` → (host, port); an empty host means all addresses."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigError(f"listen: expected HOST:PORT, got {value!r}")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port)
-
-
 def _agents(data: Any) -> AgentsConfig:
     d = _section(data, "telemetry.agents", {"static", "endpoint_slices", "timeout_seconds", "max_parallel"})
     static_raw = d.get("static") or {}
@@ -105,7 +93,7 @@ def _agents(data: Any) -> AgentsConfig:
     if d.get("endpoint_slices") is not None:
         e = _section(d["endpoint_slices"], "telemetry.agents.endpoint_slices", {"namespace", "service", "port"})
         slices = EndpointSliceConfig(
-            namespace=_str(e.get("namespace", "kubejoule-system"), "endpoint_slices.namespace"),
+            namespace=_str(e.get("namespace", "kubejoule-node"), "endpoint_slices.namespace"),
             service=_str(e.get("service", "kubejoule-agent"), "endpoint_slices.service"),
             port=_opt_str(e.get("port", "metrics"), "endpoint_slices.port"),
         )

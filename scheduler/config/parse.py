@@ -25,7 +25,7 @@ default_power_cap_watts: null # a cap for every node not listed above
 telemetry:
   agents:                     # scrape the agents' /metrics directly (the default source)
     static: {node-1: "http://10.0.0.1:9102"}    # or a list of "node=url"
-    endpoint_slices: {namespace: kubejoule-system, service: kubejoule-agent, port: metrics}
+    endpoint_slices: {namespace: kubejoule-node, service: kubejoule-agent, port: metrics}
     timeout_seconds: 2
     max_parallel: 16
   prometheus: {url: "http://prometheus.monitoring:9090", timeout_seconds: 5}
@@ -62,10 +62,10 @@ from typing import Any
 
 import yaml
 
-from agent.curves import PowerCurve
-from agent.power_profile import PowerProfileError, load_power_profile
+from common.curves import PowerCurve
+from common.power_profile import PowerProfileError, load_power_profile
+from scheduler.config.basics import ConfigError, parse_listen  # re-exported: the commands use them
 from scheduler.config.fields import (  # the sections' types and checkers, re-exported here
-    ConfigError,
     TelemetryConfig,
     _bool,
     _number,
@@ -73,7 +73,6 @@ from scheduler.config.fields import (  # the sections' types and checkers, re-ex
     _section,
     _str,
     _telemetry,
-    parse_listen,
 )
 from scheduler.config.rebalancer import RebalancerConfig, rebalancer_config
 from scheduler.framework.decision import MODES

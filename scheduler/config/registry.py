@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.scheduling_profile import SchedulingProfile, plugin_weight
 from scheduler.plugins import loadvariation, peaks, trimaran

@@ -69,7 +69,9 @@ def create_app(
             pools.shutdown()
             sys.setswitchinterval(switch_interval)
 
-    app = FastAPI(title="kubejoule scheduler extender", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # No OpenAPI page (nor docs): the extender's callers are kube-scheduler and Prometheus.
+    app = FastAPI(title="kubejoule scheduler extender", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)
     app.state.body_budget = budget
     metrics = extender.metrics
 
@@ -97,8 +99,10 @@ def create_app(
         except BadRequest as exc:
             response = json_response({"Error": str(exc)}, exc.status, exc.headers)
         except Exception as exc:  # report, never crash the scheduler's call with a bare 500 page
-            log.exception("%s failed", verb)
-            response = json_response({"Error": f"internal error: {exc!r}"}, 500)
+            # The details go to the log; the caller learns only that it failed (an exception's
+            # text can hold paths, node names of others, or values of the process).
+            log.exception("%s failed (%s)", verb, type(exc).__name__)
+            response = json_response({"Error": "internal error (see the extender's log)"}, 500)
         metrics.requests.labels(verb, str(response.status_code)).inc()
         metrics.latency.labels(verb).observe(time.perf_counter() - started)
         return response

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -70,9 +70,16 @@ class CallRecorder(Protocol):
     """Where extender calls go. Called on the request path: must be cheap and must not raise (the
     decision log's ExtenderRecorder only enqueues; a thread of its own does the work, and
     hands the request a `Pending` write to wait for, see `awaiting_writes`).
-    A recorder with a `stats()` method (counts by name) gets them exported in /metrics."""
+    A CountingRecorder (counts by name) gets them exported in /metrics."""
 
     def record(self, decision: ExtenderCall) -> None: ...
+
+
+@runtime_checkable
+class CountingRecorder(CallRecorder, Protocol):
+    """A recorder that counts what it did by name (the decision log's ExtenderRecorder)."""
+
+    def stats(self) -> dict[str, int]: ...
 
 
 @dataclass(frozen=True)
@@ -107,14 +114,32 @@ def expect_write(pending: Pending) -> None:
         collecting.append(pending)
 
 
+@dataclass(frozen=True)
+class RecentCall:
+    """What MemoryRecorder keeps of a call: a few words, whatever the number of nodes."""
+
+    verb: str
+    mode: str
+    wall_time: float
+    pod: str  # namespace/name
+    recommended: str | None
+    nodes: int  # nodes asked about
+    failed: int  # nodes power caps would exclude (filter)
+
+
 class MemoryRecorder:
-    """Keeps the last `size` decisions in memory and logs each recommendation."""
+    """Keeps a summary of the last `size` decisions in memory and logs each recommendation.
+    Not the calls themselves: each holds its candidates' batch, whose size the caller chooses
+    (1,000 calls of 1,000 nodes never sent before held 500 MB)."""
 
     def __init__(self, size: int = 1000) -> None:
-        self.decisions: deque[ExtenderCall] = deque(maxlen=size)
+        self.decisions: deque[RecentCall] = deque(maxlen=size)
 
     def record(self, decision: ExtenderCall) -> None:
-        self.decisions.append(decision)
+        self.decisions.append(RecentCall(
+            decision.verb, decision.mode, decision.wall_time, decision.pod.key, decision.recommended,
+            len(decision.names), len(decision.failed),
+        ))
         if decision.verb == "prioritize":
             log.info(
                 "%s %s: energy recommends %s",

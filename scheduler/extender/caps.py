@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from agent.curves import columns_watts
+from common.curves import columns_watts
 from scheduler.domain.model import REASON_OK, REASONS, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learning.features import feature_values

@@ -23,6 +23,7 @@ from scheduler.domain.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState,
 from scheduler.extender.body import body_limit_for
 from scheduler.extender.calls import (
     CallRecorder,
+    CountingRecorder,
     ExtenderCall,
     MemoryRecorder,
     recommend_batch,
@@ -30,7 +31,7 @@ from scheduler.extender.calls import (
 from scheduler.extender.caps import over_caps
 from scheduler.extender.metrics import ExtenderMetrics, _ClusterCollector, _RecorderCollector
 from scheduler.extender.remote import RemoteStates
-from scheduler.extender.state import ClusterView, NodeStates, Prepared
+from scheduler.extender.state import ClusterView, NodeStates, Prepared, WatchedClusterView
 from scheduler.extender.wire import ExtenderArgs, HostPriorityList
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
@@ -73,9 +74,8 @@ class Extender:
         self.max_body_bytes = max_body_bytes  # None: body_limit() follows the cluster's size
         self.clock = clock
         self.metrics = ExtenderMetrics(store, clock)
-        stats = getattr(self.recorder, "stats", None)
-        if callable(stats):
-            self.metrics.registry.register(_RecorderCollector(stats))
+        if isinstance(self.recorder, CountingRecorder):
+            self.metrics.registry.register(_RecorderCollector(self.recorder.stats))
         self.cluster = cluster
         self.states: NodeStates | RemoteStates
         self._local = states is None
@@ -86,11 +86,9 @@ class Extender:
             self.states = states
         self.on_start: list[Callable[[], None]] = []  # e.g. start the cluster watch
         self.on_stop: list[Callable[[], None]] = []  # e.g. flush and close a decision log
-        synced = getattr(cluster, "synced", None)
-        if cluster is not None and synced is not None:
-            self.metrics.registry.register(
-                _ClusterCollector(lambda: bool(getattr(cluster, "synced", False)))
-            )
+        if isinstance(cluster, WatchedClusterView):
+            watched = cluster
+            self.metrics.registry.register(_ClusterCollector(lambda: watched.synced))
         elif states is not None:  # the refresher's cluster watch, if it runs one
             self.metrics.registry.register(_ClusterCollector(states.cluster_synced, states.has_cluster))
 

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from agent.curves import POINT_COUNT
+from common.curves import POINT_COUNT
 from scheduler.domain.model import NodeState, NodeTelemetry
 from scheduler.framework.batch import CORE_COLUMNS, CandidateBatch
 from scheduler.learning.features import feature_values

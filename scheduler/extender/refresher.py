@@ -109,7 +109,10 @@ def _serve(sock: socket.socket, config: Any) -> None:
             if not message:
                 return
             seq, info = pickle.loads(message)  # noqa: S301 (our own parent, over a socket pair)
-            states.remember_spec(info, seq)
+            if isinstance(info, str):  # (0, name): the parent forgot that Node (bounded.py)
+                states.forget_spec(info)
+            else:
+                states.remember_spec(info, seq)
     finally:
         states.stop()
         store.stop()

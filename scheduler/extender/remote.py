@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.domain.model import NodeInfo, NodeState, Resources
+from scheduler.extender.bounded import BoundedSpecs
 from scheduler.extender.publish import (
     ENERGY,
     MAX_MESSAGE_BYTES,
@@ -64,7 +65,8 @@ class RemoteStates:
         self._generation: Generation | None = None
         self._names: list[str] = []
         self._index: dict[str, int] = {}
-        self._sent: dict[str, tuple[int, NodeInfo]] = {}  # name → (number, spec) forwarded
+        # name → (number, spec) forwarded; bounded (bounded.py): requests may name any nodes
+        self._sent: BoundedSpecs[tuple[int, NodeInfo]] = BoundedSpecs()
         # As NodeStates.node_info: a Node sent again is neither decoded nor compared again
         # (item_redo sees the same NodeInfo object).
         self.node_info = RememberedNodes()
@@ -252,9 +254,14 @@ class RemoteStates:
                 continue  # the cluster's spec
             sent = self._sent.get(name)
             if sent is None or (sent[1] is not info and sent[1] != info):
-                sent = self._sent[name] = (next(self._seq), info)
+                sent = (next(self._seq), info)
+                for forgotten in self._sent.put(name, sent):
+                    self._unapplied.discard(forgotten)
+                    self._send((0, forgotten))  # the refresher forgets it too
                 self._unapplied.add(name)
                 self._forward(sent)
+            else:
+                self._sent.touch(name)
             if row is not None and raw_spec[row] == sent[0]:
                 continue
             if row is not None:
@@ -284,11 +291,15 @@ class RemoteStates:
         return redo
 
     def _forward(self, sent: tuple[int, NodeInfo]) -> None:
+        self._send(sent)
+
+    def _send(self, message: tuple[int, NodeInfo | str]) -> None:
+        """(number, spec) to remember, or (0, name) to forget."""
         sock = self._sock
         if sock is None:
             return
         try:
-            sock.send(pickle.dumps(sent))
+            sock.send(pickle.dumps(message))
         except OSError:
             log.debug("the refresher is gone")
 

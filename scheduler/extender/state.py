@@ -22,11 +22,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
+from scheduler.extender.bounded import BoundedSpecs
 from scheduler.extender.wire import RememberedNodes
 from scheduler.framework.batch import CandidateBatch
 from scheduler.plugins.energy import EnergyPlugin
@@ -40,12 +41,24 @@ class ClusterView(Protocol):
     """Nodes with the pods bound (or assumed) on them: a `ClusterWatch` (pod and node watches
     feeding a ClusterCache; `kubejoule-scheduler extender` runs one when it can reach the API)
     or a ClusterCache. With one, the extender counts pods placed since each node's telemetry
-    sample, and knows which nodes are empty. An empty list means "not known yet". A view with
-    an `add_listener(callback)` method (ClusterWatch) wakes the preparer on every change."""
+    sample, and knows which nodes are empty. An empty list means "not known yet". A
+    WatchedClusterView (ClusterWatch) wakes the preparer on every change and says when it has
+    listed the cluster."""
 
     def node_states(
         self, telemetry: Callable[[str], NodeTelemetry | None] | None = None
     ) -> list[NodeState]: ...
+
+
+@runtime_checkable
+class WatchedClusterView(ClusterView, Protocol):
+    """A cluster view fed by watches (ClusterWatch): it calls its listeners on every change and
+    is `synced` once nodes and pods were both listed."""
+
+    def add_listener(self, listener: Callable[[], None]) -> None: ...
+
+    @property
+    def synced(self) -> bool: ...
 
 
 # The preparer's pace: changes (pods bound, Node specs) within this delay are folded into one
@@ -107,7 +120,8 @@ class NodeStates:
         self.cluster = cluster
         # Node objects seen in Nodes.items payloads: their allocatable CPU serves the NodeNames
         # form later, when telemetry carries no core count.
-        self._node_infos: dict[str, NodeInfo] = {}
+        # Bounded (bounded.py): requests may name any number of nodes.
+        self._node_infos: BoundedSpecs[NodeInfo] = BoundedSpecs()
         self._unapplied: set[str] = set()  # names whose newest spec no snapshot has yet
         # The spec numbers the request process gave the specs it forwarded (refresher.py).
         self.spec_seq: dict[str, int] = {}
@@ -121,10 +135,9 @@ class NodeStates:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.builds = 0
-        add_listener = getattr(cluster, "add_listener", None)
-        self._cluster_listens = callable(add_listener)
-        if callable(add_listener):
-            add_listener(self._dirty.set)
+        self._cluster_listens = isinstance(cluster, WatchedClusterView)
+        if isinstance(cluster, WatchedClusterView):
+            cluster.add_listener(self._dirty.set)
         store.add_listener(self._observe)
         store.add_listener(self.on_refresh)  # after _observe: the fits are up to date
 
@@ -199,9 +212,19 @@ class NodeStates:
     def remember_spec(self, info: NodeInfo, seq: int = 0) -> None:
         """A Node object seen in a Nodes.items body (`seq`: its number from the request
         process): the next snapshot is built with it."""
-        self._node_infos[info.name] = info
+        self._forget(self._node_infos.put(info.name, info))
         self.spec_seq[info.name] = seq
         self._dirty.set()
+
+    def forget_spec(self, name: str) -> None:
+        """The request process no longer remembers NAME's Node object: neither does this."""
+        self._node_infos.pop(name, None)
+        self._forget([name])
+
+    def _forget(self, names: list[str]) -> None:
+        for name in names:
+            self.spec_seq.pop(name, None)
+            self._unapplied.discard(name)
 
     def _cluster_synced(self) -> bool:
         return self.cluster is None or bool(getattr(self.cluster, "synced", True))
@@ -308,7 +331,7 @@ class NodeStates:
                 continue  # the cluster's spec
             remembered = self._node_infos.get(name)
             if remembered is not info and remembered != info:
-                self._node_infos[name] = info
+                self._forget(self._node_infos.put(name, info))
                 self._unapplied.add(name)
                 changed = True
             if known is not None and (known.info is info or known.info == info):

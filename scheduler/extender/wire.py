@@ -35,6 +35,7 @@ from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.domain.model import NodeInfo, PodInfo
 from scheduler.extender import jsonwalk
 from scheduler.extender.body import LARGE_BODY_BYTES, BadRequest
+from scheduler.extender.bounded import MAX_NODE_SPECS
 
 
 class HostPriority(msgspec.Struct):
@@ -208,7 +209,7 @@ def read_node(raw: msgspec.Raw | bytes | Node, position: int) -> NodeInfo:
 NodeReader = Callable[[msgspec.Raw, int], NodeInfo]
 
 # Node specs remembered by name and resourceVersion (emptied beyond this many).
-MAX_REMEMBERED_NODES = 100_000
+MAX_REMEMBERED_NODES = MAX_NODE_SPECS
 
 
 class RememberedNodes:

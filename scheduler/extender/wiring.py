@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.config.build import (
     build_api_client,
@@ -19,14 +19,17 @@ from scheduler.config.parse import Config
 from scheduler.extender.calls import MemoryRecorder
 from scheduler.extender.core import Extender
 from scheduler.extender.remote import RemoteStates
-from scheduler.extender.state import ClusterView, NodeStates
+from scheduler.extender.state import NodeStates
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore
+
+if TYPE_CHECKING:
+    from scheduler.cluster.watch import ClusterWatch
 
 Hooks = list[Callable[[], None]]
 
 
-def _cluster_watch(config: Config) -> tuple[ClusterView | None, Any]:
+def _cluster_watch(config: Config) -> tuple[ClusterWatch | None, Any]:
     """The cluster watch when configured (`extender.watch_cluster`, else a Kubernetes
     configuration found), and the API client (also when a source needs it)."""
     watch_on = config.extender.watch_cluster
@@ -45,9 +48,13 @@ def _cluster_watch(config: Config) -> tuple[ClusterView | None, Any]:
     return ClusterWatch(KubeWatchApi(api), cache), api
 
 
-def _watch_hooks(watch: Any, on_start: Hooks, on_stop: Hooks) -> None:
+def _watch_hooks(watch: ClusterWatch, on_start: Hooks, on_stop: Hooks) -> None:
     stop = threading.Event()
-    on_start.append(lambda: watch.start(stop))
+
+    def start() -> None:
+        watch.start(stop)
+
+    on_start.append(start)
     on_stop.append(stop.set)
     on_stop.append(watch.close)
 
@@ -80,7 +87,7 @@ def build_extender(
     on_stop: Hooks = []
     remote: RemoteStates | None = None
     store: TelemetryStore | RemoteStates
-    watch = None
+    watch: ClusterWatch | None = None
     if refresh_process:
         store = remote = RemoteStates(energy, config, log_level=log_level)
     else:
@@ -99,7 +106,7 @@ def build_extender(
         # cluster watch's workloads and lifetime predictor where the watch runs in this
         # process; without (the refresher process's mode, or no watch) the workload and
         # lifetime features are unknown (null), never guessed.
-        cache = getattr(watch, "cache", None)
+        cache = watch.cache if watch is not None else None
         workload = cache.workload if cache is not None else None
         lifetimes = cache.lifetimes if cache is not None else None
         decision_log = DecisionLog(DecisionLogConfig(path=decision_log_path))

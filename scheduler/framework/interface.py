@@ -71,5 +71,4 @@ class FilterPlugin(Protocol):
 def normalized(plugin: ScorePlugin, pod: PodInfo, batch: CandidateBatch) -> np.ndarray:
     """The plugin's scores after its NormalizeScore step, if it has one."""
     scores = plugin.score(pod, batch)
-    normalize = getattr(plugin, "normalize", None)
-    return scores if normalize is None else normalize(pod, scores)
+    return plugin.normalize(pod, scores) if isinstance(plugin, NormalizingPlugin) else scores

@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.domain.model import REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch
-from scheduler.plugins.energy import CURVE_FROM_FIT, EnergyPlugin, EnergyScores
+from scheduler.plugins.energy import CURVE_FROM_FIT, MAX_PREPARED_NODES, EnergyPlugin, EnergyScores
 from scheduler.plugins.energy import request_cores as pod_request_cores
 
 SCHEMA_VERSION = "kubejoule.features/v1"
@@ -141,7 +141,7 @@ def pod_features(pod: PodInfo) -> Features:
 # batch of one (`node_features()`).
 
 _NAN = float("nan")
-# A node's pod-independent values (`_NodeValues.row`), in this order.
+# A node's pod-independent values (`NodeValues.row`), in this order.
 _VALUE_NAMES = (
     "cores", "has_telemetry", "sample_time", "utilization", "watts", "measured",
     "cpu_since", "pod_count", "curve_known", "idle_watts", "max_watts",
@@ -151,7 +151,7 @@ MAX_CURVES = 65_536  # curves whose end points are kept before the table is empt
 _NO_CHECK = object()  # a row whose curve cannot change while its NodeState stays the same
 
 
-class _NodeValues:
+class NodeValues:
     """Per-node, pod-independent values of one energy plugin's nodes, cached per NodeState (and
     per fitted line, for nodes whose curve is the line fitted to their history)."""
 
@@ -160,7 +160,7 @@ class _NodeValues:
         self._energy = weakref.ref(energy)
         self._rows: dict[str, tuple[NodeState, object, tuple[float, ...]]] = {}
         self._ends: dict[int, tuple[PowerCurve, float, float]] = {}  # id → curve, P(0), P(1)
-        self.last_workloads: tuple[list[object], dict[str, np.ndarray]] | None = None
+        self.last_workloads: tuple[Sequence[object], dict[str, np.ndarray]] | None = None
 
     @property
     def energy(self) -> EnergyPlugin:
@@ -202,6 +202,8 @@ class _NodeValues:
             idle,
             top,
         )
+        if len(self._rows) >= MAX_PREPARED_NODES and name not in self._rows:
+            self._rows.clear()  # the names come from callers: bounded as the plugin's rows
         self._rows[name] = (node, check, values)
         return values
 
@@ -217,14 +219,14 @@ def _number(value: float | None) -> float:
     return _NAN if value is None else float(value)
 
 
-_VALUES: weakref.WeakKeyDictionary[EnergyPlugin, _NodeValues] = weakref.WeakKeyDictionary()
+_VALUES: weakref.WeakKeyDictionary[EnergyPlugin, NodeValues] = weakref.WeakKeyDictionary()
 
 
-def node_values(energy: EnergyPlugin) -> _NodeValues:
+def node_values(energy: EnergyPlugin) -> NodeValues:
     """The per-node value cache of `energy` (one per plugin, shared by its callers)."""
     values = _VALUES.get(energy)
     if values is None:
-        values = _VALUES.setdefault(energy, _NodeValues(energy))
+        values = _VALUES.setdefault(energy, NodeValues(energy))
     return values
 
 

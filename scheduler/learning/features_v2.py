@@ -42,6 +42,7 @@ from scheduler.learning.features import (
     POD_FEATURES,
     Features,
     FeatureSchema,
+    NodeValues,
     column_features,
     encode,
     encode_columns,
@@ -123,18 +124,18 @@ def _age(now: float, since: np.ndarray) -> np.ndarray:
 
 
 def workload_columns(
-    found: list[NodeWorkload | None], now: float, cache: object = None
+    found: list[NodeWorkload | None], now: float, cache: NodeValues | None = None
 ) -> dict[str, np.ndarray]:
     """The workload features of nodes whose workloads are `found` (None: unknown), as columns
     (NaN where unknown). `cache` (a node_values() cache) keeps the last list's values: a
     caller that passes the same workload objects again computes only the ages."""
-    last = getattr(cache, "last_workloads", None)
+    last = cache.last_workloads if cache is not None else None
     if last is not None and len(last[0]) == len(found) and all(map(is_, last[0], found)):
         values = last[1]
     else:
         values = _workload_values(found)
         if cache is not None:
-            cache.last_workloads = (found, values)  # type: ignore[attr-defined]
+            cache.last_workloads = (found, values)
     known = np.fromiter((w is not None for w in found), dtype=np.float64, count=len(found))
     return {
         "workload_known": known,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent.kubetime import parse_timestamp
+from common.kubetime import parse_timestamp
 
 DISRUPTION_TARGET = "DisruptionTarget"
 

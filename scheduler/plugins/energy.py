@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agent.curves import PowerCurve, columns_watts, curve_columns
+from common.curves import PowerCurve, columns_watts, curve_columns
 from scheduler.domain.model import (
     DEFAULT_MILLI_CPU_REQUEST,
     NEUTRAL_SCORE,
@@ -105,6 +105,10 @@ NAME = "KubejouleEnergy"
 
 # Distinct (curve, cores) kinds remembered before the table is emptied.
 MAX_KINDS = 65_536
+# Rows prepared per node name, at most: the extender scores whatever names its callers send, and
+# a cache keyed by them must not grow with them (twice Kubernetes' 5,000-node limit; past it the
+# cache starts again, which only costs recomputing rows).
+MAX_PREPARED_NODES = 10_000
 
 # u_ref of the consolidation price: the utilization a consolidated node is expected to run at.
 # Pods are packed by their requests, and CPU use runs well below requests in most clusters
@@ -223,6 +227,8 @@ class EnergyPlugin(NodeCurves):
             fallback, cores = self._fallback(node)
             kind = self._kind(fallback, cores) if fallback is not None and cores else -1
             row = (reason, sample_time, 0.0, cores or 1.0, True, fallback if kind >= 0 else None, kind)
+        if len(self._prepared) >= MAX_PREPARED_NODES and name not in self._prepared:
+            self._prepared.clear()
         entry = self._prepared[name] = _Prepared(node, version, row)
         return entry
 

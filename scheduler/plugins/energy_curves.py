@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.domain.model import NodeState, NodeTelemetry
 from scheduler.plugins.energy_history import LinearFit, NodeHistory
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 
 
 @dataclass(frozen=True)

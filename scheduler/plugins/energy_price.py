@@ -1,4 +1,4 @@
-"""The energy plugin's prices over curve columns (`agent.curves.curve_columns`), one row per
+"""The energy plugin's prices over curve columns (`common.curves.curve_columns`), one row per
 node: the consolidation price and its amortized rate, and the worst-case price of a node whose
 utilization is not known. The formulas and their
 reasoning are in `scheduler.plugins.energy`'s docstring; the autoscaler expander
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from agent.curves import POINT_COUNT, columns_watts
+from common.curves import POINT_COUNT, columns_watts
 
 Columns = Mapping[str, np.ndarray]
 

@@ -56,7 +56,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from agent.curves import columns_watts
+from common.curves import columns_watts
 from scheduler.domain.model import PodInfo
 from scheduler.plugins.energy_price import amortized_rate
 
@@ -165,13 +165,6 @@ class Outlook(Protocol):
     def nodes(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Per node, NodeOutlook's two values as columns: `empty_in_s` (float, NaN where
         unknown) and `unneeded` (bool)."""
-
-
-def one_node(outlook: Outlook, name: str) -> NodeOutlook:
-    """One node's outlook from an Outlook's columns (None where it is not known)."""
-    ends, unneeded = outlook.nodes([name])
-    end = float(ends[0])
-    return NodeOutlook(None if end != end else end, bool(unneeded[0]))
 
 
 def node_empty_in(

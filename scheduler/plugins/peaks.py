@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agent.curves import UTILIZATION_LEVELS, PowerCurve
+from common.curves import UTILIZATION_LEVELS, PowerCurve
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch, Columns
 from scheduler.plugins.gomath import go_int64

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agent.quantity import quantity_units
+from common.quantity import quantity_units
 from scheduler.domain.model import APP_CONTAINER, NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch, Columns
 from scheduler.plugins.gomath import go_round

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.cluster.cache import TERMINAL_PHASES, ClusterCache
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.cluster.node_table import placed_time

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeState, PodInfo

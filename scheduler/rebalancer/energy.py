@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 
 KARPENTER_COMMIT = "2266468104f36373ed002241afaee2d3bbc26078"
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.kubejson import rfc3339

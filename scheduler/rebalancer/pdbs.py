@@ -1,7 +1,10 @@
 """PodDisruptionBudgets (policy/v1) as the eviction API applies them: which budget covers a pod
 (its namespace, its label selector) and how many disruptions it allows now
 (`status.disruptionsAllowed`). A pod covered by more than one budget cannot be evicted at all
-(the API server refuses it), and a budget whose status is not there allows nothing."""
+(the API server refuses it), and a budget whose status is not there allows nothing — nor one whose
+status is older than its spec (`status.observedGeneration` < `metadata.generation`, a budget just
+edited): the API server refuses every eviction under it (429) until the disruption controller has
+caught up, whatever `disruptionsAllowed` still says."""
 
 from __future__ import annotations
 
@@ -54,6 +57,9 @@ def budget_from_k8s(pdb: Mapping[str, Any]) -> Budget:
     allowed = status.get("disruptionsAllowed", 0)
     if isinstance(allowed, bool) or not isinstance(allowed, int):
         raise ValueError(f"status.disruptionsAllowed: expected an integer, got {allowed!r}")
+    generation, observed = meta.get("generation"), status.get("observedGeneration")
+    if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
+        allowed = 0  # the spec changed since the status was computed: the API allows nothing yet
     return Budget(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),

@@ -12,8 +12,8 @@ One pass per pod, as kube-scheduler does it:
    kube-scheduler's default profile, for comparison; steps 2–4 are `decide.py`, over one
    candidate batch of the cache's nodes kept up to date pod after pod;
 4. choose, ties at random (`scheduler.framework.select_best`): `active` mode takes the
-   profile's best node; `shadow` mode (the default) takes the default profile's and annotates
-   the pod with the profile's pick (`kubejoule.io/recommended-node`, `kubejoule.io/scores`);
+   profile's best node; `shadow` mode (the default) takes the default profile's and tells the
+   profile's pick and best scores in an `EnergyRecommendation` Event on the pod (never a patch);
 5. assume the pod on that node and bind it through the Binding subresource (in a small pool of
    binder threads, so the next pod is decided while the API answers); emit a `Scheduled` Event;
    write the decision line (`scheduler/decisionlog/`) and, later, its outcome line.
@@ -38,16 +38,14 @@ from scheduler.standalone.binding import ClusterApi, KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.process import RunOptions, run_process
 from scheduler.standalone.settings import (
-    ANNOTATION_RECOMMENDED,
-    ANNOTATION_SCORES,
+    EVENT_RECOMMENDATION,
     MODE_ACTIVE,
     MODE_SHADOW,
     StandaloneConfig,
 )
 
 __all__ = [
-    "ANNOTATION_RECOMMENDED",
-    "ANNOTATION_SCORES",
+    "EVENT_RECOMMENDATION",
     "MODE_ACTIVE",
     "MODE_SHADOW",
     "ClusterApi",

@@ -1,4 +1,4 @@
-"""The API calls the scheduler makes, the binder threads, and the shadow-mode annotation."""
+"""The API calls the scheduler makes, the binder threads, and the shadow-mode recommendation."""
 
 from __future__ import annotations
 
@@ -12,11 +12,7 @@ from scheduler.cluster import kube
 from scheduler.cluster.watch import KubeWatchApi, WatchApi
 from scheduler.domain.model import PodInfo
 from scheduler.standalone.decide import Decision
-from scheduler.standalone.settings import (
-    ANNOTATED_SCORES,
-    ANNOTATION_RECOMMENDED,
-    ANNOTATION_SCORES,
-)
+from scheduler.standalone.settings import EVENT_MESSAGE_MAX_CHARS, RECOMMENDED_SCORES
 
 
 class ClusterApi(WatchApi, Protocol):
@@ -25,8 +21,6 @@ class ClusterApi(WatchApi, Protocol):
     def bind(self, pod: PodInfo, node: str) -> None: ...
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
-
-    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
 
@@ -44,9 +38,6 @@ class KubeClusterApi(KubeWatchApi):
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return kube.get_pod(self.api, namespace, name, self.timeout_seconds)
 
-    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
-        kube.patch_pod(self.api, namespace, name, patch, self.timeout_seconds)
-
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         kube.patch_pod_status(self.api, namespace, name, patch, self.timeout_seconds)
 
@@ -57,18 +48,12 @@ class KubeClusterApi(KubeWatchApi):
         kube.patch_event(self.api, namespace, name, patch, self.timeout_seconds)
 
 
-def annotation_patch(decision: Decision) -> dict[str, Any]:
-    """Shadow mode's advice on the pod: the energy recommendation and the top scores."""
-    return {
-        "metadata": {
-            "annotations": {
-                ANNOTATION_RECOMMENDED: decision.recommended or "",
-                ANNOTATION_SCORES: json.dumps(
-                    decision.top_scores(ANNOTATED_SCORES), separators=(",", ":")
-                ),
-            }
-        }
-    }
+def recommendation_message(decision: Decision) -> str:
+    """Shadow mode's advice, as an Event message: the energy pick and the best energy scores
+    (JSON). An Event, not an annotation: writing on pods would need the right to patch any pod."""
+    scores = json.dumps(decision.top_scores(RECOMMENDED_SCORES), separators=(",", ":"))
+    message = f"energy recommendation: {decision.recommended or 'none'}; scores: {scores}"
+    return message[:EVENT_MESSAGE_MAX_CHARS]
 
 
 class BinderPool:

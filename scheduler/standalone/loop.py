@@ -8,7 +8,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
@@ -22,12 +22,13 @@ from scheduler.framework.scheduling_profile import SchedulingProfile
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import kubejoule_profile
 from scheduler.service.metrics import SchedulerMetrics
-from scheduler.standalone.binding import BinderPool, ClusterApi, annotation_patch
+from scheduler.standalone.binding import BinderPool, ClusterApi, recommendation_message
 from scheduler.standalone.decide import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.standalone.events import PodEvents
 from scheduler.standalone.queue import SchedulingQueue
 from scheduler.standalone.records import Features, recorded_before_binding
 from scheduler.standalone.settings import (
+    EVENT_RECOMMENDATION,
     RESULT_ERROR,
     RESULT_SCHEDULED,
     RESULT_SKIPPED,
@@ -43,6 +44,22 @@ class TelemetryView(Protocol):
     """What the scheduler reads of the TelemetryStore (`scheduler/telemetry/store.py`)."""
 
     def telemetry(self, node: str) -> NodeTelemetry | None: ...
+
+
+@runtime_checkable
+class SnapshotTelemetry(TelemetryView, Protocol):
+    """A view that also hands its whole current view, the same object until it changes (the
+    token the cache's table is kept by)."""
+
+    def snapshot(self) -> Mapping[str, object]: ...
+
+
+@runtime_checkable
+class RefreshingTelemetry(SnapshotTelemetry, Protocol):
+    """A snapshot view that calls its listeners after each refresh (the TelemetryStore): new
+    node states are then staged off the decision path (`staging.py`)."""
+
+    def add_listener(self, listener: Callable[..., None]) -> None: ...
 
 
 class StandaloneScheduler:
@@ -102,10 +119,10 @@ class StandaloneScheduler:
         )
         # New node states after each telemetry refresh, staged off the decision path (a store
         # that tells when it refreshed and gives its view whole: the TelemetryStore).
-        snapshot = getattr(telemetry, "snapshot", None)
+        self._refreshing = telemetry if isinstance(telemetry, RefreshingTelemetry) else None
         self.stager: Stager | None = None
-        if callable(snapshot) and callable(getattr(telemetry, "add_listener", None)):
-            self.stager = Stager(self.cache, self._decider, snapshot, wall_clock)
+        if self._refreshing is not None:
+            self.stager = Stager(self.cache, self._decider, self._refreshing.snapshot, wall_clock)
 
     # -- feeding the cache (watch threads call these; tests may too) --
 
@@ -156,8 +173,7 @@ class StandaloneScheduler:
             token, view = staged
         else:
             view = self.telemetry.telemetry if self.telemetry is not None else None
-            snapshot = getattr(self.telemetry, "snapshot", None)
-            token = snapshot() if callable(snapshot) else None
+            token = self.telemetry.snapshot() if isinstance(self.telemetry, SnapshotTelemetry) else None
         table = self.cache.table(view, token)
         return self._decider.decide(pod, table, self.config.mode, self._rng, self._wall())
 
@@ -185,11 +201,13 @@ class StandaloneScheduler:
         node = decision.chosen
         try:
             if self.config.mode == MODE_SHADOW and self.config.annotate:
-                self._annotate(pod, decision)
+                self.events.event(pod, "Normal", EVENT_RECOMMENDATION, recommendation_message(decision))
             if not self.is_leader():  # lost the lease since the pod was taken: let go
                 self.cache.forget(pod)
                 self.queue.backoff(pod.key)
                 return RESULT_SKIPPED
+            if not self.cache.has_node(node):
+                return self._node_gone(pod, node)
             # The decision line reaches the kernel before the binding: a bound pod always
             # has its line, whatever kills the process (records.recorded_before_binding).
             with recorded_before_binding(
@@ -246,19 +264,22 @@ class StandaloneScheduler:
         self.queue.backoff(pod.key)
         return RESULT_ERROR
 
+    def _node_gone(self, pod: PodInfo, node: str) -> str:
+        """The chosen node was deleted since the decision. The API server would still accept the
+        binding (it does not check that the node exists) and leave the pod on no node until the
+        pod garbage collector deletes it: decide again instead."""
+        log.info("node %s of %s was deleted before its binding; deciding again", node, pod.key)
+        self.metrics.binding_errors.labels("node_gone").inc()
+        self.metrics.attempts.labels(RESULT_ERROR).inc()
+        self.cache.forget(pod)
+        self.queue.backoff(pod.key)
+        return RESULT_ERROR
+
     def _unschedulable(self, pod: PodInfo, decision: Decision) -> None:
         message = decision.summary or failure_summary(decision.total_nodes, {})
         self.metrics.attempts.labels(RESULT_UNSCHEDULABLE).inc()
         self.queue.unschedulable(pod.key)
         self.events.unschedulable(pod, message)
-
-    def _annotate(self, pod: PodInfo, decision: Decision) -> None:
-        try:
-            self.api.patch_pod(pod.namespace, pod.name, annotation_patch(decision))
-        except kube.ApiError as exc:  # the recommendation is advisory: placement goes on
-            if exc.not_found:
-                raise
-            log.warning("annotating %s failed: %s", pod.key, exc)
 
     # -- running --
 
@@ -275,8 +296,8 @@ class StandaloneScheduler:
         if self.config.bind_workers > 0:
             self._binders = BinderPool(self.config.bind_workers)
         threads = self.watch.start(stop)
-        if self.stager is not None:
-            self.telemetry.add_listener(self.stager.on_refresh)  # type: ignore[union-attr]
+        if self.stager is not None and self._refreshing is not None:
+            self._refreshing.add_listener(self.stager.on_refresh)
             self.stager.on_refresh()  # the view already there
             threads.append(self.stager.start(stop))
         return threads

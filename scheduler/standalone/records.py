@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Protocol
 
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.outcomes import OutcomeTracker
@@ -17,15 +18,25 @@ from scheduler.decisionlog.schema import (
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.standalone.decide import Decision
 
+if TYPE_CHECKING:
+    from scheduler.learning.features import FeatureSchema
+
 log = logging.getLogger(__name__)
 
-Features = Callable[[PodInfo, NodeState, float], Mapping[str, float | None]]
+
+class Features(Protocol):
+    """The decision log's feature callback (`scheduler.learning`'s WorkloadFeatures): a node's
+    features for a pod at a time, in the schema it names."""
+
+    @property
+    def schema(self) -> FeatureSchema: ...
+
+    def __call__(self, pod: PodInfo, node: NodeState, now: float) -> Mapping[str, float | None]: ...
 
 
 def _schema(features: Features | None) -> str | None:
-    """The feature schema the candidates' features follow, when the callback says."""
-    schema = getattr(features, "schema", None)
-    return schema.version if schema is not None else None
+    """The feature schema the candidates' features follow."""
+    return features.schema.version if features is not None else None
 
 
 def _candidates(

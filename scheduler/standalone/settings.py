@@ -10,9 +10,11 @@ from scheduler.framework.nodes_to_score import num_feasible_nodes_to_find
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "MODES", "StandaloneConfig"]
 
 DEFAULT_SCHEDULER_NAME = "kubejoule-scheduler"
-ANNOTATION_RECOMMENDED = "kubejoule.io/recommended-node"
-ANNOTATION_SCORES = "kubejoule.io/scores"
-ANNOTATED_SCORES = 10  # top-N energy scores in the annotation (annotations are size-limited)
+# Shadow mode tells its recommendation in an Event on the pod (and the decision log), never by
+# patching the pod: the right to patch pods is the right to change any pod's image.
+EVENT_RECOMMENDATION = "EnergyRecommendation"
+RECOMMENDED_SCORES = 10  # top-N energy scores in the Event's message
+EVENT_MESSAGE_MAX_CHARS = 1024  # the API server truncates longer Event messages
 
 GIL_SWITCH_INTERVAL_SECONDS = 0.0005
 
@@ -26,7 +28,7 @@ RESULT_SKIPPED = "skipped"
 class StandaloneConfig:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     mode: str = MODE_SHADOW  # shadow | active
-    annotate: bool = True  # shadow mode: write the recommendation on the pod
+    annotate: bool = True  # shadow mode: tell the recommendation in an Event on the pod
     initial_backoff_seconds: float = 1.0  # kube-scheduler's podInitialBackoffSeconds
     max_backoff_seconds: float = 10.0  # kube-scheduler's podMaxBackoffSeconds
     unschedulable_retry_seconds: float = 60.0  # retry a parked pod at least this often

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent.quantity import parse_quantity
+from common.quantity import parse_quantity
 
 
 class StaticTargets:

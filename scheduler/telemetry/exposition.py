@@ -2,7 +2,7 @@
 
 A node's curve is the watts the node draws, not only what its calibration measured. The agent's
 node power is the CPU side plus its GPUs, or the BMC's platform reading (`source="platform"`,
-the CPU side and the GPUs inside it: agent/composition.py), while the exported curve
+the CPU side and the GPUs inside it: agent/monitor/composition.py), while the exported curve
 (`kubejoule_node_power_model_watts`) is what the calibration fitted, its `reading` label saying
 against what. So the curve a sample carries is:
 
@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.curves import POINT_COUNT
+from common.curves import POINT_COUNT
 from scheduler.domain.model import NODE_BOUND_OWNER_KINDS, NodeTelemetry
 from scheduler.telemetry.samples import FetchResult, NodeSample
 
@@ -99,6 +99,23 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+# Physical bounds of what a node and a GPU can draw (the agent's own ceilings: a platform's
+# 20 kW, a GPU's 2 kW). A reading outside them is refused (None: unknown, priced at the node's
+# worst), never believed: telemetry drives placement and evictions, and the agents are not
+# authenticated to the scheduler.
+NODE_CEILING_WATTS = 20_000.0
+GPU_CEILING_WATTS = 2_000.0
+UTILIZATION_CEILING = 1.5  # u past 1 is a sampling skew; far past it, not a node's
+
+
+def _watts(value: float, ceiling: float = NODE_CEILING_WATTS) -> float | None:
+    return value if math.isfinite(value) and 0.0 <= value <= ceiling else None
+
+
+def _utilization(value: float) -> float | None:
+    return value if math.isfinite(value) and 0.0 <= value <= UTILIZATION_CEILING else None
+
+
 def _curve_level(label: str) -> int | None:
     """The 0..10 index of a curve point's `utilization` label ("0.3", or "30" as percent)."""
     try:
@@ -144,21 +161,21 @@ class SeriesFolder:
             return
         if name == M_POWER:
             source = labels.get("source", "none")
-            watts = _finite(value)
+            watts = _watts(value)
             if watts is not None and _SOURCE_RANK.get(source, 3) <= _SOURCE_RANK.get(part.source, 3):
                 part.watts, part.source = watts, source
         elif name == M_UTILIZATION:
-            part.utilization = _finite(value)
+            part.utilization = _utilization(value)
         elif name == M_TIMESTAMP:
             part.sample_time = _finite(value)
         elif name == M_CURVE:
             level = _curve_level(labels.get("utilization", ""))
-            watts = _finite(value)
+            watts = _watts(value)
             if level is not None and watts is not None:
                 part.curve[level] = watts
             part.curve_reading = labels.get("reading") or READING_RAPL
         elif name == M_GPU_POWER:
-            watts = _finite(value)
+            watts = _watts(value, GPU_CEILING_WATTS)
             gpu = labels.get("gpu_uuid") or labels.get("gpu") or ""
             part.gpus.add(gpu)
             if watts is None:
@@ -168,7 +185,7 @@ class SeriesFolder:
         elif name == M_GPU_INFO:
             part.gpus.add(labels.get("gpu_uuid") or labels.get("gpu") or "")
         elif name == M_PLATFORM_OTHER:
-            part.platform_other = _finite(value)
+            part.platform_other = _watts(value)
         elif name in (M_POD_POWER, M_POD_ENERGY):
             pod = labels.get("pod_uid") or f"{labels.get('namespace')}/{labels.get('pod')}"
             part.pods.add(pod)
@@ -195,7 +212,7 @@ class SeriesFolder:
         if count is not None:
             part.gpu_count += int(count) if math.isfinite(count) and count > 0 else 0
             return
-        if not math.isfinite(watts):
+        if _watts(watts) is None:
             part.gpu_unknown = True
             return
         part.gpu_total = (part.gpu_total or 0.0) + watts

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from scheduler.domain.model import NodeTelemetry
 
@@ -34,3 +34,10 @@ class TelemetrySource(Protocol):
     def fetch(self) -> FetchResult:
         """Blocking; called from the store's background thread only."""
         ...
+
+
+@runtime_checkable
+class ClosableSource(TelemetrySource, Protocol):
+    """A source holding connections (a pool of HTTP clients): the store closes it on stop."""
+
+    def close(self) -> None: ...

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from agent.quantity import parse_quantity
+from common.quantity import parse_quantity
 from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (
@@ -27,6 +27,28 @@ from scheduler.telemetry.exposition import (
     parse_agent_metrics,
 )
 from scheduler.telemetry.samples import FetchResult, NodeSample
+
+# The largest answers read: an agent's /metrics (a node with 110 pods is well under 1 MiB) and a
+# Prometheus query's (every node's curve points on a 5,000-node cluster: about 16 MiB). Past
+# them the answer is an error, read no further: memory is never the answerer's to choose.
+MAX_AGENT_ANSWER_BYTES = 16 * 1024 * 1024
+MAX_PROMETHEUS_ANSWER_BYTES = 64 * 1024 * 1024
+
+
+def get_limited(client: httpx.Client, url: str, max_bytes: int, params: Mapping[str, str] | None = None) -> bytes:
+    """GET url's body, at most MAX_BYTES of it (ValueError past that); HTTPError as httpx's."""
+    with client.stream("GET", url, params=params) as response:
+        response.raise_for_status()
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+            raise ValueError(f"answer of {int(declared)} bytes, more than the {max_bytes} read")
+        chunks, total = [], 0
+        for chunk in response.iter_bytes():
+            total += len(chunk)
+            if total > max_bytes:
+                raise ValueError(f"answer larger than the {max_bytes} bytes read")
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class AgentScrapeSource:
@@ -47,9 +69,8 @@ class AgentScrapeSource:
 
     def _scrape(self, node: str, url: str) -> FetchResult:
         try:
-            response = self._client.get(url)
-            response.raise_for_status()
-            result = parse_agent_metrics(response.text, self.name)
+            content = get_limited(self._client, url, MAX_AGENT_ANSWER_BYTES)
+            result = parse_agent_metrics(content.decode("utf-8", errors="replace"), self.name)
         except (httpx.HTTPError, ValueError) as exc:
             return FetchResult(errors=[("scrape", f"{node} {url}: {exc}")])
         # An agent speaks for its own node; series for other nodes are not trusted from it.
@@ -154,10 +175,10 @@ class PrometheusSource:
         self._gpu_nodes: set[str] = set()  # nodes with GPUs at the last answered GPU queries
 
     def _query(self, promql: str) -> list[_Series]:
-        response = self._client.get(f"{self._base}/api/v1/query", params={"query": promql})
-        response.raise_for_status()
+        content = get_limited(self._client, f"{self._base}/api/v1/query", MAX_PROMETHEUS_ANSWER_BYTES,
+                              params={"query": promql})
         try:
-            body = _ANSWER.decode(response.content)
+            body = _ANSWER.decode(content)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ValueError(f"prometheus: not a query answer: {exc}") from exc
         if body.status != "success":

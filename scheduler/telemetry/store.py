@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from scheduler.domain.model import NodeTelemetry
-from scheduler.telemetry.samples import NodeSample, TelemetrySource
+from scheduler.telemetry.samples import ClosableSource, NodeSample, TelemetrySource
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +213,5 @@ class TelemetryStore:
             self._thread.join(timeout_seconds)
             self._thread = None
         for source in self.sources:
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
+            if isinstance(source, ClosableSource):
+                source.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.autoscaler.choice import (
     CURVE_FROM_CONFIG,
     CURVE_FROM_LABEL,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.config.parse import DEFAULT_GROUP_LABELS, ConfigError, config_from_dict
 
 PROFILE = Path(__file__).resolve().parents[2] / "agent" / "power_profiles" / "ibm-x3550-m3-xeon-x5675.yaml"

@@ -10,7 +10,6 @@ from pathlib import Path
 import grpc
 import pytest
 
-from agent.curves import PowerCurve
 from benchmarks.harness.expander_grpc import (
     FORMS,
     TLSFiles,
@@ -23,6 +22,7 @@ from benchmarks.harness.expander_grpc import (
     self_signed,
     template_node,
 )
+from common.curves import PowerCurve
 from scheduler.autoscaler.messages import node_json, parse_request
 from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2
 from scheduler.autoscaler.server import Expander, start_server

@@ -52,3 +52,36 @@ def test_cluster_autoscalers_names_and_numbers() -> None:
     assert fields(k8s_meta_v1_pb2.ObjectMeta) == {
         "name": 1, "namespace": 3, "uid": 5, "labels": 11, "annotations": 12,
     }
+
+
+def test_the_cloud_providers_names_and_numbers() -> None:
+    # cluster-autoscaler cloudprovider/externalgrpc/protos/externalgrpc.proto (1.36.1; field 1
+    # of the template answer as in 1.33.0–1.34.x).
+    from scheduler.autoscaler.protos import externalgrpc_pb2 as pb
+
+    service = pb.DESCRIPTOR.services_by_name["CloudProvider"]
+    assert service.full_name == "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider"
+    assert [m.name for m in service.methods] == [
+        "NodeGroups", "NodeGroupForNode", "PricingNodePrice", "PricingPodPrice", "GPULabel",
+        "GetAvailableGPUTypes", "Cleanup", "Refresh", "NodeGroupTargetSize",
+        "NodeGroupIncreaseSize", "NodeGroupDeleteNodes", "NodeGroupDecreaseTargetSize",
+        "NodeGroupNodes", "NodeGroupTemplateNodeInfo", "NodeGroupGetOptions",
+    ]
+    assert fields(pb.NodeGroup) == {"id": 1, "minSize": 2, "maxSize": 3, "debug": 4}
+    assert fields(pb.ExternalGrpcNode) == {"providerID": 1, "name": 2, "labels": 3, "annotations": 4}
+    assert fields(pb.NodeGroupIncreaseSizeRequest) == {"delta": 1, "id": 2}
+    assert fields(pb.NodeGroupDeleteNodesRequest) == {"nodes": 1, "id": 2}
+    assert fields(pb.Instance) == {"id": 1, "status": 2}
+    assert fields(pb.InstanceStatus) == {"instanceState": 1, "errorInfo": 2}
+    assert fields(pb.InstanceErrorInfo) == {"errorCode": 1, "errorMessage": 2, "instanceErrorClass": 3}
+    assert fields(pb.NodeGroupTemplateNodeInfoResponse) == {"nodeInfo": 1, "nodeBytes": 2}
+    assert fields(pb.PricingPodPriceRequest) == {"pod_bytes": 4, "startTimestamp": 5, "endTimestamp": 6}
+    assert fields(pb.NodeGroupAutoscalingOptions) == {
+        "scaleDownUtilizationThreshold": 1, "scaleDownGpuUtilizationThreshold": 2,
+        "zeroOrMaxNodeScaling": 6, "ignoreDaemonSetsUtilization": 7,
+        "scaleDownUnneededDuration": 8, "scaleDownUnreadyDuration": 9, "MaxNodeProvisionDuration": 10,
+    }
+    states = pb.InstanceStatus.InstanceState
+    assert [states.Name(i) for i in range(4)] == [
+        "unspecified", "instanceRunning", "instanceCreating", "instanceDeleting",
+    ]

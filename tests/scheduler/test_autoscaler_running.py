@@ -1,6 +1,10 @@
 """The third curve source: curves exported by the agents of running nodes with the same label
 value as a group's template node (scheduler/autoscaler/running.py), from the unit to the command
-run against kmock's Kubernetes emulator and a fake agent."""
+run against kmock's Kubernetes emulator and a fake agent.
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 
@@ -10,7 +14,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-from agent.curves import PowerCurve
 from benchmarks.harness.expander_grpc import (
     best_options_request,
     ca_client,
@@ -20,6 +23,7 @@ from benchmarks.harness.expander_grpc import (
 )
 from benchmarks.harness.processes import free_port, wait_http
 from benchmarks.harness.sched_sources import FixedSource
+from common.curves import PowerCurve
 from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves, curves_by_label
 from scheduler.autoscaler.server import Expander
 from scheduler.cluster import kube

@@ -1,7 +1,11 @@
 """`kill -9` loses no acknowledged decision: the standalone scheduler (against kmock's
 emulator) writes a pod's decision line before it binds it, and the extender in shadow mode
 writes a recommendation's line before it answers (benchmarks/harness/crash_runs.py; the benchmark
-runs more kills: benchmarks/bench_decision_log.py)."""
+runs more kills: benchmarks/bench_decision_log.py).
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """The decision log's records: the candidates kept, outcomes, the lines the extender and the
-standalone scheduler write and when."""
+standalone scheduler write and when.
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.curves import PowerCurve, columns_watts, curve_columns
+from common.curves import PowerCurve, columns_watts, curve_columns
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.registry import PluginContext, score_entries
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, Taint
@@ -24,8 +24,8 @@ from scheduler.plugins.energy_v3 import (
     NodeOutlook,
     levers_from_args,
     node_empty_in,
-    one_node,
 )
+from tests.helpers.outlook import one_node
 
 NOW = 1_000_000.0
 LINEAR_100_300 = PowerCurve.linear(100.0, 300.0).as_points()  # 200 W per unit of utilization

@@ -17,7 +17,6 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.quantity import parse_decimal, quantity_units
 from benchmarks.harness.extender_process import (
     Answer,
     maximal_body,
@@ -25,6 +24,7 @@ from benchmarks.harness.extender_process import (
     running_extender,
     small_body,
 )
+from common.quantity import parse_decimal, quantity_units
 from scheduler.extender import jsonwalk
 from scheduler.extender.app import create_app
 from scheduler.extender.body import LARGE_BODY_BYTES, MIN_MAX_BODY_BYTES, BadRequest

@@ -19,9 +19,9 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from agent.curves import PowerCurve
 from benchmarks.harness.extender_process import post, running_extender
 from benchmarks.harness.sched_sources import FixedSource
+from common.curves import PowerCurve
 from scheduler.config.parse import config_from_dict
 from scheduler.extender.app import create_app
 from scheduler.extender.publish import ENERGY, RAW, VALUES, read_generation, split, telemetry_of

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import container, node, pod
+from common.curves import PowerCurve
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeState, NodeTelemetry, Resources

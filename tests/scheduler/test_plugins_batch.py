@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,

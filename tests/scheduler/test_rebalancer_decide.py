@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_utilization, plan

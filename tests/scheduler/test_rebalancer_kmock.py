@@ -4,7 +4,11 @@ its Eviction subresource), through the real `kubernetes` client and scheduler/cl
 The cluster: `old` (4 cores, linear 100–200 W) runs `web-1` (1 core, a ReplicaSet's, app=web);
 `new` (8 cores, linear 50–150 W) runs four 1-core pods. Moving web-1 saves energy (the
 decision's own tests price it). Telemetry is fixed samples; the lifetime predictor answers
-3600 s from its controller's history (or, where a test says so, from priors only)."""
+3600 s from its controller's history (or, where a test says so, from priors only).
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 
@@ -16,9 +20,9 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from agent.curves import PowerCurve
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
+from common.curves import PowerCurve
 from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LEVEL_PRIOR, LifetimePredictor, Prediction

@@ -80,6 +80,14 @@ def test_pod_disruption_budgets() -> None:
     assert no_status.allowed == 0  # no status yet: nothing allowed
     with pytest.raises(ValueError, match="disruptionsAllowed"):
         budget_from_k8s(pdb("bad", {}, "many"))
+    # edited since its status was computed: the API server refuses evictions (429) until the
+    # disruption controller catches up, whatever disruptionsAllowed says (kube-apiserver 1.36)
+    edited = pdb("web", {"matchLabels": {"app": "web"}}, 1)
+    edited["metadata"]["generation"] = 2  # type: ignore[index]
+    edited["status"]["observedGeneration"] = 1  # type: ignore[index]
+    assert budget_from_k8s(edited).allowed == 0
+    edited["status"]["observedGeneration"] = 2  # type: ignore[index]
+    assert budget_from_k8s(edited).allowed == 1
 
 
 def test_never_evict_reasons() -> None:

@@ -1,6 +1,10 @@
 """The extender's cluster watch: pods bound by kube-scheduler since a node's telemetry sample
 count in that node's utilization (issue 6), through the same ClusterWatch the standalone
-scheduler runs, against kmock's emulator and a scraped agent exposition."""
+scheduler runs, against kmock's emulator and a scraped agent exposition.
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 

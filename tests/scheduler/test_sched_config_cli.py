@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.curves import PowerCurve
 from benchmarks.harness.processes import free_port
+from common.curves import PowerCurve
 from scheduler.cli import build_parser, main
 from scheduler.config.build import build_store
 from scheduler.config.parse import Config, ConfigError, config_from_dict, load_config

@@ -1,6 +1,10 @@
 """A node that runs only DaemonSet and mirror (static) pods is empty — in the cluster cache,
 the telemetry store and the energy scorer alike — so the consolidation price's empty-node
-branch fires on a real cluster, where every node runs at least our agent (issue 14)."""
+branch fires on a real cluster, where every node runs at least our agent (issue 14).
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent.curves import PowerCurve
 from benchmarks.harness.realistic_nodes import realistic_node
 from benchmarks.harness.sched_sources import FixedSource
+from common.curves import PowerCurve
 from scheduler.cluster.kubeobjects import node_info_from_k8s
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.extender.core import Extender

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.telemetry.sources import PrometheusSource
 from scheduler.telemetry.store import TelemetryStore
 from tests.helpers.prometheus import prometheus_server, scrape_configs_for

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import NodeInfo, NodeState, Resources
 from scheduler.plugins.energy import EnergyPlugin

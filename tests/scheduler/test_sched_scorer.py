@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.extender.state import Prepared

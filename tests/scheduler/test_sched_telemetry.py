@@ -1,4 +1,8 @@
-"""TelemetryStore and its sources, against real HTTP servers and kmock's Kubernetes emulator."""
+"""TelemetryStore and its sources, against real HTTP servers and kmock's Kubernetes emulator.
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 
@@ -6,8 +10,8 @@ import time
 
 import pytest
 
-from agent.curves import PowerCurve
 from benchmarks.harness.sched_sources import FixedSource
+from common.curves import PowerCurve
 from scheduler.cluster import kube
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.build import build_store
@@ -141,7 +145,7 @@ def test_store_scrapes_the_agents_its_endpoint_slices_list() -> None:
     with text_server({"/metrics": page}) as old, text_server({"/metrics": page}) as new, \
             kube_emulator() as k8s:
         def publish(port: int, endpoints: list[dict]) -> None:
-            k8s.put("discovery.k8s.io/v1/endpointslices", "kubejoule-system", "agent-a",
+            k8s.put("discovery.k8s.io/v1/endpointslices", "kubejoule-node", "agent-a",  # the default
                     endpoint_slice("agent-a", endpoints, port=port))
 
         publish(old.port, [
@@ -150,7 +154,7 @@ def test_store_scrapes_the_agents_its_endpoint_slices_list() -> None:
         ])
         config = config_from_dict({
             "kubernetes": {"host": k8s.url},
-            "telemetry": {"agents": {"endpoint_slices": {}}},  # defaults: kubejoule-agent, metrics
+            "telemetry": {"agents": {"endpoint_slices": {}}},  # defaults: kubejoule-node, kubejoule-agent, metrics
         })
         store = build_store(config)
         assert [s.name for s in store.sources] == ["agents-k8s"]

@@ -1,4 +1,8 @@
-"""`kubejoule-scheduler run` as a process: schedules, serves metrics, stops cleanly on SIGTERM."""
+"""`kubejoule-scheduler run` as a process: schedules, serves metrics, stops cleanly on SIGTERM.
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from benchmarks.harness.standalone_objects import node, pod
 from scheduler.decisionlog.logfile import read_records
 from scheduler.learning.features_v3 import NODE_FEATURES_V3, POD_FEATURES_V3
 from scheduler.lifetimes import LifetimePredictor, WorkloadKey, load_state, save_state
-from scheduler.standalone.settings import ANNOTATION_RECOMMENDED
+from scheduler.standalone.settings import EVENT_RECOMMENDATION
 from tests.helpers.sched_http import http_get
 from tests.helpers.standalone_harness import wait_for
 
@@ -109,13 +113,15 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
         lease = cluster.call(
             "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubejoule-scheduler"
         )
+        events = cluster.list_events()  # after the exit, which sends what was queued
     assert lease["spec"]["holderIdentity"] == ""  # released on the way out
     assert json.loads(state.read_text())["saved_at"] > saved_before  # written at exit…
     reread = LifetimePredictor()
     assert load_state(reread, state)  # …after being read at start: nothing lost
     assert dict(reread.histories())[WorkloadKey("batch", "Job", "nightly")] == [600.0, 900.0]
-    # shadow mode by default: the recommendation is on every pod
-    assert all(ANNOTATION_RECOMMENDED in p["metadata"]["annotations"] for p in pods)
+    # shadow mode by default: the recommendation is an Event on every pod, never a patch of it
+    assert all(not (p["metadata"].get("annotations") or {}) for p in pods)
+    assert {e["involvedObject"]["name"] for e in events if e["reason"] == EVENT_RECOMMENDATION} == set(names)
     records = [r for r in read_records(decisions)[0] if r["type"] == "decision"]
     assert sorted(r["pod"]["name"] for r in records) == names
     assert all(r["mode"] == "shadow" and r["chosen"] == r["default_choice"] for r in records)

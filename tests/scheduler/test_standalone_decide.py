@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import container, node, pod
+from common.curves import PowerCurve
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.registry import PluginContext, profile_from_entries

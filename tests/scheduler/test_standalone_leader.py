@@ -1,4 +1,8 @@
-"""Lease-based leader election: the protocol on a fake clock, then two real replicas."""
+"""Lease-based leader election: the protocol on a fake clock, then two real replicas.
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 

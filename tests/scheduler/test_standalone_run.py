@@ -1,8 +1,13 @@
-"""The standalone scheduler end to end: the real `kubernetes` client against kmock's emulator."""
+"""The standalone scheduler end to end: the real `kubernetes` client against kmock's emulator.
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -10,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.curves import PowerCurve
 from benchmarks.harness.standalone_kmock import EmulatedCluster
 from benchmarks.harness.standalone_objects import node, pod
+from common.curves import PowerCurve
 from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig, read_records
 from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.domain.model import NodeTelemetry, PodInfo
@@ -20,8 +25,7 @@ from scheduler.plugins.energy import EnergyPlugin
 from scheduler.standalone.binding import KubeClusterApi
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import (
-    ANNOTATION_RECOMMENDED,
-    ANNOTATION_SCORES,
+    EVENT_RECOMMENDATION,
     MODE_ACTIVE,
     MODE_SHADOW,
     StandaloneConfig,
@@ -91,18 +95,20 @@ def test_fifty_pods_on_ten_nodes(mode: str, tmp_path: Path) -> None:
         # Greedy by efficiency: 8 pods of 0.5 CPU fill a 4-CPU node, so n0…n5 are full and
         # n6 takes the last 2; the steeper nodes stay empty.
         assert per_node == Counter({f"n{i}": 8 for i in range(6)} | {"n6": 2})
-        assert all(
-            ANNOTATION_RECOMMENDED not in (p["metadata"].get("annotations") or {}) for p in pods
-        )
+        assert not [e for e in events if e["reason"] == EVENT_RECOMMENDATION]
     else:
         # The default scoring spreads identical pods evenly over identical nodes …
         assert per_node == Counter({f"n{i}": 5 for i in range(NODES)})
-        # … while every pod carries the energy recommendation: n0, never full in shadow mode.
-        for p in pods:
-            annotations = p["metadata"]["annotations"]
-            assert annotations[ANNOTATION_RECOMMENDED] == "n0"
-            scores = json.loads(annotations[ANNOTATION_SCORES])
-            assert len(scores) == NODES and max(scores, key=scores.get) == "n0"
+        # … while every pod gets the energy recommendation, n0 (never full in shadow mode), in
+        # an Event: the pods themselves are never patched.
+        recommended = [e for e in events if e["reason"] == EVENT_RECOMMENDATION]
+        assert {e["involvedObject"]["name"] for e in recommended} == {p["metadata"]["name"] for p in pods}
+        for event in recommended:
+            assert event["type"] == "Normal" and len(event["message"]) <= 1024
+            pick, _, scores_text = event["message"].removeprefix("energy recommendation: ").partition("; scores: ")
+            scores = json.loads(scores_text)
+            assert pick == "n0" and len(scores) == NODES and max(scores, key=scores.get) == "n0"
+        assert all(not (p["metadata"].get("annotations") or {}) for p in pods)
 
     decisions = [
         r for r in read_records(tmp_path / "decisions.jsonl")[0] if r["type"] == "decision"
@@ -316,13 +322,17 @@ def test_a_pod_recreated_meanwhile_is_scheduled_under_its_new_uid() -> None:
             # (A list, not a GET: between the delete and the create the pod does not exist.)
             bound = wait_for(lambda: placements(cluster.list_pods()).get("p"), what="bound")
             sched.drain()
-            assert _binding_errors(sched, "conflict") == 1.0
+            conflicts = _binding_errors(sched, "conflict")
         bindings = cluster.bindings()
         assert cluster.get_pod("default", "p")["metadata"]["uid"] == "uid-second"
     assert bound == "n0"
-    # Two attempts, one refused: the old pod's binding (its uid no longer exists) — sent before
-    # or after the new pod's, which the watch may already have queued and bound.
-    assert sorted((b.node, b.accepted) for b in bindings) == [("n0", False), ("n0", True)]
+    # One binding accepted, the new pod's; the old pod's refused (its uid no longer exists) — sent
+    # before or after the new pod's, and once more if the backoff ends before the watch delivers
+    # the new pod (CI saw that under load). Every refusal is counted as a conflict.
+    refused = [b for b in bindings if not b.accepted]
+    assert [b.node for b in bindings if b.accepted] == ["n0"]
+    assert 1 <= len(refused) <= 2 and {b.node for b in refused} == {"n0"}
+    assert conflicts == float(len(refused))
 
 
 def test_a_placement_gets_its_measured_outcome_line(tmp_path: Path) -> None:
@@ -356,3 +366,28 @@ def test_a_placement_gets_its_measured_outcome_line(tmp_path: Path) -> None:
     assert (outcome["watts_before"], outcome["watts_after"]) == (80.0, 95.0)
     assert outcome["sample_time_after"] == decided_at + window + 5.0
     assert outcome["measured"] is True and outcome["window_seconds"] == window
+
+
+def test_a_node_deleted_between_decision_and_binding_is_not_bound_to() -> None:
+    """The API server accepts a Binding to a node that does not exist (measured on kube-apiserver
+    1.36, tests/e2e/test_e2e_standalone.py): a node gone from the cache since the decision is
+    not bound to; the pod is decided again and lands on a node that exists."""
+    with EmulatedCluster() as cluster:
+        sched = _race(cluster, lambda name: None)
+        deleted: list[str] = []
+
+        def leader_while_n0_goes() -> bool:  # the binder calls it after the decision, before binding
+            binder = threading.current_thread().name.startswith("scheduler-bind")
+            if binder and not deleted and sched.cache.placement("default/p") == ("n0", True):
+                deleted.append("n0")
+                cluster.call("DELETE", "/api/v1/nodes/n0")
+                wait_for(lambda: "n0" not in sched.cache.node_names(), what="the node's deletion seen")
+            return True
+
+        sched.is_leader = leader_while_n0_goes
+        with running(sched):
+            bound = wait_for(lambda: placements(cluster.list_pods()).get("p"), what="bound")
+            sched.drain()
+            assert _binding_errors(sched, "node_gone") == 1.0
+        assert deleted == ["n0"] and bound == "other"
+        assert [(b.node, b.accepted) for b in cluster.bindings()] == [("other", True)]

@@ -1,5 +1,6 @@
-"""Generate the Python code of the expander's .proto files: `make protos`, or
-`python -m scheduler.autoscaler.protos.generate [OUT_DIR]` from the repository root.
+"""Generate the Python code of the gRPC expander's and the externalgrpc cloud provider's .proto
+files: `make protos`, or `python -m scheduler.autoscaler.protos.generate [OUT_DIR]` from the
+repository root.
 
 The *_pb2.py/.pyi files are committed; a test regenerates them into a temporary directory with
 the pinned grpcio-tools (pyproject.toml's `dev` extra) and checks they are byte for byte the same.
@@ -10,10 +11,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agent.protos.generate import ROOT, protoc
+from common.protoc import ROOT, protoc
 
 PROTO_DIR = Path(__file__).resolve().parent
-PROTOS = ("k8s_resource.proto", "k8s_meta_v1.proto", "k8s_core_v1.proto", "expander.proto")
+PROTOS = (
+    "k8s_resource.proto", "k8s_meta_v1.proto", "k8s_core_v1.proto", "expander.proto",
+    "externalgrpc.proto",
+)
 
 
 def generate(out_dir: Path = ROOT) -> None:
