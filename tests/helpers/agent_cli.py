@@ -25,8 +25,8 @@ def machine_rapl_zones(sysfs: Path = Path("/sys")) -> list[str]:
     """The RAPL zones the agent finds on this machine, found the way it finds them. Tests of "no
     RAPL here" run where this is empty — a stock kernel has /sys/class/powercap (POWERCAP is built
     in) with no zone in it, and that is a machine without RAPL as much as one without the folder."""
-    from agent.hostfs import HostFS
-    from agent.rapl import discover_zones
+    from agent.device.hostfs import HostFS
+    from agent.device.rapl import discover_zones
 
     _, zones, _ = discover_zones(HostFS(Path("/proc"), sysfs))
     return sorted(zones)
@@ -34,7 +34,7 @@ def machine_rapl_zones(sysfs: Path = Path("/sys")) -> list[str]:
 
 def run_agent(*args: str, user: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args],
+        [sys.executable, "-m", "agent.cmd.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -196,8 +196,7 @@ def main_as_user(user: str, main: Callable[[list[str]], int], argv: list[str]) -
 
 def cli_as_user(user: str, argv: list[str]) -> tuple[int, str, str]:
     """`kubejoule-agent ARGV` as USER (see main_as_user)."""
-    from agent import cli
-
+    from agent.cmd import cli
     return main_as_user(user, cli.main, argv)
 
 

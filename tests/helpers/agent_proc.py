@@ -16,7 +16,7 @@ What it does:
 
 * `AgentProcess(tree, interval=0.25, args=(), node="test-node", hermetic=False, env=None)`: copies `tree` (a host tree
   with `proc/` and `sys/`, e.g. a fixture's `before/`) to a temporary directory (symlinks kept)
-  and, on `__enter__` / `start()`, runs `python -m agent.cli run --procfs COPY/proc --sysfs
+  and, on `__enter__` / `start()`, runs `python -m agent.cmd.cli run --procfs COPY/proc --sysfs
   COPY/sys --listen 127.0.0.1:0 --interval INTERVAL --node NODE --log-format json *args`. The
   port is the one the agent reports in its "listening" log line (no race for a free port).
   `start()` returns once `/readyz` is 200 (the first complete sample). `hermetic=True` adds
@@ -123,7 +123,7 @@ class AgentProcess:
 
     def start(self) -> AgentProcess:
         command = [
-            sys.executable, "-m", "agent.cli", "run",
+            sys.executable, "-m", "agent.cmd.cli", "run",
             "--procfs", str(self.procfs), "--sysfs", str(self.sysfs),
             "--listen", "127.0.0.1:0", "--interval", str(self.interval),
             "--node", self.node, "--log-format", "json", *self.args,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from agent.procstat import clock_ticks_per_second, parse_proc_stat
+from agent.device.procstat import clock_ticks_per_second, parse_proc_stat
 
 REPO = Path(__file__).resolve().parents[2]
 POWERCAP = REPO / "tests" / "fixtures" / "powercap"

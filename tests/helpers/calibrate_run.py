@@ -10,10 +10,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.calibrate_cli import Measured
 from agent.calibration.fit import Window, select_model
 from agent.calibration.measure import Phase
-from agent.curves import PowerCurve
+from agent.cmd.calibrate_cli import Measured
+from common.curves import PowerCurve
 from tests.helpers.agent_cli import main_as_user
 from tests.helpers.calibrate_meter import REPO, CpuMonitor
 
@@ -21,7 +21,7 @@ from tests.helpers.calibrate_meter import REPO, CpuMonitor
 def calibrate_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run `kubejoule-calibrate ARGS` in a subprocess, as a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "agent.calibrate_cli", *args],
+        [sys.executable, "-m", "agent.cmd.calibrate_cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -66,7 +66,7 @@ def calibrate_watched(*args: str, monitor: CpuMonitor, timeout: float = 240) -> 
     VirtualMeter) learns the calibration's pid."""
     monitor.sample()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agent.calibrate_cli", *args],
+        [sys.executable, "-m", "agent.cmd.calibrate_cli", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
     )
     monitor.pid = proc.pid
@@ -108,6 +108,6 @@ def calibrate_watched(*args: str, monitor: CpuMonitor, timeout: float = 240) -> 
 
 def calibrate_as_user(user: str, argv: list[str]) -> tuple[int, str, str]:
     """Run `kubejoule-calibrate ARGV` in a forked child that dropped privileges to USER."""
-    from agent.calibrate_cli import main
+    from agent.cmd.calibrate_cli import main
 
     return main_as_user(user, main, argv)

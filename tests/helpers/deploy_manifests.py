@@ -11,13 +11,20 @@ from tests.helpers.deploy_kustomize import DAEMONSET, Obj, build, user_kustomiza
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES_VERSION = "1.33"
 NAMESPACE = "kubejoule-system"
+AGENT_NAMESPACE = "kubejoule-node"  # the agent's own, the only privileged one
 COMPONENTS = (
-    "servicemonitor", "extender", "pod-network", "calibration", "autoscaler-expander", "gpu", "bmc",
-    "rebalancer",
+    "servicemonitor", "extender", "calibration", "autoscaler-expander", "gpu", "bmc",
+    "rebalancer", "cloud-provider",
 )
 CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
-# Capabilities the agent may be granted, each for a reason written in the manifests and docs.
-ALLOWED_AGENT_CAPABILITIES = {"SYS_ADMIN", "SYS_PTRACE"}
+# Host paths the agent mounts (read-only, recursively where the kubelet can): /proc and the parts
+# of /sys it reads — never /sys as a whole, whose submounts (bpf, debugfs, efivars) stay writable.
+AGENT_HOST_PATHS = {
+    "host-proc": ("/proc", "/host/proc"),
+    "host-sys-class": ("/sys/class", "/host/sys/class"),
+    "host-sys-devices-virtual": ("/sys/devices/virtual", "/host/sys/devices/virtual"),
+    "host-sys-cgroup": ("/sys/fs/cgroup", "/host/sys/fs/cgroup"),
+}
 
 
 TARGETS = ["base", "overlays/intel", "overlays/amd", "intel+all-components"]

@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,

@@ -1,5 +1,5 @@
-"""The fuzz corpus' replay and verdict (tests/agent/test_fuzz_corpus.py's docstring says what
-the verdict is), shared with tests/agent/test_fuzz_garbage.py."""
+"""The fuzz corpus' replay and verdict (tests/agent/cmd/test_fuzz_corpus.py's docstring says what
+the verdict is), shared with tests/agent/cmd/test_fuzz_garbage.py."""
 
 from __future__ import annotations
 
@@ -59,8 +59,7 @@ def replay_in_child(before: Path, after: Path, user: int | None, unreadable: lis
                     timeout: float = TIMEOUT_S) -> Outcome:
     """`kubejoule-agent replay BEFORE AFTER --interval 2 --json` in a forked child (as USER when
     given), killed after TIMEOUT seconds."""
-    from agent import cli
-
+    from agent.cmd import cli
     argv = ["replay", str(before), str(after), "--interval", "2", "--json", "--node", "n1"]
     read_fd, write_fd = os.pipe()
     pid = os.fork()

@@ -74,10 +74,18 @@ def has_data(result: Sequence[Mapping[str, Any]]) -> bool:
     return any(not math.isnan(float(series["value"][1])) for series in result)
 
 
-def service_monitor_jobs(work: Path, targets: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
-    """One scrape job per ServiceMonitor we ship (named after it), with its endpoint's path and
-    honorLabels, scraping `targets[monitor name]` (host:port) and labelling them as the
-    operator does."""
+def _relabel(rule: Mapping[str, Any]) -> dict[str, Any]:
+    """A ServiceMonitor RelabelConfig (camelCase) as Prometheus' relabel_config."""
+    names = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    return {names.get(k, k): v for k, v in rule.items()}
+
+
+def service_monitor_jobs(
+    work: Path, targets: Mapping[str, Sequence[str]], nodes: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """One scrape job per ServiceMonitor we ship (named after it), with its endpoint's path,
+    honorLabels and relabelings, scraping `targets[monitor name]` (host:port) and labelling them
+    as the operator does (NODES: host:port → the node its pod runs on)."""
     directory = work / "monitors"
     directory.mkdir()
     objects = build(user_kustomization(directory, "base", ("servicemonitor", "extender")))
@@ -90,22 +98,49 @@ def service_monitor_jobs(work: Path, targets: Mapping[str, Sequence[str]]) -> li
                 "job_name": name,
                 "metrics_path": endpoint.get("path", "/metrics"),
                 "honor_labels": endpoint.get("honorLabels", False),
+                "relabel_configs": [_relabel(r) for r in endpoint.get("relabelings", [])],
+                "metric_relabel_configs": [_relabel(r) for r in endpoint.get("metricRelabelings", [])],
                 # The target labels the Prometheus Operator attaches, which honorLabels must
                 # not let override the workloads' own namespace and pod labels.
                 "static_configs": [
                     {
-                        "targets": list(targets[name]),
+                        "targets": [target],
                         "labels": {
                             "namespace": "kubejoule-system",
                             "pod": f"{name}-x1",
                             "service": name,
+                            # what Kubernetes service discovery gives the relabelings
+                            "__meta_kubernetes_pod_node_name": (nodes or {}).get(target, ""),
                         },
                     }
+                    for target in targets[name]
                 ],
             }
         )
     assert {job["job_name"] for job in jobs} == set(targets)
     return jobs
+
+
+def write_network_counters(procfs: Path) -> None:
+    """The node's interfaces (<procfs>/1/net/dev) and each fixture pod's own, as the agent reads
+    them (agent/device/network.py): a fake tree has no network of its own."""
+    header = "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes\n"
+
+    def row(name: str, rx: int, tx: int) -> str:
+        return f"{name:>6}: {rx} 10 0 0 0 0 0 0 {tx} 10 0 0 0 0 0 0\n"
+
+    host = procfs / "1" / "net"
+    host.mkdir(parents=True, exist_ok=True)
+    (host / "dev").write_text(header + row("lo", 100, 100) + row("eth0", 5_000_000, 2_000_000))
+    workload = json.loads((WORKLOAD_TREE.parent / "workload.json").read_text())
+    for index, fixture_pod in enumerate(workload["pods"]):
+        for container in fixture_pod["containers"]:
+            for pid in container["pids"]:
+                if (procfs / str(pid)).is_dir():
+                    (procfs / str(pid) / "net").mkdir(exist_ok=True)
+                    (procfs / str(pid) / "net" / "dev").write_text(
+                        header + row("lo", 1, 1) + row("eth0", 1000 * (index + 1), 500 * (index + 1))
+                    )
 
 
 @contextmanager
@@ -132,6 +167,7 @@ def gpu_and_bmc(work: Path) -> Iterator[tuple[list[str], dict[str, str]]]:
         yield [
             "--nvml-library", str(nvml_standin.build()), "--pod-resources-socket", str(socket),
             "--bmc-url", bmc.url, "--bmc-credentials", str(credentials), "--bmc-interval", "0.5",
+            "--bmc-insecure-http",  # the mockup speaks plain http
         ], {**os.environ, nvml_standin.STATE_ENV: str(state.path)}
 
 
@@ -290,6 +326,7 @@ def running_stack(work: Path) -> Iterator[Stack]:
             "kubejoule-extender": [address["extender"]],
             "kubejoule-scheduler": [address["standalone"]],
         },
+        {address["rapl"]: RAPL_NODE, address["estimated"]: ESTIMATED_NODE, address["gpu"]: GPU_NODE},
     )
 
     with ExitStack() as cleanup:
@@ -323,6 +360,8 @@ def running_stack(work: Path) -> Iterator[Stack]:
             )
             for name, node in (("rapl", RAPL_NODE), ("estimated", ESTIMATED_NODE))
         )
+        for agent in (rapl, estimated):
+            write_network_counters(agent.procfs)
         shutil.rmtree(estimated.sysfs / "class" / "powercap")
         shutil.rmtree(estimated.sysfs / "devices" / "virtual" / "powercap")
         cleanup.push(rapl)  # stopped (and their copies removed) on the way out
@@ -337,6 +376,7 @@ def running_stack(work: Path) -> Iterator[Stack]:
         api.add_pod(NAMESPACES[0], "trainer-0", GPU_NODE, uid=GPU_POD_UID)
         container = first["containers"][1]  # its process uses GPU 1
         (gpu.procfs / str(container["pids"][0]) / "cgroup").write_text(f"0::/{cgroup}/{container['cgroup']}\n")
+        write_network_counters(gpu.procfs)
         cleanup.push(gpu)
 
         cluster = cleanup.enter_context(EmulatedCluster())

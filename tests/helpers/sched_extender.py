@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agent.curves import PowerCurve
 from benchmarks.harness.sched_sources import FixedSource
+from common.curves import PowerCurve
 from scheduler.domain.model import NodeTelemetry
 from scheduler.extender.calls import ExtenderCall
 from scheduler.extender.core import Extender

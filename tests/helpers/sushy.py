@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +34,10 @@ def _executable() -> str:
 
 
 @contextmanager
-def emulator(directory: Path, cert: Path | None = None, key: Path | None = None) -> Iterator[Emulator]:
+def emulator(
+    directory: Path, cert: Path | None = None, key: Path | None = None, extra: Sequence[str] = ()
+) -> Iterator[Emulator]:
+    """`extra`: more lines of the emulator's configuration (e.g. SUSHY_EMULATOR_DISABLE_POWER_OFF = True)."""
     import bcrypt  # sushy-tools' own dependency
 
     port = free_port()
@@ -49,6 +52,7 @@ def emulator(directory: Path, cert: Path | None = None, key: Path | None = None)
     ]
     if cert is not None and key is not None:
         config += [f"SUSHY_EMULATOR_SSL_CERT = {str(cert)!r}", f"SUSHY_EMULATOR_SSL_KEY = {str(key)!r}"]
+    config += list(extra)
     (directory / "emulator.conf").write_text("\n".join(config) + "\n")
     process = subprocess.Popen([_executable(), "--config", str(directory / "emulator.conf")], cwd=directory,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

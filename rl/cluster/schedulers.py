@@ -1,0 +1,142 @@
+"""The scheduler of one benchmark policy on a running control plane (rl/evaluation/on_cluster.py):
+a real kube-scheduler with the policy's profile under a `schedulerName` of its own, beside the
+cluster's default one, or kubejoule's processes (the extender behind such a kube-scheduler, the
+standalone scheduler) started as `python -m scheduler.cli` — never imported (rl.cluster sits
+below the scheduler in no layer; it only starts it).
+
+| policy | what runs |
+|---|---|
+| `default` | kube-scheduler, its default profile |
+| `mostallocated` | kube-scheduler, NodeResourcesFit's scoringStrategy MostAllocated (cpu 1, memory 1) |
+| `default+extender:W` | kube-scheduler's default profile and kubejoule's extender at weight W (active mode; the README's settings: `nodeCacheCapable`, `ignorable`, `httpTimeout: 1s`) |
+| `kubejoule` | `kubejoule-scheduler run --mode active` |
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rl.cluster.api import probe_http, probe_https_anonymous
+from rl.cluster.controlplane import Cluster
+from rl.cluster.processes import Process, free_port, start, stop, wait_ready
+from rl.simulation.scenario import NodeSpec
+
+EXTENDER_PREFIX = "default+extender:"
+ON_CLUSTER_POLICIES = ("default", "mostallocated", f"{EXTENDER_PREFIX}W", "kubejoule")
+READY_TIMEOUT_S = 120.0
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class PolicyScheduler:
+    """The processes serving one policy; pods name `scheduler_name`."""
+
+    policy: str
+    scheduler_name: str
+    processes: list[Process] = field(default_factory=list)
+
+    def dead(self) -> list[str]:
+        return [p.name for p in self.processes if not p.alive()]
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            stop(process)
+
+
+def check_policy(policy: str) -> None:
+    """ValueError for a policy the cluster cannot run (its message lists those it can)."""
+    if policy in ("default", "mostallocated", "kubejoule"):
+        return
+    if policy.startswith(EXTENDER_PREFIX):
+        try:
+            if float(policy[len(EXTENDER_PREFIX):]) > 0:
+                return
+        except ValueError:
+            pass
+    raise ValueError(f"--on-cluster: policy {policy!r} has no real scheduler here; known: {', '.join(ON_CLUSTER_POLICIES)}")
+
+
+def kube_scheduler_config(cluster: Cluster, policy: str, name: str, extender_port: int | None) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration of `policy` (module docstring) under schedulerName `name`."""
+    profile: dict[str, Any] = {"schedulerName": name}
+    if policy == "mostallocated":
+        profile["pluginConfig"] = [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+            "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}}]
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(cluster.directory / "scheduler.kubeconfig"), "qps": 500, "burst": 500},
+        "leaderElection": {"leaderElect": False}, "profiles": [profile],
+        # A pod that found no room is retried when a pod ends (the scheduler's pod informer sees
+        # only non-terminal pods, so Succeeded is a delete: cmd/kube-scheduler/app/server.go,
+        # newPodInformer), but not before its backoff (1 s doubling to 10 s by default) is over:
+        # wall seconds that a compressed trace multiplies by its speedup. 1 s is the least the
+        # field takes (whole seconds); the simulator retries at once, as a real cluster does after
+        # minutes of waiting.
+        "podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 1,
+    }
+    if extender_port is not None:
+        config["extenders"] = [{
+            "urlPrefix": f"http://127.0.0.1:{extender_port}", "filterVerb": "filter", "prioritizeVerb": "prioritize",
+            "weight": int(float(policy[len(EXTENDER_PREFIX):])), "httpTimeout": "1s", "nodeCacheCapable": True,
+            "ignorable": True,
+        }]
+    return config
+
+
+def _kubejoule_config(cluster: Cluster, nodes: Sequence[NodeSpec], path: Path) -> Path:
+    """Our processes' configuration: the nodes' curves, their cores, the admin kubeconfig."""
+    path.write_text(yaml.safe_dump({
+        "kubernetes": {"kubeconfig": str(cluster.kubeconfig)},
+        "curves": {n.name: {"points": list(n.curve.as_points())} for n in nodes},
+        "telemetry": {"node_cores": {n.name: n.cpu_cores for n in nodes}},
+    }))
+    return path
+
+
+def _python(args: Sequence[str], name: str, cluster: Cluster) -> Process:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(cluster.kubeconfig)}
+    return start(name, [sys.executable, "-m", "scheduler.cli", *args], cluster.directory / "logs", env=env)
+
+
+def start_policy(cluster: Cluster, bin_dir: Path, policy: str, nodes: Sequence[NodeSpec], tag: str) -> PolicyScheduler:
+    """Start what serves `policy` (module docstring), each process ready on return; `tag` makes
+    the scheduler's name and logs unique per run. ComponentError when one does not start."""
+    check_policy(policy)
+    name = f"kj-{tag}"
+    served = PolicyScheduler(policy, name)
+    try:
+        if policy == "kubejoule":
+            port = free_port()
+            config = _kubejoule_config(cluster, nodes, cluster.directory / f"{name}.yaml")
+            process = _python(["run", "--mode", "active", "--scheduler-name", name, "--no-leader-elect",
+                               "--listen", f"127.0.0.1:{port}", "--config", str(config)], name, cluster)
+            served.processes.append(process)
+            wait_ready(process, lambda: probe_http("127.0.0.1", port, "/readyz"), READY_TIMEOUT_S)
+            return served
+        extender_port = None
+        if policy.startswith(EXTENDER_PREFIX):
+            extender_port = free_port()
+            config = _kubejoule_config(cluster, nodes, cluster.directory / f"{name}-extender.yaml")
+            ext = _python(["extender", "--listen", f"127.0.0.1:{extender_port}", "--mode", "active",
+                           "--config", str(config)], f"{name}-extender", cluster)
+            served.processes.append(ext)
+            wait_ready(ext, lambda: probe_http("127.0.0.1", extender_port, "/readyz"), READY_TIMEOUT_S)
+        path = cluster.directory / f"{name}-kube-scheduler.yaml"
+        path.write_text(yaml.safe_dump(kube_scheduler_config(cluster, policy, name, extender_port)))
+        port = free_port()
+        process = start(f"{name}-kube-scheduler", [
+            str(bin_dir / "kube-scheduler"), f"--config={path}", "--bind-address=127.0.0.1",
+            f"--secure-port={port}", "--v=1"], cluster.directory / "logs")
+        served.processes.append(process)
+        wait_ready(process, lambda: probe_https_anonymous("127.0.0.1", port, "/healthz"), READY_TIMEOUT_S)
+        return served
+    except BaseException:
+        served.stop()
+        raise

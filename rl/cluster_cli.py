@@ -1,0 +1,71 @@
+"""`kubejoule-rl cluster up|down`: a real control plane on loopback for people and tests.
+
+kubejoule-rl cluster up --dir DIR [--nodes nodes.yaml] [--scheduler-config FILE] [--metrics-server]
+                        [--bin-dir DIR]
+    starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK (and
+    metrics-server, serving metrics.k8s.io from KWOK's emulated kubelets) in the background,
+    creates the node groups' nodes (each group's `count`) and prints the kubeconfig's path as its
+    last line;
+kubejoule-rl cluster down --dir DIR
+    stops them all (logs stay in DIR/logs)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rl.cluster.controlplane import ClusterError, ClusterOptions, down, load, up
+from rl.cluster.processes import ComponentError
+from rl.simulation.scenario import ScenarioError
+
+BIN_ENV = "KUBEJOULE_K8S_BIN"
+
+
+def add_parser(sub: Any) -> None:
+    cluster = sub.add_parser("cluster", help="a real Kubernetes control plane on loopback (KWOK nodes)")
+    verbs = cluster.add_subparsers(dest="cluster_command", required=True)
+    start = verbs.add_parser("up", help="start it; prints the kubeconfig's path last")
+    start.add_argument("--dir", required=True, type=Path, help="where its certificates, data and logs live")
+    start.add_argument("--nodes", type=Path, help="node groups (the simulator's nodes.yaml): each group's count nodes")
+    start.add_argument("--scheduler-config", type=Path, help="a KubeSchedulerConfiguration for kube-scheduler")
+    start.add_argument(
+        "--autoscaler", action="store_true",
+        help="also run cluster-autoscaler (not available: the Go module proxy refuses it; see README)",
+    )
+    start.add_argument(
+        "--metrics-server", action="store_true",
+        help="also run metrics-server behind the aggregation layer (metrics.k8s.io; pods' usage from "
+             "their kwok.x-k8s.io/usage-cpu and usage-memory annotations)",
+    )
+    start.add_argument(
+        "--bin-dir", type=Path, default=os.environ.get(BIN_ENV),
+        help=f"the components' binaries (default ${BIN_ENV}; `make -s k8s-bin-dir` prints it)",
+    )
+    start.add_argument("--timeout", type=float, default=180.0, help="seconds each component may take to be ready")
+    stop = verbs.add_parser("down", help="stop it")
+    stop.add_argument("--dir", required=True, type=Path)
+
+
+def command(args: argparse.Namespace) -> int:
+    try:
+        if args.cluster_command == "down":
+            stopped = down(load(args.dir))
+            print(f"stopped {len(stopped)} components ({', '.join(stopped) or 'none was running'})", file=sys.stderr)
+            return 0
+        if args.bin_dir is None:
+            print(f"kubejoule-rl cluster up: give --bin-dir or set ${BIN_ENV} (`make -s k8s-bin-dir` prints it)",
+                  file=sys.stderr)
+            return 2
+        options = ClusterOptions(args.dir, args.bin_dir, args.nodes, args.scheduler_config, args.autoscaler,
+                                 args.timeout, metrics_server=args.metrics_server)
+        cluster = up(options, progress=lambda m: print(f"cluster: {m}", file=sys.stderr, flush=True))
+    except (ClusterError, ComponentError, ScenarioError) as exc:
+        print(f"kubejoule-rl cluster: {exc}", file=sys.stderr)
+        return 1
+    print(f"cluster: up; logs in {cluster.directory / 'logs'}; stop with: kubejoule-rl cluster down --dir {args.dir}",
+          file=sys.stderr)
+    print(cluster.kubeconfig)
+    return 0

@@ -1,0 +1,12 @@
+"""Reading one node out of an energy_v3 `Outlook`'s columns, as the tests check them."""
+
+from __future__ import annotations
+
+from scheduler.plugins.energy_v3 import NodeOutlook, Outlook
+
+
+def one_node(outlook: Outlook, name: str) -> NodeOutlook:
+    """One node's outlook from an Outlook's columns (None where it is not known)."""
+    ends, unneeded = outlook.nodes([name])
+    end = float(ends[0])
+    return NodeOutlook(None if end != end else end, bool(unneeded[0]))
