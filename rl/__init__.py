@@ -1,2 +1,3 @@
 """kubejoule's cluster energy simulator, its benchmark, gate and learned scorers (`kubejoule-rl`).
-Entry points loose (`cli.py` over `ablation_cli.py` over `benchmark_cli.py`) over simulation → policies → evaluation → learning."""
+Entry points loose (`cli.py` over `ablation_cli.py` over `benchmark_cli.py` and `cluster_cli.py`) over
+simulation → policies → cluster (a real control plane on loopback) → evaluation → learning."""

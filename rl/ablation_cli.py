@@ -24,8 +24,8 @@ from rl.evaluation.ablation import (
     Case,
     ablation_document,
     plan_ablation,
-    write_ablation,
 )
+from rl.evaluation.ablation_report import write_ablation
 from rl.evaluation.parallel import add_options
 
 
@@ -43,7 +43,17 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--nodes", help="with --scenario: node-groups YAML instead of its own")
     parser.add_argument("--trace", help="with --scenario: trace CSV instead of its own")
     parser.add_argument("--pdbs", help="with --scenario: PodDisruptionBudgets YAML instead of its own")
-    parser.add_argument("--seeds", type=int, default=3, help="tie-breaking seeds per row and case (3)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=3,
+        help="seeds per row and case, each its own workload drawn from the trace (3)",
+    )
+    parser.add_argument(
+        "--tie-seeds-only",
+        action="store_true",
+        help="ABLATION, the old behaviour: every seed runs the trace as given, breaking ties only",
+    )
     parser.add_argument(
         "--rows",
         help="comma-separated row labels to run (default every row: "
@@ -97,7 +107,7 @@ def build_plan(args: argparse.Namespace) -> AblationPlan:
     if args.heldout and (args.nodes or args.trace or args.pdbs):
         raise ValueError("--nodes, --trace and --pdbs go with --scenario, not --heldout")
     cases = heldout_cases(args.heldout) if args.heldout else [scenario_case(args)]
-    return plan_ablation(cases, _rows(args.rows), args.seeds)
+    return plan_ablation(cases, _rows(args.rows), args.seeds, not args.tie_seeds_only)
 
 
 def command(args: argparse.Namespace) -> int:

@@ -21,7 +21,10 @@ kubejoule-rl train --algo dqn --minutes M --seed S [--steps N] --out models/dqn.
 kubejoule-rl train --algo mlp --decisions FILE... --out models/mlp.pt
 kubejoule-rl ablation (--scenario NAME | --heldout DIR) [--seeds N] [--rows A,B] --out FILE
                       [--report FILE] [--jobs N] [--shard K/N]
+kubejoule-rl whatif [--scenario NAME] [--policy P] [--seeds N] --out FILE [--report FILE] [--plot PNG]
 kubejoule-rl scenarios
+kubejoule-rl cluster up --dir DIR [--nodes FILE] [--scheduler-config FILE] [--metrics-server]
+kubejoule-rl cluster down --dir DIR
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
-from rl import ablation_cli, benchmark_cli
+from rl import ablation_cli, benchmark_cli, cluster_cli, whatif_cli
 from rl.evaluation import gate_run, merge
 from rl.learning import train_cli
 from rl.simulation import trace_import
@@ -87,7 +90,9 @@ def _build_parser() -> argparse.ArgumentParser:
     gate_run.add_parser(sub)
     ablation_cli.add_parser(sub)
     merge.add_parser(sub)
+    whatif_cli.add_parser(sub)
     train_cli.add_parser(sub)
+    cluster_cli.add_parser(sub)
     return parser
 
 
@@ -151,8 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ablation_cli.command(args)
     if args.command == "merge":
         return merge.command(args)
+    if args.command == "whatif":
+        return whatif_cli.command(args)
     if args.command == "train":
         return train_cli.command(args)
+    if args.command == "cluster":
+        return cluster_cli.command(args)
     return _scenarios()
 
 

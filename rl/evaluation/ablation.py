@@ -10,7 +10,7 @@ rl/policies/scheduling_profiles.py). On a held-out directory each case is planne
 cluster rules (`rl.evaluation.gate_run.gate_cluster`: cluster-autoscaler as it ships, its DaemonSets and
 PDBs, lagging telemetry; the expander each row names), and the table sums the cases.
 
-The table (`ablation_table`), per row: energy (kWh; a case's is its mean over seeds, summed over
+The table (`ablation_table`, rl/evaluation/ablation_report.py with the targets), per row: energy (kWh; a case's is its mean over seeds, summed over
 cases), against the baseline `default@least-waste` and against bin packing with our expander
 `mostallocated@kubejoule` (relative difference of the sums), the share of the oracle gap closed
 (`(E_base − E) / (E_base − E_oracle)` over the sums), the worst case against the baseline (held
@@ -19,10 +19,8 @@ out), mean slowdown (the mean of the cases' means), evictions and pods never sch
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from rl.evaluation.benchmark import (
@@ -33,6 +31,7 @@ from rl.evaluation.benchmark import (
     run_task,
 )
 from rl.evaluation.oracle import OracleBound
+from rl.evaluation.paired import paired_axes, relative_pct
 from rl.evaluation.parallel import run_tasks
 from rl.evaluation.results import results_json
 from rl.simulation.cluster import ClusterModel
@@ -43,7 +42,11 @@ BASELINE = "default@least-waste"
 PACKING = "mostallocated@kubejoule"
 OPERATORS = "mostallocated+highnodeutilization@least-waste"
 # Issue 23's targets, for the recommended setups (`ablation_targets`).
-RECOMMENDED = ("kubejoule@kubejoule", "kubejoule+rebalancer@kubejoule")
+RECOMMENDED = (
+    "profile:{profiles}/ablation-efficiency.yaml@kubejoule",  # issue 33's recommended setup
+    "kubejoule@kubejoule",
+    "kubejoule+rebalancer@kubejoule",
+)
 SAVING_VS_BASELINE_PCT = 25.0
 SAVING_VS_PACKING_PCT = 5.0
 SLOWDOWN_MARGIN_POINTS = 2.0
@@ -166,9 +169,12 @@ class AblationPlan:
         }
 
 
-def plan_ablation(cases: Sequence[Case], rows: Sequence[Row] = ROWS, seeds: int = 3) -> AblationPlan:
-    """Every row on every case with `seeds` seeds; ValueError (a bad row, say) before any
-    simulation."""
+def plan_ablation(
+    cases: Sequence[Case], rows: Sequence[Row] = ROWS, seeds: int = 3, vary_workload: bool = False
+) -> AblationPlan:
+    """Every row on every case with `seeds` seeds (with `vary_workload`, each seed its own
+    workload: rl/simulation/seeded_workload.py); ValueError (a bad row, a trace that cannot
+    vary) before any simulation."""
     if not cases:
         raise ValueError("no cases to run")
     labels = [r.label for r in rows]
@@ -176,7 +182,8 @@ def plan_ablation(cases: Sequence[Case], rows: Sequence[Row] = ROWS, seeds: int 
         raise ValueError("row labels must be unique")
     entries = [resolve(r.entry) for r in rows]
     plans = tuple(
-        plan_benchmark(case.nodes, case.pods, entries, seeds, case.cluster) for case in cases
+        plan_benchmark(case.nodes, case.pods, entries, seeds, case.cluster, (), vary_workload)
+        for case in cases
     )
     return AblationPlan(tuple(rows), seeds, plans, tuple(c.name for c in cases))
 
@@ -233,6 +240,25 @@ def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -
     def energy(key: str) -> list[float]:
         return [d["policies"][key]["energy_kwh"] for d in documents]
 
+    def per_seed(key: str) -> list[float]:
+        """Seed by seed, the row's energy summed over the cases (seeds pair across rows)."""
+        return [r["energy_kwh"] for r in seed_runs(key)]
+
+    def seed_runs(key: str) -> list[dict[str, Any]]:
+        """Seed by seed, the row's runs over the cases: energy, lost CPU-hours and evictions
+        summed, p99 pending time the mean of the cases'."""
+        runs = []
+        for seed in range(plan["seeds"]):
+            cases = [d["policies"][key]["runs"][seed] for d in documents]
+            runs.append({
+                "seed": seed,
+                "energy_kwh": sum(r["energy_kwh"] for r in cases),
+                "lost_cpu_hours": sum(r["lost_cpu_hours"] for r in cases),
+                "evictions": sum(r["evictions"] for r in cases),
+                "pending_seconds_p99": sum(r["pending_seconds_p99"] or 0.0 for r in cases) / len(cases),
+            })
+        return runs
+
     oracle = sum(d["oracle"]["energy_kwh"] for d in documents)
     base = energy(baseline_key) if baseline_key in plan_keys else None
     packing = energy(packing_key) if packing_key in plan_keys else None
@@ -264,6 +290,13 @@ def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -
                 entry["gap_closed_pct"] = round(100.0 * (sum(base) - total) / (sum(base) - oracle), 2)
         if packing is not None and sum(packing) > 0:
             entry["vs_packing_pct"] = round(100.0 * (total - sum(packing)) / sum(packing), 2)
+        # Paired per seed, 95 % intervals (rl/evaluation/paired.py): issue 33.
+        for field, reference in (("vs_baseline", baseline_key), ("vs_packing", packing_key)):
+            if reference in plan_keys:
+                entry[f"{field}_interval_pct"] = relative_pct(per_seed(key), per_seed(reference)).as_json(2)
+        if packing_key in plan_keys:
+            axes = paired_axes(seed_runs(key), seed_runs(packing_key))
+            entry["vs_packing_axes"] = {axis: found.as_json(2) for axis, found in axes.items()}
         table.append(entry)
     return {
         "schema": SCHEMA,
@@ -279,105 +312,6 @@ def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -
 def _mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return round(sum(present) / len(present), 3) if present else None
-
-
-def _cell(value: Any, fmt: str, suffix: str = "") -> str:
-    return "—" if value is None else format(value, fmt) + suffix
-
-
-def ablation_table(document: Mapping[str, Any]) -> str:
-    """The Markdown table of an ablation document (rows in order, then the oracle bound)."""
-    lines = [
-        "| row | entry | energy kWh | vs baseline | vs bin packing | gap closed "
-        "| worst case vs baseline | slowdown mean % | evictions | never scheduled |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for row in document["rows"]:
-        entry = row["entry"].replace("{profiles}/", "")
-        lines.append(
-            f"| {row['label']} | `{entry}` | {row['energy_kwh']:.2f} "
-            f"| {_cell(row['vs_baseline_pct'], '+.1f', ' %')} "
-            f"| {_cell(row['vs_packing_pct'], '+.1f', ' %')} "
-            f"| {_cell(row['gap_closed_pct'], '.1f', ' %')} "
-            f"| {_cell(row['worst_case_vs_baseline_pct'], '+.1f', ' %')} "
-            f"| {_cell(row['slowdown_mean'], '.2f')} | {row['evictions']:g} "
-            f"| {row['never_scheduled']:g} |"
-        )
-    lines.append(f"| oracle bound | | {document['oracle_kwh']:.2f} | | | 100 % | | | | |")
-    return "\n".join(lines)
-
-
-def ablation_targets(document: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
-    """Issue 23's targets for each recommended setup the ablation ran, as (target, measured,
-    met): ≥ 25 % less energy than the baseline and ≥ 5 % less than both bin-packing setups,
-    mean slowdown ≤ the baseline's + 2 points, no more evictions than the baseline's, no pod
-    never scheduled. Empty without the baseline."""
-    rows = {r["entry"]: r for r in document["rows"]}
-    base = rows.get(BASELINE)
-    if base is None:
-        return []
-    targets = []
-    for entry in RECOMMENDED:
-        row = rows.get(entry)
-        if row is None:
-            continue
-        less = -row["vs_baseline_pct"]
-        targets.append((
-            f"{entry} ≥ {SAVING_VS_BASELINE_PCT:g} % less energy than {BASELINE}",
-            f"{_less(less)} ({row['energy_kwh']:.2f} vs {base['energy_kwh']:.2f} kWh)",
-            less >= SAVING_VS_BASELINE_PCT,
-        ))
-        for peer in (PACKING, OPERATORS):
-            other = rows.get(peer)
-            if other is None:
-                continue
-            saving = 100.0 * (other["energy_kwh"] - row["energy_kwh"]) / other["energy_kwh"]
-            targets.append((
-                f"{entry} ≥ {SAVING_VS_PACKING_PCT:g} % less energy than {peer}",
-                f"{_less(saving)} ({row['energy_kwh']:.2f} vs {other['energy_kwh']:.2f} kWh)",
-                saving >= SAVING_VS_PACKING_PCT,
-            ))
-        if row["slowdown_mean"] is not None and base["slowdown_mean"] is not None:
-            margin = row["slowdown_mean"] - base["slowdown_mean"]
-            targets.append((
-                f"{entry} mean slowdown ≤ {BASELINE}'s + {SLOWDOWN_MARGIN_POINTS:g} points",
-                f"{row['slowdown_mean']:.2f} % vs {base['slowdown_mean']:.2f} % ({margin:+.2f} points)",
-                margin <= SLOWDOWN_MARGIN_POINTS + 1e-9,
-            ))
-        targets.append((
-            f"{entry} evictions ≤ {BASELINE}'s (cluster-autoscaler alone)",
-            f"{row['evictions']:g} vs {base['evictions']:g}",
-            row["evictions"] <= base["evictions"],
-        ))
-        targets.append((
-            f"{entry} pods never scheduled: none",
-            f"{row['never_scheduled']:g}",
-            row["never_scheduled"] == 0,
-        ))
-    return targets
-
-
-def _less(pct: float) -> str:
-    """A saving as "N % less", a loss as "N % more"."""
-    return f"{abs(pct):.1f} % {'less' if pct >= 0 else 'more'}"
-
-
-def targets_table(targets: Sequence[tuple[str, str, bool]]) -> str:
-    lines = ["| target | measured | verdict |", "|---|---|---|"]
-    lines += [f"| {t} | {m} | {'met' if ok else 'MISSED'} |" for t, m, ok in targets]
-    return "\n".join(lines)
-
-
-def write_ablation(document: dict[str, Any], out: str, report: str | None) -> None:
-    """The ablation's JSON to `out`, its table (and targets) to `report` and stdout."""
-    Path(out).write_text(json.dumps(document, indent=2) + "\n")
-    table = ablation_table(document)
-    targets = ablation_targets(document)
-    if targets:
-        table += "\n\n" + targets_table(targets)
-    if report:
-        Path(report).write_text(table + "\n")
-    print(table)
 
 
 def merged_ablation(plan: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:

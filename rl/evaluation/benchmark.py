@@ -1,8 +1,11 @@
 """The benchmark harness: every policy × expander × seed on one cluster and trace, against the
 oracle bound.
 
-Seeds drive the policies' random tie-breaking (and the autoscaler's random expander and its
-tie-breaking); the trace is the same for every run. Every policy runs with every expander given;
+Each seed draws its own workload from the trace (`vary_workload`, the CLI's default: arrivals
+jittered, run times resampled per workload, the telemetry's phase; rl/simulation/seeded_workload.py)
+and drives the policies' random tie-breaking (and the autoscaler's random expander and its
+tie-breaking); every policy runs the same workloads, so seeds pair. Without `vary_workload`
+(`--tie-seeds-only`, the ablation of the old behaviour) the trace is the same for every run. Every policy runs with every expander given;
 a policy entry `POLICY@EXPANDER` runs that pair only. Results are keyed `POLICY` when one
 expander (or none: no autoscaler) is run and no entry names one, `POLICY@EXPANDER` otherwise. Per key the results are means
 over seeds:
@@ -35,14 +38,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rl.evaluation.oracle import OracleBound, oracle_bound
+from rl.evaluation.oracle import OracleBound, mean_bound, oracle_bound
 from rl.evaluation.parallel import run_tasks
 from rl.evaluation.progress import ProgressBar
 from rl.policies.catalog import make_policy
 from rl.simulation.autoscaler_model import EXPANDERS
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.seeded_workload import WorkloadDraw, draw_workload
 from rl.simulation.simulator import PowerOffModel, SimResult
+from rl.simulation.view import AttachingPolicy
+from scheduler.domain.cluster_defaults import BOOT_SECONDS
 
 JOULES_PER_KWH = 3.6e6
 PROGRESS_EVERY_DECISIONS = 100
@@ -76,6 +82,9 @@ class RunSummary:
     lost_cpu_seconds: float = 0.0
     disrupted_workloads: int = 0
     deleted_pods: int = 0
+    energy_split_joules: dict[str, float] = field(default_factory=dict)  # energy.ENERGY_PARTS
+    node_seconds: float = 0.0  # nodes on or booting
+    busy_node_seconds: float = 0.0  # nodes running at least one workload pod
 
     @classmethod
     def of(cls, policy: str, seed: int, result: SimResult) -> RunSummary:
@@ -100,6 +109,9 @@ class RunSummary:
             lost_cpu_seconds=result.lost_cpu_seconds,
             disrupted_workloads=result.disrupted_workloads,
             deleted_pods=result.deleted_pods,
+            energy_split_joules=dict(result.energy_split_joules or {}),
+            node_seconds=result.node_seconds,
+            busy_node_seconds=result.busy_node_seconds(),
         )
 
 
@@ -138,9 +150,8 @@ def run_once(
     policy = make_policy(policy_name, nodes, cluster.policy_power_off())
     policy.reset(sim.specs, random.Random(seed))
     label = label or policy_name
-    attach = getattr(policy, "attach", None)
-    if attach is not None:  # a policy that reads more of the cluster (learned: node workloads)
-        attach(sim)
+    if isinstance(policy, AttachingPolicy):  # it reads more of the cluster (learned: node workloads)
+        policy.attach(sim)
     decisions = 0
     if observer is not None:
         observer.start(sim, label, seed)
@@ -191,7 +202,7 @@ def result_keys(policies: Sequence[str], expanders: Sequence[str]) -> list[tuple
 
 
 def oracle_for(nodes: Sequence[NodeSpec], pods: Sequence[PodSpec], cluster: ClusterModel) -> OracleBound:
-    boot_seconds, boot_joules = 120.0, None
+    boot_seconds, boot_joules = BOOT_SECONDS, None
     model = cluster.autoscaler or cluster.power_off
     if model is not None:
         boot_seconds, boot_joules = model.boot_seconds, model.boot_joules
@@ -227,7 +238,23 @@ class BenchmarkPlan:
     seeds: int
     tasks: tuple[RunTask, ...]
     models: dict[str | None, ClusterModel]  # by expander
-    oracle: OracleBound
+    oracle: OracleBound  # the mean over seeds of each seed's workload's bound
+    # Each seed's workload (rl/simulation/seeded_workload.py); empty: the trace for every seed.
+    draws: tuple[WorkloadDraw, ...] = ()
+
+    def pods_of(self, seed: int) -> tuple[PodSpec, ...]:
+        return self.draws[seed].pods if self.draws else self.pods
+
+    def cluster_of(self, expander: str | None, seed: int) -> ClusterModel:
+        """The expander's cluster, its telemetry at the seed's phase."""
+        cluster = self.models[expander]
+        if not self.draws or cluster.telemetry is None:
+            return cluster
+        return replace(cluster, telemetry=replace(cluster.telemetry, phase_s=self.draws[seed].telemetry_phase_s))
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.draws[0].notes if self.draws else ()
 
 
 @dataclass(frozen=True)
@@ -243,11 +270,13 @@ def plan_benchmark(
     seeds: int = 1,
     cluster: ClusterModel | None = None,
     expanders: Sequence[str] = (),
+    vary_workload: bool = False,
 ) -> BenchmarkPlan:
-    """Every policy (× expander, under the autoscaler) × seed. ValueError on bad input, before
-    any simulation."""
+    """Every policy (× expander, under the autoscaler) × seed; with `vary_workload` each seed's
+    own workload (module docstring). ValueError on bad input (CannotVary: a trace with nothing
+    to resample), before any simulation."""
     if seeds < 1:
-        raise ValueError("seeds must be >= 1")
+        raise ValueError(f"--seeds {seeds}: a benchmark needs at least one seed")
     if cluster is None:
         cluster = ClusterModel()
     if (
@@ -270,9 +299,14 @@ def plan_benchmark(
             models[e] = replace(cluster, autoscaler=replace(cluster.autoscaler, expander=e))
     tasks = tuple(RunTask(p, e, k, seed) for p, e, k in runs for seed in range(seeds))
     keys = tuple(k for _, _, k in runs)
-    return BenchmarkPlan(
-        tuple(nodes), tuple(pods), keys, seeds, tasks, models, oracle_for(nodes, pods, cluster)
-    )
+    draws: tuple[WorkloadDraw, ...] = ()
+    if vary_workload:
+        sample_s = cluster.telemetry.sample_seconds if cluster.telemetry is not None else 5.0
+        draws = tuple(draw_workload(pods, seed, sample_s) for seed in range(seeds))
+        oracle = mean_bound([oracle_for(nodes, d.pods, cluster) for d in draws])
+    else:
+        oracle = oracle_for(nodes, pods, cluster)
+    return BenchmarkPlan(tuple(nodes), tuple(pods), keys, seeds, tasks, models, oracle, draws)
 
 
 def run_task(
@@ -283,9 +317,9 @@ def run_task(
 ) -> RunOutcome:
     """One of the plan's simulations (a pool worker's `work`)."""
     result = run_once(
-        plan.nodes, plan.pods, task.policy, task.seed, None, progress,
-        record_timeline=task.seed == 0, cluster=plan.models[task.expander], label=task.key,
-        observer=observer,
+        plan.nodes, plan.pods_of(task.seed), task.policy, task.seed, None, progress,
+        record_timeline=task.seed == 0, cluster=plan.cluster_of(task.expander, task.seed),
+        label=task.key, observer=observer,
     )
     timeline = result.timeline if task.seed == 0 else None
     return RunOutcome(RunSummary.of(task.key, task.seed, result), timeline)
@@ -348,10 +382,13 @@ def run_benchmark(
     expanders: Sequence[str] = (),
     observer: Any = None,
     jobs: int = 1,
+    vary_workload: bool = True,
 ) -> BenchmarkResult:
-    """Every policy (× expander, under the autoscaler) × seed, in `jobs` processes."""
+    """Every policy (× expander, under the autoscaler) × seed, in `jobs` processes; each seed
+    draws its own workload, as `kubejoule-rl benchmark` does by default (`vary_workload=False`:
+    the trace as given, seeds only break ties)."""
     if cluster is None:
         cluster = ClusterModel(power_off=power_off)
-    plan = plan_benchmark(nodes, pods, policies, seeds, cluster, expanders)
+    plan = plan_benchmark(nodes, pods, policies, seeds, cluster, expanders, vary_workload)
     outcomes = run_plan(plan, None, jobs, show_progress, observer)
     return assemble(plan.keys, plan.seeds, plan.oracle, outcomes)

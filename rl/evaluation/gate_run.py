@@ -47,9 +47,10 @@ from rl.simulation.scenario import (
 )
 from rl.simulation.telemetry import TelemetryModel
 from rl.simulation.workloads import WorkloadModel
+from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S
 
-DEFAULT_SCALE_DOWN_UNNEEDED_S = 600.0
-DEFAULT_BOOT_SECONDS = 120.0
+DEFAULT_SCALE_DOWN_UNNEEDED_S = SCALE_DOWN_UNNEEDED_S
+DEFAULT_BOOT_SECONDS = BOOT_SECONDS
 EXPANDER = "kubejoule"
 # The shipped default profile's policy, then bin packing (module docstring).
 SHIPPED_DEFAULT_POLICY = "kubejoule"

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rl.evaluation.ablation import merged_ablation, write_ablation
+from rl.evaluation.ablation import merged_ablation
+from rl.evaluation.ablation_report import write_ablation
 from rl.evaluation.benchmark import RunOutcome, RunSummary, assemble
 from rl.evaluation.gate_run import merged_gate, write_gate
 from rl.evaluation.oracle import OracleBound

@@ -17,7 +17,10 @@ whatever it delays, stretches or restarts:
   (x × C_n)` watts per busy core above the floor (x: the share of the cores the workload pods
   use; a node never serves more than its C_n cores).
 
-So `E ≥ T0 × Σ f_n + W × min_n k_n`. Without DaemonSets and standby power this is the old bound:
+So `E ≥ T0 × Σ f_n + W × min_n k_n`. Split as the simulator splits a run's energy
+(rl/simulation/energy.py): `W × min k` is work, the always-on nodes' `P_n(0) × T0` idle (of
+nodes carrying pods: the bound puts the work on them) and `(P_n(d / C_n) − P_n(0)) × T0`
+DaemonSets, the other nodes' floors standby; the bound has no boots and no empty nodes. Without DaemonSets and standby power this is the old bound:
 with power-off, `f_n = 0` and `k = e*`, the cheapest total watts per busy core of any node at any
 load; always on, `Σ P_n(0) × T0` plus `k*`, the cheapest marginal watts per busy core.
 
@@ -31,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.curves import UTILIZATION_LEVELS
+from common.curves import UTILIZATION_LEVELS
 from rl.simulation.scenario import NodeSpec, PodSpec
+from scheduler.domain.cluster_defaults import BOOT_SECONDS
 
 _LOADS = tuple(u for u in UTILIZATION_LEVELS if u > 0)
 
@@ -44,10 +48,33 @@ class OracleBound:
     horizon_s: float  # T0: the earliest any run can end
     idle_joules: float  # T0 × Σ floors: what the nodes draw whatever the placement
     watts_per_core: float  # min_n k_n
+    # idle_joules split: the always-on nodes' idle and DaemonSet watts, the others' floors.
+    always_on_idle_joules: float = 0.0
+    daemon_joules: float = 0.0
+    standby_joules: float = 0.0
 
     @property
     def energy_kwh(self) -> float:
         return self.energy_joules / 3.6e6
+
+    def split_joules(self) -> dict[str, float]:
+        """The bound by where its energy goes (module docstring; rl/simulation/energy.py's parts)."""
+        return {
+            "work": self.energy_joules - self.idle_joules,
+            "idle_with_pods": self.always_on_idle_joules,
+            "idle_empty": 0.0,
+            "daemonsets": self.daemon_joules,
+            "boots": 0.0,
+            "standby": self.standby_joules,
+        }
+
+
+def mean_bound(bounds: Sequence[OracleBound]) -> OracleBound:
+    """The field-by-field mean of several workloads' bounds (a benchmark's seeds)."""
+    count = len(bounds)
+    return OracleBound(
+        *(sum(getattr(b, f) for b in bounds) / count for f in OracleBound.__dataclass_fields__)
+    )
 
 
 def marginal_rate(node: NodeSpec, floor_watts: float, daemon_cores: float = 0.0) -> float:
@@ -78,7 +105,7 @@ def oracle_bound(
     pods: Sequence[PodSpec],
     power_off: bool,
     daemon_cores: float = 0.0,
-    boot_seconds: float = 120.0,
+    boot_seconds: float = BOOT_SECONDS,
     boot_joules: float | None = None,
 ) -> OracleBound:
     """The bound for the cluster and trace. `power_off`: nodes beyond their group's min_count
@@ -88,13 +115,22 @@ def oracle_bound(
     work = sum(p.work_core_seconds for p in pods)
     horizon = max((p.submit_s + p.duration_s for p in pods), default=0.0)
     floors = []
+    on_idle = on_daemon = 0.0
     rate = float("inf")
     for node in nodes:
         boot_watts = None
         if boot_joules is not None and boot_seconds > 0:
             boot_watts = boot_joules / boot_seconds
-        floor = node_floor_watts(node, not power_off or node.always_on, daemon_cores, boot_watts)
+        always_on = not power_off or node.always_on
+        floor = node_floor_watts(node, always_on, daemon_cores, boot_watts)
         floors.append(floor)
+        if always_on:
+            on_idle += node.curve.watts(0.0)
+            on_daemon += floor - node.curve.watts(0.0)
         rate = min(rate, marginal_rate(node, floor, daemon_cores))
     idle = sum(floors) * horizon
-    return OracleBound(idle + work * rate, work, horizon, idle, rate)
+    standby = idle - (on_idle + on_daemon) * horizon
+    return OracleBound(
+        idle + work * rate, work, horizon, idle, rate, on_idle * horizon, on_daemon * horizon,
+        standby,
+    )

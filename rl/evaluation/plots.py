@@ -1,4 +1,8 @@
-"""PNG plots of a benchmark: cluster power over time per policy, and energy per policy."""
+"""PNG plots of a benchmark (issue 33's picture): energy per policy, sorted, each bar stacked by
+where its energy goes (rl/simulation/energy.py's parts) with its paired 95 % interval against
+the baseline, the baseline, bin packing and the recommended setup marked, the oracle bound's
+split beneath; and cluster power over time (first seed) for those three (every policy with
+`all_timelines`)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from rl.simulation.energy import ENERGY_PARTS
+from rl.simulation.headline import PACKING_REFERENCE, RECOMMENDED
+
+PART_COLOURS = {
+    "work": "#4c72b0",
+    "idle_with_pods": "#dd8452",
+    "idle_empty": "#c44e52",
+    "daemonsets": "#8172b3",
+    "boots": "#937860",
+    "standby": "#bbbbbb",
+}
+PART_LABELS = {
+    "work": "work (pods' dynamic power)",
+    "idle_with_pods": "idle of nodes with pods",
+    "idle_empty": "idle of empty nodes",
+    "daemonsets": "DaemonSets",
+    "boots": "boots",
+    "standby": "standby (off)",
+}
 
 
 def binned_mean_watts(
@@ -31,59 +55,99 @@ def binned_mean_watts(
     return edges[:-1], means
 
 
+def marked_policies(document: Mapping[str, Any]) -> dict[str, str]:
+    """The rows the picture marks, by role, among those the document has."""
+    roles: dict[str, str] = {}
+    baseline = document.get("baseline")
+    for role, key in (("baseline", baseline), ("bin packing", PACKING_REFERENCE), ("recommended", RECOMMENDED)):
+        if key is not None and key in document["policies"]:
+            roles[key] = f"{roles[key]} = {role}" if key in roles else role
+    return roles
+
+
+def _interval_kwh(document: Mapping[str, Any], name: str) -> tuple[float, float] | None:
+    """The paired 95 % interval against the baseline, in kWh about the baseline's mean."""
+    row = document["policies"][name]
+    interval = row.get("paired", {}).get("energy_vs_baseline_pct")
+    baseline = document.get("baseline")
+    if not interval or interval["low"] is None or baseline not in document["policies"]:
+        return None
+    base = document["policies"][baseline]["energy_kwh"]
+    return base * (1 + interval["low"] / 100.0), base * (1 + interval["high"] / 100.0)
+
+
+def _energy_panel(axes: Any, document: Mapping[str, Any], roles: Mapping[str, str]) -> None:
+    rows = document["policies"]
+    names = sorted(rows, key=lambda n: rows[n]["energy_kwh"], reverse=True)
+    labels = [f"{n}  [{roles[n]}]" if n in roles else n for n in names]
+    oracle = document["oracle"]
+    if oracle.get("split_kwh"):
+        labels.insert(0, "oracle bound")
+    positions = np.arange(len(labels))
+    left = np.zeros(len(labels))
+    for part in ENERGY_PARTS:
+        values = [oracle["split_kwh"][part]] if oracle.get("split_kwh") else []
+        values += [(rows[n].get("energy_split_kwh") or {}).get(part) or 0.0 for n in names]
+        axes.barh(positions, values, left=left, color=PART_COLOURS[part], label=PART_LABELS[part], height=0.7)
+        left += np.array(values)
+    offset = 1 if oracle.get("split_kwh") else 0
+    for position, name in enumerate(names, start=offset):
+        energy = rows[name]["energy_kwh"]
+        interval = _interval_kwh(document, name)
+        if interval is not None and name != document.get("baseline"):
+            axes.plot(interval, [position, position], color="black", linewidth=2)
+        vs = rows[name].get("paired", {}).get("energy_vs_baseline_pct")
+        text = f"{energy:.2f} kWh"
+        if vs and vs["low"] is not None and name != document.get("baseline"):
+            text += f"  {vs['mean']:+.1f} % [{vs['low']:+.1f}, {vs['high']:+.1f}]"
+        axes.annotate(text, (max(energy, *(interval or ())) , position), xytext=(4, 0),
+                      textcoords="offset points", va="center", fontsize="small")
+    axes.set_yticks(positions, labels, fontsize="small")
+    for tick, label in zip(axes.get_yticklabels(), labels, strict=True):
+        if "[" in label:
+            tick.set_fontweight("bold")
+    axes.set_xlabel("energy (kWh, mean over seeds; black: paired 95 % interval vs the baseline)")
+    axes.set_title("Energy per policy, by where it goes (sorted; oracle bound at the bottom)")
+    axes.set_xlim(0, max(left) * 1.35)
+    # Below the axes, in rows: beside them it would cover the labels of the best rows.
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3, fontsize="small")
+    axes.grid(axis="x", alpha=0.3)
+
+
 def plot_benchmark(
     document: Mapping[str, Any],
     timelines: Mapping[str, Sequence[tuple[float, float]]],
     path: str | Path,
     bin_s: float = 900.0,
+    all_timelines: bool = False,
 ) -> None:
-    """Write a PNG with two panels: power over time (first seed) and energy per policy."""
+    """Write a PNG with two panels: energy per policy (module docstring) and power over time."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    policies = list(document["policies"])
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 8), constrained_layout=True)
-    for name in policies:
+    roles = marked_policies(document)
+    count = len(document["policies"]) + 1
+    fig, (bottom, top) = plt.subplots(
+        2, 1, figsize=(13, 5 + 0.38 * count), height_ratios=[0.38 * count, 4],
+        constrained_layout=True,
+    )
+    _energy_panel(bottom, document, roles)
+    shown = list(document["policies"]) if all_timelines else [n for n in document["policies"] if n in roles]
+    for name in shown:
         timeline = timelines.get(name)
         if not timeline:
             continue
         end_s = document["policies"][name]["runs"][0]["end_s"]
         starts, means = binned_mean_watts(timeline, end_s, bin_s)
-        top.step(starts / 3600.0, means / 1000.0, where="post", label=name, linewidth=1.2)
+        label = f"{name} ({roles[name]})" if name in roles else name
+        top.step(starts / 3600.0, means / 1000.0, where="post", label=label, linewidth=1.4)
     top.set_xlabel("time (h)")
     top.set_ylabel(f"cluster power (kW, {bin_s / 60:.0f}-min mean)")
     top.set_title("Cluster power over time (seed 0)")
     top.grid(alpha=0.3)
-    # Legend beside the axes: inside, a dozen policies hide the peak hours they describe.
-    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0)
-
-    energies = [document["policies"][n]["energy_kwh"] for n in policies]
-    bars = bottom.bar(policies, energies, color="tab:blue", alpha=0.8)
-    for bar, name in zip(bars, policies, strict=True):
-        runs = document["policies"][name]["runs"]
-        low = min(r["energy_kwh"] for r in runs)
-        high = max(r["energy_kwh"] for r in runs)
-        middle = bar.get_x() + bar.get_width() / 2
-        bottom.plot([middle, middle], [low, high], color="black", linewidth=1)
-        bottom.annotate(
-            f"{bar.get_height():.1f}",
-            (middle, bar.get_height()),
-            ha="center",
-            va="bottom",
-            fontsize="small",
-        )
-    oracle = document["oracle"]["energy_kwh"]
-    bottom.axhline(oracle, color="tab:red", linestyle="--", label=f"oracle bound {oracle:.1f} kWh")
-    bottom.set_ylabel("energy (kWh, mean over seeds; line = min–max)")
-    bottom.set_title("Energy per policy")
-    bottom.set_ylim(0, max(energies + [oracle]) * 1.2)  # headroom: the legend above the bars
-    bottom.legend(loc="upper right", fontsize="small")
-    bottom.grid(axis="y", alpha=0.3)
-    if len(policies) > 6:  # long POLICY@EXPANDER names: slanted, so they do not overlap
-        bottom.tick_params(axis="x", labelrotation=30, labelsize="small")
-        for label in bottom.get_xticklabels():
-            label.set_horizontalalignment("right")
-    fig.savefig(Path(path), dpi=110)
+    if top.get_legend_handles_labels()[0]:
+        top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0)
+    fig.savefig(Path(path), dpi=100)
     plt.close(fig)

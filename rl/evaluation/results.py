@@ -1,6 +1,13 @@
 """The benchmark's results document (`kubejoule.rl-benchmark/v1`): per results key the means over
 seeds and each seed's run, against the baseline and the oracle bound (the fields are described
-in rl/evaluation/benchmark.py's docstring and docs/rl.md)."""
+in rl/evaluation/benchmark.py's docstring and docs/rl.md).
+
+Issue 33 extends it (nothing is removed or renamed): per key `energy_split_kwh` (where the
+energy goes, rl/simulation/energy.py's parts, mean over seeds; per run too) and `node_hours`;
+`paired` — the paired per-seed differences with 95 % intervals (rl/evaluation/paired.py):
+`energy_vs_baseline_pct` against the baseline, and `vs_packing` (energy %, lost CPU-hours,
+evictions, p99 pending seconds) against bin packing with our expander (`PACKING_REFERENCE`)
+when it ran; the oracle's `split_kwh`."""
 
 from __future__ import annotations
 
@@ -9,7 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkResult
+from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkResult, RunSummary
+from rl.evaluation.paired import paired_axes, relative_pct
+from rl.simulation.energy import ENERGY_PARTS
+from rl.simulation.headline import PACKING_REFERENCE
 
 SCHEMA = "kubejoule.rl-benchmark/v1"
 
@@ -29,6 +39,32 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def _split_kwh(runs: Sequence[RunSummary]) -> dict[str, float | None] | None:
+    if not runs or not all(r.energy_split_joules for r in runs):
+        return None
+    return {
+        part: _round(_mean([r.energy_split_joules[part] / JOULES_PER_KWH for r in runs]))
+        for part in ENERGY_PARTS
+    }
+
+
+def add_paired(policies: dict[str, Any], baseline: str | None) -> None:
+    """Each row's `paired` block (module docstring), from its runs and the references' runs."""
+    for row in policies.values():
+        paired: dict[str, Any] = {}
+        if baseline is not None:
+            base = {r["seed"]: r["energy_kwh"] for r in policies[baseline]["runs"]}
+            runs = [r for r in row["runs"] if r["seed"] in base]
+            if runs and all(base[r["seed"]] for r in runs):
+                paired["energy_vs_baseline_pct"] = relative_pct(
+                    [r["energy_kwh"] for r in runs], [base[r["seed"]] for r in runs]
+                ).as_json()
+        if PACKING_REFERENCE in policies:
+            axes = paired_axes(row["runs"], policies[PACKING_REFERENCE]["runs"])
+            paired["vs_packing"] = {axis: interval.as_json() for axis, interval in axes.items()}
+        row["paired"] = paired
 
 
 def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -64,6 +100,8 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
             "disrupted_workloads": _round(_mean([float(r.disrupted_workloads) for r in runs]), 2),
             "deleted_pods": _round(_mean([float(r.deleted_pods) for r in runs]), 2),
             "below_oracle": any(r.energy_joules < oracle_j for r in runs),
+            "energy_split_kwh": _split_kwh(runs),
+            "node_hours": _round(_mean([r.node_seconds / 3600.0 for r in runs]), 2),
             "runs": [
                 {
                     "seed": r.seed,
@@ -83,10 +121,13 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
                     "lost_cpu_hours": _round(r.lost_cpu_seconds / 3600.0, 3),
                     "disrupted_workloads": r.disrupted_workloads,
                     "deleted_pods": r.deleted_pods,
+                    "energy_split_kwh": _split_kwh([r]),
+                    "node_hours": _round(r.node_seconds / 3600.0, 3),
                 }
                 for r in runs
             ],
         }
+    add_paired(policies, baseline)
     bound = result.oracle
     return {
         "schema": SCHEMA,
@@ -105,6 +146,7 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
             "work_core_hours": _round(bound.work_core_seconds / 3600.0, 3),
             "watts_per_core": _round(bound.watts_per_core, 4),
             "horizon_s": _round(bound.horizon_s, 3),
+            "split_kwh": {k: _round(v / JOULES_PER_KWH) for k, v in bound.split_joules().items()},
         },
     }
 
@@ -114,17 +156,32 @@ def write_results(
     out: str,
     plot: str | None = None,
     timelines: dict[str, list[tuple[float, float]]] | None = None,
+    all_timelines: bool = False,
 ) -> None:
     """Write the results document to `out` (and the plots to `plot`, which need the runs'
     timelines); print the table and, for the headline's runs, the targets."""
-    from rl.evaluation.report import format_table, format_targets, has_headline, headline_targets
+    from rl.evaluation.report import (
+        format_packing_table,
+        format_split_table,
+        format_table,
+        format_targets,
+        has_headline,
+        headline_targets,
+    )
 
     Path(out).write_text(json.dumps(document, indent=2) + "\n")
     if plot:
         from rl.evaluation.plots import plot_benchmark
 
-        plot_benchmark(document, timelines or {}, plot)
+        plot_benchmark(document, timelines or {}, plot, all_timelines=all_timelines)
     print(format_table(document))
+    print()
+    print("Where the energy goes (kWh, mean over seeds):")
+    print(format_split_table(document))
+    packing = format_packing_table(document)
+    if packing.count("\n") > 1:
+        print()
+        print(packing)
     if has_headline(document):
         print()
         print(format_targets(headline_targets(document)))

@@ -59,7 +59,7 @@ from typing import Any
 
 import yaml
 
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.scenario import NodeSpec, scenario_path
 from rl.simulation.simulator import PowerOffModel
 from scheduler.config.parse import ConfigError, ScorerConfig, config_from_dict
 from scheduler.config.registry import PluginContext, score_entries
@@ -227,8 +227,11 @@ def load_profile_file(
 ) -> ProfileSetup:
     if not path:
         raise ProfileFileError(f"give a file: {PROFILE_POLICY}FILE")
+    file = Path(path)
+    if not file.exists() and file.name == path and scenario_path(path).exists():
+        file = scenario_path(path)  # a bare name: a profile bundled in rl/scenarios/
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yaml.safe_load(file.read_text())
     except OSError as exc:
         raise ProfileFileError(f"cannot read profile file {path}: {exc}") from exc
     except yaml.YAMLError as exc:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.simulation.autoscaler_model import EXPANDERS, AutoscalerModel
 from rl.simulation.node import BOOTING, OFF, ClusterAPI
 from rl.simulation.scaledown import ScaleDown, fits

@@ -7,6 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from scheduler.domain.cluster_defaults import (
+    BOOT_SECONDS,
+    MAX_POD_EVICTION_S,
+    SCALE_DOWN_DELAY_AFTER_ADD_S,
+    SCALE_DOWN_DELAY_AFTER_FAILURE_S,
+    SCALE_DOWN_UNNEEDED_S,
+    SCAN_INTERVAL_S,
+)
+
 EXPANDERS = ("random", "least-waste", "most-pods", "priority", "kubejoule")
 DEFAULT_EXPANDER = "least-waste"
 
@@ -16,20 +25,20 @@ class AutoscalerModel:
     """cluster-autoscaler's settings; every default is its shipped one (the docstrings of
     rl/simulation/autoscaler.py and rl/simulation/scaledown.py)."""
 
-    scan_interval_s: float = 10.0  # --scan-interval
+    scan_interval_s: float = SCAN_INTERVAL_S  # --scan-interval
     expander: str = DEFAULT_EXPANDER  # --expander
-    boot_seconds: float = 120.0
+    boot_seconds: float = BOOT_SECONDS
     boot_joules: float | None = None  # None: boot seconds × the node's full-load watts
-    scale_down_unneeded_s: float = 600.0  # --scale-down-unneeded-time
+    scale_down_unneeded_s: float = SCALE_DOWN_UNNEEDED_S  # --scale-down-unneeded-time
     utilization_threshold: float | None = 0.5  # --scale-down-utilization-threshold; None: only
     #                                            empty nodes (the old_defaults ablation)
     ignore_daemonsets_utilization: bool = False  # --ignore-daemonsets-utilization
-    delay_after_add_s: float = 600.0  # --scale-down-delay-after-add
+    delay_after_add_s: float = SCALE_DOWN_DELAY_AFTER_ADD_S  # --scale-down-delay-after-add
     delay_after_delete_s: float = 0.0  # --scale-down-delay-after-delete
-    delay_after_failure_s: float = 180.0  # --scale-down-delay-after-failure
+    delay_after_failure_s: float = SCALE_DOWN_DELAY_AFTER_FAILURE_S  # --scale-down-delay-after-failure
     max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
     max_drain_parallelism: int = 1  # --max-drain-parallelism
-    max_pod_eviction_s: float = 120.0  # --max-pod-eviction-time
+    max_pod_eviction_s: float = MAX_POD_EVICTION_S  # --max-pod-eviction-time
 
     def __post_init__(self) -> None:
         if self.scan_interval_s <= 0:

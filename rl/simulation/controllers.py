@@ -15,6 +15,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rl.simulation.view import AttachingPolicy
+
 if TYPE_CHECKING:
     from rl.simulation.scenario import NodeSpec
     from rl.simulation.simulator import Policy, Simulation
@@ -82,9 +84,8 @@ class ControlledPolicy:
         return self.base.choose(*args, **kwargs)
 
     def attach(self, sim: Simulation) -> None:
-        attach = getattr(self.base, "attach", None)
-        if attach is not None:
-            attach(sim)
+        if isinstance(self.base, AttachingPolicy):
+            self.base.attach(sim)
         self.controllers = [make_controller(name) for name in self.controller_names]
         for controller in self.controllers:
             controller.attach(sim)

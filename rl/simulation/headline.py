@@ -7,6 +7,11 @@ BEFORE_7631 = "default@random"
 KUBEJOULE = "kubejoule@kubejoule"
 EXTENDER = "default+extender:5@kubejoule"
 PACKING = "mostallocated@least-waste"
+# Bin packing with our expander: what the recommended setup must never be worse than (issue 33).
+PACKING_REFERENCE = "mostallocated@kubejoule"
+# The setup the README recommends (issue 33: not worse than PACKING_REFERENCE on any axis): the
+# energy plugin's efficiency lever alone (rl/scenarios/kubejoule-efficiency.yaml) with our expander.
+RECOMMENDED = "profile:kubejoule-efficiency.yaml@kubejoule"
 REBALANCED = "kubejoule+rebalancer@kubejoule"
 OPERATORS_PACKING = "mostallocated+highnodeutilization@least-waste"
 HEADLINE_POLICIES = (
@@ -15,6 +20,7 @@ HEADLINE_POLICIES = (
     "default@kubejoule",
     "kubejoule@least-waste",
     KUBEJOULE,
+    RECOMMENDED,
     "default+extender:1@kubejoule",
     EXTENDER,
     "default+extender:12@kubejoule",

@@ -9,6 +9,7 @@ handlers, called by its event loop and by the actions (rl/simulation/actions.py)
 
 from __future__ import annotations
 
+from rl.simulation.energy import BOOTS, STANDBY, ready_node_power, split_watts
 from rl.simulation.events import COMPLETE, POWER_OFF
 from rl.simulation.node import OFF, ON, SimNode
 from rl.simulation.simrecords import PodOutcome
@@ -24,7 +25,12 @@ class NodeLifecycle(SimulationState):
     # -- per-node bookkeeping --------------------------------------------------------------------
 
     def _set_power(self, node: SimNode, watts: float) -> None:
-        self.energy.set_power(node, watts, self.now, self._nodes)
+        """A node that is off or booting draws `watts` (standby, a boot's)."""
+        split = split_watts(watts, STANDBY if node.state == OFF else BOOTS)
+        self._draw(node, watts, split)
+
+    def _draw(self, node: SimNode, watts: float, split: tuple[float, ...]) -> None:
+        self.energy.set_power(node, watts, self.now, self._nodes, split, node.state != OFF)
         self.recorder.record(self._index(node), self.now, node.state == ON, node.utilization, watts)
 
     def _progress(self, node: SimNode) -> None:
@@ -47,7 +53,11 @@ class NodeLifecycle(SimulationState):
 
     def _update_power(self, node: SimNode) -> None:
         if node.state == ON:
-            self._set_power(node, node.spec.curve.watts(node.utilization))
+            watts, split = ready_node_power(
+                node.spec.curve, node.cores, node.usage_cores, self._daemon_usage,
+                bool(node.daemon_pods), not node.empty,
+            )
+            self._draw(node, watts, split)
 
     def _arm_power_off(self, node: SimNode) -> None:
         if (

@@ -54,6 +54,12 @@ class SimNode:
     daemon_pods: int = 0
     power_watts: float = 0.0
     energy_joules: float = 0.0
+    # Its watts and joules by where they go (rl/simulation/energy.py, ENERGY_PARTS), and the
+    # time it was on or booting.
+    split_watts: tuple[float, ...] = ()
+    split_joules: list[float] = field(default_factory=list)  # filled on its first settle
+    powered: bool = False
+    powered_seconds: float = 0.0
     last_energy_s: float = 0.0
     last_progress_s: float = 0.0
     version: int = 0  # bumps on every change; stale completion/power-off events are skipped

@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.simulation.headline import HEADLINE_POLICIES
 from rl.simulation.kubeobjects import GIB_BYTES, pod_object
 from rl.simulation.traces import (  # noqa: F401  (re-exported: the trace format's names)
@@ -50,6 +50,7 @@ from rl.simulation.traces import (  # noqa: F401  (re-exported: the trace format
     parse_trace,
 )
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
+from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S, SCAN_INTERVAL_S
 from scheduler.domain.model import NodeInfo, PodInfo, Resources
 
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
@@ -232,11 +233,11 @@ class Scenario:
     trace_file: str
     description: str
     power_off_after_s: float | None = None  # the visible-power-off ablation
-    boot_seconds: float = 120.0
+    boot_seconds: float = BOOT_SECONDS
     boot_joules: float | None = None
     autoscaler: bool = False  # cluster-autoscaler semantics (rl/simulation/autoscaler.py)
-    scan_interval_s: float = 10.0
-    scale_down_unneeded_s: float = 600.0
+    scan_interval_s: float = SCAN_INTERVAL_S
+    scale_down_unneeded_s: float = SCALE_DOWN_UNNEEDED_S
     daemonsets_file: str = DEFAULT_DAEMONSETS_FILE
     policies: tuple[str, ...] = ()  # run when --policies is not given (else every builtin)
     pdbs_file: str | None = None  # the trace's PodDisruptionBudgets
@@ -263,8 +264,8 @@ SCENARIOS: dict[str, Scenario] = {
             "trace-heterogeneous.csv",
             "ABLATION (the old headline): the heterogeneous cluster with powered-off nodes "
             "visible to the scheduler; a node empty for 10 min powers off, boots in 120 s.",
-            power_off_after_s=600.0,
-            boot_seconds=120.0,
+            power_off_after_s=SCALE_DOWN_UNNEEDED_S,
+            boot_seconds=BOOT_SECONDS,
         ),
         Scenario(
             "heterogeneous-autoscaler",
@@ -275,7 +276,21 @@ SCENARIOS: dict[str, Scenario] = {
             "as it ships (10 s scans, least-waste, utilization scale-down at 0.5 after 10 min "
             "unneeded, 10 min after a scale-up), the services' PDBs, boots of 120 s.",
             autoscaler=True,
-            boot_seconds=120.0,
+            boot_seconds=BOOT_SECONDS,
+            policies=HEADLINE_POLICIES,
+            pdbs_file="trace-heterogeneous-pdbs.yaml",
+        ),
+        Scenario(
+            "modern-autoscaler",
+            "modern-autoscaler.yaml",
+            "trace-heterogeneous.csv",
+            "The headline on servers people run now: node groups from SPECpower_ssj2008 results "
+            "published 2023-2024 (EPYC 9654P, Xeon 8581V, Xeon 6414U, EPYC 4584PX; linear "
+            "between the published idle and 100 % points) beside a 2019 Cascade Lake group "
+            "(one node always on); trace, PDBs, DaemonSets and cluster-autoscaler as "
+            "heterogeneous-autoscaler's, so only the hardware differs.",
+            autoscaler=True,
+            boot_seconds=BOOT_SECONDS,
             policies=HEADLINE_POLICIES,
             pdbs_file="trace-heterogeneous-pdbs.yaml",
         ),

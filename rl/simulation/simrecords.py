@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rl.simulation.scenario import NodeSpec, PodSpec
+from scheduler.domain.cluster_defaults import BOOT_SECONDS
 from scheduler.domain.model import NodeState, PodInfo
 
 
@@ -16,7 +17,7 @@ class PowerOffModel:
     stay visible; placing a pod on an off node boots it."""
 
     after_seconds: float
-    boot_seconds: float = 120.0
+    boot_seconds: float = BOOT_SECONDS
     # None: boot_seconds × the node's full-load watts (a boot keeps the machine busy).
     boot_joules: float | None = None
 
@@ -25,9 +26,6 @@ class PowerOffModel:
             raise ValueError("power-off and boot times must be >= 0")
         if self.boot_joules is not None and self.boot_joules < 0:
             raise ValueError("boot_joules must be >= 0")
-
-    def joules_for(self, node: NodeSpec) -> float:
-        return boot_joules_for(node, self.boot_seconds, self.boot_joules)
 
 
 def boot_joules_for(node: NodeSpec, boot_seconds: float, boot_joules: float | None) -> float:
@@ -92,9 +90,32 @@ class SimResult:
     deleted_pods: int = 0
     lost_cpu_seconds: float = 0.0
     disrupted_workloads: int = 0
+    # Where the energy went (rl/simulation/energy.py, ENERGY_PARTS: joules each, summing to
+    # energy_joules) and the node-seconds nodes were on or booting.
+    energy_split_joules: dict[str, float] | None = None
+    node_seconds: float = 0.0
 
     def slowdowns(self) -> list[float]:
         return [o.slowdown for o in self.outcomes]
 
     def pending_seconds(self) -> list[float]:
         return [o.pending_s for o in self.outcomes]
+
+    def busy_node_seconds(self) -> float:
+        """Σ over nodes of the time it ran at least one (finished) workload pod: the union of
+        its pods' start–finish intervals."""
+        spans: dict[str, list[tuple[float, float]]] = {}
+        for o in self.outcomes:
+            spans.setdefault(o.node, []).append((o.start_s, o.finish_s))
+        total = 0.0
+        for intervals in spans.values():
+            intervals.sort()
+            start, end = intervals[0]
+            for a, b in intervals[1:]:
+                if a > end:
+                    total += end - start
+                    start, end = a, b
+                else:
+                    end = max(end, b)
+            total += end - start
+        return total

@@ -57,6 +57,7 @@ from collections.abc import Callable, Sequence
 
 from rl.simulation.actions import ClusterActions
 from rl.simulation.autoscaler import Autoscaler
+from rl.simulation.energy import total_split
 from rl.simulation.events import ARRIVAL, BOOT_DONE, COMPLETE, PERIODIC, SCAN
 from rl.simulation.node import BOOTING, OFF, ON, SimNode
 from rl.simulation.simrecords import (
@@ -248,10 +249,6 @@ class Simulation(ClusterActions, SchedulerView):
         """Pods finished so far, in finishing order (read-only view)."""
         return tuple(self._outcomes)
 
-    def completed_since(self, start: int) -> list[PodOutcome]:
-        """Pods finished after the first `start` of them, in finishing order."""
-        return self._outcomes[start:]
-
     @property
     def completed_count(self) -> int:
         return len(self._outcomes)
@@ -275,4 +272,6 @@ class Simulation(ClusterActions, SchedulerView):
             deleted_pods=self.ledger.deleted_pods,
             lost_cpu_seconds=self.ledger.lost_cpu_seconds,
             disrupted_workloads=self.ledger.disrupted_workloads,
+            energy_split_joules=total_split(self._nodes),
+            node_seconds=sum(n.powered_seconds for n in self._nodes),
         )

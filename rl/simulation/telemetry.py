@@ -1,10 +1,10 @@
 """Telemetry as the scheduler sees it in the simulator.
 
 A real scheduler reads a node's utilization and watts from its telemetry store, which holds the
-agents' latest samples as of its last refresh: agents sample every `sample_seconds` (at 0, S,
-2S, …; the agent's default interval is 5 s) and the store refreshes every `refresh_seconds` (at
+agents' latest samples as of its last refresh: agents sample every `sample_seconds` (at φ, φ + S,
+φ + 2S, …, φ the phase, 0 unless a seed draws it; the agent's default interval is 5 s) and the store refreshes every `refresh_seconds` (at
 0, R, 2R, …; the scheduler's default `refresh_seconds` is 5). So at time t the scheduler sees
-the sample taken at `s = ⌊⌊t / R⌋ R / S⌋ S`. Pods bound since that sample are not in it; the
+the sample taken at `s = ⌊(⌊t / R⌋ R − φ) / S⌋ S + φ`. Pods bound since that sample are not in it; the
 scheduler's cluster cache adds their CPU requests as `cpu_since_sample_cores` (a pod counts when
 it was placed after the sample, `placed_at > sample_time`, as scheduler/cluster/cache.py counts
 it). A node that was not running at `s` (off, booting) has no sample: its telemetry is missing.
@@ -37,15 +37,24 @@ _GRID_EPSILON = 1e-9
 class TelemetryModel:
     sample_seconds: float = 5.0
     refresh_seconds: float = 5.0
+    # The agents sample at phase, phase + S, … (a seed's draw, rl/simulation/seeded_workload.py;
+    # 0: in step with the store's refreshes). Before the first sample the store has none.
+    phase_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.sample_seconds > 0 and self.refresh_seconds > 0):
             raise ValueError("sample and refresh intervals must be > 0")
+        if not 0.0 <= self.phase_s < self.sample_seconds:
+            raise ValueError("the sample phase must be in [0, sample seconds)")
 
     def visible_sample_time(self, now: float) -> float:
-        """The time of the sample the scheduler sees at `now`."""
+        """The time of the sample the scheduler sees at `now` (negative: none yet)."""
         refreshed = math.floor(now / self.refresh_seconds + _GRID_EPSILON) * self.refresh_seconds
-        return math.floor(refreshed / self.sample_seconds + _GRID_EPSILON) * self.sample_seconds
+        since_phase = refreshed - self.phase_s
+        return (
+            math.floor(since_phase / self.sample_seconds + _GRID_EPSILON) * self.sample_seconds
+            + self.phase_s
+        )
 
 
 class TelemetryRecorder:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from rl.simulation.node import ON, SimNode
 from rl.simulation.scenario import NodeSpec
@@ -36,6 +36,14 @@ class Policy(Protocol):
         now: float,
         candidates: Sequence[NodeState] = (),
     ) -> str: ...
+
+
+@runtime_checkable
+class AttachingPolicy(Policy, Protocol):
+    """A policy that reads more of the run than its requests (a learned policy: the nodes'
+    workloads; a policy with controllers: starts them): `attach(sim)` before the first pod."""
+
+    def attach(self, sim: SimulationState) -> None: ...  # the Simulation
 
 
 class SchedulerView(SimulationState):
@@ -117,6 +125,3 @@ class SchedulerView(SimulationState):
     def node_watts(self, name: str) -> float:
         """The node's power now (exact, as RAPL would measure it; the decision log's outcomes)."""
         return self._by_name[name].power_watts
-
-    def power_state(self, name: str) -> str:
-        return self._by_name[name].state

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rl.simulation.traces import Budget, PdbSpec, PodSpec
@@ -218,7 +218,3 @@ class PodLedger:
             return None
         healthy = sum(1 for i in self._running.get(pdb.workload, ()) if self._ready_at[i] <= now)
         return disruptions_allowed(pdb, self._existing.get(pdb.workload, 0), healthy)
-
-
-def workload_names(pods: Iterable[PodSpec]) -> list[str]:
-    return sorted({p.workload for p in pods if p.workload is not None})

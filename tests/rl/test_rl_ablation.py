@@ -121,7 +121,7 @@ def test_bad_input_exits_2_saying_why(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_issue_23_targets_are_judged_for_the_recommended_setups() -> None:
-    from rl.evaluation.ablation import ablation_targets
+    from rl.evaluation.ablation_report import ablation_targets
 
     def row(entry: str, kwh: float, slowdown: float = 1.0, evictions: float = 10,
             never: float = 0) -> dict:

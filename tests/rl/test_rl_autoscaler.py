@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.evaluation.benchmark import run_once
 from rl.policies.catalog import BUILTIN_POLICIES
 from rl.simulation.autoscaler import ScaleUpOption, least_waste_score

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.evaluation.benchmark import ClusterModel, run_once
 from rl.policies.catalog import make_policy
 from rl.simulation.controllers import ControlledPolicy, split_controllers

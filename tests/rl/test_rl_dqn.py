@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.cli import main
 from rl.learning.dqn.episodes import Episode, RewardConfig
 from rl.learning.dqn.network import RowMLP, masked_argmax, save_checkpoint

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.learning.env import ClusterSchedulingEnv, EnvConfig
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel

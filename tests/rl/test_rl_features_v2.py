@@ -11,7 +11,7 @@ from statistics import median
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.scheduling_profiles import heuristic_energy
 from rl.simulation.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.evaluation.gate_run import gate_cluster
 from rl.learning.dqn.credit import RewardConfig, fork_cost
 from rl.policies.catalog import make_policy

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.policies.hindsight import HindsightPredictor
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import Simulation

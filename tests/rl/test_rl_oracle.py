@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.evaluation.benchmark import oracle_for, run_once
 from rl.evaluation.oracle import oracle_bound
 from rl.policies.catalog import BUILTIN_POLICIES

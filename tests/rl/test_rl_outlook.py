@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.outlook_sim import SimulationOutlook
 from rl.policies.profile_policy import ProfilePolicy
@@ -15,7 +15,8 @@ from rl.simulation.simulator import Simulation
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import SHIPPED_ENERGY_WEIGHT, SHIPPED_PACKING_WEIGHT
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_v3 import SHIPPED_LEVERS, one_node
+from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
+from tests.helpers.outlook import one_node
 
 NODES = [NodeSpec("a", "g1", 8, 16, PowerCurve.linear(50.0, 150.0)),
          NodeSpec("b", "g2", 8, 16, PowerCurve.linear(50.0, 150.0), ordinal=1)]

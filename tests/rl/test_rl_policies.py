@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.policies.catalog import BUILTIN_POLICIES, PluginPolicy, RoundRobinPolicy, make_policy
 from rl.simulation.scenario import NodeSpec
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources

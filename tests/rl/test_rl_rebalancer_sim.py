@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.simulation.rebalancer_sim import RebalancerController
 from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
 from rl.simulation.simulator import Simulation

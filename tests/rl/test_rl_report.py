@@ -117,7 +117,7 @@ def test_the_headline_scenario_as_an_ablation_runs_its_schedulers_without_expand
     )
     assert code == 0, capsys.readouterr().err
     assert list(json.loads(out.read_text())["policies"]) == [
-        "default", "kubejoule", "default+extender:1", "default+extender:5", "default+extender:12",
+        "default", "kubejoule", "profile:kubejoule-efficiency.yaml", "default+extender:1", "default+extender:5", "default+extender:12",
         "heuristic", "mostallocated", "peaks", "trimaran", "mostallocated+highnodeutilization",
         "kubejoule+rebalancer",
     ]

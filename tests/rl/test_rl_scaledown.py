@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.scenario import NodeSpec, PdbSpec, PodSpec
 from rl.simulation.simulator import SimResult, Simulation

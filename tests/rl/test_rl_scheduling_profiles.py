@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.profile_policy import ProfilePolicy
 from rl.policies.scheduling_profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError

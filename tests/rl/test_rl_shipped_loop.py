@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.curves import PowerCurve
 from benchmarks.harness.standalone_objects import node
+from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.profile_policy import ProfilePolicy
 from rl.simulation.autoscaler_model import AutoscalerModel

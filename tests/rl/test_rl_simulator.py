@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from agent.curves import PowerCurve
+from common.curves import PowerCurve
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.simulator import PowerOffModel, Simulation
 from scheduler.domain.model import NodeState, PodInfo

@@ -33,12 +33,14 @@ from rl.simulation.scenario import (
 )
 from rl.simulation.simulator import PlacementRequest, PowerOffModel
 from rl.simulation.tracegen import FAMILIES
+from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S
 from scheduler.learning.features_v3 import candidate_matrix_v3
 from scheduler.plugins.energy import EnergyPlugin
 
 
 def training_cluster(
-    autoscaler: bool = True, unneeded_seconds: float = 600.0, boot_seconds: float = 120.0
+    autoscaler: bool = True, unneeded_seconds: float = SCALE_DOWN_UNNEEDED_S,
+    boot_seconds: float = BOOT_SECONDS,
 ) -> ClusterModel:
     """The cluster rules of training: the gate's (`rl.evaluation.gate_run.gate_cluster`) with the bundled
     DaemonSets; or, with `autoscaler=False`, the visible-power-off ablation without DaemonSets

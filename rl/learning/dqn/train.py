@@ -45,6 +45,7 @@ from rl.policies.catalog import make_policy
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.pool import TRAINING_SIZES
 from rl.simulation.scenario import NodeSpec, PodSpec
+from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
 EpisodeSource = Callable[[random.Random], tuple[list[NodeSpec], list[PodSpec], dict[str, Any]]]
@@ -57,8 +58,8 @@ class DQNConfig:
     steps: int | None = None  # self-play decisions (exact; `minutes` is then ignored)
     episode_hours: float = 1.0  # arrival window of each training trace
     autoscaler: bool = True  # cluster-autoscaler rules (False: the visible-power-off ablation)
-    unneeded_seconds: float = 600.0  # a node empty this long powers off …
-    boot_seconds: float = 120.0  # … and a node takes this long to boot
+    unneeded_seconds: float = SCALE_DOWN_UNNEEDED_S  # a node empty this long powers off …
+    boot_seconds: float = BOOT_SECONDS  # … and a node takes this long to boot
     sizes: tuple[int, int] = TRAINING_SIZES  # cluster sizes drawn (inclusive)
     demo_episodes: int = 6  # heuristic episodes for the demonstration buffer
     pretrain_updates: int = 400

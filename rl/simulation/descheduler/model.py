@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.quantity import quantity_units
+from common.quantity import quantity_units
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.cluster.podfacts import PodFacts
 from scheduler.domain.model import NodeInfo, PodInfo, ShapeError

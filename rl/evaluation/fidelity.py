@@ -1,0 +1,73 @@
+"""Fidelity: the same plan (policies × seeds, each seed's workload) in the simulator and on the
+real control plane (`kubejoule-rl benchmark --on-cluster --fidelity`), side by side per policy,
+means over seeds: energy (kWh), busy node-hours (Σ over nodes of the time a node ran at least
+one workload pod), pending p99 (s), pods placed — and the cluster's difference from the
+simulator in percent, `100 × (cluster − sim) / sim`. The real components are the reference:
+where they differ, the simulator's model is what is questioned."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkResult, RunSummary
+
+AXES = ("energy_kwh", "busy_node_hours", "pending_p99_s", "pods_placed")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def axes_of(runs: Sequence[RunSummary], pods: int) -> dict[str, float]:
+    return {
+        "energy_kwh": _mean([r.energy_joules / JOULES_PER_KWH for r in runs]),
+        "busy_node_hours": _mean([r.busy_node_seconds / 3600.0 for r in runs]),
+        "pending_p99_s": _mean([r.pending_p99_s or 0.0 for r in runs]),
+        "pods_placed": _mean([float(pods - r.never_scheduled) for r in runs]),
+    }
+
+
+def difference_pct(cluster: float, sim: float) -> float | None:
+    if sim == 0:
+        return 0.0 if cluster == 0 else None
+    return 100.0 * (cluster - sim) / sim
+
+
+def fidelity(sim: BenchmarkResult, cluster: BenchmarkResult, pods: int) -> dict[str, Any]:
+    """Per policy that ran complete on the cluster: each axis in both and the difference."""
+    rows: dict[str, Any] = {}
+    for key in cluster.policies:
+        if key not in cluster.runs or key not in sim.runs:
+            continue
+        seeds = {r.seed for r in cluster.runs[key]}
+        on_sim = axes_of([r for r in sim.runs[key] if r.seed in seeds], pods)
+        on_cluster = axes_of(cluster.runs[key], pods)
+        rows[key] = {
+            "seeds": sorted(seeds),
+            "simulator": {a: round(v, 4) for a, v in on_sim.items()},
+            "cluster": {a: round(v, 4) for a, v in on_cluster.items()},
+            "difference_pct": {
+                a: None if (d := difference_pct(on_cluster[a], on_sim[a])) is None else round(d, 2) for a in AXES
+            },
+        }
+    return rows
+
+
+def format_fidelity(rows: dict[str, Any]) -> str:
+    lines = [
+        "| policy | energy kWh sim / cluster (Δ %) | busy node-h sim / cluster (Δ %) | pending p99 s sim / cluster | pods placed sim / cluster |",
+        "|---|---|---|---|---|",
+    ]
+    for key, row in rows.items():
+        s, c, d = row["simulator"], row["cluster"], row["difference_pct"]
+
+        def pct(axis: str, d: dict[str, float | None] = d) -> str:
+            return "—" if d[axis] is None else f"{d[axis]:+.2f}"
+
+        lines.append(
+            f"| {key} | {s['energy_kwh']:.4f} / {c['energy_kwh']:.4f} ({pct('energy_kwh')}) | "
+            f"{s['busy_node_hours']:.3f} / {c['busy_node_hours']:.3f} ({pct('busy_node_hours')}) | "
+            f"{s['pending_p99_s']:.1f} / {c['pending_p99_s']:.1f} | {s['pods_placed']:.0f} / {c['pods_placed']:.0f} |"
+        )
+    return "\n".join(lines)

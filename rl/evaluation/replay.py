@@ -1,0 +1,209 @@
+"""One trace replayed on a real control plane, and every pod's life recorded from the API.
+
+Each trace pod becomes a bare v1.Pod (its requests, the trace's kube objects:
+rl/simulation/kubeobjects.py) named `p-<row>` in a namespace of the run's own, created at its
+arrival ÷ `speedup` after the replay starts, for the policy's `schedulerName`, with KWOK's
+`kubejoule.io/duration` annotation set to its duration ÷ `speedup` (KWOK ends it Succeeded then:
+rl/cluster/kwok.py). A watch on the namespace (listed first, then watched from the list's
+resourceVersion and resumed from the last one seen when the server ends it) notes when each
+pod is first seen bound, Running, Unschedulable and Succeeded, on this process's monotonic
+clock; the record is in trace seconds: (seen − replay start) × speedup.
+
+Faults stop the replay with what was recorded so far and the reason (`Recording.failure`): a
+component of the cluster or of the policy that exits, a watch that fails (an error event, a
+broken connection: events may have been lost, so the record can no longer be trusted), pods that
+do not end within the trace's time (with a margin)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from rl.cluster.api import Api, ApiError
+from rl.cluster.kwok import DURATION_ANNOTATION
+from rl.simulation.recorded import PodLife
+from rl.simulation.scenario import PodSpec
+
+RUN_LABEL = "kubejoule.io/replay"
+# Past the trace's end (÷ speedup), how long pods may still take to end before the run fails.
+END_MARGIN_WALL_S = 60.0
+# Pods that never bind stop the run once nothing else runs and this long has passed.
+STUCK_WALL_S = 20.0
+POLL_WALL_S = 0.2
+
+
+@dataclass
+class Recording:
+    """What the watch saw, in trace seconds, and why the replay stopped early (None: it ran
+    to its end)."""
+
+    speedup: float
+    t0: float = 0.0
+    bound: dict[int, tuple[float, str]] = field(default_factory=dict)  # row → (time, node)
+    running: dict[int, float] = field(default_factory=dict)
+    ended: dict[int, float] = field(default_factory=dict)
+    unschedulable: set[int] = field(default_factory=set)
+    created: int = 0
+    failure: str | None = None
+    end_s: float = 0.0
+
+    def trace_s(self, monotonic_s: float) -> float:
+        return (monotonic_s - self.t0) * self.speedup
+
+    def lives(self) -> list[PodLife]:
+        """Every bound pod's life: its start is when it was seen Running (else bound)."""
+        return [
+            PodLife(row, node, self.running.get(row, at), self.ended.get(row))
+            for row, (at, node) in sorted(self.bound.items())
+        ]
+
+
+def pod_manifest(pod: PodSpec, scheduler_name: str, speedup: float, run: str) -> dict[str, Any]:
+    body = pod.pod_object()
+    body["metadata"] = {
+        "name": f"p-{pod.index}",
+        "labels": {RUN_LABEL: run},
+        "annotations": {DURATION_ANNOTATION: f"{max(1, round(pod.duration_s / speedup * 1000))}ms"},
+    }
+    body["spec"]["schedulerName"] = scheduler_name
+    body["spec"]["containers"][0]["image"] = "registry.invalid/replay"
+    body["spec"].pop("nodeName", None)
+    return body
+
+
+class PodWatch:
+    """The namespace's pods, watched in a thread into a Recording (module docstring)."""
+
+    def __init__(self, api: Api, namespace: str, recording: Recording, timeout_s: int) -> None:
+        self._api = api
+        self._path = f"/api/v1/namespaces/{namespace}/pods"
+        self._recording = recording
+        self._timeout_s = timeout_s
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"watch {namespace}", daemon=True)
+        self.error: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _note(self, pod: dict[str, Any]) -> None:
+        name = pod.get("metadata", {}).get("name", "")
+        if not name.startswith("p-"):
+            return
+        row, seen, record = int(name[2:]), time.monotonic(), self._recording
+        at = record.trace_s(seen)
+        node = pod.get("spec", {}).get("nodeName")
+        if node and row not in record.bound:
+            record.bound[row] = (at, node)
+        status = pod.get("status", {})
+        phase = status.get("phase")
+        if phase in ("Running", "Succeeded") and row not in record.running:
+            record.running[row] = at
+        if phase == "Succeeded" and row not in record.ended:
+            record.ended[row] = at
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
+                record.unschedulable.add(row)
+
+    def _run(self) -> None:
+        try:
+            listed = self._api.request("GET", self._path)
+            for pod in listed.get("items", []):
+                self._note(pod)
+            version = listed["metadata"]["resourceVersion"]
+            while not self._stopped.is_set():
+                for event in self._api.watch(f"{self._path}?resourceVersion={version}&allowWatchBookmarks=true",
+                                             timeout_seconds=self._timeout_s):
+                    if event.get("type") == "ERROR":
+                        message = event.get("object", {}).get("message", event)
+                        raise RuntimeError(f"error event: {message}")
+                    version = event.get("object", {}).get("metadata", {}).get("resourceVersion", version)
+                    if event.get("type") != "BOOKMARK":
+                        self._note(event.get("object", {}))
+                    if self._stopped.is_set():
+                        return
+                self._stopped.wait(POLL_WALL_S)  # the server ended the watch: resume where it was
+        except Exception as exc:  # noqa: BLE001 (any failure of the watch ends the record)
+            if not self._stopped.is_set():
+                self.error = f"the watch of {self._path} dropped: {exc}"
+
+
+def replay(
+    api: Api,
+    namespace: str,
+    pods: Sequence[PodSpec],
+    scheduler_name: str,
+    speedup: float,
+    dead: Callable[[], list[str]],
+    progress: Callable[[str], None] = lambda _m: None,
+) -> Recording:
+    """Replay `pods` into `namespace` (which exists) for `scheduler_name` (module docstring);
+    `dead()` names the components that have exited (checked throughout)."""
+    recording = Recording(speedup)
+    horizon_s = max((p.submit_s + p.duration_s for p in pods), default=0.0)
+    deadline_wall_s = horizon_s / speedup + END_MARGIN_WALL_S
+    watch = PodWatch(api, namespace, recording, int(deadline_wall_s + 120))
+    order = sorted(pods, key=lambda p: p.submit_s)
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    errors: list[str] = []
+
+    def create(pod: PodSpec) -> None:
+        try:
+            api.request("POST", path, pod_manifest(pod, scheduler_name, speedup, namespace))
+        except (ApiError, OSError) as exc:
+            errors.append(f"creating pod p-{pod.index}: {exc}")
+
+    recording.t0 = time.monotonic()
+    watch.start()
+    last_report = 0.0
+    stuck_since: float | None = None
+    with ThreadPoolExecutor(4) as pool:
+        while True:
+            now = time.monotonic()
+            while recording.created < len(order) and order[recording.created].submit_s / speedup <= now - recording.t0:
+                pool.submit(create, order[recording.created])
+                recording.created += 1
+            failure = _failure(dead(), watch.error, errors)
+            ended = len(recording.ended)
+            if failure is None and ended == len(pods):
+                break
+            if failure is None and now - recording.t0 > deadline_wall_s:
+                failure = (f"{len(pods) - ended} of {len(pods)} pods had not ended {END_MARGIN_WALL_S:g} s "
+                           "(wall) after the trace's end")
+            active = len(recording.bound) - ended
+            if recording.created == len(order) and active == 0 and ended < len(pods):
+                stuck_since = stuck_since or now
+                if failure is None and now - stuck_since > STUCK_WALL_S:
+                    failure = (f"{len(pods) - ended} pods were never bound by {scheduler_name} and nothing "
+                               f"else runs ({len(recording.unschedulable)} reported Unschedulable)")
+            else:
+                stuck_since = None
+            if failure is not None:
+                recording.failure = failure
+                break
+            if now - last_report > 10.0:
+                last_report = now
+                progress(f"{recording.created}/{len(pods)} created, {len(recording.bound)} bound, {ended} ended, "
+                         f"trace t={recording.trace_s(now):.0f} s")
+            time.sleep(POLL_WALL_S)
+    recording.end_s = max(recording.ended.values(), default=0.0) if recording.failure is None else \
+        recording.trace_s(time.monotonic())
+    watch.stop()
+    return recording
+
+
+def _failure(dead: list[str], watch_error: str | None, errors: list[str]) -> str | None:
+    if dead:
+        return f"{', '.join(dead)} exited during the run"
+    if watch_error:
+        return watch_error
+    if errors:
+        return errors[0]
+    return None

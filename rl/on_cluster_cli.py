@@ -1,0 +1,113 @@
+"""`kubejoule-rl benchmark --on-cluster [--speedup N] [--fidelity]`: the benchmark's plan run on a
+real control plane (rl/evaluation/on_cluster.py), written as the simulated benchmark's results
+document (rl/evaluation/results.py) with, when a run failed, `complete: false` and the failed run
+under `partial` (never in `policies`, never in the table); with `--fidelity` the same plan also
+runs in the simulator and the document gains `fidelity` (rl/evaluation/fidelity.py), printed as
+a table. Exit status: 0, 1 when a run failed (what was measured is still written), 2 on bad
+input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, assemble, run_plan
+from rl.evaluation.fidelity import fidelity, format_fidelity
+from rl.evaluation.on_cluster import (
+    AUTOSCALER_BLOCKED,
+    PartialRun,
+    check_fits,
+    check_static,
+    run_on_cluster,
+)
+from rl.evaluation.results import results_json, write_results
+from rl.simulation.cluster import ClusterModel
+
+__all__ = ["AUTOSCALER_BLOCKED", "add_arguments", "document", "run", "write"]
+
+BIN_ENV = "KUBEJOULE_K8S_BIN"
+DEFAULT_SPEEDUP = 60.0
+
+
+def add_arguments(bench: argparse.ArgumentParser) -> None:
+    group = bench.add_argument_group("on a real control plane (static cluster; README, 'Real Kubernetes')")
+    group.add_argument("--on-cluster", action="store_true",
+                       help="run the policies' real schedulers on a real control plane with KWOK nodes")
+    group.add_argument("--speedup", type=float, default=DEFAULT_SPEEDUP,
+                       help=f"the trace's times (arrivals, durations) ÷ N on the cluster (default {DEFAULT_SPEEDUP:g})")
+    group.add_argument("--fidelity", action="store_true",
+                       help="with --on-cluster: also simulate the same plan and report the differences")
+    group.add_argument("--bin-dir", type=Path, default=os.environ.get(BIN_ENV),
+                       help=f"the components' binaries (default ${BIN_ENV}; `make -s k8s-bin-dir` prints it)")
+    group.add_argument("--cluster-dir", type=Path,
+                       help="where the control plane keeps its files and logs (default: a temporary directory)")
+
+
+@dataclass
+class OnClusterRun:
+    outcomes: list[RunOutcome]
+    partial: PartialRun | None
+    simulated: list[RunOutcome] | None
+
+
+def progress(message: str) -> None:
+    print(f"kubejoule-rl: on-cluster: {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace, plan: BenchmarkPlan, cluster: ClusterModel, expanders: Sequence[str],
+        policies: Sequence[str]) -> OnClusterRun:
+    """The plan on the cluster (and in the simulator with --fidelity). ValueError on bad input."""
+    check_static(cluster, expanders, policies)
+    if args.shard is not None:
+        raise ValueError("--on-cluster runs the whole plan: no --shard")
+    if args.bin_dir is None:
+        raise ValueError(f"--on-cluster: give --bin-dir or set ${BIN_ENV} (`make -s k8s-bin-dir` prints it)")
+    for seed in range(plan.seeds):
+        check_fits(plan.nodes, plan.pods_of(seed), cluster.daemonsets)
+    simulated = run_plan(plan, None, 1, False) if args.fidelity else None
+    if args.cluster_dir is not None:
+        outcomes, partial = run_on_cluster(plan, cluster.daemonsets, args.bin_dir, args.cluster_dir, args.speedup,
+                                           progress)
+    else:
+        with tempfile.TemporaryDirectory(prefix="kj-on-cluster-") as tmp:
+            outcomes, partial = run_on_cluster(plan, cluster.daemonsets, args.bin_dir, Path(tmp), args.speedup,
+                                               progress)
+    return OnClusterRun(outcomes, partial, simulated)
+
+
+def document(plan: BenchmarkPlan, run: OnClusterRun, description: dict[str, Any], speedup: float) -> dict[str, Any]:
+    """The results document of the complete runs, marked (module docstring)."""
+    complete = [k for k in plan.keys if any(o.summary.policy == k for o in run.outcomes)]
+    result = assemble(complete, plan.seeds, plan.oracle, run.outcomes)
+    doc = results_json(result, {**description, "engine": "real control plane (KWOK nodes)", "speedup": speedup})
+    doc["complete"] = run.partial is None
+    if run.partial is not None:
+        doc["partial"] = run.partial.as_json()
+    if run.simulated is not None:
+        simulated = assemble(plan.keys, plan.seeds, plan.oracle, run.simulated)
+        doc["fidelity"] = fidelity(simulated, result, len(plan.pods))
+    return doc
+
+
+def write(args: argparse.Namespace, plan: BenchmarkPlan, run: OnClusterRun, description: dict[str, Any]) -> int:
+    doc = document(plan, run, description, args.speedup)
+    if run.partial is not None:
+        Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+        p = run.partial
+        print(f"kubejoule-rl: on-cluster: run {p.task.key} seed {p.task.seed} failed: {p.reason}", file=sys.stderr)
+        print(f"kubejoule-rl: the {len(run.outcomes)} complete runs and the partial one are in {args.out} "
+              "(marked complete: false; no table printed)", file=sys.stderr)
+        return 1
+    write_results(doc, args.out, args.plot, None, args.plot_all_timelines)
+    if "fidelity" in doc:
+        print()
+        print(f"Fidelity: simulator vs real control plane (speedup {args.speedup:g}; Δ = cluster vs simulator)")
+        print(format_fidelity(doc["fidelity"]))
+    return 0
