@@ -5,14 +5,22 @@
 # runtime mounts on GPU nodes (daemonset/components/gpu).
 # Build from the repository root:
 #   docker build -f daemonset/images/agent.Dockerfile -t ghcr.io/kubejoule/kubejoule-agent:0.1.0 .
+# The base image is pinned by tag here: pin it by digest where you build, e.g.
+#   --build-arg PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:<digest of your mirror's copy>
+# (the digest could not be read where this file was written: no registry access).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
+COPY daemonset/images/locks/agent.txt ./requirements.lock
+COPY common ./common
 COPY agent ./agent
-# `pip wheel .` without extras: the core dependencies only.
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# The dependencies exactly as locked, versions and hashes (daemonset/images/locks/agent.txt,
+# which tests/deploy checks against pyproject.toml), then the package alone: nothing resolved
+# at build time.
+RUN pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements.lock \
+    && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
 COPY --from=build /wheels /wheels

@@ -1,20 +1,27 @@
 # syntax=docker/dockerfile:1
-# The scheduler image: the scheduler package, the agent's plain-data modules it imports (power
+# The scheduler image: the scheduler package, the shared vocabulary it imports from common/ (power
 # curves, power profiles, Kubernetes quantities and timestamps, argparse helpers: the list is the import
 # graph's, checked by tests/deploy/test_deploy_images.py), and the `scheduler` extra (fastapi,
 # uvicorn, httpx; grpcio and protobuf for `autoscaler-expander`). No torch: every scorer it ships,
 # the learned ones included, runs on numpy (a model is exported to .npz by `kubejoule-rl train`).
 # Build from the repository root:
 #   docker build -f daemonset/images/scheduler.Dockerfile -t ghcr.io/kubejoule/kubejoule-scheduler:0.1.0 .
+# The base image is pinned by tag here: pin it by digest where you build, e.g.
+#   --build-arg PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:<digest of your mirror's copy>
+# (the digest could not be read where this file was written: no registry access).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
-COPY agent/__init__.py agent/curves.py agent/kubetime.py agent/options.py agent/power_profile.py agent/quantity.py ./agent/
-COPY agent/protos/__init__.py agent/protos/generate.py ./agent/protos/
+COPY daemonset/images/locks/scheduler.txt ./requirements.lock
+COPY common/__init__.py common/curves.py common/kubetime.py common/options.py common/power_profile.py common/protoc.py common/quantity.py ./common/
 COPY scheduler ./scheduler
-RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[scheduler]"
+# The dependencies exactly as locked, versions and hashes (daemonset/images/locks/scheduler.txt,
+# which tests/deploy checks against pyproject.toml), then the package alone: nothing resolved
+# at build time.
+RUN pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements.lock \
+    && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ".[scheduler]"
 
 FROM ${PYTHON_IMAGE}
 COPY --from=build /wheels /wheels

@@ -1,4 +1,4 @@
-"""daemonset/: the agent's DaemonSet and the components that change it (pod network, calibration,
+"""daemonset/: the agent's DaemonSet and the components that change it (calibration,
 GPU, BMC) stay least-privilege and fit the agent's CLI and measured needs."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from tests.helpers.deploy_kustomize import (
     user_kustomization,
 )
 from tests.helpers.deploy_manifests import (
-    ALLOWED_AGENT_CAPABILITIES,
+    AGENT_HOST_PATHS,
+    COMPONENTS,
     ROOT,
     agent_of,
     built,
@@ -27,10 +28,13 @@ from tests.helpers.deploy_manifests import (
 
 
 
-def test_agent_reads_the_host_read_only_and_drops_every_capability(tmp_path: Path) -> None:
-    agent = agent_of(built("overlays/intel", tmp_path))
+@pytest.mark.parametrize("target", ["overlays/intel", "intel+all-components"])
+def test_agent_reads_the_host_read_only_and_drops_every_capability(target: str, tmp_path: Path) -> None:
+    # With every component too: none may add a capability (SYS_ADMIN and SYS_PTRACE once came
+    # with per-pod network counters, which /proc/<pid>/net/dev gives without them) or hostNetwork.
+    agent = agent_of(built(target, tmp_path))
     pod = agent["spec"]["template"]["spec"]
-    assert pod["hostPID"] is True and pod["hostNetwork"] is True
+    assert pod["hostPID"] is True and pod.get("hostNetwork", False) is False
     assert pod["securityContext"]["runAsUser"] == 0  # energy_uj is root-only (CVE-2020-8694)
     assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
     (container,) = pod["containers"]
@@ -40,13 +44,16 @@ def test_agent_reads_the_host_read_only_and_drops_every_capability(tmp_path: Pat
     assert security["readOnlyRootFilesystem"] is True
     assert security["capabilities"] == {"drop": ["ALL"]}
     host_paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert host_paths == {"host-proc": "/proc", "host-sys": "/sys"}
+    host_paths.pop("pod-resources", None)  # the gpu component's kubelet socket (tested with it)
+    assert host_paths == {name: host for name, (host, _) in AGENT_HOST_PATHS.items()}
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     assert {name: mounts[name]["mountPath"] for name in host_paths} == {
-        "host-proc": "/host/proc",
-        "host-sys": "/host/sys",
+        name: inside for name, (_, inside) in AGENT_HOST_PATHS.items()
     }
-    assert all(mounts[name].get("readOnly") is True for name in host_paths)
+    for name in host_paths:
+        assert mounts[name].get("readOnly") is True
+        assert mounts[name].get("recursiveReadOnly") == "IfPossible"
+        assert "mountPropagation" not in mounts[name]  # it would rule recursiveReadOnly out
     assert set(mounts) <= {v["name"] for v in pod["volumes"]}
 
 
@@ -114,8 +121,7 @@ def test_agent_resources_cover_what_the_agent_benchmark_measured(tmp_path: Path)
 
 
 def test_agent_args_are_accepted_by_the_agent_cli(tmp_path: Path) -> None:
-    from agent import cli
-
+    from agent.cmd import cli
     parser = cli.build_parser()
     for target in ("base", "intel+all-components"):
         (container,) = containers(agent_of(built(target, tmp_path)))
@@ -159,12 +165,13 @@ def test_agent_service_is_headless_and_selects_the_agent_pods(tmp_path: Path) ->
     assert port["targetPort"] in {p["name"] for p in container["ports"]}
 
 
-def test_pod_network_component_adds_exactly_the_documented_capabilities(tmp_path: Path) -> None:
-    objects = build(user_kustomization(tmp_path, "overlays/amd", ("pod-network",)))
-    (container,) = containers(agent_of(objects))
-    capabilities = container["securityContext"]["capabilities"]
-    assert capabilities["drop"] == ["ALL"]
-    assert set(capabilities["add"]) == ALLOWED_AGENT_CAPABILITIES
+def test_no_component_brings_capabilities_back() -> None:
+    assert "pod-network" not in COMPONENTS
+    assert not (ROOT / "daemonset" / "components" / "pod-network").exists()
+    for path in (ROOT / "daemonset").rglob("*.yaml"):
+        text = path.read_text()
+        for forbidden in ("SYS_ADMIN", "SYS_PTRACE", "hostNetwork: true", "privileged: true"):
+            assert forbidden not in text, f"{path}: {forbidden}"
 
 
 def test_calibration_component_reads_this_nodes_profile(tmp_path: Path) -> None:
@@ -196,15 +203,14 @@ def test_gpu_component_mounts_the_pod_resources_socket_read_only_and_asks_for_nv
     mount = next(m for m in container["volumeMounts"] if m["name"] == "pod-resources")
     assert mount["readOnly"] is True
     # the agent's default socket is in it; no capability and no privilege is added for it
-    from agent.podresources import DEFAULT_SOCKET
+    from agent.device.podresources import DEFAULT_SOCKET
 
     assert DEFAULT_SOCKET.parent == Path(mount["mountPath"])
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
 def test_bmc_component_reads_credentials_from_an_optional_secret_never_from_env(tmp_path: Path) -> None:
-    from agent import cli
-
+    from agent.cmd import cli
     objects = build(user_kustomization(tmp_path, "overlays/intel", ("bmc",)))
     pod = agent_of(objects)["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -222,3 +228,6 @@ def test_bmc_component_reads_credentials_from_an_optional_secret_never_from_env(
     assert not any("password" in a.lower() for a in args) and "envFrom" not in container
     parsed = cli.build_parser().parse_args([a.replace("$(NODE_NAME)", "node-a") for a in args])
     assert parsed.bmc_url_file == Path("/etc/kubejoule/bmc-urls/node-a")
+    # https only, verified against the BMCs' own CA: never the lab flag
+    assert parsed.bmc_insecure_http is False
+    assert parsed.bmc_ca_bundle == Path(mounts["bmc-ca"]["mountPath"]) / "ca.crt"

@@ -72,3 +72,16 @@ def test_the_service_reaches_the_grpc_port_cluster_autoscaler_dials(objects: lis
     ports = {p["name"]: p for p in service["spec"]["ports"]}
     assert ports["grpc"]["port"] == 8443 and ports["grpc"]["targetPort"] == "grpc"
     assert service["metadata"]["namespace"] == "kubejoule-system"
+
+
+def test_the_request_limit_is_sized_to_real_requests_and_the_memory_limit(objects: list[Obj]) -> None:
+    # The largest requests bench_expander.py builds are about 20 MiB; decoding one costs several
+    # times its size. 256 MiB once let one request approach the 1 Gi limit.
+    from common.quantity import quantity_units
+    from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
+
+    (container,) = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    limit = int(args[args.index("--max-request-bytes") + 1]) if "--max-request-bytes" in args else DEFAULT_MAX_REQUEST_BYTES
+    assert 20 * 2**20 <= limit <= 64 * 2**20
+    assert limit * 8 <= quantity_units(container["resources"]["limits"]["memory"])

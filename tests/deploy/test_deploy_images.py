@@ -31,7 +31,7 @@ AGENT_IMAGE_EXCLUDES = (
     "matplotlib",
     "scheduler",
     "rl",
-    "grpc",  # the kubelet's PodResources is read with h2 (agent/podresources.py)
+    "grpc",  # the kubelet's PodResources is read with h2 (agent/device/podresources.py)
 )
 SCHEDULER_IMAGE_EXCLUDES = ("torch", "gymnasium", "matplotlib", "rl")
 
@@ -109,7 +109,8 @@ def test_agent_image_installs_core_dependencies_only() -> None:
     pip_runs = [r for r in runs if "pip " in r]
     assert pip_runs and all("[" not in r and "torch" not in r for r in pip_runs)  # no extras
     assert any("pip wheel" in r and r.rstrip().endswith(" .") for r in pip_runs)
-    assert copied_sources(dockerfile) == ["pyproject.toml", "README.md", "LICENSE", "agent"]
+    assert copied_sources(dockerfile) == ["pyproject.toml", "README.md", "LICENSE",
+                                          "daemonset/images/locks/agent.txt", "common", "agent"]
     core = " ".join(PYPROJECT["project"]["dependencies"]).lower()
     for excluded in ("torch", "fastapi", "uvicorn", "gymnasium", "nvidia-cuda", "cuda-python", "cupy"):
         assert excluded not in core  # GPUs through nvidia-ml-py: ctypes over the driver's library, no CUDA
@@ -122,27 +123,28 @@ def test_scheduler_image_installs_the_scheduler_extra_without_torch() -> None:
     assert "torch" not in runs and "ml]" not in runs
     assert "torch" not in " ".join(PYPROJECT["project"]["optional-dependencies"]["scheduler"])
     sources = copied_sources(dockerfile)
-    assert {s for s in sources if not s.startswith("agent/")} == {
+    assert {s for s in sources if not s.startswith("common/")} == {
         "pyproject.toml",
         "README.md",
         "LICENSE",
+        "daemonset/images/locks/scheduler.txt",
         "scheduler",
     }
 
 
-def agent_files_the_scheduler_imports() -> set[str]:
-    """From the import graph (grimp, what import-linter checks): every agent module the scheduler
-    imports, directly or through other agent modules, with the packages that hold them."""
-    graph = grimp.build_graph("scheduler", "agent", cache_dir=None)  # no cache in the checkout
+def common_files_the_scheduler_imports() -> set[str]:
+    """From the import graph (grimp, what import-linter checks): every common module the scheduler
+    imports, directly or through other common modules, with the packages that hold them."""
+    graph = grimp.build_graph("scheduler", "common", cache_dir=None)  # no cache in the checkout
     direct = {
         imported
         for module in graph.find_descendants("scheduler")
         for imported in graph.find_modules_directly_imported_by(module)
-        if imported.split(".")[0] == "agent"
+        if imported.split(".")[0] == "common"
     }
     needed = set(direct)
     for module in direct:
-        needed |= {m for m in graph.find_upstream_modules(module) if m.split(".")[0] == "agent"}
+        needed |= {m for m in graph.find_upstream_modules(module) if m.split(".")[0] == "common"}
     for module in list(needed):
         parts = module.split(".")
         needed |= {".".join(parts[:i]) for i in range(1, len(parts))}
@@ -154,10 +156,10 @@ def agent_files_the_scheduler_imports() -> set[str]:
     return files
 
 
-def test_the_scheduler_image_copies_exactly_the_agent_modules_the_scheduler_imports() -> None:
-    copied = {s for s in copied_sources(IMAGES / "scheduler.Dockerfile") if s.startswith("agent")}
-    needed = agent_files_the_scheduler_imports()
-    assert "agent/curves.py" in needed and "agent/sampler.py" not in needed  # the graph was read
+def test_the_scheduler_image_copies_exactly_the_common_modules_the_scheduler_imports() -> None:
+    copied = {s for s in copied_sources(IMAGES / "scheduler.Dockerfile") if s.startswith(("common", "agent"))}
+    needed = common_files_the_scheduler_imports()
+    assert "common/curves.py" in needed  # the graph was read
     assert copied == needed
 
 
@@ -179,9 +181,9 @@ def image_context(image: str, tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("image", "packages"),
     [
-        ("agent", {"agent"}),
-        ("scheduler", {"agent", "scheduler"}),
-        ("rl", {"agent", "scheduler", "rl"}),
+        ("agent", {"common", "agent"}),
+        ("scheduler", {"common", "scheduler"}),
+        ("rl", {"common", "agent", "scheduler", "rl"}),
     ],
 )
 def test_the_package_builds_from_what_the_image_copies(
@@ -259,7 +261,7 @@ package = importlib.import_module({package!r})
 names = [m.name for m in pkgutil.walk_packages(package.__path__, {package!r} + ".")]
 for name in sorted(names):
     importlib.import_module(name)
-outside = [n for n, m in sys.modules.items() if n.split(".")[0] in ("agent", "scheduler", "rl")
+outside = [n for n, m in sys.modules.items() if n.split(".")[0] in ("common", "agent", "scheduler", "rl")
            and getattr(m, "__file__", None) and not m.__file__.startswith({str(cwd)!r})]
 assert not outside, f"loaded from outside {str(cwd)!r}: {{outside}}"
 print(len(names))
@@ -305,8 +307,8 @@ sys.exit(rl.cli.main(["scenarios"]))
 
 
 def test_scheduler_code_imports_from_its_image_files_without_torch(tmp_path: Path) -> None:
-    """Every scheduler module imports from exactly the files the image copies (the agent's
-    plain-data modules only), with torch, gymnasium, matplotlib and rl blocked."""
+    """Every scheduler module imports from exactly the files the image copies (common/'s
+    modules, no agent module), with torch, gymnasium, matplotlib and rl blocked."""
     context = image_context("scheduler", tmp_path)
     result = _import_all_with_blocked("scheduler", SCHEDULER_IMAGE_EXCLUDES, cwd=context)
     assert result.returncode == 0, result.stderr[-3000:]

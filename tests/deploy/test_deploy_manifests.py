@@ -28,6 +28,7 @@ from tests.helpers.deploy_kustomize import (
     user_kustomization,
 )
 from tests.helpers.deploy_manifests import (
+    AGENT_NAMESPACE,
     COMPONENTS,
     CRD_KINDS,
     KUBERNETES_VERSION,
@@ -81,12 +82,36 @@ def test_kubernetes_validate_cli_passes_on_the_built_output(tmp_path: Path) -> N
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_every_namespaced_object_lands_in_kubejoule_system(target: Path) -> None:
+def _agents_side(obj: dict[str, Any]) -> bool:
+    """The agent's objects, and the Roles that let kubejoule read the agents' EndpointSlices."""
+    labels = obj["metadata"].get("labels") or {}
+    if labels.get("app.kubernetes.io/name") == "kubejoule-agent":
+        return True
+    rules = obj.get("rules") or []
+    return obj["kind"] == "Role" and all(r["resources"] == ["endpointslices"] for r in rules) or (
+        obj["kind"] == "RoleBinding" and obj["roleRef"]["name"].endswith(("-agents", "kubejoule-extender"))
+        and obj["metadata"]["namespace"] == AGENT_NAMESPACE
+    )
+
+
+def test_every_namespaced_object_lands_in_its_namespace(target: Path) -> None:
     for obj in build(target):
-        if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
-            assert "namespace" not in obj["metadata"]
+        if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                           "ValidatingAdmissionPolicyBinding"):
+            assert "namespace" not in obj["metadata"], object_key(obj)
         else:
-            assert obj["metadata"]["namespace"] == NAMESPACE, object_key(obj)
+            expected = AGENT_NAMESPACE if _agents_side(obj) else NAMESPACE
+            assert obj["metadata"]["namespace"] == expected, object_key(obj)
+
+
+def test_only_the_agent_runs_at_the_privileged_pod_security_level(target: Path) -> None:
+    objects = build(target)
+    levels = {o["metadata"]["name"]: o["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+              for o in objects if o["kind"] == "Namespace"}
+    assert levels == {AGENT_NAMESPACE: "privileged", NAMESPACE: "restricted"}
+    privileged = {o["metadata"]["name"] for o in objects if o["kind"] in ("DaemonSet", "Deployment", "Job")
+                  and o["metadata"]["namespace"] == AGENT_NAMESPACE}
+    assert privileged == {"kubejoule-agent"}
 
 
 def test_resolver_agrees_with_kubectl_kustomize(target: Path) -> None:

@@ -33,6 +33,20 @@ from tests.helpers.deploy_manifests import (
 # field is an error here (a typo would otherwise be accepted by this test and ignored by the CRD's
 # structural pruning).
 SERVICE_MONITOR_SPEC_SCHEMA: dict[str, Any] = {
+    "$defs": {
+        # monitoring.coreos.com/v1 RelabelConfig, the fields we use
+        "relabel": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "sourceLabels": {"type": "array", "items": {"type": "string", "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"}},
+                "targetLabel": {"type": "string"},
+                "regex": {"type": "string"},
+                "replacement": {"type": "string"},
+                "action": {"enum": ["replace", "keep", "drop", "labeldrop", "labelkeep", "labelmap"]},
+            },
+        },
+    },
     "type": "object",
     "additionalProperties": False,
     "required": ["selector", "endpoints"],
@@ -70,6 +84,24 @@ SERVICE_MONITOR_SPEC_SCHEMA: dict[str, Any] = {
                         "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$",
                     },
                     "honorLabels": {"type": "boolean"},
+                    "scheme": {"enum": ["http", "https"]},
+                    "tlsConfig": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "serverName": {"type": "string"},
+                            "ca": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {"secret": {
+                                    "type": "object", "additionalProperties": False, "required": ["name", "key"],
+                                    "properties": {"name": {"type": "string"}, "key": {"type": "string"}},
+                                }},
+                            },
+                        },
+                    },
+                    "relabelings": {"type": "array", "items": {"$ref": "#/$defs/relabel"}},
+                    "metricRelabelings": {"type": "array", "items": {"$ref": "#/$defs/relabel"}},
                 },
             },
         },
@@ -105,7 +137,7 @@ def test_service_monitors_validate_and_find_their_services(tmp_path: Path) -> No
     for name, monitor in monitors.items():
         jsonschema.Draft202012Validator(meta_schema).validate(monitor["metadata"])
         jsonschema.validate(monitor["spec"], SERVICE_MONITOR_SPEC_SCHEMA)
-        assert monitor["spec"]["namespaceSelector"]["matchNames"] == [NAMESPACE]
+        assert monitor["spec"]["namespaceSelector"]["matchNames"] == [monitor["metadata"]["namespace"]]
         selector = monitor["spec"]["selector"]["matchLabels"]
         (service,) = [
             s for s in services.values() if selector.items() <= s["metadata"]["labels"].items()
@@ -114,8 +146,10 @@ def test_service_monitors_validate_and_find_their_services(tmp_path: Path) -> No
         port_names = {p["name"] for p in service["spec"]["ports"]}
         for endpoint in monitor["spec"]["endpoints"]:
             assert endpoint["port"] in port_names
-            # The agent's pod series carry the workload's own namespace/pod labels.
-            assert endpoint["honorLabels"] is True
+            # Never honorLabels: a target must not choose the node its series are about.
+            assert endpoint.get("honorLabels", False) is False
+    (agent_endpoint,) = monitors["kubejoule-agent"]["spec"]["endpoints"]
+    assert {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"} in agent_endpoint["relabelings"]
     with pytest.raises(jsonschema.ValidationError):
         bad = {
             **monitors["kubejoule-agent"]["spec"],

@@ -24,48 +24,7 @@ from tests.helpers.deploy_kustomize import DAEMONSET, Obj, build, user_kustomiza
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "kubejoule-system"
 
-# Every Kubernetes call in scheduler/cluster/kube.py and agent/kube.py, and the permission it needs:
-# (API group, resource, verb, scope) with scope "cluster" or "namespace" (kubejoule-system only).
-SCHEDULER_CALLS: dict[str, list[tuple[str, str, str, str]]] = {
-    "make_api_client": [],
-    "list_endpoint_slices": [("discovery.k8s.io", "endpointslices", "list", "namespace")],
-    "list_node_metrics": [("metrics.k8s.io", "nodes", "list", "cluster")],
-    "list_nodes_json": [("", "nodes", "list", "cluster")],
-    "list_pods": [("", "pods", "list", "cluster")],
-    "list_nodes": [("", "nodes", "list", "cluster")],
-    "watch_pods": [("", "pods", "watch", "cluster")],
-    "watch_nodes": [("", "nodes", "watch", "cluster")],
-    "get_pod": [("", "pods", "get", "cluster")],
-    "bind_pod": [("", "pods/binding", "create", "cluster")],
-    "patch_pod": [("", "pods", "patch", "cluster")],
-    "patch_pod_status": [("", "pods/status", "patch", "cluster")],
-    "create_event": [("", "events", "create", "cluster")],
-    "patch_event": [("", "events", "patch", "cluster")],
-    "get_lease": [("coordination.k8s.io", "leases", "get", "namespace")],
-    "create_lease": [("coordination.k8s.io", "leases", "create", "namespace")],
-    "replace_lease": [("coordination.k8s.io", "leases", "update", "namespace")],
-    "evict_pod": [("", "pods/eviction", "create", "cluster")],
-    "list_pod_disruption_budgets": [("policy", "poddisruptionbudgets", "list", "cluster")],
-    "get_node": [("", "nodes", "get", "cluster")],
-    "patch_node": [("", "nodes", "patch", "cluster")],
-}
-# Calls only the rebalancer makes (its own ServiceAccount), and every call it makes.
-REBALANCER_ONLY = ("evict_pod", "list_pod_disruption_budgets", "get_node", "patch_node")
-REBALANCER_CALLS = (
-    *REBALANCER_ONLY, "list_pods", "list_nodes", "watch_pods", "watch_nodes", "create_event",
-    "get_lease", "create_lease", "replace_lease", "list_endpoint_slices", "list_node_metrics",
-    "list_nodes_json",
-)
-# What the extender process calls (the telemetry store's sources only).
-EXTENDER_CALLS = ("list_endpoint_slices", "list_node_metrics", "list_nodes_json")
-AGENT_CALLS: dict[str, list[tuple[str, str, str, str]]] = {
-    "list_node_pods": [("", "pods", "list", "cluster")],
-    "watch_node_pods": [("", "pods", "watch", "cluster")],
-    "get_node_metrics": [("metrics.k8s.io", "nodes", "get", "cluster")],
-    "get_pod_metrics": [("metrics.k8s.io", "pods", "get", "cluster")],
-    "list_pod_metrics": [("metrics.k8s.io", "pods", "list", "cluster")],
-}
-AGENT_LOCAL_METHODS = {"connect", "node_selector", "stop_watches", "close"}
+# RBAC against the code: tests/deploy/test_deploy_rbac_derived.py.
 
 
 def composite(tmp_path: Path, *components: str) -> list[Obj]:
@@ -77,94 +36,9 @@ def find(objects: list[Obj], kind: str, name: str) -> Obj:
     return obj
 
 
-def granted(objects: list[Obj], account: str) -> set[tuple[str, str, str, str]]:
-    """Permissions of a ServiceAccount through its (Cluster)RoleBindings, with their scope."""
-    result = set()
-    for binding in objects:
-        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
-            continue
-        if not any(s["name"] == account for s in binding["subjects"]):
-            continue
-        role = find(objects, binding["roleRef"]["kind"], binding["roleRef"]["name"])
-        scope = "cluster" if binding["kind"] == "ClusterRoleBinding" else "namespace"
-        for rule in role["rules"]:
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    for verb in rule["verbs"]:
-                        result.add((group, resource, verb, scope))
-                        if scope == "cluster":  # a cluster grant also covers the namespace
-                            result.add((group, resource, verb, "namespace"))
-    return result
-
-
 def container(objects: list[Obj], kind: str, name: str) -> Obj:
     (only,) = find(objects, kind, name)["spec"]["template"]["spec"]["containers"]
     return only
-
-
-# -- RBAC follows the code ----------------------------------------------------------------------
-
-
-def test_every_scheduler_api_call_is_in_the_permission_table() -> None:
-    from scheduler.cluster import kube
-
-    public = {
-        name
-        for name, fn in inspect.getmembers(kube, inspect.isfunction)
-        if fn.__module__ == kube.__name__ and not name.startswith("_")
-    }
-    assert public == set(SCHEDULER_CALLS), (
-        "a new Kubernetes call: add it to SCHEDULER_CALLS and the RBAC"
-    )
-
-
-def test_scheduler_service_account_may_make_every_call(tmp_path: Path) -> None:
-    have = granted(build(DAEMONSET / "base"), "kubejoule-scheduler")
-    for call, needs in SCHEDULER_CALLS.items():
-        if call in REBALANCER_ONLY:
-            continue
-        for need in needs:
-            assert need in have, f"{call} needs {need}"
-    # the scheduler never evicts nor changes nodes: that is the rebalancer's, on its own account
-    assert not {n for call in REBALANCER_ONLY for n in SCHEDULER_CALLS[call]
-                if n[2] != "get"} & have
-
-
-def test_rebalancer_service_account_may_make_its_calls(tmp_path: Path) -> None:
-    have = granted(composite(tmp_path, "rebalancer"), "kubejoule-rebalancer")
-    for call in REBALANCER_CALLS:
-        for need in SCHEDULER_CALLS[call]:
-            assert need in have, f"{call} needs {need}"
-
-
-def test_extender_service_account_may_make_its_calls_and_no_writes(tmp_path: Path) -> None:
-    have = granted(composite(tmp_path, "extender"), "kubejoule-extender")
-    for call in EXTENDER_CALLS:
-        for need in SCHEDULER_CALLS[call]:
-            assert need in have, f"{call} needs {need}"
-    assert {verb for _group, _resource, verb, _scope in have} <= {"get", "list", "watch"}
-
-
-def test_every_agent_api_call_is_in_the_permission_table() -> None:
-    from agent import kube
-
-    client_class = next(
-        cls
-        for _name, cls in inspect.getmembers(kube, inspect.isclass)
-        if cls.__module__ == kube.__name__ and hasattr(cls, "list_node_pods")
-    )
-    methods = {
-        name
-        for name in vars(client_class)
-        if not name.startswith("_") and callable(getattr(client_class, name))
-    }
-    assert methods == set(AGENT_CALLS) | AGENT_LOCAL_METHODS, (
-        "a new call: add it to AGENT_CALLS and the RBAC"
-    )
-    have = granted(build(DAEMONSET / "base"), "kubejoule-agent")
-    for call, needs in AGENT_CALLS.items():
-        for need in needs:
-            assert need in have, f"agent {call} needs {need}"
 
 
 # -- configuration and command lines ------------------------------------------------------------
@@ -346,3 +220,19 @@ def test_extender_verbs_are_routes_of_the_extender_app() -> None:
         if k in extender
     }
     assert verbs and verbs <= routes
+
+
+def test_the_extender_speaks_https_only(tmp_path: Path) -> None:
+    objects = composite(tmp_path, "extender")
+    pod = find(objects, "Deployment", "kubejoule-extender")["spec"]["template"]["spec"]
+    (only,) = pod["containers"]
+    args = only["args"]
+    mounts = {m["name"]: m["mountPath"] for m in only["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert args[args.index("--tls-cert") + 1] == mounts["tls"] + "/tls.crt"
+    assert args[args.index("--tls-key") + 1] == mounts["tls"] + "/tls.key"
+    assert volumes["tls"]["secret"]["secretName"] == "kubejoule-extender-tls"
+    assert {only[p]["httpGet"]["scheme"] for p in ("livenessProbe", "readinessProbe")} == {"HTTPS"}
+    (extender,) = yaml.safe_load((DAEMONSET / "components/extender/kube-scheduler-config.yaml").read_text())["extenders"]
+    assert extender["enableHTTPS"] is True and extender["urlPrefix"].startswith("https://")
+    assert extender["tlsConfig"].get("insecure", False) is False and extender["tlsConfig"]["caFile"]

@@ -21,7 +21,11 @@ loaded machine it simply takes longer), then fixes that instant; every test eval
 at it, so how long the other tests take cannot age the rate() windows out. Each panel's
 queries, with the template variables substituted as Grafana would, must return at least one
 series that is not NaN. Variable queries (label_values) too.
-"""
+
+
+kmock's emulated API server stays here because these are fast unit tests and need faults on
+demand (dropped watches, errors, slow answers); the same paths run against the real
+kube-apiserver in tests/e2e/."""
 
 from __future__ import annotations
 
@@ -134,3 +138,30 @@ def test_the_scheduler_prices_what_each_node_draws(stack: Stack) -> None:
     # to the watt; the BMC's 500 W less a CPU side driven at about 40 W: well above the GPUs'
     # 210 W alone (the rest of the platform is in), below the whole reading (the CPU side is not)
     assert shift == round(shift) and 400 <= shift < 500
+
+
+def test_a_target_cannot_speak_for_another_node(tmp_path: Path) -> None:
+    """Without honorLabels, the node a series is about is the one the agent's pod runs on (from
+    service discovery), whatever `node` label the target writes: a node, or anything answering
+    on its port, cannot report power for another. The workload's namespace still survives."""
+    from tests.helpers.grafana_stack import service_monitor_jobs
+    from tests.helpers.prometheus import prometheus_server
+    from tests.helpers.sched_http import text_server
+
+    lying = (
+        'kubejoule_node_power_watts{node="victim",source="rapl"} 9999\n'
+        'kubejoule_pod_power_watts{node="victim",namespace="shop",pod="cart",pod_uid="u1",qos="",source="rapl"} 5\n'
+    )
+    with text_server({"/metrics": lying}) as server:
+        address = f"127.0.0.1:{server.port}"
+        jobs = service_monitor_jobs(
+            tmp_path,
+            {"kubejoule-agent": [address], "kubejoule-extender": ["127.0.0.1:9"], "kubejoule-scheduler": ["127.0.0.1:9"]},
+            {address: "liar-node"},
+        )
+        with prometheus_server(scrape_configs=jobs) as prom:
+            (node,) = prom.wait_for_series("kubejoule_node_power_watts")
+            (pod,) = prom.wait_for_series("kubejoule_pod_power_watts")
+    assert node["metric"]["node"] == "liar-node" and "exported_node" not in node["metric"]
+    assert pod["metric"]["node"] == "liar-node"
+    assert (pod["metric"]["namespace"], pod["metric"]["pod"]) == ("shop", "cart")

@@ -366,3 +366,17 @@ def test_stopping_prints_the_totals_so_far(ctrl_c: bool, tmp_path: Path) -> None
     rest, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "# total\tvm=stopper\tpid=3\tjoules=0.000" in rest
+
+
+def test_control_characters_in_a_vm_name_cannot_forge_rows(host: tuple[Path, Path]) -> None:
+    # A guest named with a newline, a tab and an escape sequence: one row, its name made printable.
+    root, work = host
+    cpu0 = CpuTimes(user=0, idle=1_000)
+    name = "evil\n5.00\t1.0\tfake\t1\t0\t999\t999\t\x1b[2Jx"
+    first = HostState(intel_zones(0, 0), cpu0, 1.0, [qemu(7, name, 0)])
+    step = HostState(intel_zones(10_000_000, 0), replace(cpu0, user=100, idle=1_000), 2.0, [qemu(7, name, 100)])
+    result, _ = run_monitor(root, work, first, [step], ["--interval", "1", "--duration", "1"])
+    assert result.returncode == 0, result.stderr
+    (row,) = rows(result.stdout)
+    assert row["vm"] == "evil?5.00?1.0?fake?1?0?999?999??[2Jx"
+    assert "\x1b" not in result.stdout
