@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test demo bench lint typecheck system-deps clean protos train
+.PHONY: locks venv test e2e demo bench lint typecheck system-deps clean protos train k8s-tools k8s-bin-dir chart
 
 venv: $(STAMP)
 
@@ -31,15 +31,37 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
 
-test: venv system-deps lint
-	$(BIN)/pytest -q -p no:cacheprovider -rs
+test: venv system-deps k8s-tools lint
+	KUBEJOULE_K8S_BIN=$(K8S_BIN) $(BIN)/pytest -q -p no:cacheprovider -rs
+
+# The end-to-end tests alone: real etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# KWOK and helm (tools/k8s, built once into a cache outside the checkout).
+e2e: venv k8s-tools
+	KUBEJOULE_K8S_BIN=$(K8S_BIN) $(BIN)/pytest -q -p no:cacheprovider -rs -m e2e tests/e2e
+
+# The real Kubernetes components, built from the Go module proxy (tools/k8s/build.sh): the first
+# time takes long (README, "Real Kubernetes"), later runs find them in the cache.
+K8S_BIN = $(shell tools/k8s/build.sh --bin-dir)
+k8s-tools:
+	@tools/k8s/build.sh
+
+k8s-bin-dir:
+	@echo $(K8S_BIN)
+
+# The Helm chart, linted and packaged: out/kubejoule-VERSION.tgz, VERSION being the project's
+# (Chart.yaml follows pyproject.toml; tests/deploy/test_chart.py checks they agree).
+chart: k8s-tools
+	$(K8S_BIN)/helm lint --strict daemonset/chart/kubejoule
+	$(K8S_BIN)/helm package daemonset/chart/kubejoule --destination out
 
 # The main job on this host: the agent measures it once (with an example power profile,
 # labelled "estimated", where the host has no RAPL), then the scheduling benchmark runs the
 # headline: the heterogeneous cluster as cluster-autoscaler node groups under its shipped
 # defaults (DaemonSets on every node, lagging telemetry, the trace's PDBs), kube-scheduler and
 # kubejoule × the least-waste and kubejoule expanders, kube-scheduler with the random one, the
-# extender at weights 1/5/12, bin packing and the peers, 3 seeds, with the issue's targets.
+# recommended setup, the extender at weights 1/5/12, bin packing and the peers, the default seeds
+# (each its own workload, paired: rl/evaluation/paired.py) in one process per CPU, with the
+# issues' targets. Budget: <= 5 minutes on 2 cores (measured: README, "Results").
 DEMO_PROFILE ?= agent/power_profiles/ibm-x3550-m3-xeon-x5675.yaml
 DEMO_OUT ?= out
 demo: venv
@@ -53,7 +75,7 @@ demo: venv
 	fi
 	@echo
 	@echo "== kubejoule-rl benchmark: the headline, heterogeneous cluster under cluster-autoscaler"
-	$(BIN)/kubejoule-rl benchmark --scenario heterogeneous-autoscaler --seeds 3 --out $(DEMO_OUT)/results.json --plot $(DEMO_OUT)/results.png
+	$(BIN)/kubejoule-rl benchmark --scenario heterogeneous-autoscaler --out $(DEMO_OUT)/results.json --plot $(DEMO_OUT)/results.png
 	@echo "results: $(DEMO_OUT)/results.json, plots: $(DEMO_OUT)/results.png"
 
 # The protobuf code of the agent's PodResources client and the gRPC expander (committed; tests
@@ -61,6 +83,17 @@ demo: venv
 protos: venv
 	$(BIN)/python -m agent.protos.generate
 	$(BIN)/python -m scheduler.autoscaler.protos.generate
+
+# The images' Python dependencies, locked with hashes (daemonset/images/locks/), at the versions
+# the venv tests. Needs uv (https://docs.astral.sh/uv/, MIT/Apache-2.0) on PATH.
+locks: venv
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^kubejoule' > .locks-constraints.txt
+	for spec in "agent:" "scheduler:--extra scheduler" "rl:--extra scheduler --extra sim"; do \
+	  image=$${spec%%:*}; extras=$${spec#*:}; out=daemonset/images/locks/$$image.txt; \
+	  head -3 $$out > $$out.new; \
+	  uv pip compile pyproject.toml $$extras --universal --python-version 3.11 --generate-hashes \
+	    --no-header --quiet -c .locks-constraints.txt >> $$out.new && mv $$out.new $$out; \
+	done; rm -f .locks-constraints.txt
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py

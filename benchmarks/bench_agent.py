@@ -235,7 +235,7 @@ def run_agent(sysfs: Path, kubeconfig: Path, seconds: float, profile: Path | Non
     command = [sys.executable]
     if profile is not None:
         command += ["-m", "cProfile", "-o", str(profile)]
-    command += ["-m", "agent.cli", "run", "--procfs", "/proc", "--sysfs", str(sysfs), "--listen", "127.0.0.1:0",
+    command += ["-m", "agent.cmd.cli", "run", "--procfs", "/proc", "--sysfs", str(sysfs), "--listen", "127.0.0.1:0",
                 "--node", NODE, "--kubeconfig", str(kubeconfig), "--interval", str(INTERVAL_S), *extra]
     agent = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})

@@ -33,7 +33,7 @@ def _best_ms(work, repeat: int = 5) -> float:  # type: ignore[no-untyped-def]
 def _network_rows() -> list[str]:
     if os.geteuid() != 0:
         return ["| network read | — | skipped: needs root (network namespaces) | |"]
-    from agent.network import NetworkReader
+    from agent.device.network import NetworkReader
     from benchmarks.harness.agent_netns import NetnsLab
 
     rows = []
@@ -55,8 +55,8 @@ def _network_rows() -> list[str]:
 
 
 def _metrics_server_rows() -> list[str]:
-    from agent.metrics_server import MetricsServerReader
-    from agent.podmeta import PodMeta
+    from agent.kube.metrics_server import MetricsServerReader
+    from agent.kube.podmeta import PodMeta
     from benchmarks.harness.agent_kube_emulator import EmulatedCluster
 
     rows = []
@@ -80,8 +80,8 @@ def _metrics_server_rows() -> list[str]:
 
 
 def _podmeta_rows() -> list[str]:
-    from agent.podmeta import PodMetadataCache, with_pod_names
-    from agent.snapshot import PodPower, Snapshot
+    from agent.kube.podmeta import PodMetadataCache, with_pod_names
+    from agent.monitor.snapshot import PodPower, Snapshot
 
     count = 110
     pods = [
@@ -111,14 +111,14 @@ def _import_rows() -> list[str]:
         "        if line.startswith('VmRSS:'):\n"
         "            return int(line.split()[1])\n"
         "base = rss()\n"
-        "import agent.kube\n"
+        "import agent.kube.client\n"
         "print((rss() - base) / 1024)"
     )
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     seconds = time.perf_counter() - started
-    return [f"| importing agent.kube (`kubernetes`) | {float(out.stdout):.0f} MB RSS | {seconds:.1f} s with interpreter start; not imported with --no-kube | |"]
+    return [f"| importing agent.kube.client (`kubernetes`) | {float(out.stdout):.0f} MB RSS | {seconds:.1f} s with interpreter start; not imported with --no-kube | |"]
 
 
 def main() -> str:

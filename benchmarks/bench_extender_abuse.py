@@ -38,7 +38,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.quantity import quantity_units  # noqa: E402
 from benchmarks.harness.extender_process import (  # noqa: E402
     Answer,
     collect_flood,
@@ -49,6 +48,7 @@ from benchmarks.harness.extender_process import (  # noqa: E402
     running_extender,
     small_body,
 )
+from common.quantity import quantity_units  # noqa: E402
 from scheduler.extender.body import MIN_MAX_BODY_BYTES  # noqa: E402
 
 MANIFEST = ROOT / "daemonset/components/extender/extender-deployment.yaml"

@@ -1,5 +1,6 @@
 """`make bench` for the simulator: the headline scenario `heterogeneous-autoscaler`, its policies
-(`rl.evaluation.report.HEADLINE_POLICIES`), 3 seeds, and the issue-14 targets.
+(`rl.evaluation.report.HEADLINE_POLICIES`), 3 seeds each drawing its own workload from the trace
+(as `kubejoule-rl benchmark` does by default), and the headline's targets.
 
 The cluster is one that can exist: cluster-autoscaler as it ships (powered-off nodes are no
 candidates; Pending pods make the autoscaler boot a node group the expander picks; unneeded

@@ -278,8 +278,8 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
     """The code's own cost, without HTTP or a loaded machine's waiting: thread CPU time of one
     NodeNames request (parse + score + encode) and of one store refresh's merge, fits and batch
     preparation, in this process over a fixed source."""
-    from agent.curves import PowerCurve
     from benchmarks.harness.sched_sources import FixedSource
+    from common.curves import PowerCurve
     from scheduler.domain.model import NodeTelemetry
     from scheduler.extender.core import Extender
     from scheduler.extender.wire import json_response, parse_args

@@ -39,9 +39,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.curves import PowerCurve  # noqa: E402
 from benchmarks.harness.machine import cpu_model  # noqa: E402
 from benchmarks.harness.standalone_objects import node, pod  # noqa: E402
+from common.curves import PowerCurve  # noqa: E402
 from scheduler.cluster.kubeobjects import pod_info_from_k8s  # noqa: E402
 from scheduler.domain.model import NodeTelemetry  # noqa: E402
 from scheduler.framework.scheduling_profile import SchedulingProfile  # noqa: E402

@@ -23,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.curves import PowerCurve  # noqa: E402
+from common.curves import PowerCurve  # noqa: E402
 from scheduler.telemetry.exposition import (  # noqa: E402
     M_CURVE,
     M_PLATFORM_OTHER,

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 DASHBOARD_DIR = Path(__file__).resolve().parent / "dashboards"
+# The Helm chart ships the same files (Helm reads files inside the chart only).
+CHART_DASHBOARD_DIR = Path(__file__).resolve().parents[1] / "daemonset" / "chart" / "kubejoule" / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 SCHEMA_VERSION = 39
 GRID_COLUMNS = 24
@@ -785,10 +787,11 @@ def render(dashboard: Dashboard) -> str:
 
 
 def main() -> int:
-    DASHBOARD_DIR.mkdir(parents=True, exist_ok=True)
-    for dashboard in DASHBOARDS:
-        (DASHBOARD_DIR / file_name(dashboard)).write_text(render(dashboard))
-        print(f"wrote {DASHBOARD_DIR / file_name(dashboard)}")
+    for directory in (DASHBOARD_DIR, CHART_DASHBOARD_DIR):
+        directory.mkdir(parents=True, exist_ok=True)
+        for dashboard in DASHBOARDS:
+            (directory / file_name(dashboard)).write_text(render(dashboard))
+            print(f"wrote {directory / file_name(dashboard)}")
     return 0
 
 

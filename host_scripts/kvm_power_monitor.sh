@@ -178,6 +178,13 @@ read_cpu_stat() {
     CUR_NOTBUSY=$((idle + iowait))
 }
 
+printable() {
+    # Control characters (tabs, newlines, escape sequences) in a name would forge rows and
+    # columns of the output or drive the terminal: each becomes '?'.
+    local value="$1"
+    printf '%s' "${value//[[:cntrl:]]/?}"
+}
+
 vm_name_of() {
     # The guest name from "-name guest=NAME,..." or "-name NAME,..."; never the command line.
     local pid="$1" i arg value
@@ -188,7 +195,7 @@ vm_name_of() {
         if [ "$arg" = "-name" ] && [ $((i + 1)) -lt ${#args[@]} ]; then
             value="${args[$((i + 1))]}"
             value="${value#guest=}"
-            printf '%s' "${value%%,*}"
+            printable "${value%%,*}"
             return
         fi
     done

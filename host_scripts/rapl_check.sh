@@ -74,9 +74,11 @@ file_mode() {
 }
 
 read_first_line() {
+    # Control characters in a value (a zone name) become '?': they would forge the table's
+    # columns or drive the terminal.
     local value
     if value="$(head -n 1 "$1" 2>/dev/null)"; then
-        printf '%s' "$value"
+        printf '%s' "${value//[[:cntrl:]]/?}"
         return 0
     fi
     return 1

@@ -13,7 +13,7 @@ import pytest
 
 DESIGN = Path(__file__).resolve().parents[1] / "docs" / "DESIGN.md"
 SECTION = "## Where each formula lives"
-ENTRY = re.compile(r"`((?:agent|scheduler|rl)(?:\.\w+)+):(\w+(?:\.\w+)*)`")
+ENTRY = re.compile(r"`((?:common|agent|scheduler|rl)(?:\.\w+)+):(\w+(?:\.\w+)*)`")
 
 
 def _table_rows() -> list[list[str]]:
@@ -35,7 +35,7 @@ ENTRIES = sorted({m.groups() for row in ROWS for m in ENTRY.finditer(row[1])})
 def test_the_table_names_the_formulas_of_all_three_packages() -> None:
     assert len(ROWS) >= 25
     assert all(ENTRY.search(row[1]) for row in ROWS), [row[0] for row in ROWS if not ENTRY.search(row[1])]
-    assert {module.split(".")[0] for module, _ in ENTRIES} == {"agent", "scheduler", "rl"}
+    assert {module.split(".")[0] for module, _ in ENTRIES} == {"common", "agent", "scheduler", "rl"}
 
 
 @pytest.mark.parametrize(("module", "name"), ENTRIES, ids=[f"{m}:{n}" for m, n in ENTRIES])

@@ -6,7 +6,7 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
 * A block right after `<!-- example: skip (REASON) -->` is skipped for that reason.
 * `yaml`: must parse, once elisions are dropped (`…` lines, `, …` and `{...}` in flow
   collections: see `unelided`). A power profile (`schema: kubejoule.calibration/v1`) goes through
-  `agent.power_profile.parse_power_profile`; a scheduler configuration (only scheduler/config/parse.py's top-level
+  `common.power_profile.parse_power_profile`; a scheduler configuration (only scheduler/config/parse.py's top-level
   keys) through `scheduler.config.parse.config_from_dict`; a Pod through `scheduler.domain.model.PodInfo`; a
   KubeSchedulerConfiguration's extenders
   are checked against kube-scheduler's Extender fields and the routes the extender serves; a
@@ -53,6 +53,8 @@ from tests.helpers.docs_blocks import (
 OURS = ("kubejoule-agent", "kubejoule-calibrate", "kubejoule-scheduler", "kubejoule-rl")
 OTHER_PROGRAMS = {
     "kubectl": "needs a cluster",
+    "helm": "tests/deploy/test_chart.py runs each documented helm command (install as a dry run); "
+            "tests/e2e/test_e2e_helm.py runs install, upgrade and uninstall on the real control plane",
     "docker": "builds images (needs docker and the network)",
     "make": "the project's own targets (make test / demo / bench run for minutes; CI runs them)",
     "openssl": "makes key material; tests/scheduler/test_autoscaler_grpc.py runs the documented command",
@@ -64,16 +66,16 @@ OTHER_PROGRAMS = {
     "ipmitool": "needs a BMC",
 }
 OTHER_PROGRAMS.update(dict.fromkeys(
-    ("cp", "grep", "echo", "cat", "cd", "mkdir", "rm", "export", "printf", "jq", "head", "tail", "wc", "ls"),
+    ("cp", "grep", "echo", "cat", "cd", "mkdir", "rm", "export", "printf", "jq", "head", "tail", "wc", "ls", "sed"),
     "shell glue",
 ))
 def parser_for(name: str) -> argparse.ArgumentParser:
     if name == "kubejoule-agent":
-        from agent.cli import build_parser as agent_parser
+        from agent.cmd.cli import build_parser as agent_parser
 
         return agent_parser()
     if name == "kubejoule-calibrate":
-        from agent.calibrate_cli import build_parser as calibrate_parser
+        from agent.cmd.calibrate_cli import build_parser as calibrate_parser
 
         return calibrate_parser()
     if name == "kubejoule-scheduler":

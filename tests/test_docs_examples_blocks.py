@@ -25,6 +25,7 @@ OTHER_YAML = {
     "scrape_configs:": "a Prometheus scrape configuration",
     "resources: [<path>/daemonset/overlays/intel]": "a kustomization fragment",
     "# cluster-autoscaler's container": "cluster-autoscaler's container arguments",
+    "# cluster-autoscaler's --cloud-config for externalgrpc": "cluster-autoscaler's externalgrpc cloud config",
 }
 # Documented paths that do not exist here, and what stands in for them in the examples.
 PATH_STAND_INS = {
@@ -56,6 +57,8 @@ def yaml_kind(block: Block, data: Any) -> str:
         return "pod"
     if isinstance(data, list) and data and all(isinstance(p, dict) and "workload" in p for p in data):
         return "pdbs"
+    if isinstance(data, dict) and "groups" in data and "allow" in data:
+        return "cloud-provider"
     if block.first in OTHER_YAML:
         return "other"
     return "scheduler-config"
@@ -74,7 +77,7 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
     data = yaml.safe_load(unelided(block.text))
     kind = yaml_kind(block, data)
     if kind == "power profile":
-        from agent.power_profile import parse_power_profile
+        from common.power_profile import parse_power_profile
 
         profile = parse_power_profile(data, block.where)
         assert profile.idle_watts is not None
@@ -98,6 +101,16 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
         from rl.simulation.scenario import parse_pdbs
 
         assert len(parse_pdbs(block.text, block.where, [p["workload"] for p in data])) == len(data)
+    elif kind == "cloud-provider":
+        from scheduler.autoscaler.provider.settings import check_bmc_url, parse_settings
+
+        # The credentials directories are the cluster's: the structure, keys and values are
+        # checked as the simulated backend reads them, the BMC URLs as the Redfish one does.
+        settings = parse_settings({**data, "backend": "simulated"})
+        for i, group in enumerate(data["groups"]):
+            for j, machine in enumerate(group["machines"]):
+                check_bmc_url(machine["bmc"], machine.get("insecure_http", False), f"groups[{i}].machines[{j}].bmc")
+        assert settings.machines()
     elif kind == "scheduler-config":
         from scheduler.config.parse import config_from_dict
 

@@ -38,7 +38,7 @@ def find_block(path: str, contains: str) -> Block:
 
 
 def _cli(name: str, *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    module = {"kubejoule-agent": "agent.cli", "kubejoule-calibrate": "agent.calibrate_cli",
+    module = {"kubejoule-agent": "agent.cmd.cli", "kubejoule-calibrate": "agent.cmd.calibrate_cli",
               "kubejoule-scheduler": "scheduler.cli", "kubejoule-rl": "rl.cli"}[name]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
@@ -155,7 +155,7 @@ def test_run_the_local_extender_example(tmp_path: Path, doc: str) -> None:
     curl = next(line for line in lines if line.lstrip().startswith("curl"))
     curl = curl.replace("127.0.0.1:8888", f"127.0.0.1:{extender_port}")
     with (
-        _background([sys.executable, "-m", "agent.cli", *agent, *FIXTURE_TREES, "--no-kube", "--interval", "0.5"],
+        _background([sys.executable, "-m", "agent.cmd.cli", *agent, *FIXTURE_TREES, "--no-kube", "--interval", "0.5"],
                     tmp_path) as agent_process,
         _background([sys.executable, "-m", "scheduler.cli", *extender, "--no-watch-cluster"], tmp_path) as ext,
     ):

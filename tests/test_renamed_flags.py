@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import build_parser as agent_parser
+from agent.cmd.cli import build_parser as agent_parser
 from rl.cli import _build_parser as rl_parser
 from scheduler.cli import build_parser as scheduler_parser
 

@@ -27,7 +27,7 @@ import kmock
 import yaml
 from kmock._internal import rendering
 
-from agent.kube import KubeClient
+from agent.kube.client import KubeClient
 
 T = TypeVar("T")
 

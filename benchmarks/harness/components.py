@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -34,3 +36,14 @@ def require_binary(name: str, reason: str | None = None) -> str:
     if path is None:
         component_missing(reason or f"`{name}` is not installed")
     return path
+
+
+def k8s_bin_dir() -> Path:
+    """Where the real Kubernetes components are: $KUBEJOULE_K8S_BIN (the Makefile sets it), else
+    the directory tools/k8s/build.sh builds them into (binaries there or not: the caller checks)."""
+    from_env = os.environ.get("KUBEJOULE_K8S_BIN")
+    if from_env:
+        return Path(from_env)
+    build = Path(__file__).resolve().parents[2] / "tools/k8s/build.sh"
+    out = subprocess.run([str(build), "--bin-dir"], capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
