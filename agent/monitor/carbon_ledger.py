@@ -12,14 +12,13 @@ namespace's grams are the sum of its pods' grams (those gone included), by const
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent.monitor.energy_ledger import interval_joules, label, pod_components
 from agent.monitor.energy_totals import EntityTotals, add_energy
 from agent.monitor.snapshot import Snapshot
-from common.carbon import CarbonIntensity, Reading, interval_grams
+from common.carbon import JOULES_PER_KWH, CarbonIntensity, Reading, interval_grams
 
 log = logging.getLogger("kubejoule.agent.carbon")
 
@@ -59,20 +58,21 @@ class CarbonLedger:
         self.latest = Reading(integral.value / span, None) if integral.value is not None and span > 0 else integral
         add_energy(self.node, snapshot.source, interval_grams(interval_joules(snapshot.node_watts, seconds), integral, span))
         if self.pods_exported:
+            # grams per watt of the interval: one product per pod (interval_grams' rule, hoisted)
+            per_watt = None if self.latest.value is None else seconds / JOULES_PER_KWH * self.latest.value
             pods = [
                 ((pod.uid, component), label(pod.namespace),
-                 interval_grams(interval_joules(watts, seconds), integral, span))
+                 None if watts is None or per_watt is None else max(watts, 0.0) * per_watt)
                 for pod in snapshot.pods
                 for component, watts in pod_components(pod)
             ]
             self.pods.advance((key, grams) for key, _, grams in pods)
             by_namespace: dict[str, float | None] = {}
-            known: defaultdict[str, float] = defaultdict(float)
             for _, namespace, grams in pods:
-                by_namespace.setdefault(namespace, None)
                 if grams is not None:
-                    known[namespace] += grams
-                    by_namespace[namespace] = known[namespace]
+                    by_namespace[namespace] = (by_namespace.get(namespace) or 0.0) + grams
+                else:
+                    by_namespace.setdefault(namespace, None)
             self.namespaces.advance(by_namespace.items())
         reason = integral.reason if integral.value is None and snapshot.node_watts is not None else None
         self._log_change(reason)
