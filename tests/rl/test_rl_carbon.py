@@ -149,3 +149,20 @@ def test_a_negative_hour_in_the_series_leaves_the_run_without_grams(inputs, tmp_
     summary = run_plan(_plan(inputs, CarbonWindow(series, T0)))[0].summary
     assert summary.carbon_grams is None
     assert summary.carbon_gap is not None and "negative value -40" in summary.carbon_gap
+
+
+def test_sharded_and_parallel_runs_keep_the_grams(inputs, tmp_path):
+    nodes, trace = inputs
+    series = tmp_path / "ci.csv"
+    series.write_text(hourly([120, 240, 360, 480, 600, 720]))
+    args = ["benchmark", "--nodes", str(nodes), "--trace", str(trace), "--policies", "default,mostallocated",
+            "--seeds", "2", "--no-progress", "--carbon-intensity-csv", str(series)]
+    assert main([*args, "--jobs", "1", "--out", str(tmp_path / "one.json")]) == 0
+    assert main([*args, "--jobs", "2", "--out", str(tmp_path / "two.json")]) == 0
+    for k in (0, 1):
+        assert main([*args, "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}.json")]) == 0
+    assert main(["merge", str(tmp_path / "s0.json"), str(tmp_path / "s1.json"), "--out", str(tmp_path / "m.json")]) == 0
+    one = (tmp_path / "one.json").read_text()
+    assert '"carbon_g"' in one
+    assert (tmp_path / "two.json").read_text() == one
+    assert (tmp_path / "m.json").read_text() == one
