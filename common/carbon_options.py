@@ -15,6 +15,7 @@ from common.carbon import (
     load_intensity_csv,
     parse_time,
 )
+from common.carbon_file import IntensityFile
 from common.options import non_negative_float, positive_float
 
 
@@ -60,6 +61,14 @@ def intensity_from_args(args: argparse.Namespace) -> CarbonIntensity | None:
     if path is not None:
         return load_intensity_csv(path, args.carbon_intensity_basis, args.carbon_max_age)
     return None
+
+
+def live_intensity_from_args(args: argparse.Namespace) -> CarbonIntensity | IntensityFile | None:
+    """As `intensity_from_args`, for a long-running agent: a CSV is re-read when it changes
+    (common/carbon_file.py)."""
+    if args.carbon_intensity_csv is not None and getattr(args, "carbon_intensity", None) is None:
+        return IntensityFile(args.carbon_intensity_csv, args.carbon_intensity_basis, args.carbon_max_age)
+    return intensity_from_args(args)
 
 
 def carbon_start(args: argparse.Namespace, intensity: CarbonIntensity) -> float:

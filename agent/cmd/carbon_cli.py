@@ -1,6 +1,7 @@
 """`kubejoule-agent run`'s carbon options (common/carbon_options.py): the intensity is loaded at
-parse time, so a bad CSV is a usage error with its reason, and turned into the collector's
-CarbonLedger (agent/monitor/carbon_ledger.py)."""
+parse time, so a bad CSV is a usage error with its reason (and re-read when it changes,
+common/carbon_file.py), and turned into the collector's CarbonLedger
+(agent/monitor/carbon_ledger.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import argparse
 
 from agent.monitor.carbon_ledger import CarbonLedger
 from common.carbon import CarbonIntensityError
-from common.carbon_options import intensity_from_args
+from common.carbon_options import live_intensity_from_args
 
 
 def validate_carbon(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     try:
-        args.carbon = intensity_from_args(args)
+        args.carbon = live_intensity_from_args(args)
     except CarbonIntensityError as exc:
         parser.error(str(exc))
 

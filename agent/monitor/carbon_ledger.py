@@ -19,6 +19,7 @@ from agent.monitor.energy_ledger import interval_joules, label, pod_components
 from agent.monitor.energy_totals import EntityTotals, add_energy
 from agent.monitor.snapshot import Snapshot
 from common.carbon import JOULES_PER_KWH, CarbonIntensity, Reading, interval_grams
+from common.carbon_file import IntensityFile
 
 log = logging.getLogger("kubejoule.agent.carbon")
 
@@ -39,7 +40,7 @@ class CarbonLedger:
     """The grams over every snapshot added. Not locked: its owner (the collector) adds and
     reads under one lock, as it does the EnergyLedger."""
 
-    def __init__(self, intensity: CarbonIntensity, pods: bool = True) -> None:
+    def __init__(self, intensity: CarbonIntensity | IntensityFile, pods: bool = True) -> None:
         self.intensity = intensity
         self.pods_exported = pods
         self.node: dict[str, float] = {}
@@ -50,6 +51,8 @@ class CarbonLedger:
 
     def add(self, snapshot: Snapshot) -> str | None:
         """Add one interval's grams; the reason when energy was known but the intensity was not."""
+        if isinstance(self.intensity, IntensityFile):
+            self._log_reload(self.intensity.refresh())
         seconds = snapshot.interval_seconds
         end = snapshot.timestamp
         start = end - seconds
@@ -77,6 +80,12 @@ class CarbonLedger:
         reason = integral.reason if integral.value is None and snapshot.node_watts is not None else None
         self._log_change(reason)
         return reason
+
+    @staticmethod
+    def _log_reload(change: tuple[bool, str] | None) -> None:
+        if change is not None:
+            reloaded, message = change
+            (log.info if reloaded else log.warning)(message)
 
     def _log_change(self, reason: str | None) -> None:
         # Once per change between known and unknown (a reason names its time: it changes every interval).

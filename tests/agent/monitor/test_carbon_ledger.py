@@ -4,11 +4,14 @@ counters and says why, never adds a number."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from agent.monitor.carbon_ledger import CarbonLedger
 from agent.monitor.snapshot import PodPower, Snapshot
 from common.carbon import JOULES_PER_KWH, ConstantIntensity, parse_intensity_csv, parse_time
+from common.carbon_file import IntensityFile
 
 T0 = parse_time("2024-03-01T00:00:00Z")
 HOUR = 3600.0
@@ -90,3 +93,18 @@ def test_namespace_is_the_sum_of_its_pods_including_those_gone():
     view = ledger.view()
     assert view.pods[("uid-b", "cpu")] == pytest.approx(grams(10.0, 20, 300.0))
     assert view.namespaces["ml"] == pytest.approx(grams(60.0, 20, 300.0))
+
+
+def test_a_csv_rewritten_in_place_is_used_from_the_next_interval(tmp_path, caplog):
+    path = tmp_path / "ci.csv"
+    path.write_text("timestamp,g_per_kwh\n2024-03-01T00:00:00Z,200\n")
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    ledger = CarbonLedger(IntensityFile(path, check_every_s=0.0))
+    reason = ledger.add(snapshot(T0 + HOUR + 60))  # past the file's only hour: a gap
+    assert reason is not None and "ends there" in reason
+    path.write_text("timestamp,g_per_kwh\n2024-03-01T00:00:00Z,200\n2024-03-01T01:00:00Z,300\n")
+    os.utime(path, ns=(2_000_000_000, 2_000_000_000))
+    with caplog.at_level("INFO", logger="kubejoule.agent.carbon"):
+        assert ledger.add(snapshot(T0 + HOUR + 70)) is None
+    assert ledger.view().node["rapl"] == pytest.approx(grams(100.0, 10, 300.0))
+    assert any("reloaded: 2 rows" in r.getMessage() for r in caplog.records)
