@@ -360,6 +360,50 @@ CLUSTER = Dashboard(
             (Target(f"sum by (namespace) ({rate('pod_energy', SEL)})", "{{namespace}}"),),
             stack=True,
         ),
+        # Carbon (with a carbon intensity configured on the agents: docs/agent.md, "Grams of CO2")
+        Panel(
+            "CO2 emissions per node",
+            "Grams of CO2-equivalent per hour: each interval's node energy times the grid carbon "
+            "intensity the agent is given (rate of kubejoule_node_carbon_grams_total). Missing where "
+            "the intensity is unknown (a gap in its CSV): no grams are made up.",
+            (
+                Target(
+                    f"sum by (node) (rate(kubejoule_node_carbon_grams_total{{{SEL}}}[$__rate_interval])) * 3600",
+                    "{{node}}",
+                ),
+            ),
+            unit="suffix: gCO2eq/h",
+            width=8,
+        ),
+        Panel(
+            "CO2 by namespace (time range)",
+            "Grams of CO2-equivalent of each namespace's pods over the dashboard's time range.",
+            (
+                Target(
+                    f"sort_desc(sum by (namespace) (increase(kubejoule_namespace_carbon_grams_total{{{SEL}}}"
+                    "[$__range])))",
+                    "{{namespace}}",
+                    instant=True,
+                ),
+            ),
+            kind="bargauge",
+            unit="massg",
+            decimals=2,
+            width=8,
+        ),
+        Panel(
+            "Grid carbon intensity",
+            "The grid carbon intensity each agent uses (source: configured, a constant; csv, a time "
+            "series such as an Electricity Maps export), gCO2eq/kWh.",
+            (
+                Target(
+                    f"kubejoule_carbon_intensity_grams_per_kwh{{{SEL}}}",
+                    "{{node}} ({{source}} {{zone}})",
+                ),
+            ),
+            unit="suffix: gCO2eq/kWh",
+            width=8,
+        ),
         Panel(
             "Agent errors",
             "Agent errors per second by kind (gaps, failed samples, Metrics Server, API).",

@@ -1,7 +1,8 @@
 """`kubejoule-rl benchmark`: its options, the cluster they describe (`cluster_model`, the scenario's
 defaults filling what they leave out; the ablation builds a scenario's cluster with it too) and
 the run: the plan over the policies, expanders and seeds, in `--jobs` processes or as one
-`--shard K/N`, written as results JSON (rl/evaluation/results.py) or a shard file."""
+`--shard K/N`, written as results JSON (rl/evaluation/results.py) or a shard file. With
+`--carbon-intensity-csv` each run's grams of CO2-equivalent too (rl/evaluation/carbon.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from common.carbon_options import add_carbon_arguments, carbon_start, intensity_from_args
 from common.options import deprecated_alias
 from rl import on_cluster_cli
 from rl.evaluation import shards
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
+from rl.evaluation.carbon import CarbonWindow
 from rl.evaluation.parallel import add_options, default_jobs
 from rl.evaluation.results import results_json, write_results
 from rl.policies.catalog import BUILTIN_POLICIES
@@ -153,6 +156,7 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
         "(feature schema v2; training data for --algo mlp)",
     )
     deprecated_alias(bench, "--collector", "--decision-log")
+    add_carbon_arguments(bench, constant=False, start=True)
     add_options(bench)
     on_cluster_cli.add_arguments(bench)
 
@@ -262,8 +266,10 @@ def command(args: argparse.Namespace) -> int:
         nodes = load_node_groups(nodes_file)
         pods = load_trace(trace_file)
         cluster = replace(cluster, workloads=cluster_options.workload_model(args, scenario, pods))
+        intensity = intensity_from_args(args)  # CarbonIntensityError is a ValueError: a usage error
+        carbon = CarbonWindow(intensity, carbon_start(args, intensity)) if intensity is not None else None
         plan = plan_benchmark(
-            nodes, pods, policies, args.seeds, cluster, expanders, not args.tie_seeds_only
+            nodes, pods, policies, args.seeds, cluster, expanders, not args.tie_seeds_only, carbon
         )
         for note in plan.notes:
             print(f"kubejoule-rl: note: {note}", file=sys.stderr)
@@ -327,6 +333,7 @@ def command(args: argparse.Namespace) -> int:
             "pdbs": len(cluster.workloads.pdbs),
             "pod_startup_s": cluster.workloads.pod_startup_s,
         },
+        **({"carbon": carbon.describe()} if carbon is not None else {}),
     }
     if args.on_cluster:
         return on_cluster_cli.write(args, plan, on_cluster, description)

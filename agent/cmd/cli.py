@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent import __version__
+from agent.cmd.carbon_cli import carbon_ledger, validate_carbon
+from agent.cmd.carbon_cli import describe as describe_carbon
 from agent.cmd.cluster_cli import (
     attach_cluster_data,
     cluster_data_once,
@@ -31,6 +33,7 @@ from agent.device.vms import redact_cmdline
 from agent.exporter.report import format_snapshot
 from agent.monitor.sampler import DEFAULT_PROCESS_TOP, Sampler, default_node_name
 from agent.monitor.snapshot import Snapshot
+from common.carbon_options import add_carbon_arguments
 from common.options import deprecated_alias, non_negative_int, positive_float, positive_int
 from common.power_profile import PowerProfile, PowerProfileError, load_power_profile
 
@@ -171,6 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ExportLevels(containers=args.containers, process_top=args.process_top),
         model_points=profile.model_points() if profile is not None else (),
         model_reading=profile.reading if profile is not None else "rapl",
+        carbon=carbon_ledger(args),
     )
     node = args.node or default_node_name()
     gpus, platform = open_gpus(args), open_platform(args, node)
@@ -186,7 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "node": service.sampler.node, "interval_seconds": args.interval, "procfs": str(args.procfs),
         "sysfs": str(args.sysfs), "calibration": str(args.power_profile) if args.power_profile else None,
         "containers": args.containers, "process_top": args.process_top, "open_files_limit": open_files,
-        "version": __version__,
+        "version": __version__, "carbon_intensity": describe_carbon(args),
     }})
     attach_cluster_data(args, service)
     # Everything made so far (modules, the Kubernetes client's classes) lives as long as the
@@ -217,6 +221,7 @@ def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     validate_kube(parser, args)
     validate_bmc(parser, args)
     _validate_sampling(parser, args)
+    validate_carbon(parser, args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -258,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--log-format", default="json", choices=["json", "text"],
                      help="json: one object per line (default); text: for people")
+    add_carbon_arguments(run)
     run.set_defaults(func=cmd_run, validate=_validate_run)
 
     top = sub.add_parser("top", parents=[common, sampling], help="live view of node, pods, VMs and processes")

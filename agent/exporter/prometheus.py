@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent.exporter.prometheus_carbon import carbon_families
 from agent.exporter.prometheus_sections import (
     gpu_families,
     metrics_server_families,
@@ -27,6 +28,7 @@ from agent.exporter.prometheus_sections import (
     platform_families,
     power_and_energy,
 )
+from agent.monitor.carbon_ledger import CarbonLedger
 from agent.monitor.energy_ledger import (
     EnergyLedger,
     ExportLevels,
@@ -52,6 +54,7 @@ class SnapshotCollector(Collector):
         levels: ExportLevels | None = None,
         model_points: Iterable[tuple[float, float]] = (),
         model_reading: str = "rapl",
+        carbon: CarbonLedger | None = None,
     ) -> None:
         self.levels = levels or ExportLevels()
         self.model_points = tuple(model_points)  # (utilization, watts) of a calibrated curve
@@ -61,6 +64,9 @@ class SnapshotCollector(Collector):
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
         self._ledger = EnergyLedger(self.levels)
+        self._carbon = carbon  # grams beside the joules, with a carbon intensity configured
+        if carbon is not None:
+            self._ledger.count_error("carbon", 0)
 
     @property
     def latest(self) -> Snapshot | None:
@@ -75,6 +81,8 @@ class SnapshotCollector(Collector):
         """Publish a new snapshot, with its interval's energy added to the ledger's totals."""
         with self._lock:
             self._ledger.add(snapshot)
+            if self._carbon is not None and self._carbon.add(snapshot) is not None:
+                self._ledger.count_error("carbon")  # energy known, intensity not: the reason is logged
             self._latest = snapshot
 
     def describe(self) -> Iterable[Metric]:
@@ -84,6 +92,7 @@ class SnapshotCollector(Collector):
         with self._lock:
             snap = self._latest
             totals = self._ledger.view()
+            carbon = self._carbon.view() if self._carbon is not None else None
         node = snap.node if snap is not None else ""
         errors = CounterMetricFamily(
             PREFIX + "agent_errors", "Errors by kind: gaps in samples, failed samples, invariant breaches, "
@@ -107,6 +116,8 @@ class SnapshotCollector(Collector):
         yield from platform_families(snap, totals.platform_other.get(""))
         yield from metrics_server_families(snap, self.levels.pods)
         yield from network_families(snap, self.levels.pods)
+        if carbon is not None:
+            yield from carbon_families(snap, carbon, self.levels.pods)
         yield errors
 
     def _node(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:

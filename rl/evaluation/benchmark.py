@@ -19,6 +19,9 @@ over seeds:
 * `gap_closed_pct`: `100 × (E_default − E) / (E_default − E_oracle)`, the share of the largest
   possible saving the policy achieved (`rl/evaluation/oracle.py`);
 * `pending_seconds_mean`, `pending_seconds_p99`: per pod, arrival to (first) start;
+* `carbon_g` (with an intensity series, `--carbon-intensity-csv`; rl/evaluation/carbon.py): the
+  run's grams of CO2-equivalent, its t = 0 at `--carbon-start` on the series; null with
+  `carbon_gap` (why) when energy falls where the intensity is unknown;
 * `boots`, `scale_ups` (autoscaler scale-up decisions), `scale_downs` (nodes it powered off);
 * scale-down's disruption (rl/simulation/workloads.py): `evictions` (pods evicted from drained nodes),
   `restarted_pods` (of them, replaced by a pod that starts from scratch: Jobs),
@@ -38,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rl.evaluation.carbon import CarbonWindow, run_grams
 from rl.evaluation.oracle import OracleBound, mean_bound, oracle_bound
 from rl.evaluation.parallel import run_tasks
 from rl.evaluation.progress import ProgressBar
@@ -85,9 +89,14 @@ class RunSummary:
     energy_split_joules: dict[str, float] = field(default_factory=dict)  # energy.ENERGY_PARTS
     node_seconds: float = 0.0  # nodes on or booting
     busy_node_seconds: float = 0.0  # nodes running at least one workload pod
+    carbon_grams: float | None = None  # with a carbon window: the run's grams (None: unknown, or none asked)
+    carbon_gap: str | None = None  # why carbon_grams is unknown
 
     @classmethod
-    def of(cls, policy: str, seed: int, result: SimResult) -> RunSummary:
+    def of(cls, policy: str, seed: int, result: SimResult, carbon: CarbonWindow | None = None) -> RunSummary:
+        grams, gap = (
+            run_grams(carbon, result.timeline, result.energy_lumps, result.end_s) if carbon is not None else (None, None)
+        )
         slowdowns = [100.0 * s for s in result.slowdowns()]
         pending = result.pending_seconds()
         return cls(
@@ -112,6 +121,8 @@ class RunSummary:
             energy_split_joules=dict(result.energy_split_joules or {}),
             node_seconds=result.node_seconds,
             busy_node_seconds=result.busy_node_seconds(),
+            carbon_grams=grams,
+            carbon_gap=gap,
         )
 
 
@@ -241,6 +252,7 @@ class BenchmarkPlan:
     oracle: OracleBound  # the mean over seeds of each seed's workload's bound
     # Each seed's workload (rl/simulation/seeded_workload.py); empty: the trace for every seed.
     draws: tuple[WorkloadDraw, ...] = ()
+    carbon: CarbonWindow | None = None  # grams per run on this intensity series
 
     def pods_of(self, seed: int) -> tuple[PodSpec, ...]:
         return self.draws[seed].pods if self.draws else self.pods
@@ -271,6 +283,7 @@ def plan_benchmark(
     cluster: ClusterModel | None = None,
     expanders: Sequence[str] = (),
     vary_workload: bool = False,
+    carbon: CarbonWindow | None = None,
 ) -> BenchmarkPlan:
     """Every policy (× expander, under the autoscaler) × seed; with `vary_workload` each seed's
     own workload (module docstring). ValueError on bad input (CannotVary: a trace with nothing
@@ -306,7 +319,7 @@ def plan_benchmark(
         oracle = mean_bound([oracle_for(nodes, d.pods, cluster) for d in draws])
     else:
         oracle = oracle_for(nodes, pods, cluster)
-    return BenchmarkPlan(tuple(nodes), tuple(pods), keys, seeds, tasks, models, oracle, draws)
+    return BenchmarkPlan(tuple(nodes), tuple(pods), keys, seeds, tasks, models, oracle, draws, carbon)
 
 
 def run_task(
@@ -318,11 +331,11 @@ def run_task(
     """One of the plan's simulations (a pool worker's `work`)."""
     result = run_once(
         plan.nodes, plan.pods_of(task.seed), task.policy, task.seed, None, progress,
-        record_timeline=task.seed == 0, cluster=plan.cluster_of(task.expander, task.seed),
+        record_timeline=task.seed == 0 or plan.carbon is not None, cluster=plan.cluster_of(task.expander, task.seed),
         label=task.key, observer=observer,
     )
     timeline = result.timeline if task.seed == 0 else None
-    return RunOutcome(RunSummary.of(task.key, task.seed, result), timeline)
+    return RunOutcome(RunSummary.of(task.key, task.seed, result, plan.carbon), timeline)
 
 
 def run_plan(

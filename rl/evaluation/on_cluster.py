@@ -180,7 +180,7 @@ def run_on_cluster(plan: BenchmarkPlan, daemonsets: Sequence[DaemonSetSpec], bin
                 return outcomes, PartialRun(task, f"{type(exc).__name__}: {exc}")
             if recording.failure is not None:
                 return outcomes, PartialRun(task, recording.failure, result, len(recording.ended))
-            outcomes.append(RunOutcome(RunSummary.of(task.key, task.seed, result),
+            outcomes.append(RunOutcome(RunSummary.of(task.key, task.seed, result, plan.carbon),
                                        result.timeline if task.seed == 0 else None))
         return outcomes, None
     finally:

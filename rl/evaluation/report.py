@@ -142,6 +142,25 @@ def format_split_table(document: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_carbon_table(document: Mapping[str, Any]) -> str:
+    """Each row's energy beside its grams of CO2-equivalent (mean over seeds), g per kWh, and why
+    grams are unknown where they are (the first run's reason)."""
+    carbon = document.get("scenario", {}).get("carbon") or {}
+    lines = [
+        f"Carbon (gCO2eq, mean over seeds; intensity {carbon.get('source', '?')}"
+        f"{' ' + carbon['zone'] if carbon.get('zone') else ''} from {carbon.get('start', '?')}):",
+        "| policy | energy kWh | carbon g | g/kWh | unknown because |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name in sorted(document["policies"], key=is_reference):
+        row = document["policies"][name]
+        grams, kwh = row.get("carbon_g"), row["energy_kwh"]
+        per_kwh = grams / kwh if grams is not None and kwh else None
+        gap = next((r["carbon_gap"] for r in row["runs"] if r.get("carbon_gap")), "")
+        lines.append(f"| {name} | {kwh:.2f} | {_cell(grams, '.1f')} | {_cell(per_kwh, '.1f')} | {gap} |")
+    return "\n".join(lines)
+
+
 def format_packing_table(document: Mapping[str, Any]) -> str:
     """Each row against bin packing with our expander, paired per seed with 95 % intervals;
     "no worse" only when every interval's upper end is ≤ 0."""

@@ -7,7 +7,11 @@ energy goes, rl/simulation/energy.py's parts, mean over seeds; per run too) and 
 `paired` — the paired per-seed differences with 95 % intervals (rl/evaluation/paired.py):
 `energy_vs_baseline_pct` against the baseline, and `vs_packing` (energy %, lost CPU-hours,
 evictions, p99 pending seconds) against bin packing with our expander (`PACKING_REFERENCE`)
-when it ran; the oracle's `split_kwh`."""
+when it ran; the oracle's `split_kwh`.
+
+Issue 37, with an intensity series (`--carbon-intensity-csv`): per key `carbon_g` (mean over seeds;
+null when any seed's is unknown) and per run `carbon_g` and `carbon_gap` (why it is unknown);
+`units.carbon`."""
 
 from __future__ import annotations
 
@@ -50,6 +54,15 @@ def _split_kwh(runs: Sequence[RunSummary]) -> dict[str, float | None] | None:
     }
 
 
+def _has_carbon(result: BenchmarkResult) -> bool:
+    return any(r.carbon_grams is not None or r.carbon_gap for runs in result.runs.values() for r in runs)
+
+
+def _carbon_mean(runs: Sequence[RunSummary]) -> float | None:
+    grams = [r.carbon_grams for r in runs]
+    return None if not grams or any(g is None for g in grams) else _round(_mean(grams), 3)
+
+
 def add_paired(policies: dict[str, Any], baseline: str | None) -> None:
     """Each row's `paired` block (module docstring), from its runs and the references' runs."""
     for row in policies.values():
@@ -73,6 +86,7 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
     baseline = baseline_key(result.policies)
     default_j = result.mean_energy_joules(baseline) if baseline is not None else None
     policies: dict[str, Any] = {}
+    carbon = _has_carbon(result)
     for name in result.policies:
         runs = result.runs[name]
         energy_j = result.mean_energy_joules(name)
@@ -127,6 +141,11 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
                 for r in runs
             ],
         }
+        if carbon:
+            policies[name]["carbon_g"] = _carbon_mean(runs)
+            for run, r in zip(policies[name]["runs"], runs, strict=True):
+                run["carbon_g"] = _round(r.carbon_grams, 3)
+                run["carbon_gap"] = r.carbon_gap
     add_paired(policies, baseline)
     bound = result.oracle
     return {
@@ -138,6 +157,7 @@ def results_json(result: BenchmarkResult, scenario: dict[str, Any] | None = None
             "energy": "kWh",
             "slowdown": "percent: 100 × ((finish − submit) / duration − 1) per pod",
             "pending": "seconds from arrival to (first) start, per pod",
+            **({"carbon": "gCO2eq"} if carbon else {}),
         },
         "policies": policies,
         "oracle": {
@@ -161,6 +181,7 @@ def write_results(
     """Write the results document to `out` (and the plots to `plot`, which need the runs'
     timelines); print the table and, for the headline's runs, the targets."""
     from rl.evaluation.report import (
+        format_carbon_table,
         format_packing_table,
         format_split_table,
         format_table,
@@ -175,6 +196,9 @@ def write_results(
 
         plot_benchmark(document, timelines or {}, plot, all_timelines=all_timelines)
     print(format_table(document))
+    if any("carbon_g" in row for row in document["policies"].values()):
+        print()
+        print(format_carbon_table(document))
     print()
     print("Where the energy goes (kWh, mean over seeds):")
     print(format_split_table(document))

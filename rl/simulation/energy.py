@@ -87,6 +87,8 @@ class EnergyLedger:
         self.energy_joules = 0.0
         self.cluster_watts = 0.0
         self.timeline: list[tuple[float, float]] = []
+        # Joules spent at once (instant boots), with the timeline: (time, joules).
+        self.lumps: list[tuple[float, float]] = []
 
     def advance(self, seconds: float) -> None:
         """The cluster's energy over `seconds` at its current power."""
@@ -134,3 +136,5 @@ class EnergyLedger:
         node.energy_joules += joules
         node.split_joules[BOOTS] += joules
         self.energy_joules += joules
+        if self.record_timeline:
+            self.lumps.append((now, joules))

@@ -4,7 +4,7 @@ them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rl.simulation.scenario import NodeSpec, PodSpec
 from scheduler.domain.cluster_defaults import BOOT_SECONDS
@@ -94,6 +94,8 @@ class SimResult:
     # energy_joules) and the node-seconds nodes were on or booting.
     energy_split_joules: dict[str, float] | None = None
     node_seconds: float = 0.0
+    # Energy spent at once (instant boots) beside the timeline, when recorded: (time, joules).
+    energy_lumps: list[tuple[float, float]] = field(default_factory=list)
 
     def slowdowns(self) -> list[float]:
         return [o.slowdown for o in self.outcomes]

@@ -265,6 +265,7 @@ class Simulation(ClusterActions, SchedulerView):
             never_scheduled=len(self.pods) - self._done,
             boots=self._boots,
             timeline=list(self.energy.timeline),
+            energy_lumps=list(self.energy.lumps),
             scale_ups=self.scale_ups,
             scale_downs=self.scale_downs,
             evictions=self.ledger.evictions,

@@ -100,7 +100,7 @@ def test_kubernetes_validate_cli_passes_on_everything_the_chart_can_render(tmp_p
     assert executable.exists(), "the dev extra installs kubernetes-validate and its CLI"
     everything = [CI_VALUES / f"{name}-values.yaml" for name in (
         "namespace", "vendor-intel", "placement", "calibration", "calibration-job", "gpu", "bmc", "extender",
-        "autoscaler-expander", "rebalancer", "cloud-provider", "active", "grafana-dashboards")]
+        "autoscaler-expander", "rebalancer", "cloud-provider", "active", "grafana-dashboards", "carbon")]
     objects = [o for o in template(values_files=everything) if (o["apiVersion"], o["kind"]) not in CRD_KINDS]
     assert {"DaemonSet", "Deployment", "Job", "ValidatingAdmissionPolicy", "Namespace"} <= {o["kind"] for o in objects}
     rendered = tmp_path / "rendered.yaml"
@@ -244,6 +244,12 @@ def test_agent_switches_add_their_arguments_mounts_and_volumes() -> None:
     assert args[args.index("--bmc-credentials") + 1] == "/etc/kubejoule/bmc"
     secret = next(v["secret"] for v in bmc["volumes"] if v["name"] == "bmc-credentials")
     assert secret["secretName"] == "kubejoule-bmc"
+    carbon = agent("carbon")
+    args = carbon["containers"][0]["args"]
+    assert args[args.index("--carbon-intensity-csv") + 1] == "/etc/kubejoule/carbon/intensity.csv"
+    assert {"name": "carbon", "configMap": {"name": "kubejoule-carbon"}} in carbon["volumes"]
+    args = agent("carbon-constant")["containers"][0]["args"]
+    assert args[args.index("--carbon-intensity") + 1] == "380" and "--carbon-intensity-csv" not in args
 
 
 def test_bmc_urls_become_the_urls_configmap_and_credentials_stay_in_the_users_secret() -> None:
@@ -357,6 +363,8 @@ BAD_VALUES = [
      "/agent/bmc", "additional properties 'password' not allowed"),
     ({"agent": {"vendor": "arm"}}, "/agent/vendor", "must be one of"),
     ({"calibrationJob": {"enabled": True}}, "/calibrationJob/node", "minLength"),
+    ({"agent": {"carbon": {"intensity": -3}}}, "/agent/carbon/intensity", "minimum"),
+    ({"agent": {"carbon": {"enabled": True, "intensity": 380}}}, "/agent/carbon/intensity", ""),
     ({"scheduler": {"config": {"rebalancer": {"mode": "on"}}}}, "/scheduler/config/rebalancer/mode", "must be one of"),
     ({"scheduler": {"config": {"mode": "active"}}}, "/scheduler/config/mode", ""),
     ({"scheduler": {"standalone": {"replicas": 0}}}, "/scheduler/standalone/replicas", "minimum"),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.cmd.cli import build_parser
 from tests.helpers.deploy_kustomize import (
     build,
     object_key,
@@ -189,6 +190,22 @@ def test_calibration_component_reads_this_nodes_profile(tmp_path: Path) -> None:
     }
     mount = next(m for m in container["volumeMounts"] if m["name"] == "calibration")
     assert path.startswith(mount["mountPath"] + "/") and mount["readOnly"] is True
+
+
+def test_carbon_component_reads_the_intensity_csv_from_its_configmap(tmp_path: Path) -> None:
+    objects = build(user_kustomization(tmp_path, "overlays/intel", ("carbon",)))
+    (container,) = containers(agent_of(objects))
+    args = container["args"]
+    path = args[args.index("--carbon-intensity-csv") + 1]
+    assert path == "/etc/kubejoule/carbon/intensity.csv"
+    volumes = {v["name"]: v for v in agent_of(objects)["spec"]["template"]["spec"]["volumes"]}
+    # not optional: without the file the agent would refuse to start (a usage error), so the pods
+    # wait for the ConfigMap instead, with an event that names it
+    assert volumes["carbon"]["configMap"] == {"name": "kubejoule-carbon"}
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "carbon")
+    assert path.startswith(mount["mountPath"] + "/") and mount["readOnly"] is True
+    parsed = build_parser().parse_args(args)  # the flag is the agent's own
+    assert str(parsed.carbon_intensity_csv) == path
 
 
 def test_gpu_component_mounts_the_pod_resources_socket_read_only_and_asks_for_nvml_only(tmp_path: Path) -> None:

@@ -350,6 +350,7 @@ def running_stack(work: Path) -> Iterator[Stack]:
         agent_args = [
             "--process-top", "5", "--power-profile", str(profile),
             "--kubeconfig", str(kubeconfig), "--metrics-server-interval", "1",
+            "--carbon-intensity", "350",  # the carbon row's counters and gauge
         ]  # fmt: skip
         rapl, estimated = (
             AgentProcess(

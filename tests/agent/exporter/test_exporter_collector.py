@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.device.gaps import Gap
 from agent.exporter.prometheus import SnapshotCollector
+from agent.monitor.carbon_ledger import CarbonLedger
 from agent.monitor.energy_ledger import ERROR_KINDS, ExportLevels
 from agent.monitor.gpu_power import GpuPower
 from agent.monitor.snapshot import (
@@ -20,6 +21,7 @@ from agent.monitor.snapshot import (
     VMPower,
     ZonePower,
 )
+from common.carbon import ConstantIntensity
 from tests.helpers.agent_metrics import documented_metrics, exposed_labels
 
 POD_A = "aaaaaaaa-0000-0000-0000-000000000001"
@@ -278,7 +280,8 @@ def test_every_documented_metric_is_exposed_with_exactly_its_labels() -> None:
     gpu = GpuPower(0, "GPU-1", "NVIDIA H100", 40.0, "energy", "exclusive", ((POD_A, 40.0),))
     pods = (replace(snapshot().pods[0], gpu=True, gpu_watts=40.0), snapshot().pods[1])
     platform = PlatformPower(120.0, 3.0, "EnvironmentMetrics", "/redfish/v1/Chassis/1", 30.0, 50.0, 40.0)
-    collector = SnapshotCollector(ExportLevels(containers=True, process_top=3), model_points=[(0.0, 20.0), (1.0, 90.0)])
+    collector = SnapshotCollector(ExportLevels(containers=True, process_top=3), model_points=[(0.0, 20.0), (1.0, 90.0)],
+                                  carbon=CarbonLedger(ConstantIntensity(300.0)))
     registry = registry_with(collector)
     collector.update(snapshot(**sections, gpus=(gpu,), pods=pods, platform=platform, gpu_unattributed_watts=0.0))
     seen = exposed_labels(generate_latest(registry).decode())
