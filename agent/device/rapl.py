@@ -121,7 +121,9 @@ def zone_kind(name: str) -> str:
 
 
 def _read_int(fs: HostFS, path: Path) -> int:
-    text = fs.read_text(path).strip()
+    # the kernel writes digits and a newline: strip blanks only, not str.strip()'s whole set
+    # (\x1c-\x1f, \x0b, \x0c too), which let "\x1c0" read as 0 J
+    text = fs.read_text(path).strip(" \t\r\n")
     if not text:
         raise ValueError(f"{path.name} is empty")
     digits = text[1:] if text.startswith("-") else text

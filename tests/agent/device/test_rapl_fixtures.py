@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from agent.device.hostfs import HostFS
-from agent.device.rapl import discover_zones
+from agent.device.rapl import discover_zones, read_rapl
 from tests.fixtures import make_powercap, make_workloads
 from tests.helpers.agent_cli import FIXTURES, POWERCAP
 
@@ -128,3 +129,19 @@ def test_the_checked_in_trees_have_no_link_cycles() -> None:
 def test_the_cycle_check_sees_the_kernels_back_links(cyclic_trees: Path) -> None:
     cycles = link_cycles(cyclic_trees / "intel-1s" / "before")
     assert any(c.endswith("subsystem") for c in cycles) and any(c.endswith("device") for c in cycles)
+
+
+@pytest.mark.parametrize("garbage", [b"\x1c0\n", b"\x1f123\n", b"12\x1e\n", b"\x0b5\n", b"7\x0c\n"])
+def test_a_counter_with_a_control_character_is_not_a_number(garbage: bytes, tmp_path: Path) -> None:
+    """str.strip() also strips \\x1c-\\x1f, \\x0b and \\x0c: a counter holding `\\x1c0` read as 0 J
+    (found by test_fuzz_garbage), a wrong watts figure without a gap. Only the kernel's own newline
+    (and blanks around it) may be stripped; anything else makes the zone a gap."""
+    root = tmp_path / "host"
+    shutil.copytree(POWERCAP / "intel-1s" / "before", root, symlinks=True)
+    fs = HostFS(procfs=root / "proc", sysfs=root / "sys")
+    assert read_rapl(fs).errors == {}  # the tree as copied reads cleanly
+    counter = next(p for p in (root / "sys").rglob("energy_uj") if p.parent.name == "intel-rapl:0")
+    counter.write_bytes(garbage)
+    reading = read_rapl(fs)
+    assert "intel-rapl:0" not in reading.energy_uj
+    assert "not a number" in reading.errors["intel-rapl:0"]
