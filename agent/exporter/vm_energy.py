@@ -15,8 +15,12 @@ guest reads it as a zone (agent/device/host_energy.py). Rules:
 * an interval whose energy is unknown (a gap on the host: RAPL unreadable, the VM's CPU time
   unknown) adds nothing and does not write: the counter stops, the guest sees it stale, no energy
   is invented;
-* a VM that ends takes its directory with it. A restarted agent resumes a running VM's counter
-  from its file, so the counter never falls without a wrap.
+* a VM that ends takes its directory with it — once it has been missing from `GONE_AFTER`
+  snapshots in a row, so that one read that missed a running VM never pulls the share from under
+  its guest (virtiofsd holds the directory it was started with: a new one would not reach the
+  guest). A directory made beforehand (libvirt's `prepare` hook: virtiofsd needs it to exist when
+  the VM starts) is used as it is. A restarted agent resumes a running VM's counter from its file,
+  so the counter never falls without a wrap.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ log = logging.getLogger("kubejoule.agent.vm_energy")
 # reset, not wrapped, and the guest's plausibility rule refuses it.
 MAX_ENERGY_RANGE_UJ = 2**50
 FILES = ("name", "energy_uj", "max_energy_range_uj")
+GONE_AFTER = 2  # snapshots in a row without the VM before its directory is removed
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}\Z")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -75,6 +80,7 @@ class VmEnergyWriter:
         self._fd = os.open(self.directory, _DIR_FLAGS)
         self._counters: dict[str, _Counter] = {}
         self._refused: set[str] = set()  # VMs already logged as not published
+        self._missing: dict[str, int] = {}  # published VMs missing from the last snapshots: how many
         # directories left by an earlier run: resumed if their VM runs, removed at the first update if not
         self._leftover = {entry.name for entry in os.scandir(self._fd) if entry.is_dir(follow_symlinks=False)
                           and _ours(self._fd, entry.name)}
@@ -110,9 +116,13 @@ class VmEnergyWriter:
             except OSError as exc:  # a full disk, a directory removed under us: tried again next interval
                 log.warning("cannot write a VM's energy", extra={"fields": {"vm": name, "error": str(exc)}})
                 self._drop(name, remove=False)
-        for name in [n for n in self._counters if n not in by_directory] + sorted(self._leftover - set(by_directory)):
-            self._drop(name, remove=True)
-        self._leftover.clear()
+        self._missing = {name: self._missing.get(name, 0) + 1
+                         for name in [*self._counters, *self._leftover] if name not in by_directory}
+        for name, count in self._missing.items():
+            if count >= GONE_AFTER:
+                self._drop(name, remove=True)
+                self._leftover.discard(name)
+        self._missing = {name: count for name, count in self._missing.items() if count < GONE_AFTER}
 
     def _refuse(self, name: str, reason: str) -> None:
         if name not in self._refused:

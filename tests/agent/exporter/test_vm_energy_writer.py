@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.exporter.vm_energy import FILES, MAX_ENERGY_RANGE_UJ, VmEnergyWriter
+from agent.exporter.vm_energy import FILES, GONE_AFTER, MAX_ENERGY_RANGE_UJ, VmEnergyWriter
 from agent.monitor.snapshot import Snapshot, VMPower
 
 UUID_A = "aaaaaaaa-0000-4000-8000-00000000000a"
@@ -69,10 +69,25 @@ def test_a_vm_that_ends_takes_its_directory_and_nothing_else_is_removed(tmp_path
     (tmp_path / "notes" / "readme").write_text("not the agent's\n")
     writer = VmEnergyWriter(tmp_path)
     writer.update(snap(("a", 1.0), ("b", 1.0)))
-    writer.update(snap(("b", 1.0)))
+    writer.update(snap(("b", 1.0)))  # missing once (a read that missed it): its guest keeps its share
+    assert (tmp_path / "a").is_dir() and counter(tmp_path / "a") == 5_000_000
+    writer.update(snap(("a", 1.0), ("b", 1.0)))
+    assert counter(tmp_path / "a") == 10_000_000
+    for _ in range(GONE_AFTER):
+        writer.update(snap(("b", 1.0)))
     assert not (tmp_path / "a").exists() and (tmp_path / "b").is_dir()
     assert (tmp_path / "notes" / "readme").is_file()
     assert writer.vms == ["b"]
+
+
+def test_a_directory_made_before_the_vm_started_is_used(tmp_path: Path) -> None:
+    (tmp_path / "web").mkdir()  # libvirt's prepare hook: virtiofsd needs it before the VM starts
+    (tmp_path / "idle").mkdir()  # another VM's, not started yet: not the writer's to remove
+    writer = VmEnergyWriter(tmp_path)
+    for _ in range(GONE_AFTER + 1):
+        writer.update(snap(("web", 2.0)))
+    assert counter(tmp_path / "web") == 30_000_000
+    assert os.listdir(tmp_path / "idle") == []
 
 
 def test_a_restarted_agent_resumes_running_vms_and_removes_ended_ones(tmp_path: Path) -> None:
@@ -80,8 +95,9 @@ def test_a_restarted_agent_resumes_running_vms_and_removes_ended_ones(tmp_path: 
     first.update(snap(("kept", 10.0), ("ended", 10.0)))
     first.close()
     second = VmEnergyWriter(tmp_path)
-    second.update(snap(("kept", 10.0)))
-    assert counter(tmp_path / "kept") == 100_000_000  # resumed: never falls
+    for _ in range(GONE_AFTER):
+        second.update(snap(("kept", 10.0)))
+    assert counter(tmp_path / "kept") == 150_000_000  # resumed: never falls
     assert not (tmp_path / "ended").exists()
 
 
@@ -91,8 +107,9 @@ def test_unsafe_names_use_the_uuid_and_two_vms_of_one_name_are_not_published(
     writer = VmEnergyWriter(tmp_path)
     with caplog.at_level(logging.WARNING, "kubejoule.agent.vm_energy"):
         writer.update(snap(("../../etc", 1.0), uuid=UUID_A))
-        writer.update(snap(("twin", 1.0), ("twin", 2.0)))
-    assert sorted(os.listdir(tmp_path)) == []  # the uuid VM ended at the second update; the twins never published
+        for _ in range(GONE_AFTER):
+            writer.update(snap(("twin", 1.0), ("twin", 2.0)))
+    assert sorted(os.listdir(tmp_path)) == []  # the uuid VM ended; the twins never published
     assert any("twin" in str(getattr(r, "fields", {})) for r in caplog.records)
     writer.update(snap(("../../etc", 1.0), uuid=UUID_A))
     assert os.listdir(tmp_path) == [UUID_A]
