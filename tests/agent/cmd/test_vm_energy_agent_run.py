@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.cmd.vm_energy_cli import filesystem_type
 from tests.fixtures.make_powercap import stat
 from tests.helpers.agent_cli import run_agent, strict_json
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess
@@ -68,3 +69,14 @@ def test_a_guest_without_the_mount_reads_rapl_as_before(tmp_path: Path) -> None:
     assert once.returncode == 0, once.stderr
     record = strict_json(once.stdout)
     assert record["source"] == "none" and any("powercap" in g["reason"] for g in record["gaps"])
+
+
+def test_the_filesystem_of_the_vm_energy_dir_is_the_longest_mount_above_it(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text("/dev/vda / ext4 rw 0 0\ntmpfs /run tmpfs rw 0 0\ntmpfs /run/user/0 tmpfs rw 0 0\n"
+                      "/dev/vdb /run/kubejoule\\040disk xfs rw 0 0\nbroken\n")
+    assert filesystem_type(Path("/run/kubejoule/vms"), mounts) == "tmpfs"
+    assert filesystem_type(Path("/run/kubejoule disk/vms"), mounts) == "xfs"
+    assert filesystem_type(Path("/var/lib/vms"), mounts) == "ext4"
+    assert filesystem_type(Path("/run"), mounts) == "tmpfs"
+    assert filesystem_type(Path("/x"), tmp_path / "absent") is None
