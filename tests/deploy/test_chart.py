@@ -99,7 +99,7 @@ def test_kubernetes_validate_cli_passes_on_everything_the_chart_can_render(tmp_p
     executable = Path(sys.executable).parent / "kubernetes-validate"
     assert executable.exists(), "the dev extra installs kubernetes-validate and its CLI"
     everything = [CI_VALUES / f"{name}-values.yaml" for name in (
-        "namespace", "vendor-intel", "placement", "calibration", "calibration-job", "gpu", "bmc", "extender",
+        "namespace", "vendor-intel", "placement", "calibration", "calibration-job", "gpu", "bmc", "host-energy", "extender",
         "autoscaler-expander", "rebalancer", "cloud-provider", "active", "grafana-dashboards")]
     objects = [o for o in template(values_files=everything) if (o["apiVersion"], o["kind"]) not in CRD_KINDS]
     assert {"DaemonSet", "Deployment", "Job", "ValidatingAdmissionPolicy", "Namespace"} <= {o["kind"] for o in objects}
@@ -244,6 +244,9 @@ def test_agent_switches_add_their_arguments_mounts_and_volumes() -> None:
     assert args[args.index("--bmc-credentials") + 1] == "/etc/kubejoule/bmc"
     secret = next(v["secret"] for v in bmc["volumes"] if v["name"] == "bmc-credentials")
     assert secret["secretName"] == "kubejoule-bmc"
+    host_energy = agent("host-energy")
+    assert {"name": "host-energy", "hostPath": {"path": "/run/kubejoule/host-energy", "type": "DirectoryOrCreate"}} \
+        in host_energy["volumes"]
 
 
 def test_bmc_urls_become_the_urls_configmap_and_credentials_stay_in_the_users_secret() -> None:
