@@ -81,6 +81,7 @@ class VmEnergyWriter:
         self._counters: dict[str, _Counter] = {}
         self._refused: set[str] = set()  # VMs already logged as not published
         self._missing: dict[str, int] = {}  # published VMs missing from the last snapshots: how many
+        self._failing: set[str] = set()  # VMs whose last write failed (logged once, until one succeeds)
         # directories left by an earlier run: resumed if their VM runs, removed at the first update if not
         self._leftover = {entry.name for entry in os.scandir(self._fd) if entry.is_dir(follow_symlinks=False)
                           and _ours(self._fd, entry.name)}
@@ -114,8 +115,14 @@ class VmEnergyWriter:
             try:
                 self._advance(name, vms[0].watts, snapshot.interval_seconds)
             except OSError as exc:  # a full disk, a directory removed under us: tried again next interval
-                log.warning("cannot write a VM's energy", extra={"fields": {"vm": name, "error": str(exc)}})
+                if name not in self._failing:
+                    self._failing.add(name)
+                    log.warning("cannot write a VM's energy", extra={"fields": {"vm": name, "error": str(exc)}})
                 self._drop(name, remove=False)
+            else:
+                if name in self._failing:
+                    self._failing.discard(name)
+                    log.info("writing a VM's energy again", extra={"fields": {"vm": name}})
         self._missing = {name: self._missing.get(name, 0) + 1
                          for name in [*self._counters, *self._leftover] if name not in by_directory}
         for name, count in self._missing.items():

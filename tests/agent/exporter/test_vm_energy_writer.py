@@ -123,9 +123,21 @@ def test_a_write_that_fails_is_logged_and_tried_again(tmp_path: Path, caplog: py
         (tmp_path / "vm" / name).unlink()
     (tmp_path / "vm").rmdir()
     (tmp_path / "vm").write_text("in the way\n")  # a file where the directory was
-    with caplog.at_level(logging.WARNING, "kubejoule.agent.vm_energy"):
+    with caplog.at_level(logging.INFO, "kubejoule.agent.vm_energy"):
+        for _ in range(3):
+            writer.update(snap(("vm", 10.0)))
+        assert [r.getMessage() for r in caplog.records] == ["cannot write a VM's energy"]  # once, not every interval
+        (tmp_path / "vm").unlink()
         writer.update(snap(("vm", 10.0)))
-    assert any(r.getMessage() == "cannot write a VM's energy" for r in caplog.records)
-    (tmp_path / "vm").unlink()
-    writer.update(snap(("vm", 10.0)))
     assert counter(tmp_path / "vm") == 50_000_000  # a new counter: the old one's file was gone
+    assert caplog.records[-1].getMessage() == "writing a VM's energy again"
+
+
+def test_a_symlink_in_place_of_a_vms_directory_is_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "vms").mkdir()
+    (tmp_path / "vms" / "evil").symlink_to(outside)
+    writer = VmEnergyWriter(tmp_path / "vms")
+    writer.update(snap(("evil", 10.0), ("good", 1.0)))
+    assert os.listdir(outside) == [] and writer.vms == ["good"]
