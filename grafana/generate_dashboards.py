@@ -274,7 +274,8 @@ CLUSTER = Dashboard(
         ),
         stat_tile(
             "Nodes by power source",
-            "How many nodes report measured power (rapl: RAPL and GPUs; platform: the BMC) or "
+            "How many nodes report measured power (rapl: RAPL and GPUs; platform: the BMC; host: a VM "
+            "node's share measured on its host) or "
             "estimated power, or none.",
             (Target(f"count by (source) (kubejoule_node_power_watts{{{SEL}}})", "{{source}}"),),
             unit="short",
@@ -288,7 +289,8 @@ CLUSTER = Dashboard(
         Panel(
             "Node power: measured vs estimated",
             "Cluster power split by source: rapl is measured by the hardware's counters (with "
-            "the GPUs), platform by the BMC, estimated comes from a calibration curve.",
+            "the GPUs), platform by the BMC, host by a VM node's host (its CPU share of the host's RAPL), "
+            "estimated comes from a calibration curve.",
             (Target(f"sum by (source) ({rate('node_energy', SEL)})", "{{source}}"),),
             stack=True,
         ),

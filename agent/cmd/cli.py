@@ -26,6 +26,12 @@ from agent.cmd.cluster_cli import (
     validate_kube,
 )
 from agent.cmd.devices_cli import device_options, open_gpus, open_platform, validate_bmc
+from agent.cmd.vm_energy_cli import (
+    attach_vm_energy,
+    host_energy_options,
+    open_host_energy,
+    validate_vm_energy,
+)
 from agent.device.gpu_source import GpuSource
 from agent.device.hostfs import HostFS, copy_preserving_links
 from agent.device.platform import PlatformPoller
@@ -78,6 +84,7 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None, gpus: GpuSo
         containers=getattr(args, "containers", True),
         gpus=gpus,
         platform=platform.state if platform is not None else None,
+        host_energy=open_host_energy(args, host),
     )
 
 
@@ -186,6 +193,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         collector.count_error("platform", 0)
         platform.start()
         service.stoppers.append(platform.stop)
+    attach_vm_energy(args, service.enrichers, service.stoppers)
     logging.getLogger("kubejoule.agent").info("starting", extra={"fields": {
         "node": service.sampler.node, "interval_seconds": args.interval, "procfs": str(args.procfs),
         "sysfs": str(args.sysfs), "calibration": str(args.power_profile) if args.power_profile else None,
@@ -208,6 +216,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 def _validate_once(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     validate_kube(parser, args)
     validate_bmc(parser, args)
+    validate_vm_energy(parser, args)
     _validate_sampling(parser, args)
 
 
@@ -220,6 +229,7 @@ def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         parser.error(str(exc))
     validate_kube(parser, args)
     validate_bmc(parser, args)
+    validate_vm_energy(parser, args)
     _validate_sampling(parser, args)
     validate_carbon(parser, args)
 
@@ -234,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     sampling = attribution_options()
 
     once = sub.add_parser(
-        "once", parents=[common, sampling, kubernetes_options(run=False), device_options()], help="take two samples and print the record"
+        "once", parents=[common, sampling, kubernetes_options(run=False), device_options(),
+                        host_energy_options(run=False)], help="take two samples and print the record"
     )
     once.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")
     once.add_argument("--json", action="store_true", help="print the JSON sample record")
@@ -252,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=cmd_replay, validate=_validate_replay)
 
     run = sub.add_parser(
-        "run", parents=[common, attribution_options(process_top_default=0), kubernetes_options(), device_options()],
+        "run", parents=[common, attribution_options(process_top_default=0), kubernetes_options(), device_options(),
+                        host_energy_options(run=True)],
         help="sample every interval and serve /metrics, /healthz, /readyz",
     )
     run.add_argument("--interval", type=positive_float, default=5.0, help="seconds between samples (default 5)")

@@ -286,6 +286,26 @@ def read_rapl(fs: HostFS) -> RaplReading:
     )
 
 
+def read_counter(fs: HostFS, directory: Path) -> tuple[int | None, int | None, str | None, str | None]:
+    """A counter in the powercap layout outside class/powercap (a VM's energy published by its
+    host: agent/device/host_energy.py), by the rules `read_rapl` applies to a zone: `energy_uj` a
+    decimal below 2^64 and within `max_energy_range_uj` (optional; garbage there is an error).
+    Returns (energy_uj, max_energy_range_uj, error, gap kind of the error)."""
+    path = directory / "max_energy_range_uj"
+    try:
+        max_range = _read_metadata(fs, path)
+        path = directory / "energy_uj"
+        value = _read_int(fs, path)
+        check_counter_uj(value, max_range)
+    except OSError as exc:
+        return None, None, _describe_os_error(path, exc), None
+    except ImplausibleError as exc:
+        return None, None, f"{path}: {exc}", GAP_IMPLAUSIBLE
+    except ValueError as exc:
+        return None, None, f"{path}: {exc}", None
+    return value, max_range, None, None
+
+
 def counts_in_node_power(name: str) -> bool:
     """Could a zone of this name be part of node power (psys, a package or its dram)?"""
     return name in ("psys", "dram", "package") or bool(_PACKAGE_NAME.match(name))

@@ -47,6 +47,8 @@ def error_kind(gap: Gap) -> str | None:
         return None  # follows from a pod's gap
     if what in ("idle split", "attribution"):
         return None  # a consequence of a cpu or rapl gap, already counted
+    if what == "host energy":
+        return None  # the host's counter not written since the last read: its energy comes next interval
     if what in ("network", "pod network"):
         return "network"
     return "other"

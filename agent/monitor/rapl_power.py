@@ -41,10 +41,12 @@ class NodePower:
     failing: bool = False
 
 
-def _zone_delta(
+def zone_delta(
     before: RaplReading, after: RaplReading, zone_id: str, zone: Zone | None, interval_seconds: float
 ) -> tuple[float | None, str | None, str]:
-    """One zone's energy in the interval in joules, or (None, reason, gap kind)."""
+    """One zone's energy in the interval in joules, or (None, reason, gap kind): the wrap,
+    wrap-period and plausibility rules of every powercap-layout counter (a VM's host energy too:
+    agent/monitor/host_power.py)."""
     if zone_id in after.errors:
         return None, after.errors[zone_id], after.error_kinds.get(zone_id, GAP_UNREADABLE)
     if zone_id in before.errors:
@@ -94,7 +96,7 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
     known_joules: dict[str, float] = {}
     for zone_id in sorted(set(before.zones) | set(after.zones) | set(before.errors) | set(after.errors)):
         zone = after.zones.get(zone_id) or before.zones.get(zone_id)
-        joules, reason, gap_kind = _zone_delta(before, after, zone_id, zone, interval_seconds)
+        joules, reason, gap_kind = zone_delta(before, after, zone_id, zone, interval_seconds)
         if joules is not None:
             known_joules[zone_id] = joules
         if reason is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from agent.device.cgroups import CgroupReading
 from agent.device.gpu_source import GpuSample
+from agent.device.host_energy import HostEnergyReading
 from agent.device.platform import PlatformState
 from agent.device.processes import ProcStat
 from agent.device.procstat import CpuTimes
@@ -38,3 +39,4 @@ class RawSample:
     execed: frozenset[int] = frozenset()
     gpus: GpuSample | None = None  # with GPUs read through NVML
     platform: PlatformState | None = None  # with a BMC: its latest reading when this read was taken
+    host_energy: HostEnergyReading | None = None  # in a VM whose host publishes its energy

@@ -33,6 +33,7 @@ from agent.device.cgroups import process_pod, read_cgroups
 from agent.device.energy import ImplausibleError
 from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap
 from agent.device.gpu_source import GpuSource
+from agent.device.host_energy import HostEnergyReader
 from agent.device.hostfs import HostFS
 from agent.device.platform import PlatformState
 from agent.device.processes import ProcessReader
@@ -43,7 +44,7 @@ from agent.device.procstat import (
     cpu_delta,
     read_cpu_times,
 )
-from agent.device.rapl import NO_POWERCAP_HINT, read_rapl
+from agent.device.rapl import NO_POWERCAP_HINT, RaplReading, read_rapl
 from agent.device.vms import VMIdentity, is_qemu_comm, read_vm_identity
 from agent.monitor.attribution import (
     invariant_error,
@@ -61,12 +62,11 @@ from agent.monitor.baselines import (
 )
 from agent.monitor.composition import compose
 from agent.monitor.gpu_power import compute_gpus
-from agent.monitor.rapl_power import compute_power
+from agent.monitor.host_power import node_power
 from agent.monitor.raw_sample import RawSample
 from agent.monitor.snapshot import (
     SOURCE_ESTIMATED,
     SOURCE_NONE,
-    SOURCE_RAPL,
     ContainerPower,
     PodPower,
     Snapshot,
@@ -94,6 +94,7 @@ class Sampler:
         containers: bool = True,
         gpus: GpuSource | None = None,
         platform: Callable[[], PlatformState] | None = None,
+        host_energy: HostEnergyReader | None = None,
     ) -> None:
         self.fs = fs
         self.node = node or default_node_name()
@@ -102,6 +103,7 @@ class Sampler:
         self.containers = containers  # read each container's CPU time (the pod's is always read)
         self.gpus = gpus  # GPUs through NVML (agent/device/gpu_source.py)
         self.platform = platform  # the BMC's latest reading (agent/device/platform.py: PlatformPoller.state)
+        self.host_energy = host_energy  # in a VM: its host's counter replaces RAPL (agent/monitor/host_power.py)
         self.ticks_per_second = clock_ticks_per_second()
         self._processes = ProcessReader(fs, vms_only=process_top == 0)
         # pod usage files kept open on a real cgroupfs, in the descriptors the process reader leaves
@@ -119,7 +121,8 @@ class Sampler:
             self.gpus.close()
 
     def read(self) -> RawSample:
-        rapl = read_rapl(self.fs)
+        host = self.host_energy.read() if self.host_energy is not None else None
+        rapl = read_rapl(self.fs) if host is None else RaplReading(present=False)
         cpu: CpuTimes | None = None
         cpu_error: str | None = None
         try:
@@ -164,7 +167,7 @@ class Sampler:
             self._vm_pods = pods_now
         return RawSample(
             monotonic, wall, rapl, cpu, cpu_error, cgroups, processes, vms, unparsable, self._processes.failed,
-            vm_pods, frozenset(unplaced), self._processes.execed if light else frozenset(), gpus, platform,
+            vm_pods, frozenset(unplaced), self._processes.execed if light else frozenset(), gpus, platform, host,
         )
 
     def compute(
@@ -174,9 +177,8 @@ class Sampler:
         if interval <= 0:
             raise ValueError(f"the interval must be positive, got {interval}")
         gaps: list[Gap] = []
-        power = compute_power(before.rapl, after.rapl, interval)
+        power, source = node_power(before, after, interval)
         gaps.extend(power.gaps)
-        source = SOURCE_RAPL if power.watts is not None else SOURCE_NONE
         # No RAPL at all (no powercap, or no package/psys zone) and a profile with a curve: node
         # power is estimated from utilization below, labelled so. RAPL that is present but failing
         # (permissions, a wrap) stays a gap: estimating would hide what needs fixing.

@@ -18,6 +18,7 @@ SCHEMA = "kubejoule.sample/v1"
 SOURCE_RAPL = "rapl"
 SOURCE_ESTIMATED = "estimated"
 SOURCE_PLATFORM = "platform"  # the BMC's reading of the whole platform (agent/device/platform.py)
+SOURCE_HOST = "host"  # a VM's share measured on its host (agent/device/host_energy.py)
 SOURCE_NONE = "none"
 
 IDLE_FROM_UTILIZATION = "utilization"
@@ -132,7 +133,7 @@ class Snapshot:
     node: str
     interval_seconds: float
     timestamp: float  # wall-clock seconds (time.time()) at the end of the interval
-    source: str  # "rapl" | "estimated" | "none"
+    source: str  # "rapl" | "platform" | "host" | "estimated" | "none"
     node_watts: float | None
     idle_watts: float | None
     active_watts: float | None

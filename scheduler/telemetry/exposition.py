@@ -50,8 +50,9 @@ READING_PLATFORM = "platform"
 SOURCE_PLATFORM = "platform"
 
 # When a node reports several power series, the measured one is preferred (equal ranks: the
-# later series, the newest in Prometheus' answers, wins).
-_SOURCE_RANK = {"rapl": 0, "platform": 0, "estimated": 1, "none": 2}
+# later series, the newest in Prometheus' answers, wins). `host`: a VM node's share measured on
+# its host (the agent's --host-energy), a measurement like RAPL's.
+_SOURCE_RANK = {"rapl": 0, "platform": 0, "host": 0, "estimated": 1, "none": 2}
 
 
 @dataclass

@@ -99,7 +99,7 @@ def test_kubernetes_validate_cli_passes_on_everything_the_chart_can_render(tmp_p
     executable = Path(sys.executable).parent / "kubernetes-validate"
     assert executable.exists(), "the dev extra installs kubernetes-validate and its CLI"
     everything = [CI_VALUES / f"{name}-values.yaml" for name in (
-        "namespace", "vendor-intel", "placement", "calibration", "calibration-job", "gpu", "bmc", "extender",
+        "namespace", "vendor-intel", "placement", "calibration", "calibration-job", "gpu", "bmc", "host-energy", "extender",
         "autoscaler-expander", "rebalancer", "cloud-provider", "active", "grafana-dashboards", "carbon")]
     objects = [o for o in template(values_files=everything) if (o["apiVersion"], o["kind"]) not in CRD_KINDS]
     assert {"DaemonSet", "Deployment", "Job", "ValidatingAdmissionPolicy", "Namespace"} <= {o["kind"] for o in objects}
@@ -250,6 +250,9 @@ def test_agent_switches_add_their_arguments_mounts_and_volumes() -> None:
     assert {"name": "carbon", "configMap": {"name": "kubejoule-carbon"}} in carbon["volumes"]
     args = agent("carbon-constant")["containers"][0]["args"]
     assert args[args.index("--carbon-intensity") + 1] == "380" and "--carbon-intensity-csv" not in args
+    host_energy = agent("host-energy")
+    assert {"name": "host-energy", "hostPath": {"path": "/run/kubejoule/host-energy", "type": "DirectoryOrCreate"}} \
+        in host_energy["volumes"]
 
 
 def test_bmc_urls_become_the_urls_configmap_and_credentials_stay_in_the_users_secret() -> None:

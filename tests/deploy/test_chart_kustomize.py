@@ -31,6 +31,7 @@ EVERY_COMPONENT: dict[str, Any] = {
         "gpu": {"enabled": True},
         "bmc": {"enabled": True, "credentialsSecret": "kubejoule-bmc"},
         "carbon": {"enabled": True},
+        "hostEnergy": {"enabled": True},
     },
     "scheduler": {
         "extender": {"enabled": True},
@@ -51,7 +52,7 @@ MATCHING_VALUES: dict[str, dict[str, Any]] = {
 
 def test_every_kustomize_target_has_its_values() -> None:
     assert set(MATCHING_VALUES) == set(TARGETS)
-    assert len(COMPONENTS) == 9, "a new component needs its switch in EVERY_COMPONENT and in the chart"
+    assert len(COMPONENTS) == 10, "a new component needs its switch in EVERY_COMPONENT and in the chart"
 
 
 @pytest.mark.parametrize("target", TARGETS)

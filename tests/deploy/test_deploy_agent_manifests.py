@@ -46,6 +46,7 @@ def test_agent_reads_the_host_read_only_and_drops_every_capability(target: str, 
     assert security["capabilities"] == {"drop": ["ALL"]}
     host_paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
     host_paths.pop("pod-resources", None)  # the gpu component's kubelet socket (tested with it)
+    host_paths.pop("host-energy", None)  # the host-energy component's share (tested with it)
     assert host_paths == {name: host for name, (host, _) in AGENT_HOST_PATHS.items()}
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     assert {name: mounts[name]["mountPath"] for name in host_paths} == {
@@ -248,3 +249,19 @@ def test_bmc_component_reads_credentials_from_an_optional_secret_never_from_env(
     # https only, verified against the BMCs' own CA: never the lab flag
     assert parsed.bmc_insecure_http is False
     assert parsed.bmc_ca_bundle == Path(mounts["bmc-ca"]["mountPath"]) / "ca.crt"
+
+
+def test_host_energy_component_mounts_the_guests_share_read_only_where_the_agent_looks(tmp_path: Path) -> None:
+    from agent.device.host_energy import mount_point
+
+    pod = agent_of(build(user_kustomization(tmp_path, "overlays/intel", ("host-energy",))))["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "host-energy")
+    assert volume["hostPath"] == {"path": "/run/kubejoule/host-energy", "type": "DirectoryOrCreate"}
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "host-energy")
+    args = container["args"]
+    # the agent finds it beside its --sysfs, with no flag: nodes without the share read RAPL as before
+    assert Path(mount["mountPath"]) == mount_point(Path(args[args.index("--sysfs") + 1]))
+    assert "--host-energy" not in args
+    assert mount["readOnly"] is True and mount["mountPropagation"] == "HostToContainer"
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}

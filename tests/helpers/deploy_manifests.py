@@ -14,7 +14,7 @@ NAMESPACE = "kubejoule-system"
 AGENT_NAMESPACE = "kubejoule-node"  # the agent's own, the only privileged one
 COMPONENTS = (
     "servicemonitor", "extender", "calibration", "autoscaler-expander", "gpu", "bmc",
-    "rebalancer", "cloud-provider", "carbon",
+    "rebalancer", "cloud-provider", "carbon", "host-energy",
 )
 CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 # Host paths the agent mounts (read-only, recursively where the kubelet can): /proc and the parts

@@ -64,6 +64,18 @@ def test_parse_prefers_measured_power_and_needs_a_timestamp() -> None:
     assert ("no_timestamp", "n2") in result.errors
 
 
+def test_a_vm_nodes_host_measured_power_ranks_as_measured() -> None:
+    text = (
+        agent_exposition("vm1", 10.0, watts=99.0, source="estimated", pods=())
+        + 'kubejoule_node_power_watts{node="vm1",source="host"} 31.5\n'
+        + agent_exposition("vm2", 10.0, watts=31.5, source="host", pods=())
+        + 'kubejoule_node_power_watts{node="vm2",source="estimated"} 99.0\n'
+    )
+    result = parse_agent_metrics(text)
+    for node in ("vm1", "vm2"):  # whichever comes first, the host's measurement wins over an estimate
+        assert (result.samples[node].telemetry.watts, result.samples[node].telemetry.source) == (31.5, "host")
+
+
 def test_missing_power_is_none_and_pod_count_unknown() -> None:
     result = parse_agent_metrics(agent_exposition("n1", 10.0, watts=None, utilization=0.2))
     telemetry = result.samples["n1"].telemetry
