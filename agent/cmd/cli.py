@@ -172,25 +172,26 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from agent.cmd.server import AgentService, configure_logging, raise_open_files_limit, serve
     from agent.exporter.prometheus import SnapshotCollector
+    from agent.monitor.accounts import EnergyAccounts
     from agent.monitor.energy_ledger import ExportLevels
 
     configure_logging(args.log_level, args.log_format)
     open_files = raise_open_files_limit()
     profile: PowerProfile | None = args.profile
+    accounts = EnergyAccounts(ExportLevels(containers=args.containers, process_top=args.process_top), carbon_ledger(args))
     collector = SnapshotCollector(
-        ExportLevels(containers=args.containers, process_top=args.process_top),
+        accounts,
         model_points=profile.model_points() if profile is not None else (),
         model_reading=profile.reading if profile is not None else "rapl",
-        carbon=carbon_ledger(args),
     )
     node = args.node or default_node_name()
     gpus, platform = open_gpus(args), open_platform(args, node)
     service = AgentService(make_sampler(args, gpus=gpus, platform=platform), collector, args.interval,
                            args.listen_address)
     if gpus is not None:
-        collector.count_error("gpu", 0)
+        accounts.count_error("gpu", 0)
     if platform is not None:
-        collector.count_error("platform", 0)
+        accounts.count_error("platform", 0)
         platform.start()
         service.stoppers.append(platform.stop)
     attach_vm_energy(args, service.enrichers, service.stoppers)

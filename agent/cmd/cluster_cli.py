@@ -65,8 +65,8 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
                         "series", extra={"fields": {"reason": str(exc)}})
         else:
             cache = PodMetadataCache()
-            service.collector.count_error("kube_api", 0)
-            watch = NodePodWatch(client, node, cache, on_error=lambda _exc: service.collector.count_error("kube_api"))
+            service.accounts.count_error("kube_api", 0)
+            watch = NodePodWatch(client, node, cache, on_error=lambda _exc: service.accounts.count_error("kube_api"))
             watch.start()
             service.stoppers.append(watch.stop)
             service.enrichers.append(lambda snapshot, _raw: with_pod_names(snapshot, cache))
@@ -74,11 +74,11 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
                 service.sampler.gpus.uid_of = cache.uid_of
             log.info("watching this node's pods", extra={"fields": {"api": client.server, "node": node}})
             if args.metrics_server:
-                service.collector.count_error("metrics_server", 0)
+                service.accounts.count_error("metrics_server", 0)
                 reader = MetricsServerReader(
                     client, node, cache.pods,
                     period_seconds=args.metrics_server_interval or max(args.interval, 15.0),
-                    on_error=lambda: service.collector.count_error("metrics_server"),
+                    on_error=lambda: service.accounts.count_error("metrics_server"),
                 )
                 reader.start()
                 service.stoppers.append(reader.stop)

@@ -1,8 +1,9 @@
 """`kubejoule-agent run`: a background sampler and an HTTP server for /metrics, /healthz, /readyz.
 
 * The sampler thread reads the host every interval (on a fixed schedule, not "sleep after
-  work", so the rate does not drift), computes a Snapshot from the last two reads, and hands it
-  to the collector. A read or compute that fails is logged and counted (errors_total
+  work", so the rate does not drift), computes a Snapshot from the last two reads, and adds it
+  to the collector's accounts (agent/monitor/accounts.py); the collector only reads them. A
+  read or compute that fails is logged and counted (errors_total
   kind="sample"); the loop goes on.
 * `/metrics` renders the collector (Prometheus text format); `/healthz` is 200 while the
   sampler loop is alive and not stuck; `/readyz` is 200 once the first complete sample (two
@@ -205,6 +206,7 @@ class AgentService:
         # NFS-like mount, a frozen procfs) makes the liveness probe restart the agent
         self.stale_after_seconds = stale_after_seconds or max(30.0, 3 * interval_seconds)
         self.collector = collector
+        self.accounts = collector.accounts  # what the loop adds to; the collector reads it
         self.interval = interval_seconds
         self.listen = listen
         self.on_snapshot = on_snapshot
@@ -293,7 +295,7 @@ class AgentService:
             return self.sampler.read()
         except Exception:  # a sampler bug must not stop the agent: log, count, go on
             log.exception("reading the host failed")
-            self.collector.count_error("sample")
+            self.accounts.count_error("sample")
             return None
 
     def _sample_loop(self) -> None:
@@ -308,7 +310,7 @@ class AgentService:
                     snapshot = self.sampler.compute(before, after)
                 except Exception:
                     log.exception("computing the sample failed")
-                    self.collector.count_error("sample")
+                    self.accounts.count_error("sample")
                 else:
                     self._publish(self._enrich(snapshot, after), time.process_time() - started)
             if after is not None:
@@ -327,11 +329,11 @@ class AgentService:
                 snapshot = enrich(snapshot, after)
             except Exception:  # an extra's bug must not stop the energy series: publish without it
                 log.exception("adding to the sample failed", extra={"fields": {"enricher": repr(enrich)}})
-                self.collector.count_error("sample")
+                self.accounts.count_error("sample")
         return snapshot
 
     def _publish(self, snapshot: Snapshot, cpu_seconds: float) -> None:
-        self.collector.update(snapshot)
+        self.accounts.add(snapshot)
         self.samples += 1
         self._last_sample = time.monotonic()
         if self.samples == 1:

@@ -1,9 +1,10 @@
 """Prometheus exposition of the latest Snapshot: a custom collector, built per scrape.
 
-The sampler hands each new Snapshot to `SnapshotCollector.update()`, which adds the interval's
-energy to the monitor's `EnergyLedger` (agent/monitor/energy_ledger.py: `_joules_total` counters
-are sums of measured, wrap-corrected interval energies, monotonic whatever the RAPL counters did)
-and keeps the snapshot. `collect()` only reads the two; it never touches the host. Tests register the collector in a fresh `CollectorRegistry`.
+The sampling loop adds each new Snapshot to the monitor's `EnergyAccounts`
+(agent/monitor/accounts.py: the `EnergyLedger`'s `_joules_total` counters are sums of measured,
+wrap-corrected interval energies, monotonic whatever the RAPL counters did). The collector is a
+pure reader: `collect()` takes one `AccountsView` of them per scrape and never touches the host
+or the totals. Tests register the collector in a fresh `CollectorRegistry`.
 
 Levels keep cardinality low by default: node series always; pods and VMs by default;
 containers (`containers=True`) and the top N processes (`process_top=N`) only when asked. A
@@ -13,7 +14,6 @@ line: processes are labelled with `pid` and `comm` only.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -28,10 +28,8 @@ from agent.exporter.prometheus_sections import (
     platform_families,
     power_and_energy,
 )
-from agent.monitor.carbon_ledger import CarbonLedger
+from agent.monitor.accounts import EnergyAccounts
 from agent.monitor.energy_ledger import (
-    EnergyLedger,
-    ExportLevels,
     one_per_series,
     pod_components,
     vm_key,
@@ -47,52 +45,28 @@ def _label(value: object) -> str:
 
 
 class SnapshotCollector(Collector):
-    """Exposes the latest Snapshot and the energy totals over all snapshots seen."""
+    """Exposes the latest Snapshot and the energy totals over all snapshots, as `accounts` holds
+    them (a fresh, empty `EnergyAccounts` when none is given)."""
 
     def __init__(
         self,
-        levels: ExportLevels | None = None,
+        accounts: EnergyAccounts | None = None,
         model_points: Iterable[tuple[float, float]] = (),
         model_reading: str = "rapl",
-        carbon: CarbonLedger | None = None,
     ) -> None:
-        self.levels = levels or ExportLevels()
+        self.accounts = accounts or EnergyAccounts()
+        self.levels = self.accounts.levels
         self.model_points = tuple(model_points)  # (utilization, watts) of a calibrated curve
         # What the curve measures (the profile's `reading`): `rapl` (the CPU side: GPUs and the
         # rest of the platform are outside it) or `platform` (the BMC's whole-server reading).
         self.model_reading = model_reading
-        self._lock = threading.Lock()
-        self._latest: Snapshot | None = None
-        self._ledger = EnergyLedger(self.levels)
-        self._carbon = carbon  # grams beside the joules, with a carbon intensity configured
-        if carbon is not None:
-            self._ledger.count_error("carbon", 0)
-
-    @property
-    def latest(self) -> Snapshot | None:
-        return self._latest
-
-    def count_error(self, kind: str, count: int = 1) -> None:
-        """Count errors that are not in a snapshot (a failed sample, an unreachable API)."""
-        with self._lock:
-            self._ledger.count_error(kind, count)
-
-    def update(self, snapshot: Snapshot) -> None:
-        """Publish a new snapshot, with its interval's energy added to the ledger's totals."""
-        with self._lock:
-            self._ledger.add(snapshot)
-            if self._carbon is not None and self._carbon.add(snapshot) is not None:
-                self._ledger.count_error("carbon")  # energy known, intensity not: the reason is logged
-            self._latest = snapshot
 
     def describe(self) -> Iterable[Metric]:
         return []  # series depend on the snapshot; nothing to check at registration
 
     def collect(self) -> Iterator[Metric]:
-        with self._lock:
-            snap = self._latest
-            totals = self._ledger.view()
-            carbon = self._carbon.view() if self._carbon is not None else None
+        view = self.accounts.read()
+        snap, totals, carbon = view.latest, view.totals, view.carbon
         node = snap.node if snap is not None else ""
         errors = CounterMetricFamily(
             PREFIX + "agent_errors", "Errors by kind: gaps in samples, failed samples, invariant breaches, "

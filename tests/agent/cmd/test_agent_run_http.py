@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.device.hostfs import HostFS
 from agent.exporter.prometheus import SnapshotCollector
+from agent.monitor.accounts import EnergyAccounts
 from agent.monitor.energy_ledger import ExportLevels
 from agent.monitor.sampler import Sampler
 from benchmarks.harness.components import require_binary
@@ -155,7 +156,7 @@ def test_energy_counters_stay_monotonic_across_a_rapl_wrap() -> None:
     wrap under test."""
     host = AgentProcess(TREE, hermetic=True)  # a copy of the tree and its writers, never started
     sampler = Sampler(HostFS(host.procfs, host.sysfs), "test-node", process_top=20, containers=True)
-    collector = SnapshotCollector(ExportLevels(containers=True, process_top=20))
+    collector = SnapshotCollector(EnergyAccounts(ExportLevels(containers=True, process_top=20)))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     try:
@@ -166,7 +167,7 @@ def test_energy_counters_stay_monotonic_across_a_rapl_wrap() -> None:
         def sample() -> str:
             nonlocal before
             after = sampler.read()
-            collector.update(sampler.compute(before, after, 0.25))
+            collector.accounts.add(sampler.compute(before, after, 0.25))
             before = after
             return generate_latest(registry).decode()
 

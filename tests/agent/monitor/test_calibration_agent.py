@@ -149,7 +149,7 @@ def test_exporter_labels_estimated_power_and_exports_the_model_and_wall_power(tm
     snapshot = sampler.compute(before, sampler.read(), 2.0)
     registry = CollectorRegistry()
     collector = SnapshotCollector(model_points=profile.model_points())
-    collector.update(snapshot)
+    collector.accounts.add(snapshot)
     registry.register(collector)
 
     node = (52.3 + 57.9) / 2
@@ -171,7 +171,7 @@ def test_no_wall_series_without_a_correction(tmp_path: Path) -> None:
     collector = SnapshotCollector()
     before = Sampler(HostFS(POWERCAP / "intel-1s/before/proc", POWERCAP / "intel-1s/before/sys"), "n1").read()
     sampler = Sampler(HostFS(POWERCAP / "intel-1s/after/proc", POWERCAP / "intel-1s/after/sys"), "n1")
-    collector.update(sampler.compute(before, sampler.read(), 2.0))
+    collector.accounts.add(sampler.compute(before, sampler.read(), 2.0))
     registry.register(collector)
     assert registry.get_sample_value("kubejoule_node_power_watts", {"node": "n1", "source": "rapl"}) == pytest.approx(27.5)
     assert "kubejoule_node_wall_power_watts" not in {m.name for m in registry.collect()}

@@ -225,7 +225,7 @@ def test_one_failed_pod_read_is_a_gap_for_that_pod_never_its_lifetime_cpu_in_one
     registry.register(collector)
     energy = []
     for snap in snaps:
-        collector.update(snap)
+        collector.accounts.add(snap)
         energy.append(registry.get_sample_value(
             "kubejoule_pod_energy_joules_total", {"node": "n1", "namespace": "", "pod": "", "pod_uid": POD_A,
                                                   "component": "cpu"}))
