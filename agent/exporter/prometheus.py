@@ -61,6 +61,7 @@ class SnapshotCollector(Collector):
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
         self._ledger = EnergyLedger(self.levels)
+        self._estimate: str | None = None  # provenance of estimated node power (ccf:aws:m5.xlarge)
 
     @property
     def latest(self) -> Snapshot | None:
@@ -76,6 +77,8 @@ class SnapshotCollector(Collector):
         with self._lock:
             self._ledger.add(snapshot)
             self._latest = snapshot
+            # the provenance of estimated node power stays on its series through gaps
+            self._estimate = snapshot.estimate or self._estimate
 
     def describe(self) -> Iterable[Metric]:
         return []  # series depend on the snapshot; nothing to check at registration
@@ -111,15 +114,17 @@ class SnapshotCollector(Collector):
 
     def _node(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         node = snap.node
-        power = GaugeMetricFamily(PREFIX + "node_power_watts", "Node power.", labels=["node", "source"])
+        # An estimate from published coefficients carries their provenance: estimate="ccf:aws:m5.xlarge"
+        extra, estimate = (["estimate"], [self._estimate]) if self._estimate else ([], [])
+        power = GaugeMetricFamily(PREFIX + "node_power_watts", "Node power.", labels=["node", "source", *extra])
         if snap.node_watts is not None:
-            power.add_metric([node, snap.source], snap.node_watts)
+            power.add_metric([node, snap.source, *(estimate if snap.estimate else [""] * len(extra))], snap.node_watts)
         yield power
         energy = CounterMetricFamily(
-            PREFIX + "node_energy_joules", "Node energy since the agent started.", labels=["node", "source"]
+            PREFIX + "node_energy_joules", "Node energy since the agent started.", labels=["node", "source", *extra]
         )
         for source, joules in sorted(totals.node.items()):
-            energy.add_metric([node, source], joules)
+            energy.add_metric([node, source, *(estimate if source == SOURCE_ESTIMATED else [""] * len(extra))], joules)
         yield energy
         idle = GaugeMetricFamily(
             PREFIX + "node_idle_power_watts", "Idle (static) part of node power.",
