@@ -1,4 +1,4 @@
-"""Cloud instances' power curves from published coefficients (docs/agent-devices.md, "Cloud
+"""Cloud instances' power curves from published coefficients (docs/agent.md, "Cloud
 instances"): `kubejoule-agent --instance-type aws:m5.xlarge`, the agent's own Node's
 `node.kubernetes.io/instance-type` label and `spec.providerID`, and the scheduler's
 `{instance_type: aws:m5.xlarge}` curves.

@@ -1,5 +1,5 @@
 """`--instance-type`: a cloud instance's power curve from published coefficients
-(common/cloud_estimates.py; docs/agent-devices.md, "Cloud instances").
+(common/cloud_estimates.py; docs/agent.md, "Cloud instances").
 
 `--instance-type aws:m5.xlarge` names the type; the default, `auto`, reads it from the agent's
 own Node (`node.kubernetes.io/instance-type` and `spec.providerID`) when the Kubernetes API is

@@ -125,7 +125,7 @@ def render(upstream: Path, commit: str) -> str:
     families = cpu_families(upstream)
     out = io.StringIO()
     out.write(
-        "# Cloud instance power coefficients for kubejoule (docs/agent-devices.md, \"Cloud instances\").\n"
+        "# Cloud instance power coefficients for kubejoule (docs/agent.md, \"Cloud instances\").\n"
         f"# Source: Cloud Carbon Footprint, {UPSTREAM} at commit {commit},\n"
         "# files output/coefficients-{aws,gcp,azure}-use.csv and data/{aws,gcp,azure}-instances.csv,\n"
         "# data/intel-*.csv, data/amd-*.csv; licence Apache-2.0 (as kubejoule's). Watts per vCPU are\n"
