@@ -311,7 +311,7 @@ def _print_estimate(args: argparse.Namespace, profile: PowerProfile) -> None:
         print(f"no measured curve of the CPU side to compare {args.estimate.provenance} with")
         return
     print()
-    print(format_beside(cpu.model_points(), args.estimate))
+    print(format_beside(cpu.model_points(), args.estimate, profile.cores))
 
 
 # --- parser ------------------------------------------------------------------------------------

@@ -116,7 +116,8 @@ def validate_calibrate_instance_type(parser: argparse.ArgumentParser, args: argp
         parser.error(f"--instance-type: {exc}")
 
 
-def format_beside(measured: Sequence[tuple[float, float]], estimate: InstanceCoefficients) -> str:
+def format_beside(measured: Sequence[tuple[float, float]], estimate: InstanceCoefficients,
+                  cores: int | None = None) -> str:
     """The measured curve (the CPU side) and the estimate at 0 %, 10 % … 100 %, with the
     difference, so a user sees how far the estimate is on this machine."""
     archs = ", ".join(estimate.architectures)
@@ -135,4 +136,9 @@ def format_beside(measured: Sequence[tuple[float, float]], estimate: InstanceCoe
     if errors:
         rms = (sum(e * e for e in errors) / len(errors)) ** 0.5
         lines.append(f"RMS difference over the {len(errors)} levels: {rms:.2f} W")
+    if cores is not None and cores != estimate.vcpus:
+        lines.append(
+            f"the coefficients are per vCPU: at this machine's {cores} CPUs they give "
+            f"{cores * estimate.min_watts_per_vcpu:.2f}–{cores * estimate.max_watts_per_vcpu:.2f} W"
+        )
     return "\n".join(lines)

@@ -183,3 +183,34 @@ def test_run_exports_the_estimate_with_its_provenance_and_curve(tmp_path: Path) 
     # the energy counter keeps its provenance, whatever the latest interval could measure
     assert [labels for labels, _ in energy] == [
         {"node": "test-node", "source": "estimated", "estimate": "ccf:gcp:n2-standard-4"}]
+
+
+def test_calibrate_run_prints_the_estimate_beside_what_it_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    from agent.cmd import calibrate_cli
+    from common.curves import PowerCurve
+    from tests.helpers.calibrate_run import finished_calibration
+
+    curve = PowerCurve.linear(30.0, 90.0)
+    start = time.time() - 200
+    measured = finished_calibration(curve, [("idle", start), *((f"step-{i:02d}", start + 20 * i) for i in range(1, 6))])
+    monkeypatch.setattr(calibrate_cli, "measure_and_fit", lambda *args: measured)
+    (tmp_path / "proc").mkdir()
+    out = tmp_path / "n.yaml"
+    assert calibrate_cli.main(["run", "--out", str(out), "--procfs", str(tmp_path / "proc"), "--no-progress",
+                               "--instance-type", "azure:Standard_F4s_v2"]) == 0
+    printed = capsys.readouterr().out
+    entry = lookup("azure", "F4s v2")
+    rows = [line.split() for line in printed.splitlines() if line.strip().endswith("%)")]
+    assert [float(r[0]) for r in rows] == [10.0 * i for i in range(11)]
+    for row in rows:  # util, measured, estimated, their difference: each level of both curves
+        u = float(row[0]) / 100
+        assert float(row[2]) == pytest.approx(curve.watts(u), abs=0.01)
+        assert float(row[4]) == pytest.approx(entry.curve().watts(u), abs=0.01)
+        assert float(row[6]) == pytest.approx(entry.curve().watts(u) - curve.watts(u), abs=0.02)
+    assert "ccf:azure:F4s v2" in printed
+    # the calibration's 2 CPUs against the type's 4 vCPUs: the per-vCPU figures at the machine's size
+    assert f"at this machine's 2 CPUs they give {2 * entry.min_watts_per_vcpu:.2f}–" in printed
