@@ -67,10 +67,16 @@ def _has_rapl(procfs: Path, sysfs: Path) -> bool:
 
 
 def resolve_from_node(args: argparse.Namespace, node: str, say: Callable[[str], None]) -> None:
-    """`--instance-type auto` in `once` and `run`: read this Node once, before sampling starts.
-    A Node of no known cloud (bare metal, kind) or without the label changes nothing; an API
-    that cannot be read is said (once) and changes nothing."""
-    if getattr(args, "instance_type", NONE) != AUTO or getattr(args, "profile", None) is not None:
+    """`once` and `run`, before sampling starts. On a host with RAPL the estimate is not used
+    (measured power, and its curve is not exported as the node's). `--instance-type auto`: read
+    this Node once; a Node of no known cloud (bare metal, kind) or without the label changes
+    nothing; an API that cannot be read is said (once) and changes nothing."""
+    profile = getattr(args, "profile", None)
+    if profile is not None and profile.estimate is not None and _has_rapl(args.procfs, args.sysfs):
+        say(f"RAPL is present: node power is measured; {profile.estimate}'s coefficients are not used")
+        args.profile = None
+        return
+    if getattr(args, "instance_type", NONE) != AUTO or profile is not None:
         return
     if getattr(args, "no_kube", True) or _has_rapl(args.procfs, args.sysfs):
         return

@@ -216,7 +216,9 @@ class Sampler:
             gaps[:] = [g for g in gaps if g.what != "node"]  # estimated, so not a gap
         if node_watts is None and self.estimate_gap is not None:
             gaps.append(Gap("estimate", self.estimate_gap))
-        calibrated_idle = self.profile.cpu_idle_watts if self.profile is not None else None
+        # a curve estimated from published coefficients never stands in for a measurement's idle
+        measured_idle = self.profile is not None and (self.profile.estimate is None or source == SOURCE_ESTIMATED)
+        calibrated_idle = self.profile.cpu_idle_watts if measured_idle and self.profile is not None else None
         idle = split_idle(node_watts, utilization, calibrated_idle)
         if node_watts is not None and idle.idle_watts is None:
             gaps.append(Gap("idle split", "CPU utilization is unknown this interval"))

@@ -60,6 +60,13 @@ def test_with_rapl_the_measurement_wins_and_no_estimate_is_labelled() -> None:
                            "--instance-type", "gcp:n2-standard-4")
     assert record["source"] == "rapl" and record["node_watts"] == pytest.approx(27.5)
     assert "estimate" not in record
+    assert record["idle_source"] == "utilization"  # the estimate's idle never splits a measurement
+    # `once` and `run` on such a host drop the estimate, and say so
+    proc = run_agent("once", "--json", "--interval", "0.2", "--no-kube", "--no-network",
+                     "--procfs", str(POWERCAP / "intel-1s/after/proc"), "--sysfs", str(POWERCAP / "intel-1s/after/sys"),
+                     "--instance-type", "gcp:n2-standard-4")
+    assert proc.returncode == 0, proc.stderr
+    assert "RAPL is present" in proc.stderr and "ccf:gcp:n2-standard-4" in proc.stderr
 
 
 def test_an_unknown_type_is_a_gap_that_names_it_never_a_guess(tmp_path: Path) -> None:
