@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from common.cloud_estimates import (
     CloudEstimateError,
@@ -58,27 +57,32 @@ def use_instance_type(args: argparse.Namespace, provider: str, name: str) -> Non
         args.estimate_gap = str(exc)
 
 
-def _has_rapl(procfs: Path, sysfs: Path) -> bool:
+def _measured(args: argparse.Namespace) -> bool:
+    """Node power is measured here: RAPL has a package zone, or (a VM node) the agent reads its
+    host's counter (`--host-energy`, resolved into args.host_energy_dir where that option exists)."""
     from agent.device.hostfs import HostFS
     from agent.device.rapl import discover_zones, node_zone_ids
 
-    present, zones, _ = discover_zones(HostFS(procfs, sysfs))
+    if getattr(args, "host_energy_dir", None) is not None:
+        return True
+    present, zones, _ = discover_zones(HostFS(args.procfs, args.sysfs))
     return present and bool(node_zone_ids(zones)[1])
 
 
 def resolve_from_node(args: argparse.Namespace, node: str, say: Callable[[str], None]) -> None:
-    """`once` and `run`, before sampling starts. On a host with RAPL the estimate is not used
+    """`once` and `run`, before sampling starts. Where power is measured the estimate is not used
     (measured power, and its curve is not exported as the node's). `--instance-type auto`: read
     this Node once; a Node of no known cloud (bare metal, kind) or without the label changes
     nothing; an API that cannot be read is said (once) and changes nothing."""
     profile = getattr(args, "profile", None)
-    if profile is not None and profile.estimate is not None and _has_rapl(args.procfs, args.sysfs):
-        say(f"RAPL is present: node power is measured; {profile.estimate}'s coefficients are not used")
+    if profile is not None and profile.estimate is not None and _measured(args):
+        say(f"node power is measured here (RAPL or the host's counter): {profile.estimate}'s coefficients "
+            "are not used")
         args.profile = None
         return
     if getattr(args, "instance_type", NONE) != AUTO or profile is not None:
         return
-    if getattr(args, "no_kube", True) or _has_rapl(args.procfs, args.sysfs):
+    if getattr(args, "no_kube", True) or _measured(args):
         return
     from agent.kube.client import KubeClient, KubeError
 

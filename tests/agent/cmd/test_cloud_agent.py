@@ -66,7 +66,7 @@ def test_with_rapl_the_measurement_wins_and_no_estimate_is_labelled() -> None:
                      "--procfs", str(POWERCAP / "intel-1s/after/proc"), "--sysfs", str(POWERCAP / "intel-1s/after/sys"),
                      "--instance-type", "gcp:n2-standard-4")
     assert proc.returncode == 0, proc.stderr
-    assert "RAPL is present" in proc.stderr and "ccf:gcp:n2-standard-4" in proc.stderr
+    assert "node power is measured here" in proc.stderr and "ccf:gcp:n2-standard-4" in proc.stderr
 
 
 def test_an_unknown_type_is_a_gap_that_names_it_never_a_guess(tmp_path: Path) -> None:
