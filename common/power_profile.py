@@ -84,6 +84,9 @@ class PowerProfile:
     document: Mapping[str, Any] = field(default_factory=dict)
     reading: str = READING_RAPL  # what the curve measures: RAPL's node power, or the whole platform
     rapl: PowerProfile | None = None  # with reading platform: the CPU side's own fit
+    # A curve estimated from published coefficients, not measured: its provenance, e.g.
+    # `ccf:aws:m5.xlarge` (common/cloud_estimates.py); None for a measured profile.
+    estimate: str | None = None
 
     @property
     def cpu(self) -> PowerProfile | None:

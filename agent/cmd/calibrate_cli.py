@@ -30,12 +30,17 @@ from agent.calibration.measure import Judgement, MeasureError, Meter, Phase, mea
 from agent.calibration.output import build_profile, phase_record, phase_spans, write_profile
 from agent.calibration.platform_fit import PlatformFit, fit_platform, with_platform
 from agent.calibration.wall import WallMeterError, WallReading, fit_wall_correction, read_wall_csv
+from agent.cmd.cloud_cli import (
+    calibrate_instance_type_option,
+    format_beside,
+    validate_calibrate_instance_type,
+)
 from agent.cmd.devices_cli import bmc_options, open_platform, validate_bmc
 from agent.device.hostfs import HostFS
 from agent.device.redfish import Reading
 from agent.monitor.sampler import default_node_name
 from common.options import fraction, int_at_least, non_negative_float, positive_float
-from common.power_profile import PowerProfileError, WallCorrection, load_power_profile
+from common.power_profile import PowerProfile, PowerProfileError, WallCorrection, load_power_profile
 
 MAX_LOWEST_UTILIZATION = 0.35  # a curve must reach down at least this far to give idle power
 
@@ -244,6 +249,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         doc = with_platform(doc, platform, measured.fit, measured.platform_source)
     write_profile(doc, args.out)
     print(format_summary(doc, args.out))
+    _print_estimate(args, load_power_profile(args.out))
     if wall_error is not None:
         fix = ("it holds RAPL's curve; run again when the BMC answers" if measured.platform is not None else
                f"fix the log and apply it with `kubejoule-calibrate wall {args.out} CSV`")
@@ -292,7 +298,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"model {profile.model}" + (f", held-out error {profile.fit_error_watts:.2f} W" if profile.fit_error_watts else ""))
     for u, watts in profile.model_points():
         print(f"{100 * u:>5.0f} %{watts:>10.2f} W")
+    _print_estimate(args, profile)
     return 0
+
+
+def _print_estimate(args: argparse.Namespace, profile: PowerProfile) -> None:
+    """With --instance-type: the published estimate beside the measured CPU side."""
+    if getattr(args, "estimate", None) is None:
+        return
+    cpu = profile.cpu
+    if cpu is None or cpu.curve is None:
+        print(f"no measured curve of the CPU side to compare {args.estimate.provenance} with")
+        return
+    print()
+    print(format_beside(cpu.model_points(), args.estimate, profile.cores))
 
 
 # --- parser ------------------------------------------------------------------------------------
@@ -336,6 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--models", type=model_list, default=list(MODELS), help="models to fit, comma separated (default linear,fan,points)")
     run.add_argument("--wall-meter", type=Path, default=None, metavar="CSV", help="wall power log (timestamp,watts) for a RAPL-to-wall correction")
     run.add_argument("--no-progress", action="store_true", help="no progress output")
+    calibrate_instance_type_option(run)
     run.set_defaults(func=cmd_run, validate=_validate_run)
 
     wall = sub.add_parser("wall", help="fit a RAPL-to-wall correction into an existing profile")
@@ -346,12 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser("show", help="print a profile's curve")
     show.add_argument("profile", type=Path, metavar="PROFILE")
-    show.set_defaults(func=cmd_show)
+    calibrate_instance_type_option(show)
+    show.set_defaults(func=cmd_show, validate=validate_calibrate_instance_type)
     return parser
 
 
 def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     validate_bmc(parser, args)
+    validate_calibrate_instance_type(parser, args)
     if args.wall_meter is not None and (args.bmc_url is not None or args.bmc_url_file is not None):
         parser.error("--wall-meter and a BMC: the BMC's platform reading is the wall; give one of them")
     if args.sample_seconds > args.step_seconds:

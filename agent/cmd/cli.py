@@ -19,6 +19,7 @@ from pathlib import Path
 from agent import __version__
 from agent.cmd.carbon_cli import carbon_ledger, validate_carbon
 from agent.cmd.carbon_cli import describe as describe_carbon
+from agent.cmd.cloud_cli import add_instance_type_option, resolve_from_node, validate_instance_type
 from agent.cmd.cluster_cli import (
     attach_cluster_data,
     cluster_data_once,
@@ -61,6 +62,7 @@ def attribution_options(process_top_default: int = DEFAULT_PROCESS_TOP) -> argpa
         help="power profile (YAML with at least idle_watts): idle power is its static power",
     )
     deprecated_alias(options, "--calibration", "--power-profile")
+    add_instance_type_option(options)
     options.add_argument(
         "--process-top", type=non_negative_int, default=process_top_default, metavar="N",
         help=f"list the N processes using the most power (default {process_top_default}; 0: none)",
@@ -75,7 +77,7 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None, gpus: GpuSo
     GPUs and the BMC are opened by the commands that read them (`once`, `run`)."""
     host = fs if fs is not None else HostFS(args.procfs, args.sysfs)
     profile: PowerProfile | None = getattr(args, "profile", None)
-    return Sampler(
+    sampler = Sampler(
         host,
         args.node or default_node_name(),
         profile=profile,
@@ -86,6 +88,8 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None, gpus: GpuSo
         platform=platform.state if platform is not None else None,
         host_energy=open_host_energy(args, host),
     )
+    sampler.estimate_gap = getattr(args, "estimate_gap", None)  # an unknown cloud instance type
+    return sampler
 
 
 def _validate_sampling(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -97,6 +101,7 @@ def _validate_sampling(parser: argparse.ArgumentParser, args: argparse.Namespace
             args.profile = load_power_profile(path)
         except PowerProfileError as exc:
             parser.error(str(exc))
+    validate_instance_type(parser, args)
 
 
 def emit(snapshot: Snapshot, as_json: bool) -> None:
@@ -116,6 +121,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     node = args.node or default_node_name()
     gpus = open_gpus(args, say=lambda line: print(line, file=sys.stderr))
     platform = open_platform(args, node)
+    resolve_from_node(args, node, say=lambda line: print(line, file=sys.stderr))
     sampler = make_sampler(args, gpus=gpus, platform=platform)
     try:
         before = sampler.read()
@@ -177,6 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level, args.log_format)
     open_files = raise_open_files_limit()
+    resolve_from_node(args, args.node or default_node_name(), say=logging.getLogger("kubejoule.agent").warning)
     profile: PowerProfile | None = args.profile
     accounts = EnergyAccounts(ExportLevels(containers=args.containers, process_top=args.process_top), carbon_ledger(args))
     collector = SnapshotCollector(

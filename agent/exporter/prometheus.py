@@ -77,7 +77,7 @@ class SnapshotCollector(Collector):
         if snap is None:
             yield errors
             return
-        yield from self._node(snap, totals)
+        yield from self._node(snap, totals, view.estimate)
         if self.levels.pods:
             yield from self._pods(snap, totals)
         if self.levels.containers:
@@ -94,17 +94,19 @@ class SnapshotCollector(Collector):
             yield from carbon_families(snap, carbon, self.levels.pods)
         yield errors
 
-    def _node(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
+    def _node(self, snap: Snapshot, totals: TotalsView, provenance: str | None) -> Iterator[Metric]:
         node = snap.node
-        power = GaugeMetricFamily(PREFIX + "node_power_watts", "Node power.", labels=["node", "source"])
+        # An estimate from published coefficients carries their provenance: estimate="ccf:aws:m5.xlarge"
+        extra, estimate = (["estimate"], [provenance]) if provenance else ([], [])
+        power = GaugeMetricFamily(PREFIX + "node_power_watts", "Node power.", labels=["node", "source", *extra])
         if snap.node_watts is not None:
-            power.add_metric([node, snap.source], snap.node_watts)
+            power.add_metric([node, snap.source, *(estimate if snap.estimate else [""] * len(extra))], snap.node_watts)
         yield power
         energy = CounterMetricFamily(
-            PREFIX + "node_energy_joules", "Node energy since the agent started.", labels=["node", "source"]
+            PREFIX + "node_energy_joules", "Node energy since the agent started.", labels=["node", "source", *extra]
         )
         for source, joules in sorted(totals.node.items()):
-            energy.add_metric([node, source], joules)
+            energy.add_metric([node, source, *(estimate if source == SOURCE_ESTIMATED else [""] * len(extra))], joules)
         yield energy
         idle = GaugeMetricFamily(
             PREFIX + "node_idle_power_watts", "Idle (static) part of node power.",

@@ -15,7 +15,8 @@ def fmt_cpu(seconds: float | None, width: int) -> str:
 
 def format_snapshot(snap: Snapshot) -> str:
     lines = [
-        f"node {snap.node}   interval {snap.interval_seconds:.2f} s   source {snap.source}",
+        f"node {snap.node}   interval {snap.interval_seconds:.2f} s   source {snap.source}"
+        + (f" ({snap.estimate})" if snap.estimate else ""),
         f"node power   {fmt_watts(snap.node_watts)}",
         f"idle power   {fmt_watts(snap.idle_watts)} ({snap.idle_source})   "
         f"active power {fmt_watts(snap.active_watts)}",

@@ -36,6 +36,7 @@ METRICS_VERSION = "v1beta1"
 PERMISSIONS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     "list_node_pods": (("", "pods", "list", "cluster"),),
     "watch_node_pods": (("", "pods", "watch", "cluster"),),
+    "get_node": (("", "nodes", "get", "cluster"),),
     "get_node_metrics": ((METRICS_GROUP, "nodes", "get", "cluster"),),
     "get_pod_metrics": ((METRICS_GROUP, "pods", "get", "cluster"),),
     "list_pod_metrics": ((METRICS_GROUP, "pods", "list", "cluster"),),
@@ -242,6 +243,10 @@ class KubeClient:
             # Best effort: the socket may be gone already.
             with contextlib.suppress(Exception):
                 raw.shutdown()
+
+    def get_node(self, node: str) -> dict[str, Any]:
+        """The agent's own Node (its instance-type label and providerID: common/cloud_estimates.py)."""
+        return self._get_json(f"/api/v1/nodes/{quote(node, safe='')}", [], f"reading node {node}")
 
     # -- metrics.k8s.io --------------------------------------------------------------------
 

@@ -26,6 +26,9 @@ class AccountsView:
     latest: Snapshot | None
     totals: TotalsView
     carbon: CarbonView | None
+    # the provenance of estimated node power (ccf:aws:m5.xlarge), kept through gaps so that the
+    # estimated energy counter keeps its series
+    estimate: str | None = None
 
 
 class EnergyAccounts:
@@ -37,6 +40,7 @@ class EnergyAccounts:
         self._latest: Snapshot | None = None
         self._ledger = EnergyLedger(self.levels)
         self._carbon = carbon
+        self._estimate: str | None = None
         if carbon is not None:
             self._ledger.count_error("carbon", 0)
 
@@ -51,6 +55,7 @@ class EnergyAccounts:
             if self._carbon is not None and self._carbon.add(snapshot) is not None:
                 self._ledger.count_error("carbon")  # energy known, intensity not: the reason is logged
             self._latest = snapshot
+            self._estimate = snapshot.estimate or self._estimate
 
     def count_error(self, kind: str, count: int = 1) -> None:
         """Count errors that are not in a snapshot (a failed sample, an unreachable API); a count
@@ -61,5 +66,6 @@ class EnergyAccounts:
     def read(self) -> AccountsView:
         with self._lock:
             return AccountsView(
-                self._latest, self._ledger.view(), self._carbon.view() if self._carbon is not None else None
+                self._latest, self._ledger.view(), self._carbon.view() if self._carbon is not None else None,
+                self._estimate,
             )

@@ -104,6 +104,9 @@ class Sampler:
         self.gpus = gpus  # GPUs through NVML (agent/device/gpu_source.py)
         self.platform = platform  # the BMC's latest reading (agent/device/platform.py: PlatformPoller.state)
         self.host_energy = host_energy  # in a VM: its host's counter replaces RAPL (agent/monitor/host_power.py)
+        # Why a cloud instance's curve is missing (its type is not in the coefficients): a gap of
+        # every interval without RAPL (agent/cmd/cloud_cli.py sets it; never a guessed curve).
+        self.estimate_gap: str | None = None
         self.ticks_per_second = clock_ticks_per_second()
         self._processes = ProcessReader(fs, vms_only=process_top == 0)
         # pod usage files kept open on a real cgroupfs, in the descriptors the process reader leaves
@@ -213,7 +216,11 @@ class Sampler:
             node_watts = self.profile.estimate_cpu_watts(utilization)
             source = SOURCE_ESTIMATED if node_watts is not None else SOURCE_NONE
             gaps[:] = [g for g in gaps if g.what != "node"]  # estimated, so not a gap
-        calibrated_idle = self.profile.cpu_idle_watts if self.profile is not None else None
+        if node_watts is None and self.estimate_gap is not None:
+            gaps.append(Gap("estimate", self.estimate_gap))
+        # a curve estimated from published coefficients never stands in for a measurement's idle
+        measured_idle = self.profile is not None and (self.profile.estimate is None or source == SOURCE_ESTIMATED)
+        calibrated_idle = self.profile.cpu_idle_watts if measured_idle and self.profile is not None else None
         idle = split_idle(node_watts, utilization, calibrated_idle)
         if node_watts is not None and idle.idle_watts is None:
             gaps.append(Gap("idle split", "CPU utilization is unknown this interval"))
@@ -250,6 +257,7 @@ class Sampler:
             live_pids=frozenset(after.processes) if self.process_top > 0 else frozenset(),
             skew_scaled=skewed,
             wall_watts=self._wall_watts(node_watts),
+            estimate=self.profile.estimate if source == SOURCE_ESTIMATED and self.profile is not None else None,
         )
         # The GPUs are read a few milliseconds after RAPL, every time: over the same interval, so
         # their energy counters are exact sums of their counters' deltas, as the zones' are.

@@ -164,6 +164,8 @@ class Snapshot:
     # (agent/kube/metrics_server.py) and network counters (agent/monitor/network_section.py),
     # the last two in record form.
     wall_watts: float | None = None
+    # With source "estimated" from published coefficients: their provenance (`ccf:aws:m5.xlarge`)
+    estimate: str | None = None
     metrics_server: dict[str, Any] | None = None
     network: dict[str, Any] | None = None
 
@@ -179,6 +181,7 @@ class Snapshot:
             "node": self.node,
             "interval_seconds": self.interval_seconds,
             "source": self.source,
+            **({"estimate": self.estimate} if self.estimate is not None else {}),
             "node_watts": self.node_watts,
             "idle_watts": self.idle_watts,
             "active_watts": self.active_watts,

@@ -32,6 +32,7 @@ from agent.kube.client import KubeClient
 T = TypeVar("T")
 
 PODS = kmock.resource("", "v1", "pods")
+NODES = kmock.resource("", "v1", "nodes")
 NODE_METRICS = kmock.resource("metrics.k8s.io", "v1beta1", "nodes")
 POD_METRICS = kmock.resource("metrics.k8s.io", "v1beta1", "pods")
 
@@ -93,7 +94,7 @@ class EmulatedCluster:
         self.thread = threading.Thread(target=self.loop.run_forever, name="kmock", daemon=True)
         self.thread.start()
         self.handler = SelectingEmulator()
-        for res, kind, namespaced in ((PODS, "Pod", True), (NODE_METRICS, "NodeMetrics", False), (POD_METRICS, "PodMetrics", True)):
+        for res, kind, namespaced in ((PODS, "Pod", True), (NODES, "Node", False), (NODE_METRICS, "NodeMetrics", False), (POD_METRICS, "PodMetrics", True)):
             self.handler.resources[res] = kmock.ResourceInfo(kind=kind, namespaced=namespaced, verbs={"get", "list", "watch"})
         self._server: kmock.Server | None = None
         self.port: int | None = None
@@ -208,6 +209,13 @@ class EmulatedCluster:
         }
         self._request("post", f"/api/v1/namespaces/{namespace}/pods", pod)
         return uid
+
+    def add_node(self, name: str, labels: dict[str, str], provider_id: str | None = None) -> None:
+        """Create a Node (the agent reads its own: instance-type label and providerID)."""
+        spec = {"providerID": provider_id} if provider_id else {}
+        node = {"apiVersion": "v1", "kind": "Node", "spec": spec,
+                "metadata": {"name": name, "labels": labels, "resourceVersion": str(next(self._versions))}}
+        self._request("post", "/api/v1/nodes", node)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self._request("delete", f"/api/v1/namespaces/{namespace}/pods/{name}", None)

@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # The scheduler image: the scheduler package, the shared vocabulary it imports from common/ (power
-# curves, power profiles, Kubernetes quantities and timestamps, argparse helpers: the list is the import
-# graph's, checked by tests/deploy/test_deploy_images.py), and the `scheduler` extra (fastapi,
+# curves, power profiles, Kubernetes quantities and timestamps, argparse helpers, cloud instances'
+# coefficients with their data file: the list is the import graph's, checked by
+# tests/deploy/test_deploy_images.py), and the `scheduler` extra (fastapi,
 # uvicorn, httpx; grpcio and protobuf for `autoscaler-expander`). No torch: every scorer it ships,
 # the learned ones included, runs on numpy (a model is exported to .npz by `kubejoule-rl train`).
 # Build from the repository root:
@@ -15,7 +16,8 @@ FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY daemonset/images/locks/scheduler.txt ./requirements.lock
-COPY common/__init__.py common/curves.py common/kubetime.py common/options.py common/power_profile.py common/protoc.py common/quantity.py ./common/
+COPY common/__init__.py common/cloud_estimates.py common/curves.py common/kubetime.py common/options.py common/power_profile.py common/protoc.py common/quantity.py ./common/
+COPY common/cloud/instances.csv ./common/cloud/
 COPY scheduler ./scheduler
 # The dependencies exactly as locked, versions and hashes (daemonset/images/locks/scheduler.txt,
 # which tests/deploy checks against pyproject.toml), then the package alone: nothing resolved

@@ -13,10 +13,12 @@ scorer:
 curves:                       # power curves for nodes whose agent exports none
   node-a: {model: linear, idle_watts: 80, max_watts: 250}
   node-b: {points: [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]}
+  node-c: {instance_type: "aws:m5.xlarge"}  # a cloud type's published coefficients (estimated)
 node_groups:                  # cluster-autoscaler node groups (autoscaler-expander): by group id,
   ng-big: {model: fan, idle_watts: 58, max_watts: 222, r: 1.4}   # or by a node_group_labels value
   m5.2xlarge: {points: [60, 80, 95, 108, 120, 133, 147, 162, 180, 200, 222]}
   ng-calibrated: {power_profile: /etc/kubejoule/profiles/big.yaml}  # a power profile file
+  m5.4xlarge: {instance_type: "aws:m5.4xlarge"}   # Cloud Carbon Footprint's coefficients
 node_group_labels: [node.kubernetes.io/instance-type, beta.kubernetes.io/instance-type,
                     kubejoule.io/node-group]  # template-node labels whose value names a curve
 power_caps_watts:             # /filter drops a node only if the pod would push it past its cap
@@ -62,6 +64,7 @@ from typing import Any
 
 import yaml
 
+from common.cloud_estimates import CloudEstimateError, lookup, parse_instance_type
 from common.curves import PowerCurve
 from common.power_profile import PowerProfileError, load_power_profile
 from scheduler.config.basics import ConfigError, parse_listen  # re-exported: the commands use them
@@ -94,6 +97,9 @@ log = logging.getLogger("kubejoule.scheduler.config")
 # is its old name, still read with a warning (docs/DESIGN.md, "Glossary").
 POWER_PROFILE_KEY = "power_profile"
 OLD_POWER_PROFILE_KEY = "profile"
+# A cloud instance type whose published coefficients give the curve (`{instance_type: aws:m5.xlarge}`;
+# common/cloud_estimates.py): an estimate, as the agent's `--instance-type` curve is.
+INSTANCE_TYPE_KEY = "instance_type"
 
 
 @dataclass(frozen=True)
@@ -172,6 +178,9 @@ def _curves(data: Any, where: str = "curves", profiles: bool = False) -> dict[st
         if profiles and POWER_PROFILE_KEY in spec:
             curves[str(name)] = _profile_curve(spec, f"{where}.{name}")
             continue
+        if INSTANCE_TYPE_KEY in spec:
+            curves[str(name)] = _instance_curve(spec, f"{where}.{name}")
+            continue
         try:
             curves[str(name)] = PowerCurve.from_mapping(spec)
         except (KeyError, ValueError, TypeError) as exc:
@@ -188,6 +197,15 @@ def _profile_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
     if profile.curve is None:
         raise ConfigError(f"{where}: the power profile {spec[POWER_PROFILE_KEY]} has no power curve")
     return profile.curve
+
+
+def _instance_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
+    """An unknown or malformed type is a ConfigError naming it, never a similar type's curve."""
+    _section(spec, where, {INSTANCE_TYPE_KEY})
+    try:
+        return lookup(*parse_instance_type(_str(spec[INSTANCE_TYPE_KEY], f"{where}.{INSTANCE_TYPE_KEY}"))).curve()
+    except CloudEstimateError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
 
 
 def _labels(value: Any) -> tuple[str, ...]:

@@ -156,11 +156,16 @@ def common_files_the_scheduler_imports() -> set[str]:
     return files
 
 
+# The data files a common module reads (package data): copied with it, and only with it.
+COMMON_DATA = {"common/cloud_estimates.py": {"common/cloud/instances.csv"}}
+
+
 def test_the_scheduler_image_copies_exactly_the_common_modules_the_scheduler_imports() -> None:
     copied = {s for s in copied_sources(IMAGES / "scheduler.Dockerfile") if s.startswith(("common", "agent"))}
     needed = common_files_the_scheduler_imports()
     assert "common/curves.py" in needed  # the graph was read
-    assert copied == needed
+    data = set().union(*(files for module, files in COMMON_DATA.items() if module in needed))
+    assert copied == needed | data
 
 
 def image_context(image: str, tmp_path: Path) -> Path:
@@ -211,6 +216,8 @@ def test_the_package_builds_from_what_the_image_copies(
             if line.startswith("Requires-Dist:")
         ]
     assert {n.split("/")[0] for n in names if not n.startswith("kubejoule-")} == packages
+    # package data the code reads: the cloud instances' coefficients (agent --instance-type, scheduler curves)
+    assert "common/cloud/instances.csv" in names
     assert not [r for r in requires if "torch" in r and 'extra == "ml"' not in r]
 
 

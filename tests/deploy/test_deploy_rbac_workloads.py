@@ -50,11 +50,12 @@ def test_no_role_uses_wildcards_or_reads_secrets(target: Path) -> None:
             assert not forbidden & set(rule["verbs"]), (object_key(obj), rule)
 
 
-def test_agent_cluster_role_is_exactly_pods_and_metrics(tmp_path: Path) -> None:
+def test_agent_cluster_role_is_exactly_pods_its_node_and_metrics(tmp_path: Path) -> None:
     granted = rules_of(built("base", tmp_path), "ClusterRole", "kubejoule-agent")
     assert granted == {
         ("", "pods", "list", ""),
         ("", "pods", "watch", ""),
+        ("", "nodes", "get", ""),  # its own Node's instance type (--instance-type auto)
         ("metrics.k8s.io", "nodes", "get", ""),
         ("metrics.k8s.io", "pods", "get", ""),
         ("metrics.k8s.io", "pods", "list", ""),

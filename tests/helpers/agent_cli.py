@@ -104,6 +104,7 @@ SAMPLE_SCHEMA: dict[str, Any] = {
         "gaps": _objects({"what": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1},
                           "kind": {"enum": ["unreadable", "implausible", "incomplete", "unknown"]}}),
         "wall_watts": {"type": "number"},
+        "estimate": {"type": "string", "pattern": "^ccf:(aws|gcp|azure):."},
         "gpus": _objects({"index": {"type": "integer"}, "uuid": {"type": "string"}, "name": {"type": "string"},
                           "watts": _WATTS, "method": {"enum": ["energy", "power", None]},
                           "mode": {"enum": ["exclusive", "shared", "mig", "vgpu"]}}),
