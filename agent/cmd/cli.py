@@ -33,6 +33,7 @@ from agent.cmd.vm_energy_cli import (
     open_host_energy,
     validate_vm_energy,
 )
+from agent.device.gaps import Subject
 from agent.device.gpu_source import GpuSource
 from agent.device.hostfs import HostFS, copy_preserving_links
 from agent.device.platform import PlatformPoller
@@ -110,7 +111,7 @@ def emit(snapshot: Snapshot, as_json: bool) -> None:
         if snapshot.node_watts is None:
             # stdout stays valid JSON; the reason in words goes to stderr.
             for gap in snapshot.gaps:
-                if gap.what == "node":
+                if gap.subject is Subject.NODE:
                     print(f"node power unknown: {gap.reason}", file=sys.stderr)
                     break
     else:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.device.gaps import Gap
+from agent.device.gaps import Gap, Subject
 
 log = logging.getLogger("agent.network")  # the name its log lines have always carried
 
@@ -238,8 +238,8 @@ def network_gaps(sample: NetworkSample) -> list[Gap]:
     """What the sample could not read, as gaps (one for all the pods, not one per pod)."""
     gaps = []
     if sample.node_error:
-        gaps.append(Gap("network", sample.node_error))
+        gaps.append(Gap(Subject.NETWORK, sample.node_error))
     failed = [p for p in sample.pods if p.error is not None]
     if failed:
-        gaps.append(Gap("pod network", f"{len(failed)} pod(s) unreadable, e.g. {failed[0].uid}: {failed[0].error}"))
+        gaps.append(Gap(Subject.POD_NETWORK, f"{len(failed)} pod(s) unreadable, e.g. {failed[0].uid}: {failed[0].error}"))
     return gaps

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from agent.device.cgroups import ContainerCgroup, PodCgroup
 from agent.device.energy import ImplausibleError
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap
+from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap, Subject
 from agent.device.procstat import CpuDelta
 
 # A cgroup's CPU in an interval beyond this many times all the CPU time that passed (every CPU's
@@ -59,7 +59,8 @@ ABSENT = Absent()
 
 
 def interval_cpu(
-    what: str,
+    subject: Subject,
+    which: str,
     previous: PodCgroup | ContainerCgroup | Absent,
     current: PodCgroup | ContainerCgroup,
     previous_complete: bool,
@@ -84,6 +85,6 @@ def interval_cpu(
             )
     except CpuUnknown as exc:
         reason, kind = exc.args
-        gaps.append(Gap(what, reason, kind))
+        gaps.append(Gap(subject, reason, kind, name=which))
         return None
     return cpu

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, Gap
+from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, Gap, Subject
 from agent.device.platform import PlatformState
 from agent.monitor.gpu_power import GpuResult
 from agent.monitor.snapshot import SOURCE_NONE, SOURCE_PLATFORM, PlatformPower, PodPower, Snapshot
@@ -43,10 +43,10 @@ def _platform(cpu: float | None, gpus: float | None, platform: PlatformState, ga
     record = PlatformPower(platform.watts, platform.age_seconds, platform.reading, platform.chassis,
                            None, cpu, gpus, platform.energy_kwh)
     if platform.watts is None:
-        gaps.append(Gap("platform", platform.reason or "no reading", platform.kind))
+        gaps.append(Gap(Subject.PLATFORM, platform.reason or "no reading", platform.kind))
         return None, record
     if inside is not None and inside > platform.watts * (1 + PLATFORM_SLACK_RATIO) + PLATFORM_SLACK_WATTS:
-        gaps.append(Gap("platform", (
+        gaps.append(Gap(Subject.PLATFORM, (
             f"the BMC's reading {platform.watts:.1f} W is below its parts (CPU side {cpu:.1f} W + GPUs "
             f"{gpus or 0.0:.1f} W): node power is the parts' sum instead"), GAP_IMPLAUSIBLE))
         return None, replace(record, watts=None)
@@ -64,12 +64,11 @@ def _pods(pods: Iterable[PodPower], gpus: GpuResult | None, known: bool, gaps: l
         holds = pod.uid in gpus.pod_watts or pod.uid in gpus.unknown_pods
         gpu_watts = gpus.pod_watts.get(pod.uid) if known and pod.uid not in gpus.unknown_pods else None
         if holds and gpu_watts is None and known:
-            gaps.append(Gap(f"pod {pod.uid}", "its GPU's power is unknown this interval (see the gpu gap)",
-                            GAP_INCOMPLETE))
+            gaps.append(Gap(Subject.POD, "its GPU's power is unknown this interval (see the gpu gap)", GAP_INCOMPLETE, name=pod.uid))
         out.append(replace(pod, watts=pod.watts if known else None, gpu_watts=gpu_watts, gpu=holds))
     for uid in sorted(set(gpus.pod_watts) - listed):  # a GPU's pod whose cgroup was not read
-        gaps.append(Gap(f"pod {uid}", "charged GPU power, but its cgroup was not read this interval: "
-                                      "its GPU share is unattributed", GAP_INCOMPLETE))
+        gaps.append(Gap(Subject.POD, "charged GPU power, but its cgroup was not read this interval: "
+                                      "its GPU share is unattributed", GAP_INCOMPLETE, name=uid))
     return tuple(out)
 
 
@@ -90,11 +89,11 @@ def compose(snapshot: Snapshot, gpus: GpuResult | None, platform: PlatformState 
         if node is not None:
             source, other = SOURCE_PLATFORM, platform_record.other_watts
             # node power is known: the CPU side's own gaps no longer say the node's is unknown
-            gaps = [replace(g, what="rapl") if g.what == "node" else g for g in gaps]
+            gaps = [replace(g, subject=Subject.RAPL) if g.subject is Subject.NODE else g for g in gaps]
     if node is None:
         node = _add(cpu, gpu_watts)
         if node is None and cpu is not None:
-            gaps.append(Gap("node", "node power is unknown because a GPU's power is unknown (see the gpu gaps)",
+            gaps.append(Gap(Subject.NODE, "node power is unknown because a GPU's power is unknown (see the gpu gaps)",
                             GAP_INCOMPLETE))
     devices = gpus.devices if gpus is not None else ()
     if node is None:  # every share of unknown node power is unknown

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from agent.device.gaps import GAP_IMPLAUSIBLE, Gap
+from agent.device.gaps import GAP_IMPLAUSIBLE, Gap, Subject
 from agent.device.rapl import zone_kind
 from agent.monitor.energy_totals import Totals, TotalsView, add_energy
 from agent.monitor.gpu_power import GpuPower
@@ -25,33 +25,29 @@ _Item = TypeVar("_Item")
 ERROR_KINDS = ("rapl", "procstat", "cgroup", "process", "invariant", "read_skew", "sample")
 
 
+# errors_total kind per gap subject; None for gaps that only follow from another (a pod's and a
+# container's depend on the gap's kind: error_kind)
+_ERROR_KIND: dict[Subject, str | None] = {
+    Subject.NODE: "rapl", Subject.RAPL: "rapl", Subject.ZONE: "rapl",
+    Subject.GPU: "gpu",
+    Subject.PLATFORM: "platform",
+    Subject.CPU: "procstat",
+    Subject.CGROUPS: "cgroup",
+    Subject.PROCESSES: "process",
+    Subject.HOST: None,  # follows from a pod's gap
+    Subject.IDLE_SPLIT: None,  # a consequence of a cpu or rapl gap, already counted
+    Subject.ATTRIBUTION: None,
+    Subject.HOST_ENERGY: None,  # the host's counter not written since the last read: its energy comes next
+    Subject.NETWORK: "network", Subject.POD_NETWORK: "network",
+}
+
+
 def error_kind(gap: Gap) -> str | None:
     """The errors_total kind a gap counts as; None for gaps that only follow from another."""
-    what = gap.what
-    if what in ("node", "rapl") or what.startswith("zone"):
-        return "rapl"
-    if what.startswith("gpu "):
-        return "gpu"
-    if what == "platform":
-        return "platform"
-    if what == "cpu":
-        return "procstat"
-    if what == "cgroups":
-        return "cgroup"
-    if what == "processes":
-        return "process"
-    if what.startswith(("pod ", "container ")):
+    if gap.subject in (Subject.POD, Subject.CONTAINER):
         # a corrupt value read is an error of its own; an unreadable file is already a cgroups gap
         return "cgroup" if gap.kind == GAP_IMPLAUSIBLE else None
-    if what == "host":
-        return None  # follows from a pod's gap
-    if what in ("idle split", "attribution"):
-        return None  # a consequence of a cpu or rapl gap, already counted
-    if what == "host energy":
-        return None  # the host's counter not written since the last read: its energy comes next interval
-    if what in ("network", "pod network"):
-        return "network"
-    return "other"
+    return _ERROR_KIND.get(gap.subject, "other")
 
 
 @dataclass(frozen=True)

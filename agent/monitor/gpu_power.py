@@ -19,7 +19,7 @@ Per GPU (DESIGN.md, "GPUs"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.device.energy import (
@@ -30,7 +30,14 @@ from agent.device.energy import (
     interval_ceiling_watts,
     mj_to_joules,
 )
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNKNOWN, GAP_UNREADABLE, Gap
+from agent.device.gaps import (
+    GAP_IMPLAUSIBLE,
+    GAP_INCOMPLETE,
+    GAP_UNKNOWN,
+    GAP_UNREADABLE,
+    Gap,
+    Subject,
+)
 from agent.device.gpu_source import GpuSample
 from agent.device.nvml import ENERGY_COUNTER_RANGE_MJ, VIRTUALIZATION_WHOLE, GpuRead
 
@@ -86,10 +93,10 @@ def usable_limit_watts(limit_mw: int | None) -> float | None:
 
 def device_watts(before: GpuRead, after: GpuRead, interval_seconds: float) -> tuple[float | None, str | None, Gap | None]:
     """One GPU's watts over the interval, how it was measured, or the gap that says why not."""
-    what = _what(after)
+    which = _which(after)
     for read in (after, before):
         if "device" in read.errors:
-            return None, None, Gap(what, read.errors["device"], GAP_UNREADABLE)
+            return None, None, _gap(which, read.errors["device"], GAP_UNREADABLE)
     limit = usable_limit_watts(after.limit_mw)
     if before.energy_mj is not None and after.energy_mj is not None:
         fell = after.energy_mj < before.energy_mj
@@ -98,19 +105,19 @@ def device_watts(before: GpuRead, after: GpuRead, interval_seconds: float) -> tu
             check_power(joules, interval_seconds, interval_ceiling_watts(GPU_CEILING_WATTS, limit, fell))
         except ImplausibleError as exc:
             why = " (the counter went backwards: the driver was reloaded or the GPU reset)" if fell else ""
-            return None, None, Gap(what, f"total energy counter: {exc}{why}", GAP_IMPLAUSIBLE)
+            return None, None, _gap(which, f"total energy counter: {exc}{why}", GAP_IMPLAUSIBLE)
         except CounterError as exc:
-            return None, None, Gap(what, f"total energy counter: {exc}", GAP_UNKNOWN)
+            return None, None, _gap(which, f"total energy counter: {exc}", GAP_UNKNOWN)
         return joules / interval_seconds, "energy", None
     if before.power_mw is not None and after.power_mw is not None:
         watts = (before.power_mw + after.power_mw) / 2000.0
         try:
             check_power(watts * interval_seconds, interval_seconds, GPU_CEILING_WATTS)  # a reading
         except ImplausibleError as exc:
-            return None, None, Gap(what, f"power reading: {exc}", GAP_IMPLAUSIBLE)
+            return None, None, _gap(which, f"power reading: {exc}", GAP_IMPLAUSIBLE)
         return watts, "power", None
     reasons = "; ".join(dict.fromkeys(r for read in (after, before) for r in read.errors.values()))
-    return None, None, Gap(what, reasons or "no energy or power reading", GAP_UNREADABLE)
+    return None, None, _gap(which, reasons or "no energy or power reading", GAP_UNREADABLE)
 
 
 def measurable(read: GpuRead) -> bool:
@@ -118,8 +125,13 @@ def measurable(read: GpuRead) -> bool:
     return not {"energy", "power"} <= read.unsupported
 
 
-def _what(read: GpuRead) -> str:
-    return f"gpu {read.device.index}" + (f" ({read.device.uuid})" if read.device.uuid else "")
+def _gap(which: str, reason: str, kind: str) -> Gap:
+    return Gap(Subject.GPU, reason, kind, name=which)
+
+
+def _which(read: GpuRead) -> str:
+    """A GPU's gap name: its index, and its uuid where known."""
+    return f"{read.device.index}" + (f" ({read.device.uuid})" if read.device.uuid else "")
 
 
 def _mode(read: GpuRead, holders: tuple[Any, ...], replicas: bool) -> str:
@@ -138,13 +150,13 @@ class _Split:
     unattributed: float = 0.0
 
 
-def _by_processes(watts: float, read: GpuRead, sample: GpuSample, what: str, gaps: list[Gap]) -> _Split:
+def _by_processes(watts: float, read: GpuRead, sample: GpuSample, which: str, gaps: list[Gap]) -> _Split:
     """A shared GPU: each process's SM share of its power (scaled to fit when they add up to more
     than the whole), to the process's pod or the host; the rest is idle."""
     split = _Split()
     if read.processes is None:
         split.unattributed = watts
-        gaps.append(Gap(what, f"{read.errors.get('processes', 'per-process utilization unknown')}: its "
+        gaps.append(_gap(which, f"{read.errors.get('processes', 'per-process utilization unknown')}: its "
                               f"{watts:.1f} W are not split between pods", GAP_INCOMPLETE))
         return split
     total = sum(p.sm_percent for p in read.processes)
@@ -155,7 +167,7 @@ def _by_processes(watts: float, read: GpuRead, sample: GpuSample, what: str, gap
         used += share
         if process.pid not in sample.process_pods:
             split.unattributed += share
-            gaps.append(Gap(what, f"process {process.pid} used it but exited before its pod could be read",
+            gaps.append(_gap(which, f"process {process.pid} used it but exited before its pod could be read",
                             GAP_UNKNOWN))
             continue
         uid = sample.process_pods[process.pid]
@@ -168,20 +180,20 @@ def _by_processes(watts: float, read: GpuRead, sample: GpuSample, what: str, gap
 
 
 def split_device(watts: float, read: GpuRead, sample: GpuSample, gaps: list[Gap]) -> tuple[str, _Split]:
-    what = _what(read)
+    which = _which(read)
     allocations = sample.allocations
     holders, replicas = allocations.holders(read.device) if allocations is not None else ((), False)
     mode = _mode(read, holders, replicas)
     if mode in (MODE_MIG, MODE_VGPU):
         kind = "MIG is enabled" if mode == MODE_MIG else "it is a vGPU / virtualized device"
-        gaps.append(Gap(what, f"{kind}: its {watts:.1f} W are measured but not split between pods "
+        gaps.append(_gap(which, f"{kind}: its {watts:.1f} W are measured but not split between pods "
                               "(not supported yet)", GAP_UNKNOWN))
         return mode, _Split(unattributed=watts)
     if allocations is not None and allocations.error is not None:
-        split = _by_processes(watts, read, sample, what, gaps)
+        split = _by_processes(watts, read, sample, which, gaps)
         split.unattributed += split.idle  # it may be held by a pod that is idle: not known to be idle
         split.idle = 0.0
-        gaps.append(Gap(what, f"which pod holds it is unknown ({allocations.error}): the part no "
+        gaps.append(_gap(which, f"which pod holds it is unknown ({allocations.error}): the part no "
                               "process used is not charged", GAP_INCOMPLETE))
         return mode, split
     if mode == MODE_EXCLUSIVE:
@@ -191,11 +203,11 @@ def split_device(watts: float, read: GpuRead, sample: GpuSample, gaps: list[Gap]
             pods = {sample.process_pods.get(p.pid) for p in read.processes or ()}
             uid = pods.pop() if len(pods) == 1 and None not in pods else None
         if uid is None:
-            gaps.append(Gap(what, f"allocated to pod {holder.namespace}/{holder.pod}, whose UID is not known "
+            gaps.append(_gap(which, f"allocated to pod {holder.namespace}/{holder.pod}, whose UID is not known "
                                   "(no Kubernetes API, or not listed yet): not charged", GAP_INCOMPLETE))
             return mode, _Split(unattributed=watts)
         return mode, _Split(pods={uid: watts})
-    return mode, _by_processes(watts, read, sample, what, gaps)
+    return mode, _by_processes(watts, read, sample, which, gaps)
 
 
 def compute_gpus(before: GpuSample, after: GpuSample, interval_seconds: float) -> GpuResult:
@@ -211,14 +223,14 @@ def compute_gpus(before: GpuSample, after: GpuSample, interval_seconds: float) -
         device = read.device
         previous = earlier.get(device.index)
         if previous is None:
-            gaps.append(Gap(_what(read), "appeared between reads; its first delta comes next interval", GAP_UNKNOWN))
+            gaps.append(_gap(_which(read), "appeared between reads; its first delta comes next interval", GAP_UNKNOWN))
             total = None
             continue
         watts, method, gap = device_watts(previous, read, interval_seconds)
         if watts is None:
             counted = measurable(read) and measurable(previous)
             assert gap is not None
-            gaps.append(gap if counted else Gap(gap.what, f"{gap.reason}: it is left out of node power", GAP_UNREADABLE))
+            gaps.append(gap if counted else replace(gap, reason=f"{gap.reason}: it is left out of node power", kind=GAP_UNREADABLE))
             if counted:
                 total = None
             holders, _ = after.allocations.holders(device) if after.allocations is not None else ((), False)

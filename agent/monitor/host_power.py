@@ -11,14 +11,11 @@ changed between two reads is another VM's — all gaps, never a number.
 
 from __future__ import annotations
 
-from agent.device.gaps import GAP_UNKNOWN, Gap
+from agent.device.gaps import GAP_UNKNOWN, Gap, Subject
 from agent.device.host_energy import STALE_READS, ZONE_ID, HostEnergyReading
 from agent.monitor.rapl_power import NodePower, compute_power, zone_delta
 from agent.monitor.raw_sample import RawSample
 from agent.monitor.snapshot import SOURCE_HOST, SOURCE_NONE, SOURCE_RAPL
-
-# The gap of an interval in which the host did not write the counter (not an error: no errors_total).
-NOT_UPDATED = "host energy"
 
 
 def node_power(before: RawSample, after: RawSample, interval_seconds: float) -> tuple[NodePower, str]:
@@ -30,9 +27,9 @@ def node_power(before: RawSample, after: RawSample, interval_seconds: float) -> 
     return power, SOURCE_HOST if power.watts is not None else SOURCE_NONE
 
 
-def _unknown(reason: str, kind: str, what: str = "node") -> NodePower:
+def _unknown(reason: str, kind: str, subject: Subject = Subject.NODE) -> NodePower:
     # present and failing: a node reading its host's counter is never estimated in its place
-    return NodePower(None, (), (Gap(what, reason, kind),), True, (ZONE_ID,), failing=True)
+    return NodePower(None, (), (Gap(subject, reason, kind),), True, (ZONE_ID,), failing=True)
 
 
 def host_power(before: HostEnergyReading, after: HostEnergyReading, interval_seconds: float) -> NodePower:
@@ -45,7 +42,7 @@ def host_power(before: HostEnergyReading, after: HostEnergyReading, interval_sec
         # the host writes once per its own interval: not an error, its energy comes with the next write
         return _unknown(f"{where} was not updated since the last read: this interval's energy comes with the "
                         "host's next update (the guest's interval should be at least the host's)", GAP_UNKNOWN,
-                        what=NOT_UPDATED)
+                        subject=Subject.HOST_ENERGY)
     if before.name is not None and after.name is not None and before.name != after.name:
         return _unknown(f"{where} is now VM {after.name!r}'s, not {before.name!r}'s: a renamed VM or "
                         "another VM's directory, so this interval's delta is not this node's energy", GAP_UNKNOWN)

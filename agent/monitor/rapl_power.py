@@ -16,7 +16,14 @@ from agent.device.energy import (
     uj_to_joules,
     wrap_period_seconds,
 )
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNKNOWN, GAP_UNREADABLE, Gap
+from agent.device.gaps import (
+    GAP_IMPLAUSIBLE,
+    GAP_INCOMPLETE,
+    GAP_UNKNOWN,
+    GAP_UNREADABLE,
+    Gap,
+    Subject,
+)
 from agent.device.rapl import (
     CLASS_LISTING,
     NO_POWERCAP_HINT,
@@ -90,7 +97,7 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
         return NodePower(None, (), (), False, ())
     for reading in (before, after):
         if CLASS_LISTING in reading.errors:
-            unlisted = Gap("node", reading.errors[CLASS_LISTING], GAP_UNREADABLE)
+            unlisted = Gap(Subject.NODE, reading.errors[CLASS_LISTING], GAP_UNREADABLE)
             return NodePower(None, (), (unlisted,), True, (), failing=True)
     zone_powers: list[ZonePower] = []
     known_joules: dict[str, float] = {}
@@ -100,7 +107,7 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
         if joules is not None:
             known_joules[zone_id] = joules
         if reason is not None:
-            gaps.append(Gap(f"zone {zone_id}" + (f" ({zone.name})" if zone else ""), reason, gap_kind))
+            gaps.append(Gap(Subject.ZONE, reason, gap_kind, name=zone_id + (f" ({zone.name})" if zone else "")))
         if zone is not None:
             zone_powers.append(
                 ZonePower(
@@ -119,17 +126,17 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
     doubtful = _unidentified_in_node(kind, unidentified)
     watts: float | None = None
     if doubtful:
-        gaps.append(Gap("node", (
+        gaps.append(Gap(Subject.NODE, (
             f"node power is unknown: zone(s) {', '.join(doubtful)} cannot be identified (see their gaps) and "
             f"may be part of it; the sum of the other zones would be a partial sum, not the node"
         ), GAP_INCOMPLETE))
     elif not ids:
-        gaps.append(Gap("node", NO_POWERCAP_HINT.format(path="class/powercap") + " (no package or psys zone)"))
+        gaps.append(Gap(Subject.NODE, NO_POWERCAP_HINT.format(path="class/powercap") + " (no package or psys zone)"))
     elif not all(zid in known_joules for zid in ids):
         missing = ", ".join(zid for zid in ids if zid not in known_joules)
-        gaps.append(Gap("node", f"node power ({kind}) is unknown because zone(s) {missing} have gaps", GAP_INCOMPLETE))
+        gaps.append(Gap(Subject.NODE, f"node power ({kind}) is unknown because zone(s) {missing} have gaps", GAP_INCOMPLETE))
     elif unplaced := sorted(e for e, name in {**before.unplaced, **after.unplaced}.items() if counts_in_node_power(name)):
-        gaps.append(Gap("node", f"node power ({kind}) is unknown: powercap entry(s) {', '.join(unplaced)} "
+        gaps.append(Gap(Subject.NODE, f"node power ({kind}) is unknown: powercap entry(s) {', '.join(unplaced)} "
                                 "look like part of it but their ids cannot be placed", GAP_INCOMPLETE))
     else:
         watts = sum(known_joules[zid] for zid in ids) / interval_seconds

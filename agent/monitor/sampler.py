@@ -31,7 +31,7 @@ from dataclasses import replace
 from agent.device.cgroupfs import KeptUsageFiles
 from agent.device.cgroups import process_pod, read_cgroups
 from agent.device.energy import ImplausibleError
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap
+from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap, Subject
 from agent.device.gpu_source import GpuSource
 from agent.device.host_energy import HostEnergyReader
 from agent.device.hostfs import HostFS
@@ -192,7 +192,7 @@ class Sampler:
             and not power.failing
         )
         if not power.present:
-            gaps.append(Gap("node", NO_POWERCAP_HINT.format(path=self.fs.sys("class", "powercap"))))
+            gaps.append(Gap(Subject.NODE, NO_POWERCAP_HINT.format(path=self.fs.sys("class", "powercap"))))
 
         utilization: float | None = None
         busy: float | None = None
@@ -202,30 +202,30 @@ class Sampler:
                 delta = cpu_delta(before.cpu, after.cpu)
                 check_elapsed(delta, max(before.cpu.cpus, after.cpu.cpus), interval)
             except ImplausibleError as exc:
-                gaps.append(Gap("cpu", str(exc), GAP_IMPLAUSIBLE))
+                gaps.append(Gap(Subject.CPU, str(exc), GAP_IMPLAUSIBLE))
                 delta = None
             else:
                 busy = delta.busy_seconds
                 utilization = delta.utilization
         for error in (before.cpu_error, after.cpu_error):
             if error:
-                gaps.append(Gap("cpu", error, GAP_UNREADABLE))
+                gaps.append(Gap(Subject.CPU, error, GAP_UNREADABLE))
 
         node_watts = power.watts
         if can_estimate and self.profile is not None and utilization is not None:
             node_watts = self.profile.estimate_cpu_watts(utilization)
             source = SOURCE_ESTIMATED if node_watts is not None else SOURCE_NONE
-            gaps[:] = [g for g in gaps if g.what != "node"]  # estimated, so not a gap
+            gaps[:] = [g for g in gaps if g.subject is not Subject.NODE]  # estimated, so not a gap
         if node_watts is None and self.estimate_gap is not None:
-            gaps.append(Gap("estimate", self.estimate_gap))
+            gaps.append(Gap(Subject.ESTIMATE, self.estimate_gap))
         # a curve estimated from published coefficients never stands in for a measurement's idle
         measured_idle = self.profile is not None and (self.profile.estimate is None or source == SOURCE_ESTIMATED)
         calibrated_idle = self.profile.cpu_idle_watts if measured_idle and self.profile is not None else None
         idle = split_idle(node_watts, utilization, calibrated_idle)
         if node_watts is not None and idle.idle_watts is None:
-            gaps.append(Gap("idle split", "CPU utilization is unknown this interval"))
+            gaps.append(Gap(Subject.IDLE_SPLIT, "CPU utilization is unknown this interval"))
         if node_watts is not None and busy is None:
-            gaps.append(Gap("attribution", "busy CPU time is unknown this interval: pods and host unknown"))
+            gaps.append(Gap(Subject.ATTRIBUTION, "busy CPU time is unknown this interval: pods and host unknown"))
 
         cpu_bound = (
             CPU_SKEW_MARGIN * delta.elapsed_cpu_seconds + CPU_SKEW_SLACK_SECONDS if delta is not None else None
@@ -289,20 +289,19 @@ class Sampler:
         for reading in (before.cgroups, after.cgroups):
             if reading is not None:
                 for reason in reading.errors:
-                    if Gap("cgroups", reason, GAP_UNREADABLE) not in gaps:
-                        gaps.append(Gap("cgroups", reason, GAP_UNREADABLE))
+                    if Gap(Subject.CGROUPS, reason, GAP_UNREADABLE) not in gaps:
+                        gaps.append(Gap(Subject.CGROUPS, reason, GAP_UNREADABLE))
         then_complete = before.cgroups is None or not before.cgroups.incomplete
         children_complete = then_complete and (before.cgroups is None or not before.cgroups.membership_incomplete)
         pod_cpu: dict[str, float | None] = {}
         for uid, pod in now.items():
-            pod_cpu[uid] = interval_cpu(f"pod {uid}", then.get(uid, ABSENT), pod, then_complete, cpu_bound, gaps)
+            pod_cpu[uid] = interval_cpu(Subject.POD, uid, then.get(uid, ABSENT), pod, then_complete, cpu_bound, gaps)
         # Pods missing from an incomplete read still exist as far as we know: unknown, not gone.
         unseen = {} if after.cgroups is None or not after.cgroups.incomplete else {
             uid: pod for uid, pod in then.items() if uid not in now
         }
         for uid in unseen:
-            gaps.append(Gap(f"pod {uid}", "missing from this read, which was incomplete (see the cgroups gap)",
-                            GAP_INCOMPLETE))
+            gaps.append(Gap(Subject.POD, "missing from this read, which was incomplete (see the cgroups gap)", GAP_INCOMPLETE, name=uid))
         known = {uid: cpu for uid, cpu in pod_cpu.items() if cpu is not None}
         unknown = [uid for uid, cpu in pod_cpu.items() if cpu is None] + list(unseen)
         split = split_pods(active_watts, busy, known)
@@ -313,7 +312,7 @@ class Sampler:
             if split.skew_scaled:  # the scaling needs every c_i too
                 pod_watts = dict.fromkeys(pod_watts)
             if active_watts is not None and busy is not None:
-                gaps.append(Gap("host", f"unknown because {len(unknown)} pod(s) have unknown CPU time, e.g. "
+                gaps.append(Gap(Subject.HOST, f"unknown because {len(unknown)} pod(s) have unknown CPU time, e.g. "
                                         f"{unknown[0]}", GAP_INCOMPLETE))
         pods: list[PodPower] = []
         membership: dict[int, str] = {}
@@ -321,7 +320,7 @@ class Sampler:
             earlier = then.get(uid)
             previous = {c.id: c for c in earlier.containers} if earlier is not None else {}
             container_cpu = {
-                c.id: interval_cpu(f"container {c.id}", previous.get(c.id, ABSENT), c,
+                c.id: interval_cpu(Subject.CONTAINER, c.id, previous.get(c.id, ABSENT), c,
                                     children_complete or earlier is None, cpu_bound, gaps)
                 for c in pod.containers
             }

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from agent.device.gaps import GAP_IMPLAUSIBLE, Gap
+from agent.device.gaps import GAP_IMPLAUSIBLE, Gap, Subject
 from agent.monitor.gpu_power import GpuPower
 
 SCHEMA = "kubejoule.sample/v1"
@@ -226,7 +226,7 @@ def strict_record(record: dict[str, Any]) -> dict[str, Any]:
 
     cleaned: dict[str, Any] = clean(record, "")
     for where in found:
-        cleaned["gaps"].append(Gap(where, "not a finite number (NaN or infinity)", GAP_IMPLAUSIBLE).to_record())
+        cleaned["gaps"].append(Gap(Subject.FIELD, "not a finite number (NaN or infinity)", GAP_IMPLAUSIBLE, name=where).to_record())
     return cleaned
 
 

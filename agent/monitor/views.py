@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap
+from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap, Subject
 from agent.device.processes import cpu_ticks_delta
 from agent.monitor.attribution import share_within
 from agent.monitor.snapshot import ProcessPower, VMPower
@@ -35,7 +35,7 @@ def process_views(
 ) -> tuple[tuple[VMPower, ...], tuple[ProcessPower, ...]]:
     """VMs and processes: each one's share of the part (pod or host) that contains it."""
     if after.unparsable_processes:
-        gaps.append(Gap("processes", f"{after.unparsable_processes} /proc/<pid>/stat (or comm) file(s) could "
+        gaps.append(Gap(Subject.PROCESSES, f"{after.unparsable_processes} /proc/<pid>/stat (or comm) file(s) could "
                                      "not be read or parsed", GAP_UNREADABLE))
     tick = 1.0 / ticks_per_second
     previous = before.processes
@@ -43,13 +43,13 @@ def process_views(
     if after.vm_pods is not None:
         membership = {**membership, **after.vm_pods}
     if after.unplaced_vms:
-        gaps.append(Gap("vms", f"{len(after.unplaced_vms)} VM process(es) whose /proc/<pid>/cgroup could not be "
+        gaps.append(Gap(Subject.VMS, f"{len(after.unplaced_vms)} VM process(es) whose /proc/<pid>/cgroup could not be "
                                "read: their pod, and so their watts, unknown", GAP_UNREADABLE))
     # A process whose previous read failed is not new: its CPU since then spans more than
     # this interval, so it is left out of this interval's views (a VM is listed as unknown).
     unknown_pids = {pid for pid in before.failed_processes if pid in after.processes} | after.execed
     if unknown_pids:
-        gaps.append(Gap("processes", f"{len(unknown_pids)} process(es) whose previous read failed (or that "
+        gaps.append(Gap(Subject.PROCESSES, f"{len(unknown_pids)} process(es) whose previous read failed (or that "
                                      "exec'd into qemu since) have no CPU time this interval", GAP_INCOMPLETE))
     # VMs are shared among the VMs of their part, processes among the processes of theirs:
     # a VM's watts do not depend on whether process views are on.
@@ -65,7 +65,7 @@ def process_views(
             continue
         ticks = cpu_ticks_delta(previous.get(pid), stat)
         if cpu_bound is not None and ticks * tick > cpu_bound:  # a corrupt stat line
-            gaps.append(Gap("processes", f"pid {pid}: {ticks * tick:.6g} s of CPU in an interval in which all "
+            gaps.append(Gap(Subject.PROCESSES, f"pid {pid}: {ticks * tick:.6g} s of CPU in an interval in which all "
                             f"CPUs together ran less than {cpu_bound:.6g} s", GAP_IMPLAUSIBLE))
             continue
         part = membership.get(pid)

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agent.device.gaps import Gap
+from agent.device.gaps import Gap, Subject
 from agent.exporter.prometheus import SnapshotCollector
 from agent.monitor.accounts import EnergyAccounts
 from agent.monitor.carbon_ledger import CarbonLedger
@@ -225,8 +225,8 @@ def test_errors_are_counted_by_kind() -> None:
 
     collector.accounts.add(snapshot())
     assert all(errors(kind) == 0.0 for kind in ERROR_KINDS)  # every kind exists from the start
-    collector.accounts.add(snapshot(gaps=(Gap("zone intel-rapl:0 (package-0)", "permission denied"), Gap("cpu", "x"),
-                                    Gap("idle split", "follows from cpu"), Gap("cgroups", "y"), Gap("processes", "z")),
+    collector.accounts.add(snapshot(gaps=(Gap(Subject.ZONE, "permission denied", name="intel-rapl:0 (package-0)"), Gap(Subject.CPU, "x"),
+                                    Gap(Subject.IDLE_SPLIT, "follows from cpu"), Gap(Subject.CGROUPS, "y"), Gap(Subject.PROCESSES, "z")),
                               invariant_breached=True, skew_scaled=True))
     collector.accounts.add(snapshot(skew_scaled=True))
     collector.accounts.count_error("sample")

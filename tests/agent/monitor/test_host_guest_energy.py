@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_UNREADABLE
+from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_UNREADABLE, Subject
 from agent.device.host_energy import HostEnergyReader
 from agent.device.hostfs import HostFS
 from agent.exporter.vm_energy import FILES, VmEnergyWriter
 from agent.monitor.energy_ledger import EnergyLedger, error_kind
-from agent.monitor.host_power import NOT_UPDATED
 from agent.monitor.sampler import Sampler
 from agent.monitor.snapshot import Snapshot
 from tests.helpers.host_counters import write_atomic
@@ -85,7 +84,7 @@ def test_the_guests_host_energies_add_up_to_the_hosts_vm_attribution(tmp_path: P
         assert attributed[vm] > 300.0  # wrapped at least once
     # the host's gap: those intervals unknown in every guest (the counter stopped), never 0 W
     assert len(guest_gaps) == 2 * len(VMS)
-    assert all(s.source == "none" and any(g.what == NOT_UPDATED for g in s.gaps) for s in guest_gaps)
+    assert all(s.source == "none" and any(g.subject is Subject.HOST_ENERGY for g in s.gaps) for s in guest_gaps)
     writer.close()
 
 
@@ -153,7 +152,7 @@ def test_a_counter_not_updated_is_unknown_then_stale_after_three_intervals(tmp_p
         snapshots.append(sampler.compute(before, after, INTERVAL))
         before = after
     for snapshot in snapshots[:2]:  # the host writes once per its own interval: unknown, not 0 W, no error
-        assert snapshot.node_watts is None and [g.what for g in snapshot.gaps] == [NOT_UPDATED]
+        assert snapshot.node_watts is None and [g.subject for g in snapshot.gaps] == [Subject.HOST_ENERGY]
         assert error_kind(snapshot.gaps[0]) is None
     for count, snapshot in zip((3, 4), snapshots[2:], strict=True):
         assert f"has not been updated for {count} intervals" in node_gap(snapshot)[1]

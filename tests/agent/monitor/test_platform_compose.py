@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from agent.device.gaps import Gap
+from agent.device.gaps import Gap, Subject
 from agent.device.platform import PlatformPoller, PlatformState
 from agent.device.redfish import Credentials, PowerSource, Reading, RedfishClient, RedfishError
 from agent.monitor.composition import compose
@@ -28,7 +28,7 @@ def cpu_side(node: float | None = 100.0) -> Snapshot:
         cpu_utilization=0.6, busy_cpu_seconds=3.0, host_watts=20.0 if known else None,
         pods=(PodPower(POD_A, "Burstable", 1.5, 30.0 if known else None),
               PodPower(POD_B, "BestEffort", 0.5, 10.0 if known else None)),
-        gaps=() if known else (Gap("node", "permission denied reading energy_uj", "unreadable"),),
+        gaps=() if known else (Gap(Subject.NODE, "permission denied reading energy_uj", "unreadable"),),
     )
 
 
@@ -37,7 +37,7 @@ def gpus(watts: float | None = 300.0) -> GpuResult:
     device = GpuPower(0, "GPU-0", "H100", watts, "energy", "shared", ((POD_A, 200.0),), 30.0, 50.0, 20.0)
     if watts is None:
         return GpuResult((replace(device, watts=None),), None, 0.0, 0.0, 0.0, {}, frozenset({POD_A}),
-                         (Gap("gpu 0 (GPU-0)", "fallen off the bus", "unreadable"),))
+                         (Gap(Subject.GPU, "fallen off the bus", "unreadable", name="0 (GPU-0)"),))
     return GpuResult((device,), watts, 50.0, 30.0, 20.0, {POD_A: 200.0}, frozenset(), ())
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.device.gaps import Gap
+from agent.device.gaps import Gap, Subject
 from agent.device.hostfs import HostFS
 from agent.device.rapl import discover_zones, read_rapl, zone_id_for
 from agent.monitor.energy_ledger import error_kind
@@ -110,7 +110,9 @@ def test_an_entry_with_a_name_we_cannot_place_is_a_gap_never_dropped(tmp_path: P
     record = replay_record(before, after, INTERVAL)
     gaps = [g for g in record["gaps"] if "intel-rapl:0:Z" in g["what"]]
     assert len(gaps) == 1 and "not a zone id as the kernel writes them" in gaps[0]["reason"]
-    assert error_kind(Gap(**gaps[0])) == "rapl"  # counted in kubejoule_agent_errors_total{kind="rapl"}
+    assert gaps[0]["what"].startswith("zone intel-rapl:0:Z")
+    zone_gap = Gap(Subject.ZONE, gaps[0]["reason"], gaps[0]["kind"], name="intel-rapl:0:Z")
+    assert error_kind(zone_gap) == "rapl"  # counted in kubejoule_agent_errors_total{kind="rapl"}
     # an uncore zone is never part of node power: node power stands
     assert record["node_watts"] == pytest.approx(27.5, rel=1e-9)
     # the control type directory (no name file) is not an entry to report
