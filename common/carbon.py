@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from common.kubetime import parse_time
+
 JOULES_PER_KWH = 3.6e6
 DEFAULT_MAX_AGE_S = 3600.0  # an hourly series: each value covers its hour
 SOURCE_CONFIGURED = "configured"
@@ -166,23 +168,6 @@ class IntensitySeries:
 
 
 CarbonIntensity = ConstantIntensity | IntensitySeries
-
-
-def parse_time(text: str) -> float:
-    """An ISO 8601 time (no offset: UTC) or Unix seconds, as Unix seconds. ValueError if neither."""
-    text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        pass
-    else:
-        if not math.isfinite(value):
-            raise ValueError(f"not a time: {text!r}")
-        return value
-    when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.timestamp()
 
 
 def _columns(header: Sequence[str], basis: str, name: str) -> tuple[int, int, int | None]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.kubetime import parse_time
 from common.power_profile import WallCorrection
 
 MIN_PHASES = 2
@@ -46,19 +47,6 @@ class PhaseSpan:
     rapl_watts: float
 
 
-def parse_timestamp(text: str) -> float:
-    text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        pass
-    else:
-        if not math.isfinite(value):
-            raise ValueError(f"timestamp is not finite: {text!r}")
-        return value
-    return datetime.fromisoformat(text).timestamp()  # naive: local time
-
-
 def read_wall_csv(path: Path, allow_empty: bool = False) -> list[WallReading]:
     """Readings sorted by time; `allow_empty` for a log that is only about to be written."""
     try:
@@ -81,7 +69,7 @@ def parse_wall_rows(
         if len(cells) < 2:
             raise WallMeterError(f"{source} line {number}: expected `timestamp,watts`, got {','.join(cells)!r}")
         try:
-            timestamp = parse_timestamp(cells[0])
+            timestamp = parse_time(cells[0], naive_is_utc=False)  # naive: local time
             watts = float(cells[1])
         except ValueError:
             if not readings and not header_seen:
