@@ -17,21 +17,10 @@ from rl.evaluation.benchmark import plan_benchmark, run_plan
 from rl.evaluation.carbon import CarbonWindow, run_grams
 from rl.simulation import cluster_options
 from rl.simulation.scenario import load_node_groups, load_trace
+from tests.rl.test_rl_cli import NODES_YAML  # the CLI tests' two-generation cluster
 
 T0 = parse_time("2024-06-01T00:00:00Z")
 HOUR = 3600.0
-NODES_YAML = """\
-- name: old
-  count: 2
-  cpu_cores: 2
-  memory_gib: 4
-  power: {points: [86, 89.4, 92.6, 96, 99.5, 102, 106, 108, 112, 114, 117]}
-- name: new
-  count: 1
-  cpu_cores: 12
-  memory_gib: 16
-  power: {idle_watts: 60, max_watts: 200, curve: fan, r: 1.4}
-"""
 
 
 def hourly(values: list[float | str], start: float = T0) -> str:
