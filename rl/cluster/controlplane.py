@@ -328,14 +328,28 @@ def create_nodes(api: Api, specs: Sequence[NodeSpec]) -> None:
         api.request("POST", "/api/v1/nodes", kwok.node_object(spec))
 
 
+# The node lifecycle controller's taints while a node is not (yet) Ready: a node still carrying
+# one is filtered out by kube-scheduler even after its Ready condition turned True.
+NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
+def node_schedulable(node: dict[str, Any]) -> bool:
+    """Ready, and the controller has taken its not-ready taints away: pods can land on it."""
+    conditions = node.get("status", {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = node.get("spec", {}).get("taints") or []
+    return ready and not any(t.get("key") in NOT_READY_TAINTS for t in taints)
+
+
 def wait_nodes_ready(api: Api, names: Sequence[str], timeout: float) -> None:
+    """Until every node in `names` is schedulable (`node_schedulable`): Ready is not enough, a pod
+    created between Ready and the taint's removal would be placed elsewhere."""
     deadline = time.monotonic() + timeout
     waiting = set(names)
     while waiting:
         listed = api.request("GET", "/api/v1/nodes")
         for node in listed.get("items", []):
-            conditions = node.get("status", {}).get("conditions") or []
-            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            if node_schedulable(node):
                 waiting.discard(node["metadata"]["name"])
         if not waiting:
             return

@@ -15,7 +15,7 @@ from cryptography import x509
 
 from rl import cli
 from rl.cluster import aggregation, controlplane, kwok, pki
-from rl.cluster.controlplane import ClusterError, ClusterOptions, scheduler_config
+from rl.cluster.controlplane import ClusterError, ClusterOptions, node_schedulable, scheduler_config
 from rl.cluster.processes import ComponentError, free_port, pid_alive, start, stop, wait_ready
 from rl.simulation.scenario import load_node_groups, scenario_path
 from tests.helpers.e2e_cluster import leftover_processes
@@ -180,3 +180,19 @@ def test_free_port_is_bindable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
     assert 0 < port < 65536
+
+
+def test_a_node_is_schedulable_once_ready_and_the_not_ready_taints_are_gone() -> None:
+    """Ready=True alone is not enough: kube-scheduler still filters a node out while the node
+    lifecycle controller's not-ready (or unreachable) taint is on it, and a pod created then lands
+    elsewhere (seen: an e2e placement on the wrong node under load)."""
+    ready = {"type": "Ready", "status": "True"}
+    assert node_schedulable({"status": {"conditions": [ready]}})
+    assert not node_schedulable({"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+    assert not node_schedulable({"status": {}})
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        tainted = {"spec": {"taints": [{"key": key, "effect": "NoSchedule"}]}, "status": {"conditions": [ready]}}
+        assert not node_schedulable(tainted), key
+    other = {"spec": {"taints": [{"key": "kubejoule.io/rebalancing", "effect": "NoSchedule"}]},
+             "status": {"conditions": [ready]}}
+    assert node_schedulable(other)  # a taint of ours (or a user's) is the test's business, not readiness
