@@ -36,6 +36,7 @@ from scheduler.autoscaler.messages import (
     parse_request,
 )
 from scheduler.autoscaler.protos import expander_pb2
+from scheduler.autoscaler.tls import serve_tls
 from scheduler.config.parse import DEFAULT_GROUP_LABELS
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION
 from scheduler.service.metrics import LATENCY_BUCKETS_SECONDS
@@ -188,10 +189,4 @@ def start_server(
             ("grpc.max_send_message_length", max_request_bytes),
         ],
     )
-    credentials = grpc.ssl_server_credentials([(private_key_pem, certificate_pem)])
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    bound = server.add_secure_port(address, credentials)
-    if bound == 0:
-        raise OSError(f"cannot listen on {address}")
-    server.start()
-    return server, bound
+    return server, serve_tls(server, host, port, certificate_pem, private_key_pem)

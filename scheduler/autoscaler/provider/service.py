@@ -29,6 +29,7 @@ from scheduler.autoscaler.provider.machines import (
     ProviderError,
 )
 from scheduler.autoscaler.provider.safety import CA_DELETION_TAINT
+from scheduler.autoscaler.tls import serve_tls
 
 log = logging.getLogger("kubejoule.cloudprovider")
 
@@ -192,13 +193,4 @@ def start_server(service: CloudProviderService, host: str, port: int, certificat
     """The TLS gRPC server (a client certificate required when `client_ca_pem` is given)."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cloudprovider"),
                          handlers=[service.generic_handler()])
-    credentials = grpc.ssl_server_credentials(
-        [(private_key_pem, certificate_pem)], root_certificates=client_ca_pem,
-        require_client_auth=client_ca_pem is not None,
-    )
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    bound = server.add_secure_port(address, credentials)
-    if bound == 0:
-        raise OSError(f"cannot listen on {address}")
-    server.start()
-    return server, bound
+    return server, serve_tls(server, host, port, certificate_pem, private_key_pem, client_ca_pem)
