@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: locks venv test e2e demo bench lint typecheck system-deps clean protos train k8s-tools k8s-bin-dir chart
+.PHONY: locks venv test e2e demo bench lint typecheck system-deps clean protos train k8s-tools k8s-bin-dir chart docs
 
 venv: $(STAMP)
 
@@ -118,3 +118,8 @@ train: venv
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+# The documentation site (MkDocs, Material theme): served on http://127.0.0.1:8000 while you edit.
+# tests/test_docs_site.py builds it with --strict in `make test`.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
