@@ -40,7 +40,7 @@ e2e: venv k8s-tools
 	KUBEJOULE_K8S_BIN=$(K8S_BIN) $(BIN)/pytest -q -p no:cacheprovider -rs -m e2e tests/e2e
 
 # The real Kubernetes components, built from the Go module proxy (tools/k8s/build.sh): the first
-# time takes long (README, "Real Kubernetes"), later runs find them in the cache.
+# time takes long (docs/how-to/real-kubernetes.md), later runs find them in the cache.
 K8S_BIN = $(shell tools/k8s/build.sh --bin-dir)
 k8s-tools:
 	@tools/k8s/build.sh
@@ -61,7 +61,7 @@ chart: k8s-tools
 # kubejoule × the least-waste and kubejoule expanders, kube-scheduler with the random one, the
 # recommended setup, the extender at weights 1/5/12, bin packing and the peers, the default seeds
 # (each its own workload, paired: rl/evaluation/paired.py) in one process per CPU, with the
-# issues' targets. Budget: <= 5 minutes on 2 cores (measured: README, "Results").
+# issues' targets. Budget: <= 5 minutes on 2 cores (measured: docs/results.md).
 DEMO_PROFILE ?= agent/power_profiles/ibm-x3550-m3-xeon-x5675.yaml
 DEMO_OUT ?= out
 demo: venv

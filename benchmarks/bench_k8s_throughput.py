@@ -3,7 +3,7 @@ pods/s binding a batch of pending pods onto KWOK nodes of a real control plane (
 `make k8s-tools`), for
 
 * kube-scheduler alone (its default profile),
-* kube-scheduler with kubejoule's extender configured as the README recommends (weight 5,
+* kube-scheduler with kubejoule's extender configured as docs/scheduler.md recommends (weight 5,
   `nodeCacheCapable: true`, `ignorable: true`, `httpTimeout: 1s`), active mode, a power curve
   for every node,
 * kubejoule's standalone scheduler (`kubejoule-scheduler run`, active mode, no leader election),

@@ -42,7 +42,7 @@ from rl.simulation.telemetry import TelemetryModel
 from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S, SCAN_INTERVAL_S
 
 # Seeds for the headline's paired 95 % interval against the baseline to be within ±1 %
-# (measured: README, "Results").
+# (measured: docs/results.md).
 DEFAULT_SEEDS = 8
 
 

@@ -33,7 +33,7 @@ def add_parser(sub: Any) -> None:
     start.add_argument("--scheduler-config", type=Path, help="a KubeSchedulerConfiguration for kube-scheduler")
     start.add_argument(
         "--autoscaler", action="store_true",
-        help="also run cluster-autoscaler (not available: the Go module proxy refuses it; see README)",
+        help="also run cluster-autoscaler (not available: the Go module proxy refuses it; see docs/how-to/real-kubernetes.md)",
     )
     start.add_argument(
         "--metrics-server", action="store_true",

@@ -37,7 +37,7 @@ DEFAULT_SPEEDUP = 60.0
 
 
 def add_arguments(bench: argparse.ArgumentParser) -> None:
-    group = bench.add_argument_group("on a real control plane (static cluster; README, 'Real Kubernetes')")
+    group = bench.add_argument_group("on a real control plane (static cluster; docs/how-to/real-kubernetes.md)")
     group.add_argument("--on-cluster", action="store_true",
                        help="run the policies' real schedulers on a real control plane with KWOK nodes")
     group.add_argument("--speedup", type=float, default=DEFAULT_SPEEDUP,

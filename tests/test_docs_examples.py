@@ -1,7 +1,8 @@
-"""The README's and docs/*.md's examples run, or parse, so the docs cannot drift from the code.
+"""The README's and the docs site's examples run, or parse, so the docs cannot drift from the code.
 
-Which fenced blocks are taken and what happens to each (every block of README.md and docs/*.md,
-indented or not, is one of these; `test_every_block_is_classified` fails on one that is not):
+Which fenced blocks are taken and what happens to each (every block of README.md and of every
+page under docs/, docs/reference/ and the other folders included, indented or not, is one of
+these; `test_every_block_is_classified` fails on one that is not):
 
 * A block right after `<!-- example: skip (REASON) -->` is skipped for that reason.
 * `yaml`: must parse, once elisions are dropped (`…` lines, `, …` and `{...}` in flow
@@ -14,8 +15,8 @@ indented or not, is one of these; `test_every_block_is_classified` fails on one 
   `rl.simulation.scenario.parse_pdbs`. Any other YAML (Kubernetes manifest
   fragments) is listed in OTHER_YAML with what it is.
 * Command lines of ours (`kubejoule-agent`, `kubejoule-calibrate`, `kubejoule-scheduler`,
-  `kubejoule-rl`, with or without `sudo`) in `sh`, `console` (`$ ` lines) and plain blocks are
-  parsed by the program's own argument parser; a synopsis line (`[--option ...]`) must name only
+  `kubejoule-rl`, with or without `sudo`, by name or by their path in the venv) in `sh`, `console`
+  (`$ ` lines) and plain blocks are parsed by the program's own argument parser; a synopsis line (`[--option ...]`) must name only
   options the parser has. The ones that can run on one machine also RUN (the `test_run_*`
   tests): the agent's `once`/`replay` on fixture trees, the local extender with a local agent,
   `kubejoule-rl` on small inputs, `kubejoule-calibrate show` on the documented profile.
@@ -56,6 +57,7 @@ OTHER_PROGRAMS = {
     "helm": "tests/deploy/test_chart.py runs each documented helm command (install as a dry run); "
             "tests/e2e/test_e2e_helm.py runs install, upgrade and uninstall on the real control plane",
     "docker": "builds images (needs docker and the network)",
+    "git": "fetches the repository (needs the network)",
     "make": "the project's own targets (make test / demo / bench run for minutes; CI runs them)",
     "openssl": "makes key material; tests/scheduler/test_autoscaler_grpc.py runs the documented command",
     "host_scripts/rapl_check.sh": "needs root and RAPL (shellcheck and tests/deploy cover the script)",

@@ -1,4 +1,4 @@
-"""The README's and docs/*.md's YAML, JSON, Python and CSV blocks parse as what they are, or
+"""The README's and the docs site's YAML, JSON, Python and CSV blocks parse as what they are, or
 run (the rules: tests/test_docs_examples.py's docstring)."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The README's and docs/*.md's examples that can run on one machine run (the rules:
-tests/test_docs_examples.py's docstring)."""
+"""The README's and the docs site's examples that can run on one machine run (the rules:
+tests/test_docs_examples.py's docstring). Getting started's commands run as a new user types them,
+on a fixture tree instead of the host's /proc and /sys."""
 
 from __future__ import annotations
 
@@ -57,8 +58,22 @@ def _documented(block: Block, name: str, subcommand: str) -> list[str]:
 FIXTURE_TREES = ["--procfs", str(FIXTURE / "after" / "proc"), "--sysfs", str(FIXTURE / "after" / "sys")]
 
 
+def test_getting_started_agent_once_runs_as_written(tmp_path: Path) -> None:
+    """Getting started, step 1: `sudo .venv/bin/kubejoule-agent once --interval 1`, as written
+    (without sudo), on a fixture node with RAPL: the table names the node's source."""
+    block = find_block("docs/getting-started.md", "kubejoule-agent once --interval 1")
+    check = _documented(block, "kubejoule-calibrate", "check")
+    assert check == ["check"], check
+    args = _documented(block, "kubejoule-agent", "once")
+    assert args == ["once", "--interval", "1"], f"Getting started changed its command: {args}"
+    proc = _cli("kubejoule-agent", *args, *FIXTURE_TREES, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"source rapl", proc.stdout), proc.stdout
+    assert "node power" in proc.stdout
+
+
 def test_run_agent_once_example_on_a_fixture_tree(tmp_path: Path) -> None:
-    block = find_block("README.md", "kubejoule-agent once --interval 1 --json")
+    block = find_block("docs/concepts/measurement.md", "kubejoule-agent once --interval 1 --json")
     args = [a for a in _documented(block, "kubejoule-agent", "once")]
     proc = _cli("kubejoule-agent", *args, *FIXTURE_TREES, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -67,7 +82,7 @@ def test_run_agent_once_example_on_a_fixture_tree(tmp_path: Path) -> None:
 
 
 def test_run_agent_replay_example_on_fixture_snapshots(tmp_path: Path) -> None:
-    block = find_block("README.md", "kubejoule-agent replay /tmp/t0")
+    block = find_block("docs/agent.md", "kubejoule-agent replay /tmp/t0")
     args = _documented(block, "kubejoule-agent", "replay")
     # The snapshots the example takes with sudo stand in as the fixture's two trees.
     args = [str(FIXTURE / "before") if a == "/tmp/t0" else str(FIXTURE / "after") if a == "/tmp/t1" else a
@@ -79,9 +94,9 @@ def test_run_agent_replay_example_on_fixture_snapshots(tmp_path: Path) -> None:
 
 
 def test_run_calibration_show_on_the_documented_profile(tmp_path: Path) -> None:
-    profile = find_block("README.md", "schema: kubejoule.calibration/v1")
+    profile = find_block("docs/calibration.md", "schema: kubejoule.calibration/v1")
     (tmp_path / "node-a.yaml").write_text(unelided(profile.text))
-    commands_block = find_block("README.md", "kubejoule-calibrate show")
+    commands_block = find_block("docs/calibration.md", "kubejoule-calibrate show")
     proc = _cli("kubejoule-calibrate", *_documented(commands_block, "kubejoule-calibrate", "show"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "41.9" in proc.stdout  # the profile's idle watts
@@ -97,7 +112,7 @@ def test_run_agent_with_a_documented_calibration_profile(tmp_path: Path) -> None
 
 
 def test_run_rl_examples_on_small_inputs(tmp_path: Path) -> None:
-    block = find_block("README.md", "kubejoule-rl scenarios")
+    block = find_block("docs/results.md", "kubejoule-rl scenarios")
     assert _cli("kubejoule-rl", *_documented(block, "kubejoule-rl", "scenarios"), cwd=tmp_path).returncode == 0
     trace = _documented(block, "kubejoule-rl", "trace")
     trace = _replace_option(_replace_option(trace, "--hours", "1"), "--arrivals-per-hour", "20")
@@ -132,7 +147,7 @@ def _background(args: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
         stop(process)
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/scheduler.md"])
+@pytest.mark.parametrize("doc", ["docs/scheduler.md"])
 def test_run_the_local_extender_example(tmp_path: Path, doc: str) -> None:
     """"Locally, without a cluster": a local agent, the extender with the my.yaml the comment
     describes, the curl command as written."""

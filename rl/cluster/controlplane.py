@@ -170,7 +170,7 @@ def up(options: ClusterOptions, progress: Callable[[str], None] = lambda _m: Non
         raise ClusterError(
             "--autoscaler: cluster-autoscaler cannot be built here: the Go module proxy refuses "
             "k8s.io/autoscaler/cluster-autoscaler at every version (403 'This module version is not "
-            "available'); see the README, 'Real Kubernetes'"
+            "available'); see docs/how-to/real-kubernetes.md"
         )
     specs: list[NodeSpec] = load_node_groups(options.nodes_file) if options.nodes_file else []
     directory = options.directory.resolve()

@@ -8,7 +8,7 @@ below the scheduler in no layer; it only starts it).
 |---|---|
 | `default` | kube-scheduler, its default profile |
 | `mostallocated` | kube-scheduler, NodeResourcesFit's scoringStrategy MostAllocated (cpu 1, memory 1) |
-| `default+extender:W` | kube-scheduler's default profile and kubejoule's extender at weight W (active mode; the README's settings: `nodeCacheCapable`, `ignorable`, `httpTimeout: 1s`) |
+| `default+extender:W` | kube-scheduler's default profile and kubejoule's extender at weight W (active mode; docs/scheduler.md's settings: `nodeCacheCapable`, `ignorable`, `httpTimeout: 1s`) |
 | `kubejoule` | `kubejoule-scheduler run --mode active` |
 """
 

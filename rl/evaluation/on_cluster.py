@@ -49,7 +49,7 @@ AUTOSCALER_BLOCKED = (
     "--on-cluster runs a static cluster only: cluster-autoscaler cannot be built here (the Go module "
     "proxy answers 403 'This module version is not available' for k8s.io/autoscaler/cluster-autoscaler "
     "at every version), so --autoscaler, --expanders and POLICY@EXPANDER are not available on the cluster; "
-    "see the README, 'Real Kubernetes'"
+    "see docs/how-to/real-kubernetes.md"
 )
 DAEMONSET_NAMESPACE = "kj-daemonsets"
 

@@ -9,7 +9,7 @@ EXTENDER = "default+extender:5@kubejoule"
 PACKING = "mostallocated@least-waste"
 # Bin packing with our expander: what the recommended setup must never be worse than (issue 33).
 PACKING_REFERENCE = "mostallocated@kubejoule"
-# The setup the README recommends (issue 33: not worse than PACKING_REFERENCE on any axis): the
+# The setup docs/results.md recommends (not worse than PACKING_REFERENCE on any axis): the
 # energy plugin's efficiency lever alone (rl/scenarios/kubejoule-efficiency.yaml) with our expander.
 RECOMMENDED = "profile:kubejoule-efficiency.yaml@kubejoule"
 REBALANCED = "kubejoule+rebalancer@kubejoule"

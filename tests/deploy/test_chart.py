@@ -453,7 +453,8 @@ def test_the_docs_install_upgrade_and_package_as_the_issue_says() -> None:
     assert install[:2] == ["install", "kubejoule"] and "kubejoule-system" in install
     documented("upgrade", "scheduler.mode=active", "--reuse-values")
     documented("package", "daemonset/chart/kubejoule")
-    readme = (ROOT / "README.md").read_text()
-    deploy = readme[readme.index("## Deploying on a cluster"):]
+    deploy = (ROOT / "docs" / "deploy.md").read_text()
     assert deploy.index("helm install") < deploy.index("scheduler.mode=active") < deploy.index("kubectl apply -k")
-    assert f"kubejoule-{version}.tgz" in readme
+    assert f"kubejoule-{version}.tgz" in deploy
+    started = (ROOT / "docs" / "getting-started.md").read_text()  # shadow first, then active
+    assert started.index("helm install") < started.index("EnergyRecommendation") < started.index("scheduler.mode=active")

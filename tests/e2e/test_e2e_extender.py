@@ -1,11 +1,11 @@
 """The extender inside the real kube-scheduler (issue 32 item 3): `kubejoule-scheduler extender` as
-a subprocess, called by kube-scheduler 1.36 processes of our own configured with the README's
+a subprocess, called by kube-scheduler 1.36 processes of our own configured with docs/scheduler.md's
 extender block (weight 5, `nodeCacheCapable: true`, `ignorable: true`, httpTimeout 1s) and with the
 same block in the `Nodes.items` form (`nodeCacheCapable: false`), each its own profile
 (schedulerName) beside the session's default kube-scheduler.
 
 Two KWOK nodes of our own (tainted; our pods tolerate and select them): a small, lean one (8 cores,
-40 → 100 W) and a big, hungry one (32 cores, 200 → 600 W). Their telemetry is what the README says
+40 → 100 W) and a big, hungry one (32 cores, 200 → 600 W). Their telemetry is what docs/scheduler.md says
 the extender reads by default, agents' /metrics (a static `--agent NODE=URL` list), served by fake
 agents with each node's calibration curve; the nodes' cores come from the API
 (`node_capacity_from_kubernetes`). kube-scheduler's default scoring (LeastAllocated,
@@ -23,7 +23,6 @@ it there."""
 from __future__ import annotations
 
 import json
-import re
 import ssl
 import time
 import urllib.request
@@ -40,6 +39,7 @@ from rl.cluster.api import Api
 from rl.cluster.controlplane import Cluster
 from rl.cluster.processes import Process, stop
 from rl.simulation.scenario import parse_node_groups
+from tests.helpers.docs_blocks import BLOCKS
 from tests.helpers.e2e_cluster import eventually
 from tests.helpers.e2e_components import (
     DelayProxy,
@@ -75,15 +75,17 @@ DELAY_S = 0.3
 CAP_W = 300
 
 
-def readme_extender_block() -> dict[str, Any]:
-    """The `extenders:` entry of the README's KubeSchedulerConfiguration example."""
-    text = (ROOT / "README.md").read_text()
-    for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
-        loaded = yaml.safe_load(block)
+def documented_extender_block() -> dict[str, Any]:
+    """The `extenders:` entry of the KubeSchedulerConfiguration example in docs/scheduler.md
+    ("The extender beside kube-scheduler"), as a user copies it."""
+    for block in BLOCKS:
+        if block.path != ROOT / "docs" / "scheduler.md" or block.lang != "yaml":
+            continue
+        loaded = yaml.safe_load(block.text)
         if isinstance(loaded, dict) and loaded.get("kind") == "KubeSchedulerConfiguration" and loaded.get("extenders"):
             [entry] = loaded["extenders"]
             return dict(entry)
-    raise AssertionError("README.md has no KubeSchedulerConfiguration with an extenders block")
+    raise AssertionError("docs/scheduler.md has no KubeSchedulerConfiguration with an extenders block")
 
 
 @dataclass
@@ -95,7 +97,7 @@ class Setup:
     extender_port: int
     proxy: DelayProxy  # both kube-schedulers reach the extender through it
     schedulers: dict[str, tuple[Process, int]]  # form → its kube-scheduler, its secure port
-    tls: tuple[Path, Path]  # the extender's certificate and key (HTTPS, as the README sets it up)
+    tls: tuple[Path, Path]  # the extender's certificate and key (HTTPS, as docs/scheduler.md sets it up)
     ca: Path  # the CA that signed it: kube-scheduler's tlsConfig.caFile
 
     def context(self) -> ssl.SSLContext:
@@ -150,9 +152,9 @@ def setup(plane: Plane, k8s_bin: Path) -> Iterator[Setup]:
         proxy = DelayProxy(port)
         schedulers = {}
         for form, cache_capable in FORMS.items():
-            # The README's block as it is (HTTPS), but for where our extender listens, the CA
+            # The documented block as it is (HTTPS), but for where our extender listens, the CA
             # that signed its certificate and, for the items form, nodeCacheCapable.
-            entry = readme_extender_block()
+            entry = documented_extender_block()
             assert entry["enableHTTPS"] is True
             entry["urlPrefix"] = f"https://127.0.0.1:{proxy.port}"
             entry["tlsConfig"]["caFile"] = str(authority.cert)
@@ -333,7 +335,7 @@ def test_with_the_extender_stopped_pods_still_schedule(cluster: Cluster, setup: 
 
 
 def test_in_shadow_mode_the_extender_recommends_and_kube_scheduler_decides_alone(cluster: Cluster, setup: Setup) -> None:
-    """The README's first step: `--mode shadow` answers neutral scores and filters nothing, so
+    """The documented first step: `--mode shadow` answers neutral scores and filters nothing, so
     kube-scheduler places as without it (the big node), while the extender records what it
     would have chosen."""
     stop(setup.extender)

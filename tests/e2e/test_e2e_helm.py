@@ -1,5 +1,5 @@
 """The Helm chart on the real control plane: `helm install`, `helm upgrade --set
-scheduler.mode=active`, `helm uninstall`, the commands README.md and docs/deploy.md give, taken
+scheduler.mode=active`, `helm uninstall`, the commands docs/deploy.md and Getting started give, taken
 from them and run with the built helm (the release and namespace renamed, our values file and the
 kubeconfig added).
 

@@ -132,7 +132,7 @@ def differences(chart: list[Obj], kustomize: list[Obj]) -> list[str]:
 
 def documented_helm_commands() -> list[tuple[str, list[str], list[str]]]:
     """(where, argv after `helm`, the error lines the docs show for it) of every helm command in
-    README.md's and docs/*.md's shell and console blocks."""
+    README.md's and the docs site's shell and console blocks."""
     from tests.helpers.docs_blocks import by_lang, commands, logical_lines, program
 
     found = []
@@ -153,4 +153,4 @@ def documented(subcommand: str, *must_contain: str) -> list[str]:
             continue  # an example of a refusal
         if args[:1] == [subcommand] and all(token in args for token in must_contain):
             return args
-    raise AssertionError(f"no `helm {subcommand}` with {must_contain} in README.md or docs/")
+    raise AssertionError(f"no `helm {subcommand}` with {must_contain} in README.md or docs/**/*.md")

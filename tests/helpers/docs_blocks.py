@@ -1,5 +1,5 @@
-"""The fenced blocks of README.md and docs/*.md, and their command lines, for
-tests/test_docs_examples*.py (the rules are in test_docs_examples.py's docstring)."""
+"""The fenced blocks of README.md and every page of the docs site (docs/**/*.md), and their command
+lines, for tests/test_docs_examples*.py (the rules are in test_docs_examples.py's docstring)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 FIXTURE = REPO / "tests" / "fixtures" / "powercap" / "intel-1s"
 SKIP_MARKER = re.compile(r"<!--\s*example:\s*skip\s*\((.+?)\)\s*-->")
 
@@ -109,7 +109,12 @@ def commands(line: str) -> list[list[str]]:
 def program(argv: list[str]) -> tuple[str, list[str]]:
     while argv and (argv[0] == "sudo" or "=" in argv[0] and not argv[0].startswith("-")):
         argv = argv[1:]  # sudo, VAR=value
-    return (argv[0], argv[1:]) if argv else ("", [])
+    if not argv:
+        return ("", [])
+    name = argv[0]
+    if Path(name).name.startswith("kubejoule-"):
+        name = Path(name).name  # one of ours by its path in the venv: `.venv/bin/kubejoule-agent`
+    return (name, argv[1:])
 
 
 def is_synopsis(argv: list[str]) -> bool:

@@ -22,7 +22,7 @@
 # binaries again (instant) and builds only the changed one. Old store entries stay until removed.
 #
 # cluster-autoscaler is not built: the Go module proxy refuses k8s.io/autoscaler/cluster-autoscaler
-# at every version asked (403 "This module version is not available"; see README, "Real Kubernetes").
+# at every version asked (403 "This module version is not available"; see docs/how-to/real-kubernetes.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
