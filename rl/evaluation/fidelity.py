@@ -3,16 +3,27 @@ real control plane (`kubejoule-rl benchmark --on-cluster --fidelity`), side by s
 means over seeds: energy (kWh), busy node-hours (Σ over nodes of the time a node ran at least
 one workload pod), pending p99 (s), pods placed — and the cluster's difference from the
 simulator in percent, `100 × (cluster − sim) / sim`. The real components are the reference:
-where they differ, the simulator's model is what is questioned."""
+where they differ, the simulator's model is what is questioned.
+
+The simulated side runs as the cluster does (`without_agents`): KWOK nodes run no agent, so on
+the cluster the extender and the standalone scheduler see every node's telemetry missing and
+score by the pods' requests alone; the simulator is given the same (its telemetry dropout at 1),
+so both sides decide on the same inputs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkResult, RunSummary
+from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkPlan, BenchmarkResult, RunSummary
 
 AXES = ("energy_kwh", "busy_node_hours", "pending_p99_s", "pods_placed")
+
+
+def without_agents(plan: BenchmarkPlan) -> BenchmarkPlan:
+    """The plan with every node's agent missing, as on KWOK nodes (module docstring)."""
+    return replace(plan, models={k: replace(m, telemetry_dropout=1.0) for k, m in plan.models.items()})
 
 
 def _mean(values: Sequence[float]) -> float:

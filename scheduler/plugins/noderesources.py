@@ -15,11 +15,19 @@ NodeResourcesFit (Score), per resource r with weight w_r, over resources the nod
 memory request counts 100 m / 200 MiB there; `PodInfo.nonzero_requests`). `//` is Go's integer
 division; every operand is non-negative, so floor division is truncation.
 
-NodeResourcesBalancedAllocation (1.23–1.35, what clusters run): fractions
-`f_r = min(1, (requested_r + pod_r) / alloc_r)` of the node's actual requests plus the pod's,
-over cpu and memory the node has; with two, `std = |f_cpu − f_mem| / 2`; score
-`int64((1 − std) × 100)`. A pod requesting neither cpu nor memory scores 0 everywhere
-(the plugin skips it, kubernetes#129138 — the same ranking).
+NodeResourcesBalancedAllocation (kube-scheduler 1.36, the version the project builds and runs —
+kubernetes/kubernetes#135573, `balanced_allocation.go` `balancedResourceScorer`): the balance of a
+node's cpu and memory fractions `f_r = min(1, requested_r / alloc_r)` over cpu and memory the node
+has, with two `std = |f_cpu − f_mem| / 2`, `balance = int64((1 − std) × 100)`; the score is the
+*change* the pod makes to it, brought back to [50, 100]:
+
+    score = 50 + (50 + balance(node + pod) − balance(node)) // 2
+
+(75 when the pod leaves the balance as it was). `requested` is the node's actual requests (not
+the non-zero ones). Kubernetes 1.23–1.35 scored `balance(node + pod)` alone; the real
+kube-scheduler 1.36.3 on KWOK nodes packed differently from that model (docs: the fidelity
+table), which is how the change was found. A pod requesting neither cpu nor memory scores 0
+everywhere (the plugin skips it, kubernetes#129138 — the same ranking).
 """
 
 from __future__ import annotations
@@ -167,14 +175,14 @@ def is_best_effort(pod: PodInfo) -> bool:
 
 
 class NodeResourcesBalancedAllocation:
-    """Score: how evenly cpu and memory would be requested (see the module docstring)."""
+    """Score: how much the pod evens out the node's cpu and memory requests (module docstring)."""
 
     name = BALANCED
 
     @staticmethod
     def _spec_columns(states: Sequence[NodeState]) -> Columns:
         """cpu and memory allocatable as floats (1 where 0: the divisor), and whether the node
-        has both (the score is then 1 − |f_cpu − f_mem| / 2, else 1)."""
+        has both (its balance is then 1 − |f_cpu − f_mem| / 2, else 1)."""
         count = len(states)
         cpu = np.fromiter((s.info.allocatable.cpu_millicores for s in states), np.float64, count)
         mem = np.fromiter((s.info.allocatable.memory_bytes for s in states), np.float64, count)
@@ -188,8 +196,17 @@ class NodeResourcesBalancedAllocation:
         if is_best_effort(pod):
             return np.zeros(len(batch), dtype=np.int64)
         spec = batch.derived((self, "spec"), self._spec_columns, info_only=True)
-        f_cpu = np.minimum(1.0, (batch.req_cpu + pod.requests.cpu_millicores) / spec["cpu"])
-        f_mem = np.minimum(1.0, (batch.req_mem + pod.requests.memory_bytes) / spec["mem"])
-        std = np.abs((f_cpu - f_mem) / 2)
-        std[~spec["both"]] = 0.0
-        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+        with_pod = _balance(batch.req_cpu + pod.requests.cpu_millicores,
+                            batch.req_mem + pod.requests.memory_bytes, spec)
+        without_pod = _balance(batch.req_cpu, batch.req_mem, spec)
+        half = MAX_NODE_SCORE // 2
+        # Both balances lie in [50, 100], so the dividend is never negative: // is Go's /.
+        return half + (half + with_pod - without_pod) // 2
+
+
+def _balance(cpu: np.ndarray, mem: np.ndarray, spec: Columns) -> np.ndarray:
+    """balancedResourceScore: int64((1 − |f_cpu − f_mem| / 2) × 100), 100 where the node lacks
+    cpu or memory."""
+    std = np.abs((np.minimum(1.0, cpu / spec["cpu"]) - np.minimum(1.0, mem / spec["mem"])) / 2)
+    std[~spec["both"]] = 0.0
+    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rl.benchmark_cli import command, parse_args
-from rl.evaluation.benchmark import RunOutcome, RunSummary, RunTask, plan_benchmark
-from rl.evaluation.fidelity import difference_pct, format_fidelity
+from rl.evaluation.benchmark import RunOutcome, RunSummary, RunTask, plan_benchmark, run_plan
+from rl.evaluation.fidelity import difference_pct, format_fidelity, without_agents
 from rl.evaluation.on_cluster import AUTOSCALER_BLOCKED, PartialRun, check_fits, check_static
 from rl.evaluation.replay import Recording, pod_manifest
 from rl.on_cluster_cli import OnClusterRun, document
@@ -90,6 +90,31 @@ def test_differences_are_relative_to_the_simulator() -> None:
     assert difference_pct(105.0, 100.0) == pytest.approx(5.0)
     assert difference_pct(0.0, 0.0) == 0.0
     assert difference_pct(1.0, 0.0) is None
+
+
+MIXED = parse_node_groups([
+    {"name": "old", "count": 2, "cpu_cores": 4, "memory_gib": 8, "power": {"idle_watts": 90, "max_watts": 250}},
+    {"name": "new", "count": 2, "cpu_cores": 4, "memory_gib": 8, "power": {"idle_watts": 40, "max_watts": 110}},
+])
+MIXED_PODS = [PodSpec(i, 30.0 * i, 400.0, 1.0, 0.9, 0.5) for i in range(10)]
+
+
+def _placements(plan_policies: list[str], dropout_free: bool) -> dict[str, tuple[float, float]]:
+    plan = plan_benchmark(MIXED, MIXED_PODS, plan_policies, 1, ClusterModel(), (), False)
+    runs = run_plan(plan if dropout_free else without_agents(plan), None, 1, False)
+    return {o.summary.policy: (o.summary.energy_joules, o.summary.busy_node_seconds) for o in runs}
+
+
+def test_the_fidelity_simulation_gives_the_schedulers_no_telemetry_as_on_kwok_nodes() -> None:
+    """KWOK nodes run no agent: simulated as the cluster runs, the extender (ignorable, no
+    telemetry) leaves kube-scheduler's choice alone; with the simulator's agents it moves pods
+    onto the efficient nodes."""
+    policies = ["default", "default+extender:5"]
+    as_on_cluster = _placements(policies, dropout_free=False)
+    assert as_on_cluster["default+extender:5"] == as_on_cluster["default"]
+    with_agents = _placements(policies, dropout_free=True)
+    assert with_agents["default+extender:5"][0] < with_agents["default"][0]
+    assert with_agents["default"] == as_on_cluster["default"]
 
 
 class _DroppingApi:
