@@ -321,7 +321,7 @@ def test_the_charts_dashboards_are_grafanas() -> None:
     """Helm reads files inside the chart only: the chart keeps a copy of grafana/dashboards."""
     ours = {p.name: p.read_bytes() for p in (CHART / "dashboards").glob("*.json")}
     theirs = {p.name: p.read_bytes() for p in (ROOT / "grafana/dashboards").glob("*.json")}
-    assert ours == theirs, "stale: run `python grafana/generate_dashboards.py` (it writes both)"
+    assert ours == theirs, "stale: run `python -m grafana.builder` (it writes both)"
 
 
 def test_other_release_names_prefix_every_object(tmp_path: Path) -> None:

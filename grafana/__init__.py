@@ -1,0 +1,1 @@
+"""Grafana: the four kubejoule dashboards (dashboards/, written by builder/) and provisioning files."""
