@@ -1,7 +1,8 @@
 """The node agent's Prometheus metrics, declared (common.metrics): what `kubejoule-agent run`
 serves on /metrics. The collector (agent/exporter/prometheus.py, prometheus_sections.py,
 prometheus_carbon.py) builds each family from these per scrape; a value that is unknown has no
-series. docs/reference/metrics.md is generated from this list."""
+series. docs/reference/metrics.md is generated from this list, a comment line above a group of
+declarations titling it there."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ POD = ("node", "namespace", "pod", "pod_uid")
 GPU = ("node", "gpu", "gpu_uuid", "gpu_name")
 ESTIMATE = (("estimate", "with an estimate from published coefficients: their provenance, e.g. ccf:aws:m5.xlarge"),)
 
+# The agent itself
 AGENT_ERRORS = MetricSpec(
     "kubejoule_agent_errors", "counter",
     "Errors by kind: gaps in samples, failed samples, invariant breaches, read-skew scaling.", ("node", "kind"),
 )
-# The node
+# The node: power and energy, RAPL zones, the rest of the node beside its pods
 NODE_POWER = MetricSpec("kubejoule_node_power_watts", "gauge", "Node power.", ("node", "source"), ESTIMATE)
 NODE_ENERGY = MetricSpec(
     "kubejoule_node_energy_joules", "counter", "Node energy since the agent started.", ("node", "source"), ESTIMATE
@@ -62,7 +64,7 @@ NODE_WALL_POWER = MetricSpec(
 SAMPLE_TIMESTAMP = MetricSpec(
     "kubejoule_sample_timestamp_seconds", "gauge", "Wall-clock time of the latest sample.", ("node",)
 )
-# Pods, containers, VMs, processes
+# Pods, qemu/KVM virtual machines; containers (with --containers); the top processes (with --process-top N)
 POD_POWER = MetricSpec(
     "kubejoule_pod_power_watts", "gauge",
     "Pod power, by component: its share of the CPU side (cpu) and of the GPUs (gpu).", (*POD, "component"),
@@ -87,7 +89,7 @@ PROCESS_ENERGY = MetricSpec(
     "Energy of the processes using the most power, since the agent started (or the process did).",
     ("node", "pid", "comm"),
 )
-# GPUs
+# GPUs (NVIDIA, through NVML: with --gpu, or when the driver's library is found)
 GPU_POWER = MetricSpec(
     "kubejoule_gpu_power_watts", "gauge", "GPU power (NVML: the total-energy counter, else the power reading).", GPU
 )
@@ -105,7 +107,7 @@ GPU_UNATTRIBUTED_ENERGY = MetricSpec(
     "kubejoule_gpu_unattributed_energy_joules", "counter",
     "GPU energy not split between pods, host and idle, since the agent started.", ("node",),
 )
-# The platform (BMC) reading
+# The platform reading (with a BMC: --bmc-url or --bmc-url-file)
 PLATFORM_OTHER_POWER = MetricSpec(
     "kubejoule_node_platform_other_watts", "gauge",
     "Platform power outside the CPU side and the GPUs (fans, power supplies, disks, NICs), charged to idle.",
@@ -119,7 +121,7 @@ PLATFORM_READING_AGE = MetricSpec(
     "kubejoule_node_platform_reading_age_seconds", "gauge", "Age of the BMC's platform reading at the sample.",
     ("node", "reading"),
 )
-# Metrics Server (metrics.k8s.io)
+# Metrics Server (metrics.k8s.io: with the Kubernetes API and --metrics-server, the default)
 NODE_CPU_USAGE = MetricSpec(
     "kubejoule_node_cpu_usage_cores", "gauge", "Node CPU usage from Metrics Server (metrics.k8s.io), in cores.",
     ("node",),
@@ -135,7 +137,7 @@ METRICS_SERVER_AGE = MetricSpec(
     "kubejoule_metrics_server_age_seconds", "gauge",
     "Age of the Metrics Server data: sample time minus its timestamp.", ("node",),
 )
-# Network counters
+# Network counters (with --network, the default)
 NODE_NETWORK_BYTES = MetricSpec(
     "kubejoule_node_network_bytes", "counter",
     "Bytes through the node's network interfaces (kernel counters; loopback and veth left out).",
@@ -146,7 +148,7 @@ POD_NETWORK_BYTES = MetricSpec(
     "Bytes through a pod's own interfaces, loopback left out (none for host-network pods: theirs are the node's).",
     (*POD, "direction"),
 )
-# Carbon (with a carbon intensity configured)
+# Carbon (with --carbon-intensity or --carbon-intensity-csv)
 CARBON_INTENSITY = MetricSpec(
     "kubejoule_carbon_intensity_grams_per_kwh", "gauge",
     "Grid carbon intensity over the latest interval, gCO2eq/kWh (source: configured, a constant; csv, a time "
