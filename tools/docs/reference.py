@@ -21,13 +21,14 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.docs import commands, metrics  # noqa: E402
+from tools.docs import commands, config, metrics  # noqa: E402
 
 OUT = REPO / "docs" / "reference"
 Renderer = Callable[[], tuple[str, dict[str, int]]]
 PAGES: dict[str, Renderer] = {
     "commands.md": commands.render,
     "metrics.md": metrics.render,
+    "config.md": config.render,
 }
 
 
