@@ -18,7 +18,6 @@ import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from scheduler.config.parse import Config, config_from_dict

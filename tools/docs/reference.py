@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.docs import commands, config, metrics  # noqa: E402
+from tools.docs import commands, config, metrics, record  # noqa: E402
 
 OUT = REPO / "docs" / "reference"
 Renderer = Callable[[], tuple[str, dict[str, int]]]
@@ -29,6 +29,7 @@ PAGES: dict[str, Renderer] = {
     "commands.md": commands.render,
     "metrics.md": metrics.render,
     "config.md": config.render,
+    "record.md": record.render,
 }
 
 
