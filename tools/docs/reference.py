@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.docs import commands, config, metrics, record  # noqa: E402
+from tools.docs import commands, config, contracts, metrics, record  # noqa: E402
 
 OUT = REPO / "docs" / "reference"
 Renderer = Callable[[], tuple[str, dict[str, int]]]
@@ -30,6 +30,7 @@ PAGES: dict[str, Renderer] = {
     "metrics.md": metrics.render,
     "config.md": config.render,
     "record.md": record.render,
+    "contracts.md": contracts.render,
 }
 
 
