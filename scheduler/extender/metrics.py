@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from common.metrics import MetricSpec
@@ -82,7 +82,7 @@ class _StoreCollector(Collector):
         self._store = store
         self._clock = clock
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         ages = TELEMETRY_AGE.gauge_family()
         for node, age in sorted(self._store.ages(self._clock()).items()):
             ages.add_metric([node], age)
@@ -103,7 +103,7 @@ class _ClusterCollector(Collector):
         self._synced = synced
         self._present = present  # whether there is a cluster view (known late: the refresher's)
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         if not self._present():
             return
         synced = CLUSTER_SYNCED.gauge_family()
@@ -118,7 +118,7 @@ class _RecorderCollector(Collector):
     def __init__(self, stats: Callable[[], Mapping[str, int]]) -> None:
         self._stats = stats
 
-    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         stats = self._stats()
         decisions = RECORDED_DECISIONS.counter_family()
         for result in ("recorded", "dropped", "failed", "late"):

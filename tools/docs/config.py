@@ -52,7 +52,7 @@ def field_docs(cls: type) -> dict[str, str]:
     for node in class_node.body:
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
             continue
-        above = []
+        above: list[str] = []
         line = node.lineno - 1
         while line >= 1 and lines[line - 1].strip().startswith("#"):
             above.insert(0, comments[line])
@@ -73,7 +73,7 @@ def _dataclass_of(annotation: Any) -> type | None:
     return None
 
 
-def keys(cls: type = Config, prefix: tuple[str, ...] = ()) -> Iterator[Key]:
+def config_keys(cls: type = Config, prefix: tuple[str, ...] = ()) -> Iterator[Key]:
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     for item in dataclasses.fields(cls):
@@ -87,7 +87,7 @@ def keys(cls: type = Config, prefix: tuple[str, ...] = ()) -> Iterator[Key]:
         nested = _dataclass_of(annotation)
         yield Key((*prefix, item.name), annotation, default, docs.get(item.name, ""), nested is not None)
         if nested is not None:
-            yield from keys(nested, (*prefix, item.name))
+            yield from config_keys(nested, (*prefix, item.name))
 
 
 def _nest(path: tuple[str, ...], value: Any, fill: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -204,7 +204,7 @@ def default_text(key: Key) -> str:
 
 
 def render() -> tuple[str, dict[str, int]]:
-    found = list(keys())
+    found = list(config_keys())
     missing = [".".join(k.path) for k in found if not k.doc]
     if missing:
         raise ValueError(f"configuration keys without a comment on their dataclass field: {missing}")

@@ -36,7 +36,7 @@ def routes() -> list[tuple[str, str, str]]:
             doc = " ".join((route.endpoint.__doc__ or "").split())
             if not doc:
                 raise ValueError(f"the extender's route {route.path} has no docstring (scheduler/extender/app.py)")
-            found.append((", ".join(sorted(route.methods)), route.path, doc))
+            found.append((", ".join(sorted(route.methods or ())), route.path, doc))
     return found
 
 

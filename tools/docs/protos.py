@@ -84,19 +84,15 @@ def section(contract: Contract) -> tuple[list[str], int, int]:
         lines += [header_comment, ""]
     methods = 0
     for s_index, service in enumerate(fd.service):
-        rows = []
+        rows: list[list[str]] = []
         for m_index, method in enumerate(service.method):
             methods += 1
-            answered = ""
-            if contract.implemented is not None:
-                answered = "answered" if contract.implemented(method.name) else "`UNIMPLEMENTED`"
-            rows.append((code(method.name), code(_short(method.input_type, package)),
-                         code(_short(method.output_type, package)), answered,
-                         comments.get((_SERVICE, s_index, _METHOD, m_index), "")))
-        head = ("method", "request", "response", "kubejoule", "notes")
-        if contract.implemented is None:
-            rows = [row[:3] + row[4:] for row in rows]
-            head = ("method", "request", "response", "notes")
+            row = [code(method.name), code(_short(method.input_type, package)),
+                   code(_short(method.output_type, package))]
+            if contract.implemented is not None:  # a server of ours: which methods it answers
+                row.append("answered" if contract.implemented(method.name) else "`UNIMPLEMENTED`")
+            rows.append([*row, comments.get((_SERVICE, s_index, _METHOD, m_index), "")])
+        head = ("method", "request", "response", *(("kubejoule",) if contract.implemented else ()), "notes")
         lines += [f"Service `{service.name}`:", "", *table(head, rows)]
     for index, message in enumerate(fd.message_type):
         lines += [f"**`{message.name}`**" + (f": {comments[(_MESSAGE, index)]}"

@@ -178,7 +178,7 @@ def render() -> tuple[str, dict[str, int]]:
         lines += [f"### {title}", "", *table(("key", "type", "what it is"), rows[kind])]
     lines += ["Examples written by the builders, with made-up values (a decision, its outcome, an outcome "
               "with unknown power, an abandoned decision, the extender's recommendation), one JSON object "
-              "per line:", "", "```text"]
+              "per line:", "", "```"]
     lines += [json.dumps(line, ensure_ascii=False) for line in decision_lines()]
     lines += ["```", ""]
     decision_keys = sum(len(keys) for keys in DECISION_KEYS.values())
