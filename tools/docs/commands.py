@@ -117,7 +117,7 @@ def _value(action: argparse.Action) -> str:
     else:
         kind = action.type
         type_name = getattr(kind, "__name__", "") if kind is not None else "str"
-        text = TYPE_NAMES.get(type_name, type_name.replace("_", " "))
+        text = TYPE_NAMES.get(type_name, type_name.replace("_", " ").replace(">=", "≥"))
         if action.option_strings and isinstance(action.metavar, str):
             text = f"{code(action.metavar)} ({text})"
     if action.nargs in ("*", "+") or isinstance(action.nargs, int) and action.nargs > 1:
