@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 COMMAND = "python tools/docs/reference.py"
@@ -47,7 +48,5 @@ def table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
 
 def anchor(text: str) -> str:
     """The id MkDocs' toc extension gives a heading (its default slugify, for ASCII text)."""
-    import re
-
     slug = re.sub(r"[^\w\s-]", "", text.strip().lower())
     return re.sub(r"[-\s]+", "-", slug)

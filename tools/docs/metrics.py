@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,8 +122,6 @@ def _labels(spec: MetricSpec) -> str:
 
 def _served(text: str) -> str:
     """`{kubejoule-scheduler run}` → a link to that command's section of commands.md."""
-    import re
-
     return re.sub(r"\{([^}]+)\}", lambda m: f"[`{m.group(1)}`](commands.md#{anchor(m.group(1))})", text)
 
 
