@@ -27,7 +27,7 @@ system-deps:
 	  else echo "note: not root, prometheus not installed; its tests will be skipped (and fail with CI=true)"; fi; }
 
 lint: venv
-	$(BIN)/ruff check agent scheduler rl tests benchmarks common grafana
+	$(BIN)/ruff check agent scheduler rl tests benchmarks common grafana tools/docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
 

@@ -84,3 +84,9 @@ def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> Non
         old, dest=target.dest, new=new, action=_DeprecatedFlag, metavar=target.metavar,
         default=argparse.SUPPRESS, help=argparse.SUPPRESS, **typed,
     )
+
+
+def deprecated_target(action: argparse.Action) -> str | None:
+    """The flag a deprecated alias stands for (None for any other action): the reference pages
+    list renamed flags by it."""
+    return action.new if isinstance(action, _DeprecatedFlag) else None

@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
     )
     start.add_argument("--timeout", type=float, default=180.0, help="seconds each component may take to be ready")
     stop = verbs.add_parser("down", help="stop it")
-    stop.add_argument("--dir", required=True, type=Path)
+    stop.add_argument("--dir", required=True, type=Path, help="the folder `up --dir` was given")
 
 
 def command(args: argparse.Namespace) -> int:

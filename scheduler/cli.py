@@ -192,11 +192,14 @@ def add_run_command(subparsers: Subparsers) -> None:
                         help="elect a leader among replicas with a Lease (default: on)")
     parser.add_argument("--lease-namespace", default=None,
                         help="namespace of the Lease (default: $POD_NAMESPACE or kube-system)")
-    parser.add_argument("--lease-name", default="kubejoule-scheduler")
+    parser.add_argument("--lease-name", default="kubejoule-scheduler", help="name of the Lease (default: %(default)s)")
     parser.add_argument("--identity", default=None, help="this replica's name in the Lease")
-    parser.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
-    parser.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS")
-    parser.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS")
+    parser.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS",
+                        help="how long a Lease holds without renewal (default: %(default)s)")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS",
+                        help="the leader gives up leading when it cannot renew for this long (default: %(default)s)")
+    parser.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS",
+                        help="time between tries to take or renew the Lease (default: %(default)s)")
     parser.add_argument("--bind-workers", type=int, default=4,
                         help="concurrent binding calls (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=None, help="seed for tie-breaking")

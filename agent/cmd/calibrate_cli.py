@@ -359,13 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run, validate=_validate_run)
 
     wall = sub.add_parser("wall", help="fit a RAPL-to-wall correction into an existing profile")
-    wall.add_argument("profile", type=Path, metavar="PROFILE")
+    wall.add_argument("profile", type=Path, metavar="PROFILE", help="the power profile to add the correction to")
     wall.add_argument("csv", type=Path, metavar="CSV", help="wall power log: timestamp,watts")
     wall.add_argument("--out", type=Path, default=None, help="write here instead of updating PROFILE")
     wall.set_defaults(func=cmd_wall)
 
     show = sub.add_parser("show", help="print a profile's curve")
-    show.add_argument("profile", type=Path, metavar="PROFILE")
+    show.add_argument("profile", type=Path, metavar="PROFILE", help="the power profile to print")
     calibrate_instance_type_option(show)
     show.set_defaults(func=cmd_show, validate=validate_calibrate_instance_type)
     return parser

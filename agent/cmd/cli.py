@@ -261,12 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
     once.set_defaults(func=cmd_once, validate=_validate_once)
 
     snap = sub.add_parser("snapshot", parents=[common], help="copy every file the agent reads into DIR")
-    snap.add_argument("dir", type=Path, metavar="DIR")
+    snap.add_argument("dir", type=Path, metavar="DIR", help="the folder to copy into (created if missing)")
     snap.set_defaults(func=cmd_snapshot)
 
     replay = sub.add_parser("replay", parents=[common, sampling], help="the record computed from two snapshot trees")
-    replay.add_argument("before", type=Path, metavar="BEFORE")
-    replay.add_argument("after", type=Path, metavar="AFTER")
+    replay.add_argument("before", type=Path, metavar="BEFORE", help="the first snapshot tree (`snapshot DIR`)")
+    replay.add_argument("after", type=Path, metavar="AFTER", help="the second snapshot tree, taken --interval seconds later")
     replay.add_argument("--interval", type=positive_float, required=True, help="seconds between the two trees")
     replay.add_argument("--json", action="store_true", help="print the JSON sample record")
     replay.set_defaults(func=cmd_replay, validate=_validate_replay)
@@ -281,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="address for /metrics, /healthz, /readyz (default :9102; port 0 picks a free one)")
     run.add_argument("--containers", action="store_true",
                      help="also export kubejoule_container_power_watts (one series per container)")
-    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                     help="the least severe log lines written (default info)")
     run.add_argument("--log-format", default="json", choices=["json", "text"],
                      help="json: one object per line (default); text: for people")
     add_carbon_arguments(run)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from agent.exporter import metrics as m
 from agent.exporter.prometheus_carbon import carbon_families
 from agent.exporter.prometheus_sections import (
     gpu_families,
@@ -38,7 +39,6 @@ from agent.monitor.energy_ledger import (
 from agent.monitor.energy_totals import TotalsView
 from agent.monitor.snapshot import SOURCE_ESTIMATED, Snapshot
 
-PREFIX = "kubejoule_"
 
 def _label(value: object) -> str:
     return "" if value is None else str(value)
@@ -68,10 +68,7 @@ class SnapshotCollector(Collector):
         view = self.accounts.read()
         snap, totals, carbon = view.latest, view.totals, view.carbon
         node = snap.node if snap is not None else ""
-        errors = CounterMetricFamily(
-            PREFIX + "agent_errors", "Errors by kind: gaps in samples, failed samples, invariant breaches, "
-            "read-skew scaling.", labels=["node", "kind"],
-        )
+        errors = m.AGENT_ERRORS.counter_family()
         for kind, count in sorted(totals.errors.items()):
             errors.add_metric([node, kind], count)
         if snap is None:
@@ -98,92 +95,56 @@ class SnapshotCollector(Collector):
         node = snap.node
         # An estimate from published coefficients carries their provenance: estimate="ccf:aws:m5.xlarge"
         extra, estimate = (["estimate"], [provenance]) if provenance else ([], [])
-        power = GaugeMetricFamily(PREFIX + "node_power_watts", "Node power.", labels=["node", "source", *extra])
+        power = m.NODE_POWER.gauge_family(extra)
         if snap.node_watts is not None:
             power.add_metric([node, snap.source, *(estimate if snap.estimate else [""] * len(extra))], snap.node_watts)
         yield power
-        energy = CounterMetricFamily(
-            PREFIX + "node_energy_joules", "Node energy since the agent started.", labels=["node", "source", *extra]
-        )
+        energy = m.NODE_ENERGY.counter_family(extra)
         for source, joules in sorted(totals.node.items()):
             energy.add_metric([node, source, *(estimate if source == SOURCE_ESTIMATED else [""] * len(extra))], joules)
         yield energy
-        idle = GaugeMetricFamily(
-            PREFIX + "node_idle_power_watts", "Idle (static) part of node power.",
-            labels=["node", "source", "idle_source"],
-        )
-        active = GaugeMetricFamily(
-            PREFIX + "node_active_power_watts", "Active (dynamic) part of node power.",
-            labels=["node", "source", "idle_source"],
-        )
+        idle = m.NODE_IDLE_POWER.gauge_family()
+        active = m.NODE_ACTIVE_POWER.gauge_family()
         if snap.idle_watts is not None:
             idle.add_metric([node, snap.source, snap.idle_source], snap.idle_watts)
         if snap.active_watts is not None:
             active.add_metric([node, snap.source, snap.idle_source], snap.active_watts)
         yield idle
         yield active
-        for part, totals_of_part in (("idle", totals.idle), ("active", totals.active)):
-            part_energy = CounterMetricFamily(
-                PREFIX + f"node_{part}_energy_joules", f"{part.capitalize()} part of node energy since the agent "
-                "started.", labels=["node", "source", "idle_source"],
-            )
+        for spec, totals_of_part in ((m.NODE_IDLE_ENERGY, totals.idle), (m.NODE_ACTIVE_ENERGY, totals.active)):
+            part_energy = spec.counter_family()
             for key, joules in sorted(totals_of_part.items()):
                 part_energy.add_metric([node, *key], joules)
             yield part_energy
-        zone_power = GaugeMetricFamily(
-            PREFIX + "zone_power_watts", "RAPL zone power, by zone kind and socket.", labels=["node", "zone", "socket"]
-        )
+        zone_power = m.ZONE_POWER.gauge_family()
         for key, (watts, _) in zone_series(snap.zones).items():
             if watts is not None:
                 zone_power.add_metric([node, *key], watts)
         yield zone_power
-        zone_energy = CounterMetricFamily(
-            PREFIX + "zone_energy_joules", "RAPL zone energy since the agent started, by zone kind and socket.",
-            labels=["node", "zone", "socket"],
-        )
+        zone_energy = m.ZONE_ENERGY.counter_family()
         for key, joules in sorted(totals.zones.items()):
             zone_energy.add_metric([node, *key], joules)
         yield zone_energy
-        yield node_family(
-            GaugeMetricFamily, "host_power_watts", "Active power of everything not in a pod.", node, snap.host_watts
-        )
-        yield node_family(
-            CounterMetricFamily, "host_energy_joules",
-            "Active energy of everything not in a pod since the agent started.", node, totals.host.get(""),
-        )
-        yield node_family(
-            GaugeMetricFamily, "node_cpu_utilization_ratio", "Busy share of CPU time in the interval.", node,
-            snap.cpu_utilization,
-        )
+        yield node_family(m.HOST_POWER, node, snap.host_watts)
+        yield node_family(m.HOST_ENERGY, node, totals.host.get(""))
+        yield node_family(m.NODE_CPU_UTILIZATION, node, snap.cpu_utilization)
         if self.model_points:
-            model = GaugeMetricFamily(
-                PREFIX + "node_power_model_watts", "Calibrated power curve of the node (reading: what it "
-                "measures, rapl = the CPU side, platform = the whole server).",
-                labels=["node", "utilization", "reading"],
-            )
+            model = m.NODE_POWER_MODEL.gauge_family()
             for level, watts in self.model_points:
                 model.add_metric([node, f"{level:.1f}", self.model_reading], watts)
             yield model
         wall_watts = snap.wall_watts
         if wall_watts is not None:  # only with a power profile's wall correction
-            wall = GaugeMetricFamily(
-                PREFIX + "node_wall_power_watts",
-                "Node power at the wall: node power through the calibrated RAPL-to-wall correction.",
-                labels=["node", "source"],
-            )
+            wall = m.NODE_WALL_POWER.gauge_family()
             wall.add_metric([node, SOURCE_ESTIMATED], wall_watts)
             yield wall
-        timestamp = GaugeMetricFamily(
-            PREFIX + "sample_timestamp_seconds", "Wall-clock time of the latest sample.", labels=["node"]
-        )
+        timestamp = m.SAMPLE_TIMESTAMP.gauge_family()
         timestamp.add_metric([node], snap.timestamp)
         yield timestamp
 
     def _pods(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         yield from power_and_energy(
-            "pod", "Pod power, by component: its share of the CPU side (cpu) and of the GPUs (gpu).",
-            "Pod energy since the agent started, by component.",
-            ["node", "namespace", "pod", "pod_uid", "component"],
+            m.POD_POWER, m.POD_ENERGY,
             (
                 ([snap.node, _label(pod.namespace), _label(pod.name), pod.uid, component], watts,
                  totals.pods.get((pod.uid, component)))
@@ -194,8 +155,7 @@ class SnapshotCollector(Collector):
 
     def _containers(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         yield from power_and_energy(
-            "container", "Container power.", "Container energy since the agent started.",
-            ["node", "namespace", "pod", "container", "container_id"],
+            m.CONTAINER_POWER, m.CONTAINER_ENERGY,
             (
                 ([snap.node, _label(pod.namespace), _label(pod.name), _label(container.name), container.id],
                  container.watts, totals.containers.get(container.id))
@@ -206,16 +166,13 @@ class SnapshotCollector(Collector):
 
     def _vms(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         yield from power_and_energy(
-            "vm", "Virtual machine (qemu/KVM) power.", "Virtual machine energy since the agent started.",
-            ["node", "vm", "vm_uuid"],
+            m.VM_POWER, m.VM_ENERGY,
             (([snap.node, *key], vm.watts, totals.vms.get(key)) for key, vm in one_per_series(snap.vms, vm_key).items()),
         )
 
     def _processes(self, snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
         yield from power_and_energy(
-            "process", "Power of the processes using the most.",
-            "Energy of the processes using the most power, since the agent started (or the process did).",
-            ["node", "pid", "comm"],
+            m.PROCESS_POWER, m.PROCESS_ENERGY,
             (
                 ([snap.node, str(proc.pid), proc.comm], proc.watts, totals.processes.get((proc.pid, proc.comm)))
                 for proc in snap.processes[: self.levels.process_top]

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
+from agent.exporter import metrics as m
 from agent.monitor.carbon_ledger import CarbonView
 from agent.monitor.energy_ledger import pod_components
 from agent.monitor.snapshot import Snapshot
-
-PREFIX = "kubejoule_"
 
 
 def _label(value: object) -> str:
@@ -22,37 +21,24 @@ def _label(value: object) -> str:
 
 def carbon_families(snap: Snapshot, carbon: CarbonView, pods: bool) -> Iterator[Metric]:
     node = snap.node
-    intensity = GaugeMetricFamily(
-        PREFIX + "carbon_intensity_grams_per_kwh", "Grid carbon intensity over the latest interval, gCO2eq/kWh "
-        "(source: configured, a constant; csv, a time series; zone: the CSV's zone).",
-        labels=["node", "source", "zone"],
-    )
+    intensity = m.CARBON_INTENSITY.gauge_family()
     if carbon.intensity is not None:
         intensity.add_metric([node, carbon.source, carbon.zone], carbon.intensity)
     yield intensity
-    node_grams = CounterMetricFamily(
-        PREFIX + "node_carbon_grams", "Node emissions since the agent started, gCO2eq: each interval's energy "
-        "times the grid's carbon intensity (source: the energy's).", labels=["node", "source"],
-    )
+    node_grams = m.NODE_CARBON.counter_family()
     for source, grams in sorted(carbon.node.items()):
         node_grams.add_metric([node, source], grams)
     yield node_grams
     if not pods:
         return
-    pod_grams = CounterMetricFamily(
-        PREFIX + "pod_carbon_grams", "Pod emissions since the agent started, gCO2eq, by component.",
-        labels=["node", "namespace", "pod", "pod_uid", "component"],
-    )
+    pod_grams = m.POD_CARBON.counter_family()
     for pod in snap.pods:
         for component, _ in pod_components(pod):
             pod_total = carbon.pods.get((pod.uid, component))
             if pod_total is not None:
                 pod_grams.add_metric([node, _label(pod.namespace), _label(pod.name), pod.uid, component], pod_total)
     yield pod_grams
-    namespace_grams = CounterMetricFamily(
-        PREFIX + "namespace_carbon_grams", "Namespace emissions since the agent started, gCO2eq: the sum of "
-        "its pods' on this node.", labels=["node", "namespace"],
-    )
+    namespace_grams = m.NAMESPACE_CARBON.counter_family()
     for namespace, grams in sorted(carbon.namespaces.items()):
         namespace_grams.add_metric([node, namespace], grams)
     yield namespace_grams

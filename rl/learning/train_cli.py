@@ -24,7 +24,8 @@ def add_parser(sub: Any) -> None:
     train = sub.add_parser(
         "train", help="train a learned scorer (dqn placement policy, mlp energy model)"
     )
-    train.add_argument("--algo", choices=ALGOS, required=True)
+    train.add_argument("--algo", choices=ALGOS, required=True,
+                       help="dqn: a Q-network trained in the simulator; mlp: a scorer fitted to decision logs")
     train.add_argument(
         "--out", required=True, help="checkpoint path (.pt); .npz and .png go beside it"
     )

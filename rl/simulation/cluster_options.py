@@ -66,7 +66,7 @@ def add_options(bench: argparse.ArgumentParser) -> None:
         )
     bench.add_argument(
         "--old-autoscaler-defaults", action="store_true",
-        help="ABLATION: cluster-autoscaler as this project modelled it before issue 22 — random "
+        help="ABLATION: cluster-autoscaler as this project first modelled it — random "
         "expander, only empty nodes scaled down, no scale-down cool-downs (options above "
         "still override)",
     )

@@ -24,9 +24,10 @@ from concurrent import futures
 from dataclasses import dataclass, field
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 
 from common.curves import PowerCurve
+from common.metrics import MetricSpec
 from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
 from scheduler.autoscaler.choice import GroupOption, rank_options, resolve_curve
 from scheduler.autoscaler.messages import (
@@ -47,34 +48,29 @@ SERVICE = "grpcplugin.Expander"
 METHOD = "BestOptions"
 SOURCE_NONE = "none"
 
+REQUESTS = MetricSpec(
+    "kubejoule_expander_requests", "counter", "BestOptions calls by status code and protocol form.", ("code", "form")
+)
+CHOICES = MetricSpec(
+    "kubejoule_expander_choices", "counter", "Node groups answered, by where their power curve came from.",
+    ("node_group", "curve_source"),
+)
+REQUEST_SECONDS = MetricSpec(
+    "kubejoule_expander_request_seconds", "histogram",
+    "Seconds to decode a BestOptions request, choose and encode the answer.",
+)
+UNPRICED_OPTIONS = MetricSpec(
+    "kubejoule_expander_unpriced_options", "counter", "Options that could not be priced, by reason.", ("reason",)
+)
+
 
 class ExpanderMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.requests = Counter(
-            "kubejoule_expander_requests",
-            "BestOptions calls by status code and protocol form.",
-            ["code", "form"],
-            registry=self.registry,
-        )
-        self.choices = Counter(
-            "kubejoule_expander_choices",
-            "Node groups answered, by where their power curve came from.",
-            ["node_group", "curve_source"],
-            registry=self.registry,
-        )
-        self.seconds = Histogram(
-            "kubejoule_expander_request_seconds",
-            "Seconds to decode a BestOptions request, choose and encode the answer.",
-            buckets=LATENCY_BUCKETS_SECONDS,
-            registry=self.registry,
-        )
-        self.unpriced = Counter(
-            "kubejoule_expander_unpriced_options",
-            "Options that could not be priced, by reason.",
-            ["reason"],
-            registry=self.registry,
-        )
+        self.requests = REQUESTS.counter(self.registry)
+        self.choices = CHOICES.counter(self.registry)
+        self.seconds = REQUEST_SECONDS.histogram(self.registry, LATENCY_BUCKETS_SECONDS)
+        self.unpriced = UNPRICED_OPTIONS.counter(self.registry)
 
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
         return self.registry.get_sample_value(name, dict(labels or {}))

@@ -15,31 +15,31 @@ from scheduler.telemetry.discovery import parse_static_targets
 @dataclass(frozen=True)
 class EndpointSliceConfig:
     namespace: str = "kubejoule-node"  # the agents' namespace (daemonset/base)
-    service: str = "kubejoule-agent"
-    port: str | None = "metrics"
+    service: str = "kubejoule-agent"  # the agents' Service, whose EndpointSlices list them
+    port: str | None = "metrics"  # the name of the port their /metrics is on
 
 
 @dataclass(frozen=True)
 class AgentsConfig:
-    static: dict[str, str] = field(default_factory=dict)
-    endpoint_slices: EndpointSliceConfig | None = None
-    timeout_seconds: float = 2.0
-    max_parallel: int = 16
+    static: dict[str, str] = field(default_factory=dict)  # node → its agent's URL (or a list of "node=url")
+    endpoint_slices: EndpointSliceConfig | None = None  # find the agents from their Service's EndpointSlices
+    timeout_seconds: float = 2.0  # deadline of one scrape
+    max_parallel: int = 16  # agents scraped at once
 
 
 @dataclass(frozen=True)
 class PrometheusConfig:
-    url: str
-    timeout_seconds: float = 5.0
+    url: str  # the Prometheus server's URL (its HTTP API)
+    timeout_seconds: float = 5.0  # deadline of one query
 
 
 @dataclass(frozen=True)
 class TelemetryConfig:
-    agents: AgentsConfig = field(default_factory=AgentsConfig)
-    prometheus: PrometheusConfig | None = None
-    metrics_server: bool = False
-    node_capacity_from_kubernetes: bool = False
-    node_cores: dict[str, float] = field(default_factory=dict)
+    agents: AgentsConfig = field(default_factory=AgentsConfig)  # scrape the agents' /metrics directly
+    prometheus: PrometheusConfig | None = None  # or read the agents' series from a Prometheus
+    metrics_server: bool = False  # metrics.k8s.io node usage (utilization only, no watts)
+    node_capacity_from_kubernetes: bool = False  # node cores from the Node objects
+    node_cores: dict[str, float] = field(default_factory=dict)  # or node cores given here, by node name
 
 
 def _section(data: Any, where: str, allowed: set[str]) -> dict[str, Any]:

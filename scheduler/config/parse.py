@@ -104,46 +104,58 @@ INSTANCE_TYPE_KEY = "instance_type"
 
 @dataclass(frozen=True)
 class KubernetesConfig:
-    host: str | None = None
-    kubeconfig: str | None = None
+    host: str | None = None  # the API's URL, e.g. "http://127.0.0.1:8001" for `kubectl proxy`
+    kubeconfig: str | None = None  # a kubeconfig file (default: in-cluster credentials)
 
 
 @dataclass(frozen=True)
 class ScorerConfig:
-    name: str = "heuristic"
-    delta_p_ref_watts: float = 20.0
-    consolidation: bool = False
+    name: str = "heuristic"  # the extender's scorer (the only one it has)
+    delta_p_ref_watts: float = 20.0  # the power increase ΔP that scores 0 (docs/scheduler.md: choosing it)
+    consolidation: bool = False  # true where empty nodes are powered off or scaled down
+    # the load a consolidated node runs at: a node's opening costs are spread over it
     consolidation_utilization: float = DEFAULT_CONSOLIDATION_UTILIZATION
 
 
 @dataclass(frozen=True)
 class ExtenderConfig:
-    max_body_bytes: int | None = None  # None: derived from the cluster's size (extender/body.py)
-    inflight_body_bytes: int | None = None  # None: DEFAULT_INFLIGHT_BODY_BYTES (extender/body.py)
-    shadow_log_size: int = 1000
-    watch_cluster: bool | None = None  # None: auto, on when kubernetes_configured()
+    # larger requests get 413; null or auto: from the cluster's size, 16 KiB per known node and at
+    # least 16 MiB (extender/body.py)
+    max_body_bytes: int | None = None
+    # request bodies held at once, all requests together; beyond it 503 with Retry-After (null: 64 MiB)
+    inflight_body_bytes: int | None = None
+    shadow_log_size: int = 1000  # recommendations kept in memory in shadow mode
+    # watch Nodes and Pods to count the pods bound since each node's sample; null or auto: on when a
+    # Kubernetes configuration is found (kubernetes_configured())
+    watch_cluster: bool | None = None
 
 
 @dataclass(frozen=True)
 class Config:
-    mode: str = "shadow"
-    listen: str = "0.0.0.0:8888"
-    max_staleness_seconds: float = 30.0
-    refresh_seconds: float = 5.0
-    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    mode: str = "shadow"  # shadow: recommend and record only; active: place pods by energy
+    listen: str = "0.0.0.0:8888"  # the extender's HOST:PORT
+    max_staleness_seconds: float = 30.0  # older telemetry is stale: the node is priced at its worst
+    refresh_seconds: float = 5.0  # the background telemetry refresh period
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)  # how the extender scores nodes
+    # power curves of nodes whose agent exports none, by node name: {model: linear|fan, idle_watts,
+    # max_watts[, r]}, {points: [11 watts at 0 %, 10 %, … 100 %]} or {instance_type: PROVIDER:TYPE}
     curves: dict[str, PowerCurve] = field(default_factory=dict)
+    # cluster-autoscaler node groups' curves (the expander), by group id or node_group_labels value:
+    # a curve as in `curves`, {power_profile: FILE} or a bare FILE (a power profile with a curve)
     node_groups: dict[str, PowerCurve] = field(default_factory=dict)
-    node_group_labels: tuple[str, ...] = DEFAULT_GROUP_LABELS
-    power_caps_watts: dict[str, float] = field(default_factory=dict)
-    default_power_cap_watts: float | None = None
-    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
-    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
-    extender: ExtenderConfig = field(default_factory=ExtenderConfig)
-    # The standalone scheduler's Score plugins ({name, weight, args} entries, checked when
-    # parsed; scheduler/config/registry.py); None: kubejoule_profile().
+    node_group_labels: tuple[str, ...] = DEFAULT_GROUP_LABELS  # template-node labels whose value names a curve
+    power_caps_watts: dict[str, float] = field(default_factory=dict)  # /filter drops a node only if the pod would push it past its cap
+    default_power_cap_watts: float | None = None  # a cap for every node not in power_caps_watts
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)  # where node telemetry comes from
+    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)  # how to reach the API
+    extender: ExtenderConfig = field(default_factory=ExtenderConfig)  # the extender's HTTP limits and cluster watch
+    # the standalone scheduler's Score plugins, a list of {name, weight, args} checked when parsed
+    # (scheduler/config/registry.py; docs/standalone.md); null: kubejoule's energy plugin alone
     profile: tuple[Mapping[str, Any], ...] | None = None
+    # the standalone scheduler scores only the feasible nodes kube-scheduler's rule finds (0: its
+    # adaptive default); null: all
     percentage_of_nodes_to_score: int | None = None
-    rebalancer: RebalancerConfig = field(default_factory=RebalancerConfig)  # docs/rebalancer.md
+    rebalancer: RebalancerConfig = field(default_factory=RebalancerConfig)  # the energy rebalancer (docs/rebalancer.md)
 
     def power_cap(self, node: str) -> float | None:
         return self.power_caps_watts.get(node, self.default_power_cap_watts)

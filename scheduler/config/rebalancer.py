@@ -17,21 +17,22 @@ LEASE_NAME = "kubejoule-rebalancer"
 @dataclass(frozen=True)
 class RebalancerConfig:
     mode: str = MODE_SHADOW  # shadow: annotate, record, never evict; active: evict
-    interval_seconds: float = 60.0
+    interval_seconds: float = 60.0  # one round per interval
     max_evictions_per_interval: int = 3  # pods evicted per round, all nodes together
     max_nodes_per_interval: int = 1  # nodes emptied per round
     margin: float = 1.0  # the saving must be ≥ (1 + margin) × the disruption's energy
     balanced_k: float = 2.0  # Karpenter's Balanced consolidation: score ≥ 1/k
     node_cooldown_seconds: float = 1800.0  # a node acted on is left alone this long
     pod_startup_seconds: float = 10.0  # a replacement's time from placement to Ready
-    # cluster-autoscaler's --scale-down-utilization-threshold and --scale-down-unneeded-time:
-    # when it would take a node itself, and how long an emptied node stays before it goes
+    # cluster-autoscaler's --scale-down-utilization-threshold: below it, the autoscaler would take
+    # the node itself (null: the autoscaler scales down only empty nodes)
     scale_down_utilization_threshold: float | None = 0.5
+    # cluster-autoscaler's --scale-down-unneeded-time: how long an emptied node stays before it goes
     scale_down_unneeded_seconds: float = SCALE_DOWN_UNNEEDED_S
     max_clock_jump_seconds: float = 5.0  # wall and monotonic clocks disagree more: no round
     annotate_nodes: bool = True  # shadow mode: write the recommendation on the node
-    lease_namespace: str = "kube-system"
-    lease_name: str = LEASE_NAME
+    lease_namespace: str = "kube-system"  # the Lease's namespace when $POD_NAMESPACE is not set
+    lease_name: str = LEASE_NAME  # the Lease replicas elect a leader with
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

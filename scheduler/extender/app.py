@@ -109,24 +109,32 @@ def create_app(
 
     @app.post("/prioritize")
     async def prioritize(request: Request) -> Response:
+        """kube-scheduler's prioritize call: ExtenderArgs in, a HostPriorityList out — each node's
+        score, 0–10 (shadow mode: 5 for every node, the recommendation only recorded)."""
         return await handle("prioritize", request, extender.prioritize)
 
     @app.post("/filter")
     async def filter_(request: Request) -> Response:
+        """kube-scheduler's filter call: ExtenderArgs in, an ExtenderFilterResult out — the nodes
+        kept, in the form they came (Nodes or NodeNames), and FailedNodes: those a power cap
+        excludes, with the reason (active mode; shadow mode keeps every node)."""
         return await handle("filter", request, extender.filter)
 
     @app.get("/healthz")
     async def healthz() -> Response:
+        """Liveness: 200 `ok` while the process serves."""
         return PlainTextResponse("ok\n")
 
     @app.get("/readyz")
     async def readyz() -> Response:
+        """Readiness: 200 once the first telemetry refresh is done, else 503."""
         if extender.ready:
             return PlainTextResponse("ready\n")
         return PlainTextResponse("telemetry not loaded yet\n", status_code=503)
 
     @app.get("/metrics")
     async def metrics_endpoint() -> Response:
+        """The extender's Prometheus metrics (text exposition format)."""
         return Response(generate_latest(metrics.registry), media_type="text/plain; version=0.0.4")
 
     @app.exception_handler(405)

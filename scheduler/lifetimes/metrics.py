@@ -14,10 +14,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from common.metrics import MetricSpec
 from scheduler.lifetimes.predictor import ERROR_BUCKETS, FALLBACK_REASONS, LEVELS, LifetimePredictor
+
+PREDICTION_RATIO = MetricSpec(
+    "kubejoule_lifetime_prediction_ratio", "histogram",
+    "Predicted over actual lifetime of pods that ended, by the level that predicted.", ("level",),
+)
+PREDICTIONS = MetricSpec("kubejoule_lifetime_predictions", "counter", "Lifetime predictions by level.", ("level",))
+FALLBACKS = MetricSpec(
+    "kubejoule_lifetime_fallbacks", "counter",
+    "Lifetime predictions (or state files) that fell back to the priors, by reason.", ("reason",),
+)
+OBSERVED = MetricSpec("kubejoule_lifetime_observed", "counter", "Lifetimes learned.")
 
 
 def _bound(value: float) -> str:
@@ -30,11 +42,7 @@ class LifetimeCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         p = self._predictor
-        ratio = HistogramMetricFamily(
-            "kubejoule_lifetime_prediction_ratio",
-            "Predicted over actual lifetime of pods that ended, by the level that predicted.",
-            labels=["level"],
-        )
+        ratio = PREDICTION_RATIO.histogram_family()
         for level in LEVELS:
             counts = list(p.error_counts[level])
             cumulative, buckets = 0, []
@@ -43,20 +51,14 @@ class LifetimeCollector(Collector):
                 buckets.append((_bound(bound), cumulative))
             ratio.add_metric([level], buckets, p.error_sums[level])
         yield ratio
-        predictions = CounterMetricFamily(
-            "kubejoule_lifetime_predictions", "Lifetime predictions by level.", labels=["level"]
-        )
+        predictions = PREDICTIONS.counter_family()
         for level in LEVELS:
             predictions.add_metric([level], p.predictions[level])
         yield predictions
-        fallbacks = CounterMetricFamily(
-            "kubejoule_lifetime_fallbacks",
-            "Lifetime predictions (or state files) that fell back to the priors, by reason.",
-            labels=["reason"],
-        )
+        fallbacks = FALLBACKS.counter_family()
         for reason in FALLBACK_REASONS:
             fallbacks.add_metric([reason], p.fallbacks[reason])
         yield fallbacks
-        observed = CounterMetricFamily("kubejoule_lifetime_observed", "Lifetimes learned.")
+        observed = OBSERVED.counter_family()
         observed.add_metric([], p.observed)
         yield observed

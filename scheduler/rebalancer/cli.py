@@ -38,8 +38,8 @@ def add_rebalancer_command(subparsers: Any) -> None:
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                         help="elect a leader among replicas with a Lease (default: on)")
     parser.add_argument("--lease-namespace", default=None,
-                        help="namespace of the Lease (default: rebalancer.lease_namespace, else "
-                        "$POD_NAMESPACE)")
+                        help="namespace of the Lease (default: $POD_NAMESPACE, else the configuration's "
+                        "rebalancer.lease_namespace)")
     parser.add_argument("--identity", default=None, help="this replica's name in the Lease")
     parser.add_argument("--lifetime-state", metavar="FILE",
                         help="the lifetime predictor's state file: read at start, written "

@@ -15,35 +15,43 @@ by scheduler/service/metrics.py `serve`).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
+from common.metrics import MetricSpec
 from scheduler.rebalancer.decide import Plan
 
 EVICTION_RESULTS = ("evicted", "refused", "gone", "error")
 MODES = ("shadow", "active")
+
+ROUNDS = MetricSpec("kubejoule_rebalancer_rounds", "counter", "Rebalancer rounds, by what they did", ("result",))
+NODES = MetricSpec("kubejoule_rebalancer_nodes", "gauge", "Nodes of the last round, by decision", ("decision",))
+MOVES = MetricSpec(
+    "kubejoule_rebalancer_moves", "counter", "Nodes the rebalancer emptied (active) or would empty (shadow)",
+    ("mode",),
+)
+SAVING = MetricSpec("kubejoule_rebalancer_saving_joules", "counter", "Predicted energy saving of those moves", ("mode",))
+RECOMMENDED_SAVING = MetricSpec(
+    "kubejoule_rebalancer_recommended_saving_joules", "gauge", "Predicted saving of the last round's moves"
+)
+EVICTIONS = MetricSpec("kubejoule_rebalancer_evictions", "counter", "Eviction requests, by answer", ("result",))
+LAST_ROUND = MetricSpec(
+    "kubejoule_rebalancer_last_round_timestamp_seconds", "gauge", "Wall clock of the last round that planned"
+)
+LEADER = MetricSpec("kubejoule_rebalancer_leader", "gauge", "1 while this replica holds the lease")
 
 
 class RebalancerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        self.rounds = Counter("kubejoule_rebalancer_rounds_total",
-                              "Rebalancer rounds, by what they did", ["result"], registry=r)
-        self.nodes = Gauge("kubejoule_rebalancer_nodes",
-                           "Nodes of the last round, by decision", ["decision"], registry=r)
-        self.moves = Counter("kubejoule_rebalancer_moves_total",
-                             "Nodes the rebalancer emptied (active) or would empty (shadow)",
-                             ["mode"], registry=r)
-        self.saving = Counter("kubejoule_rebalancer_saving_joules_total",
-                              "Predicted energy saving of those moves", ["mode"], registry=r)
-        self.recommended = Gauge("kubejoule_rebalancer_recommended_saving_joules",
-                                 "Predicted saving of the last round's moves", registry=r)
-        self.evictions = Counter("kubejoule_rebalancer_evictions_total",
-                                 "Eviction requests, by answer", ["result"], registry=r)
-        self.last_round = Gauge("kubejoule_rebalancer_last_round_timestamp_seconds",
-                                "Wall clock of the last round that planned", registry=r)
-        self.leader = Gauge("kubejoule_rebalancer_leader",
-                            "1 while this replica holds the lease", registry=r)
+        self.rounds = ROUNDS.counter(r)
+        self.nodes = NODES.gauge(r)
+        self.moves = MOVES.counter(r)
+        self.saving = SAVING.counter(r)
+        self.recommended = RECOMMENDED_SAVING.gauge(r)
+        self.evictions = EVICTIONS.counter(r)
+        self.last_round = LAST_ROUND.gauge(r)
+        self.leader = LEADER.gauge(r)
         for mode in MODES:
             self.moves.labels(mode)
             self.saving.labels(mode)

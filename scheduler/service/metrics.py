@@ -17,8 +17,10 @@ import threading
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.exposition import generate_latest
+
+from common.metrics import MetricSpec
 
 RESULTS = ("scheduled", "unschedulable", "error")
 QUEUES = ("active", "backoff", "unschedulable", "in_flight")
@@ -42,47 +44,37 @@ LATENCY_BUCKETS_SECONDS = (
     16.384,
 )
 
+SCHEDULE_ATTEMPTS = MetricSpec(
+    "kubejoule_scheduler_schedule_attempts", "counter", "Scheduling attempts by result.", ("result",)
+)
+E2E_SCHEDULING_DURATION = MetricSpec(
+    "kubejoule_scheduler_e2e_scheduling_duration_seconds", "histogram",
+    "Seconds from taking a pod off the queue to the answer of its binding.",
+)
+BINDING_ERRORS = MetricSpec(
+    "kubejoule_scheduler_binding_errors", "counter", "Binding calls that failed, by kind.", ("kind",)
+)
+PENDING_PODS = MetricSpec(
+    "kubejoule_scheduler_pending_pods", "gauge", "Pods waiting in the scheduling queue, by sub-queue.", ("queue",)
+)
+LEADER = MetricSpec("kubejoule_scheduler_leader", "gauge", "1 while this replica holds the leader lease.")
+RECOMMENDATION_AGREEMENTS = MetricSpec(
+    "kubejoule_scheduler_recommendation_agreements", "counter",
+    "Placements where the energy recommendation equals the default scoring's choice.", ("agree",),
+)
+
 
 class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.attempts = Counter(
-            "kubejoule_scheduler_schedule_attempts",
-            "Scheduling attempts by result.",
-            ["result"],
-            registry=self.registry,
-        )
+        self.attempts = SCHEDULE_ATTEMPTS.counter(self.registry)
         for result in RESULTS:
             self.attempts.labels(result)
-        self.e2e_seconds = Histogram(
-            "kubejoule_scheduler_e2e_scheduling_duration_seconds",
-            "Seconds from taking a pod off the queue to the answer of its binding.",
-            buckets=LATENCY_BUCKETS_SECONDS,
-            registry=self.registry,
-        )
-        self.binding_errors = Counter(
-            "kubejoule_scheduler_binding_errors",
-            "Binding calls that failed, by kind.",
-            ["kind"],
-            registry=self.registry,
-        )
-        self.pending = Gauge(
-            "kubejoule_scheduler_pending_pods",
-            "Pods waiting in the scheduling queue, by sub-queue.",
-            ["queue"],
-            registry=self.registry,
-        )
-        self.leader = Gauge(
-            "kubejoule_scheduler_leader",
-            "1 while this replica holds the leader lease.",
-            registry=self.registry,
-        )
-        self.agreements = Counter(
-            "kubejoule_scheduler_recommendation_agreements",
-            "Placements where the energy recommendation equals the default scoring's choice.",
-            ["agree"],
-            registry=self.registry,
-        )
+        self.e2e_seconds = E2E_SCHEDULING_DURATION.histogram(self.registry, LATENCY_BUCKETS_SECONDS)
+        self.binding_errors = BINDING_ERRORS.counter(self.registry)
+        self.pending = PENDING_PODS.gauge(self.registry)
+        self.leader = LEADER.gauge(self.registry)
+        self.agreements = RECOMMENDATION_AGREEMENTS.counter(self.registry)
 
     def watch_queue(self, lengths: Callable[[], Mapping[str, int]]) -> None:
         """Read queue lengths at scrape time."""

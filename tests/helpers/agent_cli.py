@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from agent.monitor import record_schema
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 POWERCAP = FIXTURES / "powercap"
@@ -62,66 +64,8 @@ def strict_json(text: str) -> dict[str, Any]:
     return record
 
 
-_WATTS = {"type": ["number", "null"], "minimum": 0}
-_TEXT_OR_NULL = {"type": ["string", "null"]}
-_SECONDS = {"type": "number", "minimum": 0}
-_SECONDS_OR_NULL = {"type": ["number", "null"], "minimum": 0}  # null: unknown this interval (a gap says why)
-
-
-def _objects(properties: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "object", "properties": properties,
-                                       "required": sorted(set(properties) - set(optional)),
-                                       "additionalProperties": False}}
-
-
-# The sample record as DESIGN.md writes it (kubejoule.sample/v1); the later parts' sections
-# (wall_watts, network, metrics_server) are optional. cpu_utilization is null when no CPU time
-# passed or /proc/stat could not be read.
-SAMPLE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "schema": {"const": "kubejoule.sample/v1"},
-        "node": {"type": "string", "minLength": 1},
-        "interval_seconds": {"type": "number", "exclusiveMinimum": 0},
-        "source": {"enum": ["rapl", "estimated", "platform", "none"]},
-        "node_watts": _WATTS,
-        "idle_watts": _WATTS,
-        "active_watts": _WATTS,
-        "idle_source": {"enum": ["calibration", "utilization"]},
-        "cpu_utilization": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
-        "zones": _objects({"zone": {"type": "string"}, "socket": {"type": ["integer", "null"]},
-                           "path": {"type": "string"}, "watts": _WATTS}),
-        "pods": _objects({
-            "uid": {"type": "string"}, "namespace": _TEXT_OR_NULL, "name": _TEXT_OR_NULL, "qos": _TEXT_OR_NULL,
-            "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS, "gpu_watts": _WATTS,
-            "containers": _objects({"id": {"type": "string"}, "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS}),
-        }, optional=("gpu_watts",)),
-        "host_watts": _WATTS,
-        "vms": _objects({"name": {"type": "string"}, "uuid": _TEXT_OR_NULL, "pid": {"type": "integer"},
-                         "pod_uid": _TEXT_OR_NULL, "cpu_seconds": _SECONDS_OR_NULL, "watts": _WATTS}),
-        "processes": _objects({"pid": {"type": "integer"}, "comm": {"type": "string"}, "cpu_seconds": _SECONDS,
-                               "watts": _WATTS}),
-        "gaps": _objects({"what": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1},
-                          "kind": {"enum": ["unreadable", "implausible", "incomplete", "unknown"]}}),
-        "wall_watts": {"type": "number"},
-        "estimate": {"type": "string", "pattern": "^ccf:(aws|gcp|azure):."},
-        "gpus": _objects({"index": {"type": "integer"}, "uuid": {"type": "string"}, "name": {"type": "string"},
-                          "watts": _WATTS, "method": {"enum": ["energy", "power", None]},
-                          "mode": {"enum": ["exclusive", "shared", "mig", "vgpu"]}}),
-        "gpu_unattributed_watts": _WATTS,
-        "platform": {"type": "object", "required": ["watts", "age_seconds", "reading", "chassis", "other_watts",
-                                                    "cpu_watts", "gpu_watts", "energy_kwh"],
-                     "properties": {"watts": _WATTS, "other_watts": _WATTS, "cpu_watts": _WATTS, "gpu_watts": _WATTS,
-                                    "age_seconds": _SECONDS_OR_NULL, "reading": _TEXT_OR_NULL,
-                                    "chassis": _TEXT_OR_NULL, "energy_kwh": _SECONDS_OR_NULL},
-                     "additionalProperties": False},
-        "network": {"type": "object"},
-        "metrics_server": {"type": "object"},
-    },
-    "required": ["schema", "node", "interval_seconds", "source", "node_watts", "idle_watts", "active_watts",
-                 "idle_source", "cpu_utilization", "zones", "pods", "host_watts", "vms", "processes", "gaps"],
-    "additionalProperties": False,
-}
+# The sample record's schema (kubejoule.sample/v1), strict: agent/monitor/record_schema.py.
+SAMPLE_SCHEMA = record_schema.SAMPLE_SCHEMA
 
 
 def check_record(record: dict[str, Any]) -> None:

@@ -49,7 +49,8 @@ def add_cloud_provider_command(subparsers: Any) -> None:
     parser.add_argument("--refresh-seconds", type=float, default=10.0,
                         help="how often the machines' power states are read (default 10)")
     parser.add_argument("--kubeconfig", metavar="FILE", help="outside a cluster: the kubeconfig to use")
-    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
+                        help="the least severe log lines written (default info)")
     parser.set_defaults(func=run_cloud_provider)
 
 
