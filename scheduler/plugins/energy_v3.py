@@ -44,7 +44,7 @@ state, its pods' predicted lifetimes, its taints and requests) or the pod's.
 Where the inputs come from (`Outlook`): the standalone scheduler's cluster cache and its
 predictor (learned from pods that end in the cluster), the simulator's running pods and a
 predictor learned from pods that end in the simulation (`rl/policies/outlook_sim.py`) — never from a
-trace's durations. `NodeOutlook.unneeded` is what the simulator knows of cluster-autoscaler's
+trace's durations. A node's `unneeded` column is what the simulator knows of cluster-autoscaler's
 timer; a live scheduler sees only the taint CA puts on the nodes it marks unneeded.
 """
 
@@ -146,16 +146,6 @@ def levers_from_args(args: Mapping[str, Any], base: Levers = DEFAULT_ARGS_LEVERS
     return Levers(**merged)
 
 
-@dataclass(frozen=True)
-class NodeOutlook:
-    """What the scheduler expects of a node: `empty_in_s`, predicted seconds until its pods
-    other than DaemonSet pods have all ended (0: none; None: not known), and `unneeded`,
-    cluster-autoscaler's unneeded timer running for it (known to the simulator only)."""
-
-    empty_in_s: float | None
-    unneeded: bool = False
-
-
 class Outlook(Protocol):
     """Where the v3 levers' inputs come from (module docstring)."""
 
@@ -163,8 +153,10 @@ class Outlook(Protocol):
         """The pod's predicted lifetime in seconds from its start, None if unknown."""
 
     def nodes(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Per node, NodeOutlook's two values as columns: `empty_in_s` (float, NaN where
-        unknown) and `unneeded` (bool)."""
+        """Per node, what the scheduler expects of it, as two columns: `empty_in_s` (float),
+        predicted seconds until its pods other than DaemonSet pods have all ended (0: none;
+        NaN: not known), and `unneeded` (bool), cluster-autoscaler's unneeded timer running for
+        it (known to the simulator only)."""
 
 
 def node_empty_in(
