@@ -57,6 +57,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from common.curves import columns_watts
+from scheduler.domain.cluster_defaults import SCALE_DOWN_UTILIZATION_THRESHOLD
 from scheduler.domain.model import PodInfo
 from scheduler.plugins.energy_price import amortized_rate
 
@@ -75,10 +76,8 @@ SCALES = (SCALE_POD, SCALE_FIXED)
 REFERENCE_WATTS_PER_CORE = 10.0
 # Equal prices are told apart by fullness: + this share of the price per unit of free CPU.
 PACKING_TIE = 1e-3
-# cluster-autoscaler's soft taint on the nodes it finds unneeded (PreferNoSchedule), and its
-# default --scale-down-utilization-threshold.
+# cluster-autoscaler's soft taint on the nodes it finds unneeded (PreferNoSchedule).
 DELETION_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
-DEFAULT_THRESHOLD = 0.5
 # The utilization a node packed to its requests is expected to reach, where `efficiency`
 # compares nodes' watts per unit of work: full load, the point SPECpower and vendors rate.
 DEFAULT_EFFICIENCY_UTILIZATION = 1.0
@@ -92,7 +91,7 @@ class Levers:
     protect_removal: bool = False
     efficiency: bool = False
     scale: str = SCALE_FIXED
-    scale_down_utilization_threshold: float = DEFAULT_THRESHOLD
+    scale_down_utilization_threshold: float = SCALE_DOWN_UTILIZATION_THRESHOLD
     efficiency_utilization: float = DEFAULT_EFFICIENCY_UTILIZATION
 
     def __post_init__(self) -> None:
