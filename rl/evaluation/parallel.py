@@ -21,10 +21,11 @@ import argparse
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from rl.evaluation.workers import run_in_workers
+from rl.evaluation.workers import WorkerPool
 
+Context = TypeVar("Context")
 Task = TypeVar("Task")
 Result = TypeVar("Result")
 
@@ -78,8 +79,8 @@ def parse_jobs(text: str) -> int:
 
 
 def run_tasks(
-    work: Callable[[Any, Task], Result],
-    context: Any,
+    work: Callable[[Context, Task], Result],
+    context: Context,
     tasks: Sequence[Task],
     jobs: int = 1,
     done: Callable[[int, Result], None] | None = None,
@@ -93,15 +94,15 @@ def run_tasks(
             if done is not None:
                 done(position, results[-1])
         return results
-    found = run_in_workers(work, context, tasks, jobs, done)
-    return [found[position] for position in range(len(tasks))]
+    with WorkerPool(work, context, min(jobs, len(tasks))) as pool:
+        return pool.run(tasks, done)
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """`--jobs N` and `--shard K/N` on an argparse parser (bad values exit 2 with the reason)."""
 
-    def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-        def checked(text: str) -> Any:
+    def argument(parse: Callable[[str], object]) -> Callable[[str], object]:
+        def checked(text: str) -> object:
             try:
                 return parse(text)
             except ValueError as exc:

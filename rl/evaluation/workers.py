@@ -6,7 +6,7 @@ workers and its queues' semaphores start multiprocessing's resource tracker, a p
 own that outlives the pool and, orphaned when this process exits, stays a zombie under an init
 that does not reap (a container's, a sandbox's); only CPython's private
 `resource_tracker._resource_tracker` can stop it. Here nothing but the workers starts, and they
-are joined before `run_in_workers` returns or raises.
+are joined when the pool closes, and at once when a task fails.
 
 A worker is `python -c BOOT` with this process's `sys.path`, so it imports what this process
 imports. It receives `(work, context)` once, then one task at a time, and answers each with
@@ -25,8 +25,9 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
+Context = TypeVar("Context")
 Task = TypeVar("Task")
 Result = TypeVar("Result")
 
@@ -62,7 +63,7 @@ def _read_exactly(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _receive(fd: int) -> Any:
+def _receive(fd: int) -> Any:  # whatever was pickled
     (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
     return pickle.loads(_read_exactly(fd, size))
 
@@ -138,48 +139,62 @@ class _Worker:
         os.close(self.results)
 
 
-def run_in_workers(
-    work: Callable[[Any, Task], Result],
-    context: Any,
-    tasks: Sequence[Task],
-    jobs: int,
-    done: Callable[[int, Result], None] | None,
-) -> dict[int, Result]:
-    """`work(context, task)` for every task in `jobs` worker processes: the results by task
-    position. `done(position, result)` runs here as each finishes; a worker's exception is
-    raised here (its traceback as the cause), and then every worker is killed and reaped."""
-    found: dict[int, Result] = {}
-    workers: list[_Worker] = []
-    failed = True
-    try:
-        for _ in range(min(jobs, len(tasks))):
-            workers.append(_Worker())
+class WorkerPool(Generic[Context, Task, Result]):
+    """`processes` workers running `work(context, task)`, started at once, each sent `context`
+    once; `run()` as often as needed, then `close()` (or a `with` block) joins them."""
+
+    def __init__(self, work: Callable[[Context, Task], Result], context: Context, processes: int) -> None:
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(processes):
+                self._workers.append(_Worker())
+            for worker in self._workers:
+                worker.send((work, context))
+        except BaseException:
+            self.close(kill=True)
+            raise
+
+    def run(self, tasks: Sequence[Task], done: Callable[[int, Result], None] | None = None) -> list[Result]:
+        """Every task's result, in task order. `done(position, result)` runs here as each
+        finishes; a worker's exception is raised here (its traceback as the cause), after which
+        every worker is killed and reaped and the pool is closed."""
+        found: dict[int, Result] = {}
         waiting = iter(enumerate(tasks))
         running: dict[_Worker, int] = {}
-        with selectors.DefaultSelector() as selector:
-            for worker in workers:
-                worker.send((work, context))
-                selector.register(worker.results, selectors.EVENT_READ, worker)
-            for worker, (position, task) in zip(workers, waiting, strict=False):
-                worker.send(task)
-                running[worker] = position
-            while running:
-                for key, _ in selector.select():
-                    worker = key.data
-                    position = running.pop(worker)
-                    ok, value = worker.receive()
-                    if not ok:
-                        exc, text = value
-                        raise exc from RemoteTraceback(text)
-                    found[position] = value
-                    if done is not None:
-                        done(position, value)
-                    following = next(waiting, None)
-                    if following is not None:
-                        worker.send(following[1])
-                        running[worker] = following[0]
-        failed = False
-    finally:
+        try:
+            with selectors.DefaultSelector() as selector:
+                for worker, (position, task) in zip(self._workers, waiting, strict=False):
+                    selector.register(worker.results, selectors.EVENT_READ, worker)
+                    worker.send(task)
+                    running[worker] = position
+                while running:
+                    for key, _ in selector.select():
+                        worker = key.data
+                        position = running.pop(worker)
+                        ok, value = worker.receive()
+                        if not ok:
+                            exc, text = value
+                            raise exc from RemoteTraceback(text)
+                        found[position] = value
+                        if done is not None:
+                            done(position, value)
+                        following = next(waiting, None)
+                        if following is not None:
+                            worker.send(following[1])
+                            running[worker] = following[0]
+        except BaseException:
+            self.close(kill=True)
+            raise
+        return [found[position] for position in range(len(tasks))]
+
+    def close(self, kill: bool = False) -> None:
+        """Join the workers (with `kill`, at once); the pool runs nothing more."""
+        workers, self._workers = self._workers, []
         for worker in workers:
-            worker.close(kill=failed)
-    return found
+            worker.close(kill)
+
+    def __enter__(self) -> WorkerPool[Context, Task, Result]:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.close(kill=kind is not None)
