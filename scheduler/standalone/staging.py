@@ -21,6 +21,7 @@ from typing import Any
 from scheduler.cluster.cache import ClusterCache
 from scheduler.domain.model import NodeTelemetry, PodInfo, Resources
 from scheduler.standalone.decide import ProfileDecider
+from scheduler.telemetry.samples import NodeSample
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +31,12 @@ WARM_UP_POD = PodInfo("", "warm-up", "", Resources(100, 128 * 2**20, 1))
 Lookup = Callable[[str], NodeTelemetry | None]
 
 
-def _lookup(view: Mapping[str, Any]) -> Lookup:
+def _lookup(view: Mapping[str, NodeSample | NodeTelemetry]) -> Lookup:
     """Node → telemetry in one view (a TelemetryStore's NodeSamples, or NodeTelemetry)."""
 
     def telemetry(node: str) -> NodeTelemetry | None:
         found = view.get(node)
-        return getattr(found, "telemetry", found)
+        return found.telemetry if isinstance(found, NodeSample) else found
 
     return telemetry
 
