@@ -58,7 +58,9 @@ import numpy as np
 
 from common.curves import columns_watts
 from scheduler.domain.cluster_defaults import SCALE_DOWN_UTILIZATION_THRESHOLD
-from scheduler.domain.model import PodInfo
+from scheduler.domain.model import NodeState, PodInfo
+from scheduler.framework.batch import CandidateBatch
+from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.energy_price import amortized_rate
 
 LIFETIMES = "lifetimes"
@@ -202,13 +204,24 @@ class NodeEnds:
             del self._ends[name]
 
 
+class PodsByNode(Protocol):
+    """What the live outlook reads of the standalone scheduler's cluster cache
+    (scheduler/cluster/cache.py's ClusterCache)."""
+
+    def node_marks(self, nodes: Sequence[str]) -> list[int]:
+        """Per node, a number that changes whenever its pods do."""
+
+    def node_pods(self, node: str) -> tuple[int, list[tuple[PodInfo, float]]]:
+        """(its mark, its pods other than DaemonSet and mirror pods with their placement times)."""
+
+
 class CacheOutlook:
     """The live outlook: the standalone scheduler's cluster cache (its pods, their placement
     times) and a lifetime predictor the cache teaches (`ClusterCache(lifetimes=…)`). The
     unneeded timer is cluster-autoscaler's own and not visible: the taint it puts on those
     nodes is (read by the plugin from the node)."""
 
-    def __init__(self, cache: Any, predictor: Any, clock: Callable[[], float]) -> None:
+    def __init__(self, cache: PodsByNode, predictor: LifetimePredictor, clock: Callable[[], float]) -> None:
         self.cache = cache
         self.predictor = predictor
         self._clock = clock
@@ -227,7 +240,7 @@ class CacheOutlook:
 
 
 def _removal_candidates(
-    states: Sequence[Any], unneeded: np.ndarray, cols: Mapping[str, np.ndarray], threshold: float,
+    states: Sequence[NodeState], unneeded: np.ndarray, cols: Mapping[str, np.ndarray], threshold: float,
 ) -> np.ndarray:
     """Nodes cluster-autoscaler is about to remove: its taint, or unneeded and at or below the
     threshold by requests (the larger of CPU and memory, DaemonSet pods counted, as CA does)."""
@@ -248,7 +261,7 @@ def v3_price(
     outlook: Outlook | None,
     pod: PodInfo,
     names: Sequence[str],
-    states: Sequence[Any],
+    states: Sequence[NodeState],
     cols: Mapping[str, np.ndarray],
     core: Mapping[str, np.ndarray],
     delta_u: np.ndarray,
@@ -285,12 +298,12 @@ def v3_price(
 
 
 def batch_v3_price(
-    levers: Levers, outlook: Outlook | None, pod: PodInfo, batch: Any, rows: np.ndarray | None,
+    levers: Levers, outlook: Outlook | None, pod: PodInfo, batch: CandidateBatch, rows: np.ndarray | None,
     cols: Mapping[str, np.ndarray], delta_u: np.ndarray, marginal: np.ndarray, u_ref: float,
 ) -> np.ndarray:
     """v3_price() of a CandidateBatch's rows (all, or `rows` in that order), `cols` the energy
     plugin's derived columns of those rows."""
-    states: Sequence[Any] = batch.states
+    states: Sequence[NodeState] = batch.states
     names: Sequence[str] = batch.names
     core = {"alloc_cpu": batch.alloc_cpu, "req_cpu": batch.req_cpu,
             "alloc_mem": batch.alloc_mem, "req_mem": batch.req_mem}
@@ -303,7 +316,7 @@ def batch_v3_price(
     return v3_price(levers, outlook, pod, names, states, cols, core, delta_u, marginal, share, u_ref)
 
 
-def requested_share(batch: Any, rows: np.ndarray | None) -> np.ndarray:
+def requested_share(batch: CandidateBatch, rows: np.ndarray | None) -> np.ndarray:
     """CPU requested over allocatable of a batch's rows (all, or `rows`)."""
     req, alloc = batch.req_cpu, batch.alloc_cpu
     if rows is not None:

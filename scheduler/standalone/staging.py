@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from scheduler.cluster.cache import ClusterCache
 from scheduler.domain.model import NodeTelemetry, PodInfo, Resources
@@ -49,7 +48,7 @@ class Stager:
         self,
         cache: ClusterCache,
         decider: ProfileDecider,
-        snapshot: Callable[[], Mapping[str, Any]],
+        snapshot: Callable[[], Mapping[str, NodeSample | NodeTelemetry]],
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.cache = cache
@@ -61,7 +60,7 @@ class Stager:
         self.last_cpu_seconds = 0.0
         self._wake = threading.Event()
 
-    def on_refresh(self, view: Any = None) -> None:
+    def on_refresh(self, view: object = None) -> None:
         """The telemetry store's listener (its refresh thread): wake the stager, no more."""
         self._wake.set()
 
