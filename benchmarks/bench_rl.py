@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from rl.benchmark_cli import scenario_setup
-from rl.evaluation.benchmark import run_benchmark
+from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan
 from rl.evaluation.report import (
     HEADLINE_POLICIES,
     HEADLINE_SCENARIO,
@@ -45,10 +45,9 @@ def measure(seeds: int = SEEDS) -> dict[str, Any]:
     nodes, pods, cluster = scenario_setup(HEADLINE_SCENARIO)
     load_before = os.getloadavg()[0]
     started = time.monotonic()
-    result = run_benchmark(
-        nodes, pods, list(HEADLINE_POLICIES), seeds, cluster=cluster,
-        show_progress=sys.stderr.isatty(),
-    )
+    plan = plan_benchmark(nodes, pods, list(HEADLINE_POLICIES), seeds, cluster, vary_workload=True)
+    outcomes = run_plan(plan, show_progress=sys.stderr.isatty())
+    result = assemble(plan.keys, plan.seeds, plan.oracle, outcomes)
     elapsed = time.monotonic() - started
     document = results_json(result, {"name": HEADLINE_SCENARIO})
     placements = len(pods) * seeds * len(HEADLINE_POLICIES)

@@ -17,12 +17,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.kube.podmeta import PodMeta
 from agent.monitor.snapshot import Snapshot
 from common.kubetime import parse_timestamp
 from common.quantity import parse_quantity
+
+if TYPE_CHECKING:
+    from agent.kube.client import KubeError
 
 log = logging.getLogger("agent.metrics_server")  # the name its log lines have always carried
 
@@ -236,13 +239,13 @@ class MetricsServerReader:
                     raise
         return found
 
-    def _failed(self, exc: Exception) -> None:
+    def _failed(self, exc: KubeError) -> None:
         with self._lock:
             self.errors += 1
         if self.on_error is not None:
             self.on_error()
         if not self._failing:
-            status = getattr(exc, "status", None)
+            status = exc.status
             hint = (
                 "is Metrics Server installed? (kubectl get apiservice v1beta1.metrics.k8s.io)"
                 if status == 404

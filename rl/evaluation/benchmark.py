@@ -39,7 +39,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Protocol
 
 from rl.evaluation.carbon import CarbonWindow, run_grams
 from rl.evaluation.oracle import OracleBound, mean_bound, oracle_bound
@@ -50,7 +50,8 @@ from rl.simulation.autoscaler_model import EXPANDERS
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.scenario import NodeSpec, PodSpec
 from rl.simulation.seeded_workload import WorkloadDraw, draw_workload
-from rl.simulation.simulator import PowerOffModel, SimResult
+from rl.simulation.simrecords import PlacementRequest
+from rl.simulation.simulator import PowerOffModel, SimResult, Simulation
 from rl.simulation.view import AttachingPolicy
 from scheduler.domain.cluster_defaults import BOOT_SECONDS
 
@@ -140,6 +141,16 @@ class BenchmarkResult:
         return sum(r.energy_joules for r in runs) / len(runs)
 
 
+class DecisionObserver(Protocol):
+    """Sees every decision of a run, in this process (rl.learning.sim_decision_log.SimDecisionLog)."""
+
+    def start(self, sim: Simulation, label: str, seed: int) -> None: ...
+
+    def decided(self, sim: Simulation, decision: PlacementRequest, chosen: str) -> None: ...
+
+    def finish(self, sim: Simulation) -> None: ...
+
+
 def run_once(
     nodes: Sequence[NodeSpec],
     pods: Sequence[PodSpec],
@@ -150,7 +161,7 @@ def run_once(
     record_timeline: bool = False,
     cluster: ClusterModel | None = None,
     label: str | None = None,
-    observer: Any = None,
+    observer: DecisionObserver | None = None,
 ) -> SimResult:
     """One simulation of `policy_name` with tie-breaking seeded by `seed`. `observer` (e.g.
     rl.learning.sim_decision_log.SimDecisionLog) sees every decision: start(sim, label, seed),
@@ -326,7 +337,7 @@ def run_task(
     plan: BenchmarkPlan,
     task: RunTask,
     progress: ProgressBar | None = None,
-    observer: Any = None,
+    observer: DecisionObserver | None = None,
 ) -> RunOutcome:
     """One of the plan's simulations (a pool worker's `work`)."""
     result = run_once(
@@ -343,7 +354,7 @@ def run_plan(
     indices: Sequence[int] | None = None,
     jobs: int = 1,
     show_progress: bool = False,
-    observer: Any = None,
+    observer: DecisionObserver | None = None,
 ) -> list[RunOutcome]:
     """The plan's tasks at `indices` (default: all), in that order, in `jobs` processes. An
     `observer` sees every decision in this process: only with `jobs` 1."""
@@ -383,25 +394,3 @@ def assemble(
             result.timelines[key] = outcome.timeline
     return result
 
-
-def run_benchmark(
-    nodes: Sequence[NodeSpec],
-    pods: Sequence[PodSpec],
-    policies: Sequence[str],
-    seeds: int = 1,
-    power_off: PowerOffModel | None = None,
-    show_progress: bool = False,
-    cluster: ClusterModel | None = None,
-    expanders: Sequence[str] = (),
-    observer: Any = None,
-    jobs: int = 1,
-    vary_workload: bool = True,
-) -> BenchmarkResult:
-    """Every policy (× expander, under the autoscaler) × seed, in `jobs` processes; each seed
-    draws its own workload, as `kubejoule-rl benchmark` does by default (`vary_workload=False`:
-    the trace as given, seeds only break ties)."""
-    if cluster is None:
-        cluster = ClusterModel(power_off=power_off)
-    plan = plan_benchmark(nodes, pods, policies, seeds, cluster, expanders, vary_workload)
-    outcomes = run_plan(plan, None, jobs, show_progress, observer)
-    return assemble(plan.keys, plan.seeds, plan.oracle, outcomes)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from common.carbon import JOULES_PER_KWH, CarbonIntensity, iso
+from common.carbon import JOULES_PER_KWH, CarbonIntensity, IntensitySeries, iso
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,16 @@ class CarbonWindow:
 
     def describe(self) -> dict[str, Any]:
         series = self.intensity
+        file: str | None = None  # a constant intensity has no file and no age limit
+        max_age_s: float | None = None
+        if isinstance(series, IntensitySeries):
+            file, max_age_s = series.name, series.max_age_s
         return {
             "source": series.source,
             "zone": series.zone,
             "start": iso(self.start_s),
-            "file": getattr(series, "name", None),
-            "max_age_s": getattr(series, "max_age_s", None),
+            "file": file,
+            "max_age_s": max_age_s,
             "units": "gCO2eq (energy × grid carbon intensity)",
         }
 

@@ -16,7 +16,7 @@ class ProgressBar:
         self.done = 0
         self._started = time.monotonic()
         self._last_percent = -1
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._tty = self.stream.isatty()
 
     def advance(self, steps: int = 1, note: str = "") -> None:
         self.done = min(self.total, self.done + steps)

@@ -23,12 +23,15 @@ from rl.evaluation.parallel import run_tasks
 from rl.evaluation.results import results_json
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec, PodSpec
-from scheduler.domain.cluster_defaults import SCALE_DOWN_UNNEEDED_S
+from scheduler.domain.cluster_defaults import (
+    SCALE_DOWN_UNNEEDED_S,
+    SCALE_DOWN_UTILIZATION_THRESHOLD,
+)
 
 SCHEMA = "kubejoule.rl-whatif/v1"
 UNNEEDED_S = (180.0, 300.0, SCALE_DOWN_UNNEEDED_S)
-THRESHOLDS = (0.5, 0.6, 0.7)
-SHIPPED = (SCALE_DOWN_UNNEEDED_S, 0.5)
+THRESHOLDS = (SCALE_DOWN_UTILIZATION_THRESHOLD, 0.6, 0.7)
+SHIPPED = (SCALE_DOWN_UNNEEDED_S, SCALE_DOWN_UTILIZATION_THRESHOLD)
 
 
 def plan_whatif(
@@ -96,7 +99,8 @@ def run_whatif(
 
 def whatif_table(document: Mapping[str, Any]) -> str:
     lines = [
-        "| unneeded time | utilization threshold | energy kWh | vs shipped (10 min, 0.5) | idle of empty nodes kWh "
+        "| unneeded time | utilization threshold | energy kWh "
+        f"| vs shipped ({SHIPPED[0] / 60:g} min, {SHIPPED[1]:g}) | idle of empty nodes kWh "
         "| evictions | lost CPU h | pending p99 s | slowdown mean % |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]

@@ -25,6 +25,8 @@ from rl.policies.scheduling_profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec
+from rl.simulation.simrecords import PlacementRequest
+from rl.simulation.simulator import Simulation
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
 from scheduler.domain.model import REASONS, NodeTelemetry
@@ -49,7 +51,7 @@ class SimDecisionLog:
         self.window_seconds = window_seconds
         self._pending: list[tuple[float, str, str, NodeTelemetry]] = []
         self._run = ""
-        self._sim: Any = None
+        self._sim: Simulation | None = None
         self._energy = heuristic_energy(self.nodes, cluster.policy_power_off())
         self._workloads: dict[str, Any] = {}
         self._lifetimes: SimLifetimes | None = None
@@ -59,15 +61,17 @@ class SimDecisionLog:
             lambda: self._lifetimes.predictor if self._lifetimes is not None else None,
         )
 
-    def start(self, sim: Any, label: str, seed: int) -> None:
+    def start(self, sim: Simulation, label: str, seed: int) -> None:
         self._sim, self._run, self._pending = sim, f"{label}#{seed}", []
         self._lifetimes = SimLifetimes(sim)
 
     def _telemetry(self, node: str) -> NodeTelemetry:
         sim = self._sim
+        assert sim is not None, "start() first"
         return NodeTelemetry(node, sim.now, watts=sim.node_watts(node), source=SOURCE)
 
     def _flush(self, final: bool = False) -> None:
+        assert self._sim is not None, "start() first"
         now = self._sim.now
         keep = []
         for due, decision_id, node, before in self._pending:
@@ -81,7 +85,7 @@ class SimDecisionLog:
                 keep.append((due, decision_id, node, before))
         self._pending = keep
 
-    def decided(self, sim: Any, decision: Any, chosen: str) -> None:
+    def decided(self, sim: Simulation, decision: PlacementRequest, chosen: str) -> None:
         self._flush()
         assert self._lifetimes is not None
         self._workloads = self._lifetimes.workloads()
@@ -121,7 +125,7 @@ class SimDecisionLog:
             (now + self.window_seconds, decision_id, chosen, self._telemetry(chosen))
         )
 
-    def finish(self, sim: Any) -> None:
+    def finish(self, sim: Simulation) -> None:
         self._flush(final=True)
         self.decision_log.flush()
 

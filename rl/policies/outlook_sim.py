@@ -11,8 +11,9 @@ node is unneeded is the simulated cluster-autoscaler's own timer (`ScaleDown.unn
 what a live scheduler sees as the `DeletionCandidateOfClusterAutoscaler` taint CA puts on the
 nodes it finds unneeded.
 
-`source` may be any object with `predict_remaining(pod, age_s)` and `observe_end(pod,
-lifetime_s)`: the hindsight reference gives one that knows each pod's true end.
+`source` may be any object with `predict_remaining(pod, age_s)`, `observe_end(pod,
+lifetime_s)` and `version` (changed by every lifetime learned): the hindsight reference gives
+one that knows each pod's true end.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class SimulationOutlook:
         known = [n for n in found if n is not None]
         ends = self._ends.empty_in(
             [n.spec.name for n in known], [n.version for n in known],
-            getattr(self.source, "version", 0), self.sim.now,
+            self.source.version, self.sim.now,
             lambda name: self._pods(self._nodes[name]),
         )
         out = np.full(len(names), np.nan)

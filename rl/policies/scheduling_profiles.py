@@ -71,6 +71,7 @@ from scheduler.plugins.defaults import (
     shipped_kubejoule_profile,
 )
 from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.noderesources import MOST_ALLOCATED
 from scheduler.plugins.peaks import Peaks, models_from_config
 from scheduler.plugins.trimaran import TargetLoadPacking
@@ -92,7 +93,7 @@ def energy_plugins(profile: SchedulingProfile) -> list[EnergyPlugin]:
     """The energy plugins a profile scores with (also through the extender)."""
     found = []
     for plugin, _ in profile.scores:
-        inner = getattr(plugin, "plugin", plugin)
+        inner = plugin.plugin if isinstance(plugin, ExtenderScore) else plugin
         if isinstance(inner, EnergyPlugin) and inner not in found:
             found.append(inner)
     return found

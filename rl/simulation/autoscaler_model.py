@@ -13,6 +13,7 @@ from scheduler.domain.cluster_defaults import (
     SCALE_DOWN_DELAY_AFTER_ADD_S,
     SCALE_DOWN_DELAY_AFTER_FAILURE_S,
     SCALE_DOWN_UNNEEDED_S,
+    SCALE_DOWN_UTILIZATION_THRESHOLD,
     SCAN_INTERVAL_S,
 )
 
@@ -30,8 +31,8 @@ class AutoscalerModel:
     boot_seconds: float = BOOT_SECONDS
     boot_joules: float | None = None  # None: boot seconds × the node's full-load watts
     scale_down_unneeded_s: float = SCALE_DOWN_UNNEEDED_S  # --scale-down-unneeded-time
-    utilization_threshold: float | None = 0.5  # --scale-down-utilization-threshold; None: only
-    #                                            empty nodes (the old_defaults ablation)
+    # --scale-down-utilization-threshold; None: only empty nodes (the old_defaults ablation)
+    utilization_threshold: float | None = SCALE_DOWN_UTILIZATION_THRESHOLD
     ignore_daemonsets_utilization: bool = False  # --ignore-daemonsets-utilization
     delay_after_add_s: float = SCALE_DOWN_DELAY_AFTER_ADD_S  # --scale-down-delay-after-add
     delay_after_delete_s: float = 0.0  # --scale-down-delay-after-delete

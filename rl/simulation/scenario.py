@@ -50,7 +50,13 @@ from rl.simulation.traces import (  # noqa: F401  (re-exported: the trace format
     parse_trace,
 )
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
-from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S, SCAN_INTERVAL_S
+from scheduler.domain.cluster_defaults import (
+    BOOT_SECONDS,
+    SCALE_DOWN_DELAY_AFTER_ADD_S,
+    SCALE_DOWN_UNNEEDED_S,
+    SCALE_DOWN_UTILIZATION_THRESHOLD,
+    SCAN_INTERVAL_S,
+)
 from scheduler.domain.model import NodeInfo, PodInfo, Resources
 
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default
@@ -263,7 +269,8 @@ SCENARIOS: dict[str, Scenario] = {
             "heterogeneous.yaml",
             "trace-heterogeneous.csv",
             "ABLATION (the old headline): the heterogeneous cluster with powered-off nodes "
-            "visible to the scheduler; a node empty for 10 min powers off, boots in 120 s.",
+            f"visible to the scheduler; a node empty for {SCALE_DOWN_UNNEEDED_S / 60:g} min powers off, "
+            f"boots in {BOOT_SECONDS:g} s.",
             power_off_after_s=SCALE_DOWN_UNNEEDED_S,
             boot_seconds=BOOT_SECONDS,
         ),
@@ -273,8 +280,10 @@ SCENARIOS: dict[str, Scenario] = {
             "trace-heterogeneous.csv",
             "The headline: the four server generations as autoscaled node groups (one node of "
             "each of the two big kinds always on), DaemonSets on every node, cluster-autoscaler "
-            "as it ships (10 s scans, least-waste, utilization scale-down at 0.5 after 10 min "
-            "unneeded, 10 min after a scale-up), the services' PDBs, boots of 120 s.",
+            f"as it ships ({SCAN_INTERVAL_S:g} s scans, least-waste, utilization scale-down at "
+            f"{SCALE_DOWN_UTILIZATION_THRESHOLD:g} after {SCALE_DOWN_UNNEEDED_S / 60:g} min unneeded, "
+            f"{SCALE_DOWN_DELAY_AFTER_ADD_S / 60:g} min after a scale-up), the services' PDBs, "
+            f"boots of {BOOT_SECONDS:g} s.",
             autoscaler=True,
             boot_seconds=BOOT_SECONDS,
             policies=HEADLINE_POLICIES,

@@ -66,6 +66,14 @@ class Response:
         self.data = data
 
 
+class _ThreadConnection(threading.local):
+    """A calling thread's connection (None until its first request, or after `close()`) and
+    whether a request has gone through it."""
+
+    connection: http.client.HTTPConnection | None = None
+    used: bool = False
+
+
 class Transport:
     """Keep-alive connections to one API server, one per calling thread."""
 
@@ -78,7 +86,7 @@ class Transport:
         self._base = url.path.rstrip("/")
         self._context = _ssl_context(configuration) if self._https else None
         self._api = api
-        self._local = threading.local()
+        self._local = _ThreadConnection()
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         api = self._api
@@ -92,7 +100,7 @@ class Transport:
         return headers
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        connection = self._local.connection
         if connection is None:
             if self._https:
                 connection = http.client.HTTPSConnection(
@@ -109,7 +117,7 @@ class Transport:
 
     def close(self) -> None:
         """Close this thread's connection."""
-        connection = getattr(self._local, "connection", None)
+        connection = self._local.connection
         self._local.connection = None
         if connection is not None:
             connection.close()
@@ -129,7 +137,7 @@ class Transport:
         headers = self._headers(content_type if payload is not None else None)
         for attempt in (1, 2):
             connection = self._connection(timeout)
-            reused = bool(getattr(self._local, "used", False))
+            reused = self._local.used
             try:
                 connection.request(method, target, body=payload, headers=headers)
                 answer = connection.getresponse()

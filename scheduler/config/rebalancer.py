@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.config.fields import ConfigError, _bool, _number, _section, _str
-from scheduler.domain.cluster_defaults import SCALE_DOWN_UNNEEDED_S
+from scheduler.domain.cluster_defaults import (
+    SCALE_DOWN_UNNEEDED_S,
+    SCALE_DOWN_UTILIZATION_THRESHOLD,
+)
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW, MODES
 
 LEASE_NAME = "kubejoule-rebalancer"
@@ -26,7 +29,7 @@ class RebalancerConfig:
     pod_startup_seconds: float = 10.0  # a replacement's time from placement to Ready
     # cluster-autoscaler's --scale-down-utilization-threshold: below it, the autoscaler would take
     # the node itself (null: the autoscaler scales down only empty nodes)
-    scale_down_utilization_threshold: float | None = 0.5
+    scale_down_utilization_threshold: float | None = SCALE_DOWN_UTILIZATION_THRESHOLD
     # cluster-autoscaler's --scale-down-unneeded-time: how long an emptied node stays before it goes
     scale_down_unneeded_seconds: float = SCALE_DOWN_UNNEEDED_S
     max_clock_jump_seconds: float = 5.0  # wall and monotonic clocks disagree more: no round

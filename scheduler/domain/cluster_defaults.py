@@ -9,6 +9,7 @@ from __future__ import annotations
 
 SCAN_INTERVAL_S = 10.0  # --scan-interval
 SCALE_DOWN_UNNEEDED_S = 600.0  # --scale-down-unneeded-time
+SCALE_DOWN_UTILIZATION_THRESHOLD = 0.5  # --scale-down-utilization-threshold
 SCALE_DOWN_DELAY_AFTER_ADD_S = 600.0  # --scale-down-delay-after-add
 SCALE_DOWN_DELAY_AFTER_FAILURE_S = 180.0  # --scale-down-delay-after-failure
 MAX_POD_EVICTION_S = 120.0  # --max-pod-eviction-time

@@ -227,7 +227,8 @@ class NodeStates:
             self._unapplied.discard(name)
 
     def _cluster_synced(self) -> bool:
-        return self.cluster is None or bool(getattr(self.cluster, "synced", True))
+        # Only a watched view lists the cluster before it knows it; any other knows it at once.
+        return not isinstance(self.cluster, WatchedClusterView) or self.cluster.synced
 
     def on_refresh(self, view: Mapping[str, NodeSample]) -> None:
         """The store's listener: runs on the telemetry refresh thread."""

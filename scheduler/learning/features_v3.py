@@ -37,6 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scheduler.domain.cluster_defaults import SCALE_DOWN_UTILIZATION_THRESHOLD
 from scheduler.domain.model import NodeWorkload, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learning.features import Features, FeatureSchema
@@ -57,8 +58,6 @@ from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 
 SCHEMA_VERSION_V3 = "kubejoule.features/v3"
 MAX_SECONDS = MAX_WORKLOAD_AGE_SECONDS  # the same one-day cap as v2
-# cluster-autoscaler's --scale-down-utilization-threshold as it ships
-SCALE_DOWN_UTILIZATION_THRESHOLD = 0.5
 MIN_BUSY_UTILIZATION = 0.01
 
 NODE_FEATURES_V3: tuple[str, ...] = NODE_FEATURES_V2 + (

@@ -44,7 +44,7 @@ state, its pods' predicted lifetimes, its taints and requests) or the pod's.
 Where the inputs come from (`Outlook`): the standalone scheduler's cluster cache and its
 predictor (learned from pods that end in the cluster), the simulator's running pods and a
 predictor learned from pods that end in the simulation (`rl/policies/outlook_sim.py`) — never from a
-trace's durations. `NodeOutlook.unneeded` is what the simulator knows of cluster-autoscaler's
+trace's durations. A node's `unneeded` column is what the simulator knows of cluster-autoscaler's
 timer; a live scheduler sees only the taint CA puts on the nodes it marks unneeded.
 """
 
@@ -57,7 +57,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from common.curves import columns_watts
-from scheduler.domain.model import PodInfo
+from scheduler.domain.cluster_defaults import SCALE_DOWN_UTILIZATION_THRESHOLD
+from scheduler.domain.model import NodeState, PodInfo
+from scheduler.framework.batch import CandidateBatch
+from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.energy_price import amortized_rate
 
 LIFETIMES = "lifetimes"
@@ -75,10 +78,8 @@ SCALES = (SCALE_POD, SCALE_FIXED)
 REFERENCE_WATTS_PER_CORE = 10.0
 # Equal prices are told apart by fullness: + this share of the price per unit of free CPU.
 PACKING_TIE = 1e-3
-# cluster-autoscaler's soft taint on the nodes it finds unneeded (PreferNoSchedule), and its
-# default --scale-down-utilization-threshold.
+# cluster-autoscaler's soft taint on the nodes it finds unneeded (PreferNoSchedule).
 DELETION_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
-DEFAULT_THRESHOLD = 0.5
 # The utilization a node packed to its requests is expected to reach, where `efficiency`
 # compares nodes' watts per unit of work: full load, the point SPECpower and vendors rate.
 DEFAULT_EFFICIENCY_UTILIZATION = 1.0
@@ -92,7 +93,7 @@ class Levers:
     protect_removal: bool = False
     efficiency: bool = False
     scale: str = SCALE_FIXED
-    scale_down_utilization_threshold: float = DEFAULT_THRESHOLD
+    scale_down_utilization_threshold: float = SCALE_DOWN_UTILIZATION_THRESHOLD
     efficiency_utilization: float = DEFAULT_EFFICIENCY_UTILIZATION
 
     def __post_init__(self) -> None:
@@ -146,16 +147,6 @@ def levers_from_args(args: Mapping[str, Any], base: Levers = DEFAULT_ARGS_LEVERS
     return Levers(**merged)
 
 
-@dataclass(frozen=True)
-class NodeOutlook:
-    """What the scheduler expects of a node: `empty_in_s`, predicted seconds until its pods
-    other than DaemonSet pods have all ended (0: none; None: not known), and `unneeded`,
-    cluster-autoscaler's unneeded timer running for it (known to the simulator only)."""
-
-    empty_in_s: float | None
-    unneeded: bool = False
-
-
 class Outlook(Protocol):
     """Where the v3 levers' inputs come from (module docstring)."""
 
@@ -163,8 +154,10 @@ class Outlook(Protocol):
         """The pod's predicted lifetime in seconds from its start, None if unknown."""
 
     def nodes(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Per node, NodeOutlook's two values as columns: `empty_in_s` (float, NaN where
-        unknown) and `unneeded` (bool)."""
+        """Per node, what the scheduler expects of it, as two columns: `empty_in_s` (float),
+        predicted seconds until its pods other than DaemonSet pods have all ended (0: none;
+        NaN: not known), and `unneeded` (bool), cluster-autoscaler's unneeded timer running for
+        it (known to the simulator only)."""
 
 
 def node_empty_in(
@@ -211,13 +204,24 @@ class NodeEnds:
             del self._ends[name]
 
 
+class PodsByNode(Protocol):
+    """What the live outlook reads of the standalone scheduler's cluster cache
+    (scheduler/cluster/cache.py's ClusterCache)."""
+
+    def node_marks(self, nodes: Sequence[str]) -> list[int]:
+        """Per node, a number that changes whenever its pods do."""
+
+    def node_pods(self, node: str) -> tuple[int, list[tuple[PodInfo, float]]]:
+        """(its mark, its pods other than DaemonSet and mirror pods with their placement times)."""
+
+
 class CacheOutlook:
     """The live outlook: the standalone scheduler's cluster cache (its pods, their placement
     times) and a lifetime predictor the cache teaches (`ClusterCache(lifetimes=…)`). The
     unneeded timer is cluster-autoscaler's own and not visible: the taint it puts on those
     nodes is (read by the plugin from the node)."""
 
-    def __init__(self, cache: Any, predictor: Any, clock: Callable[[], float]) -> None:
+    def __init__(self, cache: PodsByNode, predictor: LifetimePredictor, clock: Callable[[], float]) -> None:
         self.cache = cache
         self.predictor = predictor
         self._clock = clock
@@ -236,7 +240,7 @@ class CacheOutlook:
 
 
 def _removal_candidates(
-    states: Sequence[Any], unneeded: np.ndarray, cols: Mapping[str, np.ndarray], threshold: float,
+    states: Sequence[NodeState], unneeded: np.ndarray, cols: Mapping[str, np.ndarray], threshold: float,
 ) -> np.ndarray:
     """Nodes cluster-autoscaler is about to remove: its taint, or unneeded and at or below the
     threshold by requests (the larger of CPU and memory, DaemonSet pods counted, as CA does)."""
@@ -257,7 +261,7 @@ def v3_price(
     outlook: Outlook | None,
     pod: PodInfo,
     names: Sequence[str],
-    states: Sequence[Any],
+    states: Sequence[NodeState],
     cols: Mapping[str, np.ndarray],
     core: Mapping[str, np.ndarray],
     delta_u: np.ndarray,
@@ -294,12 +298,12 @@ def v3_price(
 
 
 def batch_v3_price(
-    levers: Levers, outlook: Outlook | None, pod: PodInfo, batch: Any, rows: np.ndarray | None,
+    levers: Levers, outlook: Outlook | None, pod: PodInfo, batch: CandidateBatch, rows: np.ndarray | None,
     cols: Mapping[str, np.ndarray], delta_u: np.ndarray, marginal: np.ndarray, u_ref: float,
 ) -> np.ndarray:
     """v3_price() of a CandidateBatch's rows (all, or `rows` in that order), `cols` the energy
     plugin's derived columns of those rows."""
-    states: Sequence[Any] = batch.states
+    states: Sequence[NodeState] = batch.states
     names: Sequence[str] = batch.names
     core = {"alloc_cpu": batch.alloc_cpu, "req_cpu": batch.req_cpu,
             "alloc_mem": batch.alloc_mem, "req_mem": batch.req_mem}
@@ -312,7 +316,7 @@ def batch_v3_price(
     return v3_price(levers, outlook, pod, names, states, cols, core, delta_u, marginal, share, u_ref)
 
 
-def requested_share(batch: Any, rows: np.ndarray | None) -> np.ndarray:
+def requested_share(batch: CandidateBatch, rows: np.ndarray | None) -> np.ndarray:
     """CPU requested over allocatable of a batch's rows (all, or `rows`)."""
     req, alloc = batch.req_cpu, batch.alloc_cpu
     if rows is not None:

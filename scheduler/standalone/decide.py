@@ -55,7 +55,7 @@ def energy_of(profile: SchedulingProfile) -> tuple[ScorePlugin, energy_plugin_mo
     its scores in watts), if any; the entry is an `ExtenderScore` when the plugin enters
     through the extender's view, else the plugin itself."""
     for plugin, _ in profile.scores:
-        inner = getattr(plugin, "plugin", plugin)
+        inner = plugin.plugin if isinstance(plugin, ExtenderScore) else plugin
         if isinstance(inner, energy_plugin_module.EnergyPlugin):
             return plugin, inner
     return None

@@ -36,6 +36,7 @@ from scheduler.standalone.settings import (
     StandaloneConfig,
 )
 from scheduler.standalone.staging import Stager
+from scheduler.telemetry.samples import NodeSample
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class SnapshotTelemetry(TelemetryView, Protocol):
     """A view that also hands its whole current view, the same object until it changes (the
     token the cache's table is kept by)."""
 
-    def snapshot(self) -> Mapping[str, object]: ...
+    def snapshot(self) -> Mapping[str, NodeSample | NodeTelemetry]: ...
 
 
 @runtime_checkable

@@ -16,11 +16,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from scheduler.cluster.cache import ClusterCache
 from scheduler.domain.model import NodeTelemetry, PodInfo, Resources
 from scheduler.standalone.decide import ProfileDecider
+from scheduler.telemetry.samples import NodeSample
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +30,12 @@ WARM_UP_POD = PodInfo("", "warm-up", "", Resources(100, 128 * 2**20, 1))
 Lookup = Callable[[str], NodeTelemetry | None]
 
 
-def _lookup(view: Mapping[str, Any]) -> Lookup:
+def _lookup(view: Mapping[str, NodeSample | NodeTelemetry]) -> Lookup:
     """Node → telemetry in one view (a TelemetryStore's NodeSamples, or NodeTelemetry)."""
 
     def telemetry(node: str) -> NodeTelemetry | None:
         found = view.get(node)
-        return getattr(found, "telemetry", found)
+        return found.telemetry if isinstance(found, NodeSample) else found
 
     return telemetry
 
@@ -48,7 +48,7 @@ class Stager:
         self,
         cache: ClusterCache,
         decider: ProfileDecider,
-        snapshot: Callable[[], Mapping[str, Any]],
+        snapshot: Callable[[], Mapping[str, NodeSample | NodeTelemetry]],
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.cache = cache
@@ -60,7 +60,7 @@ class Stager:
         self.last_cpu_seconds = 0.0
         self._wake = threading.Event()
 
-    def on_refresh(self, view: Any = None) -> None:
+    def on_refresh(self, view: object = None) -> None:
         """The telemetry store's listener (its refresh thread): wake the stager, no more."""
         self._wake.set()
 

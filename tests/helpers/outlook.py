@@ -1,8 +1,18 @@
-"""Reading one node out of an energy_v3 `Outlook`'s columns, as the tests check them."""
+"""One node of an energy_v3 `Outlook`'s columns, as the tests check them."""
 
 from __future__ import annotations
 
-from scheduler.plugins.energy_v3 import NodeOutlook, Outlook
+from dataclasses import dataclass
+
+from scheduler.plugins.energy_v3 import Outlook
+
+
+@dataclass(frozen=True)
+class NodeOutlook:
+    """One node's row of `Outlook.nodes()`: `empty_in_s` (None where not known) and `unneeded`."""
+
+    empty_in_s: float | None
+    unneeded: bool = False
 
 
 def one_node(outlook: Outlook, name: str) -> NodeOutlook:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from rl.cli import main
 from rl.evaluation.parallel import Shard, parse_shard, run_tasks
 from rl.simulation.scenario import format_trace
 from rl.simulation.tracegen import TraceConfig, generate_family
-from tests.helpers.pool_work import slow_square, square_after
+from tests.helpers.pool_work import exit_on, slow_square, square_after
 
 NODES_YAML = """\
 - name: small
@@ -195,14 +196,22 @@ def test_pool_results_come_back_in_task_order_and_errors_propagate(tmp_path: Pat
     assert squares == [0, 1, 4, 9]
     assert sorted(finished) == [(0, 0), (1, 1), (2, 4), (3, 9)]  # done() once per task, its own result
     assert (tmp_path / "2").stat().st_mtime_ns <= (tmp_path / "0").stat().st_mtime_ns
-    with pytest.raises(ArithmeticError, match="task -1"):
+    with pytest.raises(ArithmeticError, match="task -1") as raised:
         run_tasks(slow_square, {2: 0.0, -1: 0.0, 3: 0.0}, [2, -1, 3], 2)
+    assert "in slow_square" in str(raised.value.__cause__)  # the worker's traceback
+
+
+def test_a_worker_that_dies_breaks_the_pool() -> None:
+    with pytest.raises(BrokenProcessPool, match="exit status 3"):
+        run_tasks(exit_on, {1: 3}, [0, 1, 2, 3], 2)
 
 
 CHILDREN_AFTER_A_POOL = """
 import os, sys
 from rl.evaluation.parallel import run_tasks
-from tests.helpers.pool_work import slow_square, square_after
+from concurrent.futures.process import BrokenProcessPool
+
+from tests.helpers.pool_work import exit_on, slow_square, square_after
 
 def children():
     found = []
@@ -216,16 +225,18 @@ def children():
             found.append((int(pid), fields[0]))
     return found
 
-if __name__ == "__main__":  # spawned workers import this file again
-    assert run_tasks(slow_square, {0: 0.0, 1: 0.0, 2: 0.0}, [0, 1, 2], 2) == [0, 1, 4]
+assert run_tasks(slow_square, {0: 0.0, 1: 0.0, 2: 0.0}, [0, 1, 2], 2) == [0, 1, 4]
+try:  # a failing task: the workers still running are ended and reaped
+    run_tasks(slow_square, {-1: 0.0, 1: 30.0, 2: 0.0}, [-1, 1, 2], 2)
+except ArithmeticError:
     print(children())
 """
 
 
 def test_a_pool_leaves_no_process_behind(tmp_path: Path) -> None:
-    """After `--jobs N` the workers are joined and multiprocessing's resource tracker, which the
-    pool's semaphores started, is stopped and reaped: no child is left to become a zombie when
-    the process exits (run in a process of its own: this one's tracker may run for other tests)."""
+    """After `--jobs N`, whether its tasks succeed or one fails while another runs, the workers
+    are joined and nothing else was started: no child is left to become a zombie when the
+    process exits (run in a process of its own, to see its children only)."""
     script = tmp_path / "pool.py"
     script.write_text(CHILDREN_AFTER_A_POOL)
     root = Path(__file__).resolve().parents[2]

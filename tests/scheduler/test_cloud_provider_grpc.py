@@ -87,6 +87,13 @@ def test_groups_nodes_and_template_as_ca_reads_them(served: Served) -> None:
     assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
+def test_the_service_answers_every_rpc_but_the_pricing_ones() -> None:
+    service = CloudProviderService(Fleet(settings(), FakeBackend(), FakeKube()))
+    rpcs = {m.name for m in pb.DESCRIPTOR.services_by_name["CloudProvider"].methods}
+    assert rpcs - set(service.answers()) == {"PricingNodePrice", "PricingPodPrice"}
+    assert set(service.answers()) <= rpcs
+
+
 def test_scale_up_and_down_through_the_service(served: Served) -> None:
     c, backend, kube = served.client, served.backend, served.kube
     c.call("NodeGroupIncreaseSize", pb.NodeGroupIncreaseSizeRequest(id="rack", delta=1))

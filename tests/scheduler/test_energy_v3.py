@@ -21,11 +21,10 @@ from scheduler.plugins.energy_v3 import (
     SCALE_POD,
     SHIPPED_LEVERS,
     Levers,
-    NodeOutlook,
     levers_from_args,
     node_empty_in,
 )
-from tests.helpers.outlook import one_node
+from tests.helpers.outlook import NodeOutlook, one_node
 
 NOW = 1_000_000.0
 LINEAR_100_300 = PowerCurve.linear(100.0, 300.0).as_points()  # 200 W per unit of utilization

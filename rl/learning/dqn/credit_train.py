@@ -29,17 +29,15 @@ the weights) are fixed before it runs and its results are used in task order.
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rl.evaluation.parallel import _stop_tracker, _tracker_running
+from rl.evaluation.workers import WorkerPool
 from rl.learning.dqn.credit import RewardConfig as CreditCost
 from rl.learning.dqn.credit import fork_cost
 from rl.learning.dqn.episodes import (
@@ -237,12 +235,7 @@ def train_credit(
     net: Any = None
     optimizer: Any = None
     replay: list[Labelled] = []
-    tracker_before = _tracker_running()
-    pool = (
-        ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-        if jobs > 1
-        else None
-    )
+    pool = WorkerPool(credit_episode, None, jobs) if jobs > 1 else None
 
     def over() -> bool:
         if config.minutes is not None:
@@ -263,7 +256,7 @@ def train_credit(
                 for _ in range(config.episodes_per_round)
             ]
             if pool is not None:
-                results = list(pool.map(credit_episode, [None] * len(tasks), tasks))
+                results = pool.run(tasks)
             else:
                 results = [credit_episode(None, t) for t in tasks]
             new = [s for r in results for s in r.labelled]
@@ -298,8 +291,6 @@ def train_credit(
                 on_progress(log, net)
     finally:
         if pool is not None:
-            pool.shutdown()
-            if not tracker_before:  # as rl.evaluation.parallel does: no orphaned resource tracker
-                _stop_tracker()
+            pool.close()
     log.seconds = time.monotonic() - started
     return net, log

@@ -173,13 +173,33 @@ class CloudProviderService:
 
         return handle
 
+    def answers(self) -> dict[str, Callable[[Any], pb_message.Message]]:
+        """The RPCs this provider answers, by name; the service's others (its pricing ones)
+        answer UNIMPLEMENTED."""
+        return {
+            "NodeGroups": self.NodeGroups,
+            "NodeGroupForNode": self.NodeGroupForNode,
+            "GPULabel": self.GPULabel,
+            "GetAvailableGPUTypes": self.GetAvailableGPUTypes,
+            "Cleanup": self.Cleanup,
+            "Refresh": self.Refresh,
+            "NodeGroupTargetSize": self.NodeGroupTargetSize,
+            "NodeGroupIncreaseSize": self.NodeGroupIncreaseSize,
+            "NodeGroupDeleteNodes": self.NodeGroupDeleteNodes,
+            "NodeGroupDecreaseTargetSize": self.NodeGroupDecreaseTargetSize,
+            "NodeGroupNodes": self.NodeGroupNodes,
+            "NodeGroupTemplateNodeInfo": self.NodeGroupTemplateNodeInfo,
+            "NodeGroupGetOptions": self.NodeGroupGetOptions,
+        }
+
     def generic_handler(self) -> grpc.GenericRpcHandler:
         handlers = {}
+        answers = self.answers()
         for method in pb.DESCRIPTOR.services_by_name["CloudProvider"].methods:
             request_class = getattr(pb, method.input_type.name)
-            implementation = getattr(self, method.name, None)
+            implementation = answers.get(method.name)
             handler = (self._wrap(method.name, implementation) if implementation is not None
-                       else self._unimplemented(method.name))  # the pricing methods
+                       else self._unimplemented(method.name))
             handlers[method.name] = grpc.unary_unary_rpc_method_handler(
                 handler, request_deserializer=request_class.FromString,
                 response_serializer=lambda m: m.SerializeToString(),
