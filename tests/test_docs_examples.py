@@ -81,10 +81,10 @@ def parser_for(name: str) -> argparse.ArgumentParser:
 
         return calibrate_parser()
     if name == "kubejoule-scheduler":
-        from scheduler.cli import build_parser as scheduler_parser
+        from scheduler.cmd.cli import build_parser as scheduler_parser
 
         return scheduler_parser()
-    from rl.cli import _build_parser
+    from rl.cmd.cli import _build_parser
 
     return _build_parser()
 

@@ -1,4 +1,4 @@
-"""`kubejoule-rl ablation` (rl/evaluation/ablation.py, rl/ablation_cli.py) on a tiny case: every row runs
+"""`kubejoule-rl ablation` (rl/evaluation/ablation.py, rl/cmd/ablation_cli.py) on a tiny case: every row runs
 and is in the table and the JSON, the sums and ratios are the cases' own numbers, shards merge
 into exactly the unsharded document, and bad input exits 2."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.evaluation.ablation import BASELINE, PACKING, ROWS
 
 CASE = Path(__file__).resolve().parents[2] / "rl" / "heldout" / "00-diurnal-6n"

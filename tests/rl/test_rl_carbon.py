@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from common.carbon import JOULES_PER_KWH, parse_intensity_csv, parse_time
-from rl.benchmark_cli import cluster_model, parse_args
-from rl.cli import main
+from rl.cmd.benchmark_cli import cluster_model, parse_args
+from rl.cmd.cli import main
 from rl.evaluation.benchmark import plan_benchmark, run_plan
 from rl.evaluation.carbon import CarbonWindow, run_grams
 from rl.simulation import cluster_options

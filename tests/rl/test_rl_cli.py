@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.evaluation.plots import binned_mean_watts
 from rl.simulation.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
 

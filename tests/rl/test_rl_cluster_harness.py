@@ -13,10 +13,10 @@ import pytest
 import yaml
 from cryptography import x509
 
-from rl import cli
 from rl.cluster import aggregation, controlplane, kwok, pki
 from rl.cluster.controlplane import ClusterError, ClusterOptions, node_schedulable, scheduler_config
 from rl.cluster.processes import ComponentError, free_port, pid_alive, start, stop, wait_ready
+from rl.cmd import cli
 from rl.simulation.scenario import load_node_groups, scenario_path
 from tests.helpers.e2e_cluster import leftover_processes
 

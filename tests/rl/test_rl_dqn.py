@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from common.curves import PowerCurve
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.learning.dqn.episodes import Episode, RewardConfig
 from rl.learning.dqn.network import RowMLP, masked_argmax, save_checkpoint
 from rl.learning.dqn.replay import NStepWriter

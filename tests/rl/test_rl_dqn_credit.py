@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.learning.dqn.credit import fork_cost
 from rl.learning.dqn.credit_train import (
     BASELINES,

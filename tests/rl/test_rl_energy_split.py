@@ -9,7 +9,7 @@ import random
 import pytest
 
 from common.curves import PowerCurve
-from rl.benchmark_cli import scenario_setup
+from rl.cmd.benchmark_cli import scenario_setup
 from rl.evaluation.benchmark import plan_benchmark, run_task
 from rl.evaluation.oracle import oracle_bound
 from rl.simulation.energy import ENERGY_PARTS, split_sum

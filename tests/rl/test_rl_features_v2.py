@@ -184,7 +184,7 @@ def test_pod_info_reads_owner_kind_and_priority():
 
 
 def test_trace_command_writes_a_family(tmp_path):
-    from rl.cli import main
+    from rl.cmd.cli import main
 
     out = tmp_path / "jobs.csv"
     assert (

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.evaluation import gate_run
 from rl.evaluation.gate import (
     CaseResult,

@@ -20,7 +20,7 @@ TRAINING_MODULES = (
     "rl/learning/dqn",
     "rl/learning/mlp.py",
     "rl/learning/sim_decision_log.py",
-    "rl/learning/train_cli.py",
+    "rl/cmd/train_cli.py",
 )
 
 

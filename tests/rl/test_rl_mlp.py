@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.learning.mlp import blank_curves, held_out, load_samples
 from rl.simulation.scenario import format_trace
 from rl.simulation.tracegen import TraceConfig, generate_family

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import pytest
 import yaml
 
-from rl.benchmark_cli import scenario_setup
+from rl.cmd.benchmark_cli import scenario_setup
 from rl.evaluation.benchmark import plan_benchmark, run_task
 from rl.simulation.scenario import SCENARIOS, load_node_groups, scenario_path
 

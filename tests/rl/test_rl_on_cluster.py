@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from rl.benchmark_cli import command, parse_args
+from rl.cmd.benchmark_cli import command, parse_args
+from rl.cmd.on_cluster_cli import OnClusterRun, document
 from rl.evaluation.benchmark import RunOutcome, RunSummary, RunTask, plan_benchmark, run_plan
 from rl.evaluation.fidelity import difference_pct, format_fidelity, without_agents
 from rl.evaluation.on_cluster import AUTOSCALER_BLOCKED, PartialRun, check_fits, check_static
 from rl.evaluation.replay import Recording, pod_manifest
-from rl.on_cluster_cli import OnClusterRun, document
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import DaemonSetSpec, PodSpec, parse_node_groups
 

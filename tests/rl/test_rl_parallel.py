@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.evaluation.parallel import Shard, parse_shard, run_tasks
 from rl.simulation.scenario import format_trace
 from rl.simulation.tracegen import TraceConfig, generate_family

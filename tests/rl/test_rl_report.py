@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.evaluation.report import (
     HEADLINE_POLICIES,
     HEADLINE_SCENARIO,

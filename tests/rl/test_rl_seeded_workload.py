@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 
 from common.curves import PowerCurve
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.evaluation.benchmark import plan_benchmark
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import NodeSpec, PodSpec

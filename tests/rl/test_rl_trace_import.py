@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.simulation.traces import load_trace
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "rl" / "openb_pod_list_sample.csv"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl.benchmark_cli import scenario_setup
+from rl.cmd.benchmark_cli import scenario_setup
 from rl.evaluation.whatif import (
     SHIPPED,
     THRESHOLDS,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rl.cli import main
+from rl.cmd.cli import main
 from rl.simulation.scenario import (
     PdbSpec,
     ScenarioError,

@@ -21,7 +21,7 @@ from benchmarks.harness.expander_grpc import (
 from benchmarks.harness.processes import free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMAND = [sys.executable, "-m", "scheduler.cli", "autoscaler-expander"]
+COMMAND = [sys.executable, "-m", "scheduler.cmd.cli", "autoscaler-expander"]
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 CONFIG = """

@@ -137,7 +137,7 @@ def test_unknown_group_and_a_client_without_certificate(served: Served, server_t
 
 def test_the_cli_refuses_a_bmc_that_is_not_redfish_naming_the_key(tmp_path: Path) -> None:
     from scheduler.autoscaler.provider.backend import BackendError
-    from scheduler.autoscaler.provider.cli import probe
+    from scheduler.cmd.provider_cli import probe
     from scheduler.config.parse import ConfigError
 
     class NotRedfish(FakeBackend):

@@ -77,7 +77,7 @@ def test_the_command_refuses_a_bad_configuration_naming_the_key(tmp_path: Path, 
     import yaml
 
     from benchmarks.harness.expander_grpc import self_signed
-    from scheduler.cli import main
+    from scheduler.cmd.cli import main
 
     tls = self_signed(tmp_path)
     config = raw(tmp_path)

@@ -119,7 +119,7 @@ def test_the_extender_serves_https_when_given_a_certificate(tmp_path: Path) -> N
     config = tmp_path / "extender.yaml"
     config.write_text("refresh_seconds: 5\nextender: {watch_cluster: false}\n")
     port = free_port()
-    base = [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(config),
+    base = [sys.executable, "-m", "scheduler.cmd.cli", "extender", "--config", str(config),
             "--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
     half = subprocess.run([*base, "--tls-cert", str(tls.cert_path)], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)

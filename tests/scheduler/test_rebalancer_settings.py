@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cli import main
+from scheduler.cmd.cli import main
 from scheduler.config.parse import ConfigError, config_from_dict
 from scheduler.config.rebalancer import RebalancerConfig, rebalancer_config
 from scheduler.rebalancer.pdbs import MULTIPLE, budget_from_k8s, covering

@@ -16,9 +16,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from benchmarks.harness.standalone_kmock import EmulatedCluster
-from scheduler.cli import build_extender, build_parser
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.watch import ClusterWatch
+from scheduler.cmd.cli import build_extender, build_parser
 from scheduler.config.build import kubernetes_configured
 from scheduler.config.parse import (
     Config,

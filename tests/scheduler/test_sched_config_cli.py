@@ -17,7 +17,7 @@ import yaml
 
 from benchmarks.harness.processes import free_port
 from common.curves import PowerCurve
-from scheduler.cli import build_parser, main
+from scheduler.cmd.cli import build_parser, main
 from scheduler.config.build import build_store
 from scheduler.config.parse import Config, ConfigError, config_from_dict, load_config
 from scheduler.decisionlog.logfile import read_records
@@ -159,7 +159,7 @@ def test_extender_process_scores_from_live_agents(tmp_path: Path) -> None:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         process = subprocess.Popen(
-            [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(path),
+            [sys.executable, "-m", "scheduler.cmd.cli", "extender", "--config", str(path),
              "--listen", f"127.0.0.1:{port}", "--mode", "active", "--log-level", "warning",
              "--decision-log", str(tmp_path / "decisions.jsonl")],
             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},

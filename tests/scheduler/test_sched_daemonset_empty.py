@@ -14,9 +14,9 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from benchmarks.harness.standalone_kmock import EmulatedCluster
-from scheduler.cli import build_extender
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.cluster.watch import ClusterWatch
+from scheduler.cmd.cli import build_extender
 from scheduler.config.parse import config_from_dict
 from scheduler.domain.model import MIRROR_POD_ANNOTATION, NodeState, is_node_daemon_pod
 from scheduler.extender.app import create_app

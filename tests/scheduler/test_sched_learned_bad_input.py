@@ -179,8 +179,8 @@ def test_an_overflowing_output_scores_zero(tmp_path):
 def test_the_clis_exit_2_naming_the_file_for_a_model_they_cannot_serve(tmp_path, capsys):
     """The gate and the benchmark (a `learned:PATH` policy) and the standalone scheduler (a
     `learned` profile entry) refuse a truncated or NaN model before any work, exit 2."""
-    from rl.cli import main as rl_main
-    from scheduler.cli import main as scheduler_main
+    from rl.cmd.cli import main as rl_main
+    from scheduler.cmd.cli import main as scheduler_main
 
     good = write_model(tmp_path / "m.npz")
     cut = tmp_path / "cut.npz"

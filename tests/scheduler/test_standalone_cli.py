@@ -51,7 +51,7 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
             [
                 sys.executable,
                 "-m",
-                "scheduler.cli",
+                "scheduler.cmd.cli",
                 "run",
                 "--config",
                 str(config),
@@ -139,7 +139,7 @@ def test_run_command_schedules_serves_metrics_and_releases_the_lease(tmp_path: P
 def test_run_refuses_a_bad_profile_or_percentage_before_starting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from scheduler.cli import main
+    from scheduler.cmd.cli import main
 
     config = tmp_path / "scheduler.yaml"
     config.write_text("profile:\n  - {name: KubejouleEnergy, weight: -2}\n")

@@ -36,9 +36,8 @@ from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
-from rl import ablation_cli, benchmark_cli, cluster_cli, whatif_cli
+from rl.cmd import ablation_cli, benchmark_cli, cluster_cli, train_cli, whatif_cli
 from rl.evaluation import gate_run, merge
-from rl.learning import train_cli
 from rl.simulation import trace_import
 from rl.simulation.scenario import (
     SCENARIOS,

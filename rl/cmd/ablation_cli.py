@@ -17,7 +17,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from rl.benchmark_cli import scenario_setup
+from rl.cmd.benchmark_cli import scenario_setup
 from rl.evaluation.ablation import (
     ROWS,
     AblationPlan,

@@ -14,7 +14,7 @@ from typing import Any
 
 from common.carbon_options import add_carbon_arguments, carbon_start, intensity_from_args
 from common.options import deprecated_alias
-from rl import on_cluster_cli
+from rl.cmd import on_cluster_cli
 from rl.evaluation import shards
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.evaluation.carbon import CarbonWindow

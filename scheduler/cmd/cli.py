@@ -23,12 +23,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from common.options import deprecated_alias
-from scheduler.autoscaler.cli import add_autoscaler_expander_command
-from scheduler.autoscaler.provider.cli import add_cloud_provider_command
+from scheduler.cmd.expander_cli import add_autoscaler_expander_command
+from scheduler.cmd.provider_cli import add_cloud_provider_command
+from scheduler.cmd.rebalancer_cli import add_rebalancer_command
 from scheduler.config.build import source_names
 from scheduler.config.parse import MODES, Config, ConfigError, load_config, parse_listen
 from scheduler.extender.wiring import build_extender
-from scheduler.rebalancer.cli import add_rebalancer_command
 from scheduler.telemetry.discovery import parse_static_targets
 
 if TYPE_CHECKING:
