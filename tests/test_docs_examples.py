@@ -59,7 +59,7 @@ OTHER_PROGRAMS = {
     "docker": "builds images (needs docker and the network)",
     "git": "fetches the repository (needs the network)",
     "make": "the project's own targets (make test / demo / bench run for minutes; CI runs them)",
-    "openssl": "makes key material; tests/scheduler/test_autoscaler_grpc.py runs the documented command",
+    "openssl": "makes key material; tests/scheduler/autoscaler/test_autoscaler_grpc.py runs the documented command",
     "host_scripts/rapl_check.sh": "needs root and RAPL (shellcheck and tests/deploy cover the script)",
     "host_scripts/kvm_power_monitor.sh": "needs root and RAPL (shellcheck and tests/deploy cover the script)",
     "curl": "run as part of the local extender example",
