@@ -18,6 +18,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rl.cmd.benchmark_cli import scenario_setup
+from rl.cmd.parallel_options import add_options
 from rl.evaluation.ablation import (
     ROWS,
     AblationPlan,
@@ -26,7 +27,6 @@ from rl.evaluation.ablation import (
     plan_ablation,
 )
 from rl.evaluation.ablation_report import write_ablation
-from rl.evaluation.parallel import add_options
 
 
 def add_parser(sub: Any) -> None:

@@ -14,14 +14,14 @@ from typing import Any
 
 from common.carbon_options import add_carbon_arguments, carbon_start, intensity_from_args
 from common.options import deprecated_alias
-from rl.cmd import on_cluster_cli
+from rl.cmd import cluster_options, on_cluster_cli
+from rl.cmd.parallel_options import add_options
 from rl.evaluation import shards
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.evaluation.carbon import CarbonWindow
-from rl.evaluation.parallel import add_options, default_jobs
+from rl.evaluation.parallel import default_jobs
 from rl.evaluation.results import results_json, write_results
 from rl.policies.catalog import BUILTIN_POLICIES
-from rl.simulation import cluster_options
 from rl.simulation.autoscaler_model import DEFAULT_EXPANDER, EXPANDERS
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.scenario import (

@@ -2,7 +2,7 @@
 
 kubejoule-rl benchmark --nodes FILE --trace FILE --policies a,b,... [--seeds N]
                        [--autoscaler [--expanders least-waste,random,...] [--scan-interval S]
-                        [cluster-autoscaler's scale-down flags, rl/simulation/cluster_options.py]
+                        [cluster-autoscaler's scale-down flags, rl/cmd/cluster_options.py]
                         [--old-autoscaler-defaults] [--pdbs FILE] [--pod-startup-seconds S]]
                        [--power-off-visible | --power-off-after S]
                        [--boot-seconds S] [--boot-joules J] [--daemonsets FILE]
@@ -36,9 +36,16 @@ from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
-from rl.cmd import ablation_cli, benchmark_cli, cluster_cli, train_cli, whatif_cli
-from rl.evaluation import gate_run, merge
-from rl.simulation import trace_import
+from rl.cmd import (
+    ablation_cli,
+    benchmark_cli,
+    cluster_cli,
+    gate_cli,
+    merge_cli,
+    trace_import_cli,
+    train_cli,
+    whatif_cli,
+)
 from rl.simulation.scenario import (
     SCENARIOS,
     format_pdbs,
@@ -83,12 +90,12 @@ def _build_parser() -> argparse.ArgumentParser:
             default=f.default,
             help=f"{f.metadata['help']} (default {f.default:g})",
         )
-    trace_import.add_parser(trace.add_subparsers(dest="trace_command", metavar="import"))
+    trace_import_cli.add_parser(trace.add_subparsers(dest="trace_command", metavar="import"))
 
     sub.add_parser("scenarios", help="list the bundled scenarios")
-    gate_run.add_parser(sub)
+    gate_cli.add_parser(sub)
     ablation_cli.add_parser(sub)
-    merge.add_parser(sub)
+    merge_cli.add_parser(sub)
     whatif_cli.add_parser(sub)
     train_cli.add_parser(sub)
     cluster_cli.add_parser(sub)
@@ -148,13 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "benchmark":
         return benchmark_cli.command(args)
     if args.command == "trace":
-        return trace_import.command(args) if args.trace_command == "import" else _trace(args)
+        return trace_import_cli.command(args) if args.trace_command == "import" else _trace(args)
     if args.command == "gate":
-        return gate_run.command(args)
+        return gate_cli.command(args)
     if args.command == "ablation":
         return ablation_cli.command(args)
     if args.command == "merge":
-        return merge.command(args)
+        return merge_cli.command(args)
     if args.command == "whatif":
         return whatif_cli.command(args)
     if args.command == "train":

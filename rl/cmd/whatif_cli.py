@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rl.cmd.benchmark_cli import scenario_setup
-from rl.evaluation.parallel import add_options, default_jobs
+from rl.cmd.parallel_options import add_options
+from rl.evaluation.parallel import default_jobs
 from rl.evaluation.whatif import plan_whatif, plot_whatif, run_whatif, whatif_table
 from rl.simulation.headline import RECOMMENDED
 

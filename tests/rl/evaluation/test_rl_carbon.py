@@ -11,11 +11,11 @@ from dataclasses import replace
 import pytest
 
 from common.carbon import JOULES_PER_KWH, parse_intensity_csv, parse_time
+from rl.cmd import cluster_options
 from rl.cmd.benchmark_cli import cluster_model, parse_args
 from rl.cmd.cli import main
 from rl.evaluation.benchmark import plan_benchmark, run_plan
 from rl.evaluation.carbon import CarbonWindow, run_grams
-from rl.simulation import cluster_options
 from rl.simulation.scenario import load_node_groups, load_trace
 from tests.rl.cmd.test_rl_cli import NODES_YAML  # the CLI tests' two-generation cluster
 

@@ -21,6 +21,8 @@ TRAINING_MODULES = (
     "rl/learning/mlp.py",
     "rl/learning/sim_decision_log.py",
     "rl/cmd/train_cli.py",
+    "rl/cmd/pool_cli.py",
+    "rl/cmd/decision_log_cli.py",
 )
 
 
@@ -85,8 +87,8 @@ def test_training_modules_never_name_the_heldout_set():
 
 
 def test_a_validation_set_comes_from_training_seeds_clear_of_the_gates(tmp_path, capsys):
+    from rl.cmd.pool_cli import main as pool_main
     from rl.simulation.pool import RESERVED_SEEDS
-    from rl.simulation.pool import main as pool_main
 
     spec = importlib.util.spec_from_file_location("make_heldout", HELDOUT / "make_heldout.py")
     assert spec is not None and spec.loader is not None

@@ -243,7 +243,7 @@ def test_the_training_log_draws_training_clusters_and_never_opens_the_heldout_se
     import sys
     from pathlib import Path
 
-    from rl.learning.sim_decision_log import main as log_main
+    from rl.cmd.decision_log_cli import main as log_main
     from rl.learning.sim_decision_log import write_training_log
     from rl.simulation.pool import TRAINING_SIZES
 
