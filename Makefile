@@ -110,7 +110,7 @@ train: venv
 	@mkdir -p models
 	$(BIN)/kubejoule-rl train --algo dqn --seed 1 --steps $(DQN_STEPS) --jobs 2 --out models/dqn.pt --no-progress
 	rm -f models/decisions-train.jsonl
-	$(BIN)/python -m rl.learning.sim_decision_log --out models/decisions-train.jsonl --clusters 16 --seed 2
+	$(BIN)/python -m rl.cmd.decision_log_cli --out models/decisions-train.jsonl --clusters 16 --seed 2
 	$(BIN)/kubejoule-rl train --algo mlp --decisions models/decisions-train.jsonl --seed 1 --out models/mlp.pt
 	$(BIN)/kubejoule-rl gate --candidate models/dqn.npz --heldout rl/heldout --out models/dqn-gate.json --report models/dqn-gate.md --jobs 2 --no-progress
 	$(BIN)/kubejoule-rl gate --candidate models/mlp.npz --heldout rl/heldout --out models/mlp-gate.json --report models/mlp-gate.md --jobs 2 --no-progress

@@ -100,7 +100,7 @@ def main() -> str:
         config.write_text(CONFIG)
         port, http_port = free_port(), free_port()
         process = subprocess.Popen(
-            [sys.executable, "-m", "scheduler.cli", "autoscaler-expander", "--listen", f"127.0.0.1:{port}",
+            [sys.executable, "-m", "scheduler.cmd.cli", "autoscaler-expander", "--listen", f"127.0.0.1:{port}",
              "--tls-cert", str(tls.cert_path), "--tls-key", str(tls.key_path), "--config", str(config),
              "--metrics-listen", f"127.0.0.1:{http_port}", "--log-level", "warning"],
             cwd=ROOT, stderr=subprocess.DEVNULL,

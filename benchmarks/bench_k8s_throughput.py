@@ -201,7 +201,7 @@ def kube_scheduler(cluster: Cluster, bins: Path, name: str, extender_port: int |
 
 
 def _python(module_args: list[str], name: str, cluster: Cluster, env: dict[str, str]) -> Process:
-    argv = [sys.executable, "-c", "import sys; from scheduler.cli import main; raise SystemExit(main(sys.argv[1:]))",
+    argv = [sys.executable, "-c", "import sys; from scheduler.cmd.cli import main; raise SystemExit(main(sys.argv[1:]))",
             *module_args]
     return start(name, argv, cluster.directory / "logs", env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
 

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from rl.benchmark_cli import scenario_setup
+from rl.cmd.benchmark_cli import scenario_setup
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan
 from rl.evaluation.report import (
     HEADLINE_POLICIES,

@@ -8,7 +8,7 @@ Per cluster size (1,000 and 5,000 nodes):
   the pods (0–30 a node) as one `kubejoule_pod_power_watts` series per pod or as the per-node
   count PrometheusSource asks for — with new values and sample times every second, each node's
   agent on its own phase (a query it does not know is an error, never an empty answer);
-* the extender is `python -m scheduler.cli extender --config FILE` (uvicorn, active mode,
+* the extender is `python -m scheduler.cmd.cli extender --config FILE` (uvicorn, active mode,
   `refresh_seconds: 1`, the Prometheus source, `node_cores` for the NodeNames form, no cluster
   watch — there is no API server here);
 * one keep-alive client sends requests at random (Poisson) times, so they land anywhere between
@@ -185,7 +185,7 @@ def run_size(size: int, seconds: float, tmp: Path, compare_parsers: bool = False
         config_path.write_text(json.dumps(config))  # JSON is YAML
         port = free_port()
         extender = subprocess.Popen(
-            [sys.executable, "-m", "scheduler.cli", "extender", "--listen", f"127.0.0.1:{port}",
+            [sys.executable, "-m", "scheduler.cmd.cli", "extender", "--listen", f"127.0.0.1:{port}",
              "--config", str(config_path), "--log-level", "warning"], cwd=ROOT,
         )
         wait_http(f"http://127.0.0.1:{port}/readyz", extender, 120.0)

@@ -135,7 +135,7 @@ def run(
             }))
             port = free_port()
             scheduler = subprocess.Popen(
-                [sys.executable, "-m", "scheduler.cli", "run", "--config", str(config), "--listen",
+                [sys.executable, "-m", "scheduler.cmd.cli", "run", "--config", str(config), "--listen",
                  f"127.0.0.1:{port}", "--lease-namespace", "default", "--log-level", "warning"],
                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
             )

@@ -1,2 +1,2 @@
-"""kubejoule's energy-aware scheduler (`kubejoule-scheduler`, `cli.py`): one folder per part, mapped
+"""kubejoule's energy-aware scheduler (`kubejoule-scheduler`, `cmd/cli.py`): one folder per part, mapped
 in docs/DESIGN.md ("Inside scheduler/"). May import common/, never the agent or rl/."""

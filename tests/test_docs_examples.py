@@ -59,7 +59,7 @@ OTHER_PROGRAMS = {
     "docker": "builds images (needs docker and the network)",
     "git": "fetches the repository (needs the network)",
     "make": "the project's own targets (make test / demo / bench run for minutes; CI runs them)",
-    "openssl": "makes key material; tests/scheduler/test_autoscaler_grpc.py runs the documented command",
+    "openssl": "makes key material; tests/scheduler/autoscaler/test_autoscaler_grpc.py runs the documented command",
     "host_scripts/rapl_check.sh": "needs root and RAPL (shellcheck and tests/deploy cover the script)",
     "host_scripts/kvm_power_monitor.sh": "needs root and RAPL (shellcheck and tests/deploy cover the script)",
     "curl": "run as part of the local extender example",
@@ -81,10 +81,10 @@ def parser_for(name: str) -> argparse.ArgumentParser:
 
         return calibrate_parser()
     if name == "kubejoule-scheduler":
-        from scheduler.cli import build_parser as scheduler_parser
+        from scheduler.cmd.cli import build_parser as scheduler_parser
 
         return scheduler_parser()
-    from rl.cli import _build_parser
+    from rl.cmd.cli import _build_parser
 
     return _build_parser()
 

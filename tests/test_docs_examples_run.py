@@ -40,7 +40,7 @@ def find_block(path: str, contains: str) -> Block:
 
 def _cli(name: str, *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     module = {"kubejoule-agent": "agent.cmd.cli", "kubejoule-calibrate": "agent.cmd.calibrate_cli",
-              "kubejoule-scheduler": "scheduler.cli", "kubejoule-rl": "rl.cli"}[name]
+              "kubejoule-scheduler": "scheduler.cmd.cli", "kubejoule-rl": "rl.cmd.cli"}[name]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
                           cwd=cwd, timeout=timeout, env=env)
@@ -172,7 +172,7 @@ def test_run_the_local_extender_example(tmp_path: Path, doc: str) -> None:
     with (
         _background([sys.executable, "-m", "agent.cmd.cli", *agent, *FIXTURE_TREES, "--no-kube", "--interval", "0.5"],
                     tmp_path) as agent_process,
-        _background([sys.executable, "-m", "scheduler.cli", *extender, "--no-watch-cluster"], tmp_path) as ext,
+        _background([sys.executable, "-m", "scheduler.cmd.cli", *extender, "--no-watch-cluster"], tmp_path) as ext,
     ):
         wait_http(f"http://127.0.0.1:{agent_port}/readyz", agent_process)
         wait_http(f"http://127.0.0.1:{extender_port}/readyz", ext)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent.cmd.cli import build_parser as agent_parser
-from rl.cli import _build_parser as rl_parser
-from scheduler.cli import build_parser as scheduler_parser
+from rl.cmd.cli import _build_parser as rl_parser
+from scheduler.cmd.cli import build_parser as scheduler_parser
 
 # (parser, argv before the flag, old flag, new flag, value, destination, parsed value)
 RENAMED = [

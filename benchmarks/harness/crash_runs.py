@@ -91,7 +91,7 @@ def standalone_kill_run(workdir: Path, kills: int, seed: int = 1, pods_per_kill:
                 created += 1
             before = sum(a.accepted for a in cluster.bindings())
             proc = subprocess.Popen(
-                [sys.executable, "-m", "scheduler.cli", "run", "--config", str(config),
+                [sys.executable, "-m", "scheduler.cmd.cli", "run", "--config", str(config),
                  "--listen", f"127.0.0.1:{free_port()}", "--decision-log", str(decisions),
                  "--identity", "crash-test", "--lease-duration", "2", "--renew-deadline", "1.5",
                  "--retry-period", "0.2", "--seed", str(seed + round_), "--log-level", "error"],

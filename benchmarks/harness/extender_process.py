@@ -70,7 +70,7 @@ def start_extender(
     if not config.exists():
         config.write_text(yaml.safe_dump({"refresh_seconds": 5, "extender": {"watch_cluster": False}}))
     port = free_port()
-    args = [sys.executable, "-m", "scheduler.cli", "extender", "--config", str(config),
+    args = [sys.executable, "-m", "scheduler.cmd.cli", "extender", "--config", str(config),
             "--listen", f"127.0.0.1:{port}", "--mode", mode, "--log-level", "warning"]
     if decision_log is not None:
         args += ["--decision-log", str(decision_log)]

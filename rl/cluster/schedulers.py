@@ -1,7 +1,7 @@
 """The scheduler of one benchmark policy on a running control plane (rl/evaluation/on_cluster.py):
 a real kube-scheduler with the policy's profile under a `schedulerName` of its own, beside the
 cluster's default one, or kubejoule's processes (the extender behind such a kube-scheduler, the
-standalone scheduler) started as `python -m scheduler.cli` — never imported (rl.cluster sits
+standalone scheduler) started as `python -m scheduler.cmd.cli` — never imported (rl.cluster sits
 below the scheduler in no layer; it only starts it).
 
 | policy | what runs |
@@ -102,7 +102,7 @@ def _kubejoule_config(cluster: Cluster, nodes: Sequence[NodeSpec], path: Path) -
 
 def _python(args: Sequence[str], name: str, cluster: Cluster) -> Process:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(cluster.kubeconfig)}
-    return start(name, [sys.executable, "-m", "scheduler.cli", *args], cluster.directory / "logs", env=env)
+    return start(name, [sys.executable, "-m", "scheduler.cmd.cli", *args], cluster.directory / "logs", env=env)
 
 
 def start_policy(cluster: Cluster, bin_dir: Path, policy: str, nodes: Sequence[NodeSpec], tag: str) -> PolicyScheduler:

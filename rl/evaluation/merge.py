@@ -4,17 +4,12 @@ writes, byte for byte. Above the three commands: it builds each one's document w
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rl.evaluation.ablation import merged_ablation
-from rl.evaluation.ablation_report import write_ablation
 from rl.evaluation.benchmark import RunOutcome, RunSummary, assemble
-from rl.evaluation.gate_run import merged_gate, write_gate
 from rl.evaluation.oracle import OracleBound
-from rl.evaluation.results import results_json, write_results
-from rl.evaluation.shards import ABLATION_SHARD, BENCHMARK_SHARD, ShardError, join
+from rl.evaluation.shards import ShardError
 
 
 def merged_benchmark(plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> Any:
@@ -31,43 +26,3 @@ def merged_benchmark(plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]])
         return assemble(plan["keys"], plan["seeds"], OracleBound(**plan["oracle"]), outcomes)
     except (KeyError, TypeError) as exc:
         raise ShardError(f"plan or runs: not a benchmark shard's: {exc}") from exc
-
-
-def add_parser(sub: Any) -> None:
-    merge = sub.add_parser(
-        "merge",
-        help="join the shard files of a `benchmark`, `gate` or `ablation` run with --shard",
-        description="Writes what the command without --shard writes; exit 2 when the files are "
-        "not the N shards of one run.",
-    )
-    merge.add_argument("shards", nargs="+", metavar="SHARD", help="the N shard files")
-    merge.add_argument("--out", required=True, help="results JSON (benchmark, ablation) or gate.json path")
-    merge.add_argument("--plot", help="benchmark only: PNG path for the plots")
-    merge.add_argument("--report", help="gate or ablation: Markdown path (report, table)")
-
-
-def command(args: Any) -> int:
-    try:
-        schema, plan, runs = join(args.shards)
-        if schema == ABLATION_SHARD:
-            if args.plot:
-                raise ShardError("--plot: a benchmark's option; these are ablation shards")
-            write_ablation(merged_ablation(plan, runs), args.out, args.report)
-            return 0
-        if schema == BENCHMARK_SHARD:
-            if args.report:
-                raise ShardError("--report: a gate's option; these are benchmark shards")
-            result = merged_benchmark(plan, runs)
-            document = results_json(result, plan["scenario"])
-        else:
-            if args.plot:
-                raise ShardError("--plot: a benchmark's option; these are gate shards")
-            document = merged_gate(plan, runs)
-    except ShardError as exc:
-        print(f"kubejoule-rl merge: {exc}", file=sys.stderr)
-        return 2
-    if schema == BENCHMARK_SHARD:
-        write_results(document, args.out, args.plot, result.timelines)
-    else:
-        write_gate(document, args.out, args.report)
-    return 0

@@ -7,7 +7,7 @@ The grid: `--scale-down-unneeded-time` 3, 5 and 10 min × `--scale-down-utilizat
 pair with the shipped settings' cell). Per cell: energy (mean over seeds) and its paired
 difference with the shipped cell (95 % interval), where the energy goes, evictions, lost
 CPU-hours, p99 pending time. A table (`whatif_table`) and a plot (`plot_whatif`: energy against
-evictions, one point per cell). The command line: rl/whatif_cli.py.
+evictions, one point per cell). The command line: rl/cmd/whatif_cli.py.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ of rl/simulation/pool.py), node mixes from the bundled SPECpower kinds (one node
 on: min_count 1), the bundled DaemonSets (no daemonsets.yaml), load 15–45 % of the cluster's
 cores, arrival windows of 2 h (1 h for the bursts family), the trace's workloads and its services'
 PodDisruptionBudgets (pdbs.yaml; rl/simulation/tracegen.py). Seeds 900000 + case number: training draws its seeds from
-its own range and never reads these folders (tests/rl/test_rl_heldout.py checks both).
+its own range and never reads these folders (tests/rl/heldout/test_rl_heldout.py checks both).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ simulator's `kubejoule` expander and the gRPC expander server; `provider/`, the 
 provider for bare-metal machines switched through their BMC (`kubejoule-scheduler cloud-provider`).
 
 May import domain/, plugins/, telemetry/, cluster/, service/, config/ (the `node_groups:` labels'
-default; `cli`, the entry point, builds its parts with config/): config/ sits below the four ways
+default; its entry point, scheduler/cmd/expander_cli, builds its parts with config/): config/ sits below the four ways
 the scheduler runs and imports none of them; standalone/, extender/, rebalancer/ never."""
 
 # The largest BestOptions request the gRPC expander accepts. grpcio refuses requests over 4 MiB by

@@ -8,7 +8,7 @@ thread that watches the same kind, so a listing older than events already applie
 roll them back.
 
 Both schedulers use it: the standalone scheduler (`standalone/`) with its own handlers, which
-also feed its scheduling queue, and the extender (`cli.py`), with the plain handlers below, so
+also feed its scheduling queue, and the extender (`cmd/cli.py`), with the plain handlers below, so
 that `/prioritize` counts pods bound since each node's telemetry sample.
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cli import build_parser
+from scheduler.cmd.cli import build_parser
 from scheduler.config.parse import parse_listen
 from tests.helpers.deploy_kustomize import Obj, build, user_kustomization
 

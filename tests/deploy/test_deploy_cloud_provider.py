@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.cli import build_parser
+from scheduler.cmd.cli import build_parser
 from scheduler.config.parse import parse_listen
 from tests.helpers.deploy_kustomize import Obj, build, user_kustomization
 

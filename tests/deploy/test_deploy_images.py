@@ -303,8 +303,8 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError(f"{name} is not in this image")
         return None
 sys.meta_path.insert(0, Block())
-import rl.cli, rl.evaluation.parallel, rl.evaluation.shards, rl.evaluation.gate_run, rl.evaluation.results, rl.evaluation.plots
-sys.exit(rl.cli.main(["scenarios"]))
+import rl.cmd.cli, rl.evaluation.parallel, rl.evaluation.shards, rl.evaluation.gate_run, rl.evaluation.results, rl.evaluation.plots
+sys.exit(rl.cmd.cli.main(["scenarios"]))
 """
     result = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=ROOT

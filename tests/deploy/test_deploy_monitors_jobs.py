@@ -202,7 +202,7 @@ def test_the_indexed_job_runs_every_shard_and_the_merge_joins_their_files() -> N
     indexed_job_utils.go, addCompletionIndexEnvVariable — and the kubelet expands $(VAR) in
     args), read by kubejoule-rl's own parser; the merge Job's files are the N shards' files,
     on the same volume."""
-    from rl.cli import _build_parser
+    from rl.cmd.cli import _build_parser
     from rl.evaluation.parallel import Shard
 
     manifests = job_manifests()

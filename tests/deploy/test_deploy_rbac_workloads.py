@@ -143,7 +143,7 @@ def test_scheduler_runs_two_replicas_spread_and_protected(tmp_path: Path) -> Non
 def test_scheduler_keeps_its_learned_lifetimes_on_a_writable_volume(tmp_path: Path) -> None:
     # energy plugin v3 prices node-time with the lifetime predictor; without --lifetime-state a
     # restarted scheduler forgets every workload's history and prices from priors again.
-    from scheduler import cli
+    from scheduler.cmd import cli
 
     objects = built("base", tmp_path)
     pod = by_kind(objects, "Deployment")["kubejoule-scheduler"]["spec"]["template"]["spec"]
@@ -206,7 +206,7 @@ def test_rebalancer_rbac_is_exactly_what_it_does(tmp_path: Path) -> None:
 
 
 def test_rebalancer_args_are_accepted_by_its_command(tmp_path: Path) -> None:
-    from scheduler.cli import build_parser
+    from scheduler.cmd.cli import build_parser
 
     objects = build(user_kustomization(tmp_path, "overlays/intel", ("rebalancer",)))
     deployment = by_kind(objects, "Deployment")["kubejoule-rebalancer"]

@@ -76,7 +76,7 @@ def test_configmap_is_a_valid_scheduler_config_that_finds_the_agents() -> None:
 def test_scheduler_args_parse_and_the_port_serves_probes(
     kind: str, name: str, subcommand: str, tmp_path: Path
 ) -> None:
-    from scheduler import cli
+    from scheduler.cmd import cli
 
     parser = cli.build_parser()
     objects = composite(tmp_path, "extender")
@@ -94,7 +94,7 @@ def test_scheduler_args_parse_and_the_port_serves_probes(
 
 
 def test_leader_election_uses_the_lease_the_role_allows() -> None:
-    from scheduler import cli
+    from scheduler.cmd import cli
 
     parser = cli.build_parser()
     objects = build(DAEMONSET / "base")

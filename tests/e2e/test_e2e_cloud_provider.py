@@ -134,7 +134,7 @@ def test_the_command_serves_with_the_simulated_backend(cluster: Cluster, tmp_pat
     }))
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "scheduler.cli", "cloud-provider", "--provider-config", str(config),
+        [sys.executable, "-m", "scheduler.cmd.cli", "cloud-provider", "--provider-config", str(config),
          "--tls-cert", str(tls.cert_path), "--tls-key", str(tls.key_path), "--listen", f"127.0.0.1:{port}",
          "--metrics-listen", "off", "--kubeconfig", str(cluster.kubeconfig)],
         cwd=Path(__file__).resolve().parents[2], stderr=subprocess.PIPE, text=True,

@@ -107,7 +107,7 @@ def test_cluster_up_and_down_as_people_run_them(k8s_bin: Path, tmp_path: Path) -
     nodes.write_text("- {name: cli, count: 3, cpu_cores: 8, memory_gib: 16, power: {idle_watts: 50, max_watts: 150}}\n")
     directory = tmp_path / "plane"
     env = {**os.environ, "KUBEJOULE_K8S_BIN": str(k8s_bin)}
-    command = [sys.executable, "-m", "rl.cli", "cluster"]
+    command = [sys.executable, "-m", "rl.cmd.cli", "cluster"]
     try:
         up = subprocess.run([*command, "up", "--dir", str(directory), "--nodes", str(nodes)],
                             capture_output=True, text=True, env=env, cwd=ROOT, timeout=240)

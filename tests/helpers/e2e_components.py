@@ -34,11 +34,11 @@ def start_kubejoule(
     name: str, args: Sequence[str], log_dir: Path, ready_path: str, timeout: float = 60.0,
     tls: tuple[Path, Path] | None = None,
 ) -> tuple[Process, int]:
-    """`python -m scheduler.cli ARGS --listen 127.0.0.1:PORT` from this checkout, ready when
+    """`python -m scheduler.cmd.cli ARGS --listen 127.0.0.1:PORT` from this checkout, ready when
     `ready_path` answers 2xx (over HTTPS with `tls`, a certificate and its key); (process, port)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    argv = [sys.executable, "-m", "scheduler.cli", *args, "--listen", f"127.0.0.1:{port}"]
+    argv = [sys.executable, "-m", "scheduler.cmd.cli", *args, "--listen", f"127.0.0.1:{port}"]
     if tls is not None:
         argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
     process = start(name, argv, log_dir, env=env)

@@ -38,7 +38,7 @@ class SchedulerProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         with open(log, "wb") as out:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "scheduler.cli", *argv], stdout=out, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "scheduler.cmd.cli", *argv], stdout=out, stderr=subprocess.STDOUT,
                 env=env, cwd=ROOT, start_new_session=True,
             )
 

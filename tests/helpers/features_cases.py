@@ -1,4 +1,4 @@
-"""Random clusters for the feature-row equality test (tests/rl/test_rl_features_v2.py) and for
+"""Random clusters for the feature-row equality test (tests/rl/policies/test_rl_features_v2.py) and for
 the fixture it compares against (tests/fixtures/make_features_rows.py, which captured the rows
 of the per-node Python row builder before the rows were vectorized).
 

@@ -1,5 +1,5 @@
 """The table of kube-scheduler's default filters on whole pods and nodes, shared by
-tests/scheduler/test_standalone_filters*.py: each module holds the cases of one subject."""
+tests/scheduler/domain/test_standalone_filters*.py: each module holds the cases of one subject."""
 
 from __future__ import annotations
 

@@ -250,7 +250,7 @@ class Traffic:
 
 def _start(args: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "scheduler.cli", *args, "--log-level", "warning"],
+        [sys.executable, "-m", "scheduler.cmd.cli", *args, "--log-level", "warning"],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -2,10 +2,11 @@
 rules its ServiceAccount is granted by the manifests — for tests/deploy/test_deploy_rbac_derived.py
 and the generated RBAC table of docs/deploy.md (`python -m tests.helpers.rbac_calls`).
 
-A component's calls: every module its entry package imports, directly or not (grimp's import
-graph, function-level imports included), scanned for attributes named after a call of its
-Kubernetes adapter (scheduler/cluster/kube.py's functions, agent/kube/client.py's KubeClient methods).
-Each call's rule is in the adapter's PERMISSIONS table, next to the call itself."""
+A component's calls: every module its entry package (and the scheduler/cmd/ module that wires it,
+where one does) imports, directly or not (grimp's import graph, function-level imports included),
+scanned for attributes named after a call of its Kubernetes adapter (scheduler/cluster/kube.py's
+functions, agent/kube/client.py's KubeClient methods). Each call's rule is in the adapter's
+PERMISSIONS table, next to the call itself."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ ACCOUNTS: dict[str, tuple[str, str]] = {
     "kubejoule-extender": ("scheduler.cluster.kube", "scheduler.extender"),
     "kubejoule-rebalancer": ("scheduler.cluster.kube", "scheduler.rebalancer"),
     "kubejoule-cloud-provider": ("scheduler.cluster.kube", "scheduler.autoscaler.provider"),
+}
+# The command module that wires an account's entry package, its code too (the rebalancer's Lease).
+WIRING: dict[str, str] = {
+    "kubejoule-rebalancer": "scheduler.cmd.rebalancer_cli",
+    "kubejoule-cloud-provider": "scheduler.cmd.provider_cli",
 }
 # Modules of an account's code that never run under its ServiceAccount: the cloud provider's
 # simulated backend creates KWOK Nodes on the loopback control plane, with that plane's own
@@ -62,7 +68,7 @@ def calls_of(account: str) -> set[str]:
     """The adapter calls the account's code can make."""
     adapter, entry = ACCOUNTS[account]
     graph = _graph()
-    modules = set(graph.find_descendants(entry)) | {entry}
+    modules = set(graph.find_descendants(entry)) | {entry} | ({WIRING[account]} if account in WIRING else set())
     for module in list(modules):
         modules |= graph.find_upstream_modules(module)
     modules -= NOT_UNDER_ACCOUNT.get(account, frozenset())

@@ -1,5 +1,5 @@
 """A real-shaped kube-scheduler extender request (extender v1 JSON) and extenders over fixed
-telemetry, shared by tests/scheduler/test_sched_extender*.py and test_extender_*.py."""
+telemetry, shared by tests/scheduler/extender/test_sched_extender*.py and test_extender_*.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A small learned model written for the tests, and the pod and nodes they score, shared by
-tests/scheduler/test_sched_learned*.py and tests/rl/test_rl_features_v3.py."""
+tests/scheduler/learning/test_sched_learned*.py and tests/rl/policies/test_rl_features_v3.py."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from tools.docs.markdown import code, header, table
 PROGRAMS: Mapping[str, str] = {
     "kubejoule-agent": "agent.cmd.cli:build_parser",
     "kubejoule-calibrate": "agent.cmd.calibrate_cli:build_parser",
-    "kubejoule-scheduler": "scheduler.cli:build_parser",
-    "kubejoule-rl": "rl.cli:_build_parser",
+    "kubejoule-scheduler": "scheduler.cmd.cli:build_parser",
+    "kubejoule-rl": "rl.cmd.cli:_build_parser",
 }
 # Environment variables some defaults are read from: the page shows the default without them.
 # Everything else stays, so a default read from another variable still shows (and the test comparing

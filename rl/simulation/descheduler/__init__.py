@@ -3,7 +3,7 @@ autoscaled clusters (with kube-scheduler's MostAllocated): the policy suffix
 `+highnodeutilization` (`mostallocated+highnodeutilization@least-waste`).
 
 Every rule is kubernetes-sigs/descheduler's at DESCHEDULER_COMMIT, its Go test tables translated
-in tests/rl/test_rl_descheduler_*.py: `evictor` (DefaultEvictor), `highnodeutilization` (the
+in tests/rl/simulation/descheduler/test_rl_descheduler_*.py: `evictor` (DefaultEvictor), `highnodeutilization` (the
 strategy), `model` (its nodes, pods and resource arithmetic), `simulation` (one descheduling
 cycle on the simulator, its evictions through the simulator's eviction API and owners).
 """

@@ -1,0 +1,154 @@
+"""The benchmark on a real control plane, the parts that need no cluster (the run itself:
+tests/e2e/test_e2e_fidelity.py): refusing what it cannot run (the blocked autoscaler, a pod that
+fits no node, a policy without a real scheduler), the replay's pod objects, the record's lives,
+and a failed run kept apart, marked partial, out of the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rl.cmd.benchmark_cli import command, parse_args
+from rl.cmd.on_cluster_cli import OnClusterRun, document
+from rl.evaluation.benchmark import RunOutcome, RunSummary, RunTask, plan_benchmark, run_plan
+from rl.evaluation.fidelity import difference_pct, format_fidelity, without_agents
+from rl.evaluation.on_cluster import AUTOSCALER_BLOCKED, PartialRun, check_fits, check_static
+from rl.evaluation.replay import Recording, pod_manifest
+from rl.simulation.cluster import ClusterModel
+from rl.simulation.scenario import DaemonSetSpec, PodSpec, parse_node_groups
+
+NODES = parse_node_groups([{"name": "n", "count": 2, "cpu_cores": 4, "memory_gib": 8,
+                            "power": {"idle_watts": 50, "max_watts": 120}}])
+PODS = [PodSpec(i, 10.0 * i, 100.0, 1.0, 1.0, 0.8) for i in range(4)]
+
+
+def test_the_autoscaler_is_refused_naming_the_403() -> None:
+    with pytest.raises(ValueError, match="403"):
+        check_static(ClusterModel(), ["least-waste"], ["default"])
+    with pytest.raises(ValueError, match="no real scheduler"):
+        check_static(ClusterModel(), [], ["peaks"])
+    check_static(ClusterModel(), [], ["default", "mostallocated", "kubejoule", "default+extender:5"])
+
+
+def test_the_cli_refuses_autoscaler_and_expanders_on_the_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for extra in (["--autoscaler"], ["--policies", "default@least-waste"]):
+        args = parse_args(["--scenario", "homogeneous", "--on-cluster", "--out", str(tmp_path / "o.json"), *extra])
+        assert command(args) == 2
+        assert "This module version is not available" in capsys.readouterr().err
+    assert AUTOSCALER_BLOCKED.startswith("--on-cluster")
+
+
+def test_a_pod_no_node_can_hold_is_named_before_anything_starts() -> None:
+    too_big = PodSpec(3, 0.0, 10.0, 3.95, 1.0, 1.0)
+    with pytest.raises(ValueError, match="trace row 3: .*never be scheduled"):
+        check_fits(NODES, [*PODS[:3], too_big], [DaemonSetSpec("d", 0.1, 0.01)])
+    check_fits(NODES, [too_big], [])
+
+
+def test_a_replayed_pod_is_bare_scaled_and_named_by_its_row() -> None:
+    pod = pod_manifest(PodSpec(7, 60.0, 90.0, 0.5, 0.25, 0.3, owner_kind="Job", workload="j"), "kj-x", 30.0, "ns")
+    assert pod["metadata"]["name"] == "p-7"
+    assert "ownerReferences" not in pod["metadata"]  # no owner exists: the collector would delete it
+    assert pod["metadata"]["annotations"]["kubejoule.io/duration"] == "3000ms"
+    assert pod["spec"]["schedulerName"] == "kj-x"
+    assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+
+
+def test_a_recording_gives_lives_in_trace_seconds_started_when_running() -> None:
+    record = Recording(speedup=10.0, t0=100.0)
+    assert record.trace_s(101.5) == pytest.approx(15.0)
+    record.bound = {0: (1.0, "n-0"), 1: (2.0, "n-1")}
+    record.running = {0: 1.5}
+    record.ended = {0: 9.0}
+    lives = record.lives()
+    assert [(x.index, x.node, x.start_s, x.end_s) for x in lives] == [(0, "n-0", 1.5, 9.0), (1, "n-1", 2.0, None)]
+
+
+def _summary(key: str, seed: int, kwh: float) -> RunSummary:
+    return RunSummary(key, seed, kwh * 3.6e6, 0.0, 0.0, 0, 0, 0, 100.0, 1.0, 2.0, busy_node_seconds=3600.0)
+
+
+def test_a_failed_run_is_kept_apart_marked_partial_and_out_of_the_table() -> None:
+    plan = plan_benchmark(NODES, PODS, ["default", "mostallocated"], 1, ClusterModel(), (), False)
+    complete = [RunOutcome(_summary("default", 0, 1.0), None)]
+    failed = PartialRun(RunTask("mostallocated", None, "mostallocated", 0), "kube-scheduler exited during the run")
+    doc = document(plan, OnClusterRun(complete, failed, None), {}, 30.0)
+    assert doc["complete"] is False
+    assert list(doc["policies"]) == ["default"]
+    assert doc["partial"] == {"policy": "mostallocated", "seed": 0, "partial": True,
+                              "reason": "kube-scheduler exited during the run", "pods_ended": 0}
+    whole = document(plan, OnClusterRun(complete + [RunOutcome(_summary("mostallocated", 0, 0.9), None)], None,
+                                        [RunOutcome(_summary("default", 0, 1.1), None),
+                                         RunOutcome(_summary("mostallocated", 0, 0.9), None)]), {}, 30.0)
+    assert whole["complete"] is True and "partial" not in whole
+    assert whole["fidelity"]["default"]["difference_pct"]["energy_kwh"] == pytest.approx(-9.09, abs=0.01)
+    assert "| default |" in format_fidelity(whole["fidelity"])
+
+
+def test_differences_are_relative_to_the_simulator() -> None:
+    assert difference_pct(105.0, 100.0) == pytest.approx(5.0)
+    assert difference_pct(0.0, 0.0) == 0.0
+    assert difference_pct(1.0, 0.0) is None
+
+
+MIXED = parse_node_groups([
+    {"name": "old", "count": 2, "cpu_cores": 4, "memory_gib": 8, "power": {"idle_watts": 90, "max_watts": 250}},
+    {"name": "new", "count": 2, "cpu_cores": 4, "memory_gib": 8, "power": {"idle_watts": 40, "max_watts": 110}},
+])
+MIXED_PODS = [PodSpec(i, 30.0 * i, 400.0, 1.0, 0.9, 0.5) for i in range(10)]
+
+
+def _placements(plan_policies: list[str], dropout_free: bool) -> dict[str, tuple[float, float]]:
+    plan = plan_benchmark(MIXED, MIXED_PODS, plan_policies, 1, ClusterModel(), (), False)
+    runs = run_plan(plan if dropout_free else without_agents(plan), None, 1, False)
+    return {o.summary.policy: (o.summary.energy_joules, o.summary.busy_node_seconds) for o in runs}
+
+
+def test_the_fidelity_simulation_gives_the_schedulers_no_telemetry_as_on_kwok_nodes() -> None:
+    """KWOK nodes run no agent: simulated as the cluster runs, the extender (ignorable, no
+    telemetry) leaves kube-scheduler's choice alone; with the simulator's agents it moves pods
+    onto the efficient nodes."""
+    policies = ["default", "default+extender:5"]
+    as_on_cluster = _placements(policies, dropout_free=False)
+    assert as_on_cluster["default+extender:5"] == as_on_cluster["default"]
+    with_agents = _placements(policies, dropout_free=True)
+    assert with_agents["default+extender:5"][0] < with_agents["default"][0]
+    assert with_agents["default"] == as_on_cluster["default"]
+
+
+class _DroppingApi:
+    """Our own seam (rl.cluster.api.Api) faked: pods are created, the watch breaks."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    def request(self, method: str, path: str, body: object = None) -> object:
+        if method == "POST":
+            assert isinstance(body, dict)
+            self.created.append(body["metadata"]["name"])
+            return body
+        return {"items": [], "metadata": {"resourceVersion": "7"}}
+
+    def watch(self, path: str, timeout_seconds: int = 3600) -> object:
+        raise ConnectionResetError("connection reset by peer")
+
+
+def test_a_watch_that_drops_stops_the_replay_naming_it() -> None:
+    from rl.evaluation.replay import replay
+
+    api = _DroppingApi()
+    recording = replay(api, "ns", PODS[:2], "kj-x", 1000.0, lambda: [])  # type: ignore[arg-type]
+    assert recording.failure is not None
+    assert "the watch of /api/v1/namespaces/ns/pods dropped: connection reset by peer" in recording.failure
+
+
+def test_a_component_that_exits_stops_the_replay_naming_it() -> None:
+    from rl.evaluation.replay import replay
+
+    class Quiet(_DroppingApi):
+        def watch(self, path: str, timeout_seconds: int = 3600) -> object:
+            return iter(())
+
+    recording = replay(Quiet(), "ns", PODS[:2], "kj-x", 1000.0, lambda: ["kj-default-kube-scheduler"])  # type: ignore[arg-type]
+    assert recording.failure == "kj-default-kube-scheduler exited during the run"
