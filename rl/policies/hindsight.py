@@ -14,7 +14,7 @@ nothing: `observe_end` is refused, and its `version` never moves.
 
 The policy `hindsight` (`hindsight@kubejoule`, `hindsight+rebalancer@kubejoule`) is the
 standalone scheduler's default profile as shipped (`kubejoule`), its energy plugin's lifetime
-lever on (scheduler/plugins/energy_v3.py; the others as shipped), whose outlook
+lever on (scheduler/plugins/energy/levers.py; the others as shipped), whose outlook
 (rl/policies/outlook_sim.py, the simulation's view of nodes and lifetimes) asks this predictor instead of
 one that learns from the pods that end. Every other input — telemetry, the autoscaler's
 unneeded nodes, the tie-breaking — is the same as `kubejoule`'s, so the difference between the

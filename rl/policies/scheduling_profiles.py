@@ -22,7 +22,7 @@ The energy plugin (`scheduler.plugins.energy.EnergyPlugin`) is configured as the
 it: consolidation on exactly where nodes power off (the autoscaler, or the visible power-off
 ablation), at its default reference load. ΔP_ref, the extra watts that score 0:
 
-* `kubejoule` ranks by its v3 per-pod scale, which has no ΔP_ref (scheduler/plugins/energy_v3.py),
+* `kubejoule` ranks by its v3 per-pod scale, which has no ΔP_ref (scheduler/plugins/energy/levers.py),
   and reads the simulation's outlook (rl/policies/outlook_sim.py: lifetimes learned from the pods that end
   in the run); so do profile files whose `KubejouleEnergy` entry sets the v3 levers (`args:`);
 * `default+extender:W` and profile files model deployments, so they take the

@@ -8,7 +8,7 @@ kube-scheduler's defaults (`scheduler.plugins.defaults.default_filters()`).
 
 | name | args |
 |---|---|
-| `KubejouleEnergy` | the v3 levers `lifetimes`, `protectRemoval`, `efficiency` (true/false), `scale` (`pod`/`fixed`), `scaleDownUtilizationThreshold` (`scheduler/plugins/energy_v3.py`; any arg given: the others default on / `pod` / 0.5); no args: the plugin as the `scorer:` section configures it |
+| `KubejouleEnergy` | the v3 levers `lifetimes`, `protectRemoval`, `efficiency` (true/false), `scale` (`pod`/`fixed`), `scaleDownUtilizationThreshold` (`scheduler/plugins/energy/levers.py`; any arg given: the others default on / `pod` / 0.5); no args: the plugin as the `scorer:` section configures it |
 | `NodeResourcesFit` | `scoringStrategy: {type: LeastAllocated\\|MostAllocated, resources: [{name: cpu, weight: 1}, …]}` |
 | `NodeResourcesBalancedAllocation`, `TaintToleration`, `NodeAffinity` | none |
 | `Peaks` | `nodePowerModel: {NODE: {k0, k1, k2}}` (else fitted to each node's configured curve) |
@@ -70,13 +70,13 @@ def _no_args(name: str, plugin: Callable[[], ScorePlugin]) -> Callable[..., Scor
 
 
 def _energy(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    """The scheduler's energy plugin; args set its v3 levers (scheduler/plugins/energy_v3.py),
+    """The scheduler's energy plugin; args set its v3 levers (scheduler/plugins/energy/levers.py),
     those left out on; no args: the plugin as the `scorer:` section configures it."""
     if context.energy is None:
         raise ValueError(f"{ENERGY}: no energy plugin available here")
     if args:
         from scheduler.plugins.energy import EnergyPlugin
-        from scheduler.plugins.energy_v3 import levers_from_args
+        from scheduler.plugins.energy.levers import levers_from_args
 
         levers = levers_from_args(args)
         if not isinstance(context.energy, EnergyPlugin):

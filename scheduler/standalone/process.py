@@ -14,7 +14,7 @@ from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
 from scheduler.lifetimes.state import save_quietly, saving_thread
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_v3 import CacheOutlook
+from scheduler.plugins.energy.levers import CacheOutlook
 from scheduler.service.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import KubeClusterApi
@@ -42,7 +42,7 @@ class RunOptions:
 
 
 def attach_outlook(energy: EnergyPlugin, scheduler: StandaloneScheduler) -> None:
-    """Levers that read the cluster's outlook (scheduler/plugins/energy_v3.py) read the
+    """Levers that read the cluster's outlook (scheduler/plugins/energy/levers.py) read the
     scheduler's cluster cache and the lifetime predictor the cache teaches from every pod that
     ends on its own (the one the decision features read)."""
     if not energy.levers.needs_outlook:

@@ -1,4 +1,4 @@
-"""The energy plugin's v3 levers (scheduler/plugins/energy_v3.py): node-time pricing with
+"""The energy plugin's v3 levers (scheduler/plugins/energy/levers.py): node-time pricing with
 predicted lifetimes, nodes cluster-autoscaler is about to remove, efficiency, and the per-pod
 scale that never saturates."""
 
@@ -15,7 +15,7 @@ from scheduler.config.registry import PluginContext, score_entries
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, Taint
 from scheduler.framework import CandidateBatch
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_v3 import (
+from scheduler.plugins.energy.levers import (
     DELETION_CANDIDATE_TAINT,
     SCALE_FIXED,
     SCALE_POD,
@@ -279,7 +279,7 @@ def test_the_live_outlook_reads_the_cluster_cache_and_learns_from_pods_that_end(
     from benchmarks.harness.standalone_objects import pod as pod_object
     from scheduler.cluster.cache import ClusterCache
     from scheduler.lifetimes import LifetimePredictor
-    from scheduler.plugins.energy_v3 import CacheOutlook
+    from scheduler.plugins.energy.levers import CacheOutlook
 
     clock = [1_000.0]
     predictor = LifetimePredictor()

@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.config.build import build_energy_plugin, build_profile
 from scheduler.config.parse import ConfigError, config_from_dict, load_config
-from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
+from scheduler.plugins.energy.levers import SHIPPED_LEVERS
 from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.noderesources import MOST_ALLOCATED, NodeResourcesFit
 

@@ -61,7 +61,7 @@ from scheduler.domain.cluster_defaults import SCALE_DOWN_UTILIZATION_THRESHOLD
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.plugins.energy_price import amortized_rate
+from scheduler.plugins.energy.price import amortized_rate
 
 LIFETIMES = "lifetimes"
 PROTECT_REMOVAL = "protectRemoval"
