@@ -24,7 +24,6 @@ two rows is what the lifetime predictor's errors cost.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rl.policies.profile_policy import ProfilePolicy
@@ -87,7 +86,5 @@ class HindsightPolicy(ProfilePolicy):
 
 def hindsight_policy(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> HindsightPolicy:
     setup = named_profile("kubejoule", nodes, power_off)
-    assert setup is not None
-    for plugin in energy_plugins(setup.profile):
-        plugin.levers = replace(plugin.levers, lifetimes=True)
+    assert setup is not None  # its energy plugin prices lifetimes already (SHIPPED_LEVERS)
     return HindsightPolicy(setup.profile, HINDSIGHT, setup.percentage_of_nodes_to_score)

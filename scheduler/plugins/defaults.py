@@ -99,8 +99,8 @@ def shipped_kubejoule_profile(energy_plugin: ScorePlugin) -> SchedulingProfile:
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.plugins.energy.levers import SHIPPED_LEVERS
 
-    if isinstance(energy_plugin, EnergyPlugin):
-        energy_plugin.levers = SHIPPED_LEVERS
+    if isinstance(energy_plugin, EnergyPlugin):  # a new plugin: the given one stays as it is
+        energy_plugin = energy_plugin.with_levers(SHIPPED_LEVERS)
     return SchedulingProfile(KUBEJOULE_PROFILE, default_filters(), [
         (energy_plugin, SHIPPED_ENERGY_WEIGHT),
         (NodeResourcesFit(MOST_ALLOCATED), SHIPPED_PACKING_WEIGHT),

@@ -18,6 +18,7 @@ from scheduler.plugins.energy.levers import CacheOutlook
 from scheduler.service.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import KubeClusterApi
+from scheduler.standalone.decide import energy_of
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import GIL_SWITCH_INTERVAL_SECONDS, StandaloneConfig
 
@@ -74,6 +75,11 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         lambda name: scheduler.cache.workload(name),
         lifetimes=lambda: scheduler.cache.lifetimes,
     )
+    # The profile's own energy plugin (its entry may have built one with levers) is the one the
+    # features and the outlook go with; a profile without one keeps the configured plugin.
+    found = energy_of(profile)
+    if found is not None:
+        energy = found[1]
     store = build_store(config, api)
     metrics = SchedulerMetrics()
     decision_log = outcomes = None

@@ -185,6 +185,22 @@ class EnergyPlugin(NodeCurves):
         self._kinds: dict[tuple[PowerCurve, float], int] = {}
         self._kind_numbers = itertools.count()  # next() is atomic: request and refresh threads
 
+    def with_levers(self, levers: Levers) -> EnergyPlugin:
+        """A new plugin set up as this one (ΔP_ref, consolidation, staleness, configured curves,
+        history size, outlook) but with `levers`, from its construction: a profile entry or the
+        shipped profile builds its energy plugin this way and never changes the one it was
+        given."""
+        return EnergyPlugin(
+            delta_p_ref_watts=self.delta_p_ref_watts,
+            consolidation=self.consolidation,
+            max_staleness_seconds=self.max_staleness_seconds,
+            curves=self._configured,
+            history_size=self._history_size,
+            consolidation_utilization=self.consolidation_utilization,
+            levers=levers,
+            outlook=self.outlook,
+        )
+
     @staticmethod
     def utilization_with_assumed(node: NodeState) -> float | None:
         """u at the sample plus the CPU requested since, over the node's cores (may pass 1)."""
