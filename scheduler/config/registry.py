@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from common.curves import PowerCurve
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.scheduling_profile import SchedulingProfile, plugin_weight
+from scheduler.learning.plugin import NAME as LEARNED
 from scheduler.learning.plugin import LearnedArgs, LearnedPlugin
 from scheduler.plugins import loadvariation, peaks, trimaran
 from scheduler.plugins.defaults import default_filters
@@ -55,7 +56,6 @@ from scheduler.plugins.noderesources import (
 from scheduler.plugins.tainttoleration import TaintToleration
 
 ENERGY = "KubejouleEnergy"
-LEARNED = "learned"
 ENTRY_KEYS = ("name", "weight", "args", "extender")
 
 
