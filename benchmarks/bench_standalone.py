@@ -64,7 +64,7 @@ CHUNK = 30  # decisions per timed chunk: the figure is the median chunk (robust 
 PROFILES: dict[str, Any] = {
     "kubejoule (v2: energy alone)": lambda: kubejoule_profile(EnergyPlugin()),
     # The shipped profile where it prices node-time: consolidation on, its lifetimes lever
-    # reading the cluster cache's outlook (scheduler/plugins/energy_v3.py).
+    # reading the cluster cache's outlook (scheduler/plugins/energy/levers.py).
     "kubejoule (shipped v3, consolidation)": lambda: shipped_kubejoule_profile(
         EnergyPlugin(consolidation=True)
     ),

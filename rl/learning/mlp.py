@@ -22,7 +22,7 @@ training sample is also shown with its curve features blanked (`curve_known` = 0
 Evaluation on held-out nodes (a fixed 25 % of node names, by CRC-32): mean absolute error of the
 model with and without the curve features, against the heuristic's own predictions — its ΔP from
 the curve, and the line it fits online to the node's (utilization, watts) history (scheduler/
-plugins/energy_history.py, fed with the telemetry each decision line saw), both × the window.
+plugins/energy/history.py, fed with the telemetry each decision line saw), both × the window.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import numpy as np
 from scheduler.decisionlog.logfile import read_records
 from scheduler.learning.features import encode
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
-from scheduler.plugins.energy_history import NodeHistory
+from scheduler.plugins.energy.history import NodeHistory
 
 SCHEMA = FEATURE_SCHEMA_V3
 NAMES = SCHEMA.node_features + SCHEMA.pod_features

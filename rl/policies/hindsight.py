@@ -14,7 +14,7 @@ nothing: `observe_end` is refused, and its `version` never moves.
 
 The policy `hindsight` (`hindsight@kubejoule`, `hindsight+rebalancer@kubejoule`) is the
 standalone scheduler's default profile as shipped (`kubejoule`), its energy plugin's lifetime
-lever on (scheduler/plugins/energy_v3.py; the others as shipped), whose outlook
+lever on (scheduler/plugins/energy/levers.py; the others as shipped), whose outlook
 (rl/policies/outlook_sim.py, the simulation's view of nodes and lifetimes) asks this predictor instead of
 one that learns from the pods that end. Every other input — telemetry, the autoscaler's
 unneeded nodes, the tie-breaking — is the same as `kubejoule`'s, so the difference between the
@@ -24,7 +24,6 @@ two rows is what the lifetime predictor's errors cost.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rl.policies.profile_policy import ProfilePolicy
@@ -87,7 +86,5 @@ class HindsightPolicy(ProfilePolicy):
 
 def hindsight_policy(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> HindsightPolicy:
     setup = named_profile("kubejoule", nodes, power_off)
-    assert setup is not None
-    for plugin in energy_plugins(setup.profile):
-        plugin.levers = replace(plugin.levers, lifetimes=True)
+    assert setup is not None  # its energy plugin prices lifetimes already (SHIPPED_LEVERS)
     return HindsightPolicy(setup.profile, HINDSIGHT, setup.percentage_of_nodes_to_score)

@@ -1,4 +1,4 @@
-"""The energy plugin's v3 outlook in the simulator (scheduler/plugins/energy_v3.py): each node's
+"""The energy plugin's v3 outlook in the simulator (scheduler/plugins/energy/levers.py): each node's
 predicted time until its pods have all ended, whether cluster-autoscaler's unneeded timer runs
 for it, and each pod's predicted lifetime.
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from rl.policies.sim_features import SimLifetimes
 from scheduler.domain.model import PodInfo
-from scheduler.plugins.energy_v3 import NodeEnds
+from scheduler.plugins.energy.levers import NodeEnds
 
 if TYPE_CHECKING:
     from rl.simulation.node import SimNode

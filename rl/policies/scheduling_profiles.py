@@ -22,7 +22,7 @@ The energy plugin (`scheduler.plugins.energy.EnergyPlugin`) is configured as the
 it: consolidation on exactly where nodes power off (the autoscaler, or the visible power-off
 ablation), at its default reference load. ΔP_ref, the extra watts that score 0:
 
-* `kubejoule` ranks by its v3 per-pod scale, which has no ΔP_ref (scheduler/plugins/energy_v3.py),
+* `kubejoule` ranks by its v3 per-pod scale, which has no ΔP_ref (scheduler/plugins/energy/levers.py),
   and reads the simulation's outlook (rl/policies/outlook_sim.py: lifetimes learned from the pods that end
   in the run); so do profile files whose `KubejouleEnergy` entry sets the v3 levers (`args:`);
 * `default+extender:W` and profile files model deployments, so they take the
@@ -62,7 +62,7 @@ import yaml
 from rl.simulation.scenario import NodeSpec, scenario_path
 from rl.simulation.simulator import PowerOffModel
 from scheduler.config.parse import ConfigError, ScorerConfig, config_from_dict
-from scheduler.config.registry import PluginContext, score_entries
+from scheduler.config.registry import PluginContext, build_plugin, score_entries
 from scheduler.framework import SchedulingProfile
 from scheduler.plugins.defaults import (
     default_filters,
@@ -73,8 +73,8 @@ from scheduler.plugins.defaults import (
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.noderesources import MOST_ALLOCATED
-from scheduler.plugins.peaks import Peaks, models_from_config
-from scheduler.plugins.trimaran import TargetLoadPacking
+from scheduler.plugins.peaks import NAME as PEAKS
+from scheduler.plugins.trimaran import NAME as TARGET_LOAD_PACKING
 
 # The shipped configuration's ΔP_ref (scheduler/examples/extender-config.yaml, ScorerConfig).
 DEPLOYED_DELTA_P_REF_WATTS = ScorerConfig().delta_p_ref_watts
@@ -176,11 +176,10 @@ def named_profile(
         return ProfileSetup(default_profile("default"), kube)
     if name == "mostallocated":
         return ProfileSetup(default_profile("mostallocated", MOST_ALLOCATED), kube)
-    if name == "peaks":
-        models = models_from_config({}, {n.name: n.curve for n in nodes})
-        return ProfileSetup(SchedulingProfile("peaks", default_filters(), [(Peaks(models), 1)]), kube)
-    if name == "trimaran":
-        return ProfileSetup(SchedulingProfile("trimaran", default_filters(), [(TargetLoadPacking(), 1)]), kube)
+    if name in ("peaks", "trimaran"):  # the registry's plugin with its default args
+        context = PluginContext(curves={n.name: n.curve for n in nodes})
+        plugin = build_plugin(PEAKS if name == "peaks" else TARGET_LOAD_PACKING, {}, context)
+        return ProfileSetup(SchedulingProfile(name, default_filters(), [(plugin, 1)]), kube)
     if name.startswith(EXTENDER_POLICY):
         plugin = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS)
         return ProfileSetup(extender_profile(plugin, extender_weight(name), name), kube)

@@ -19,7 +19,7 @@ Ranking options by `expected_watts` alone is the scorer's greedy mistake one lev
 node is switched on for the pending pods, but the pods that follow are placed on it too (the
 scheduler fills running nodes before the autoscaler opens new ones), so its opening cost — idle
 power plus the steep start of many real curves — is shared by all the load it will carry. The
-options are therefore ranked by the scorer's consolidation price (scheduler/plugins/energy.py, "the
+options are therefore ranked by the scorer's consolidation price (scheduler/plugins/energy/plugin.py, "the
 amortized price"), per core of pod load:
 
     watts_per_core = a / C,   a = min over 0 < v ≤ v_up of P(v) / v
@@ -61,7 +61,7 @@ from common.curves import PowerCurve, curve_columns
 from scheduler.config.parse import DEFAULT_GROUP_LABELS
 from scheduler.domain.model import NodeInfo, PodInfo
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, request_cores
-from scheduler.plugins.energy_price import amortized_rate, average_rates
+from scheduler.plugins.energy.price import amortized_rate, average_rates
 
 CURVE_FROM_CONFIG = "config"  # node_groups[group id]
 CURVE_FROM_LABEL = "label"  # node_groups[value of a template label]

@@ -8,13 +8,20 @@ kube-scheduler's defaults (`scheduler.plugins.defaults.default_filters()`).
 
 | name | args |
 |---|---|
-| `KubejouleEnergy` | the v3 levers `lifetimes`, `protectRemoval`, `efficiency` (true/false), `scale` (`pod`/`fixed`), `scaleDownUtilizationThreshold` (`scheduler/plugins/energy_v3.py`; any arg given: the others default on / `pod` / 0.5); no args: the plugin as the `scorer:` section configures it |
+| `KubejouleEnergy` | the v3 levers `lifetimes`, `protectRemoval`, `efficiency` (true/false), `scale` (`pod`/`fixed`), `scaleDownUtilizationThreshold` (`scheduler/plugins/energy/levers.py`; any arg given: the others default on / `pod` / 0.5); no args: the plugin as the `scorer:` section configures it |
 | `NodeResourcesFit` | `scoringStrategy: {type: LeastAllocated\\|MostAllocated, resources: [{name: cpu, weight: 1}, …]}` |
 | `NodeResourcesBalancedAllocation`, `TaintToleration`, `NodeAffinity` | none |
 | `Peaks` | `nodePowerModel: {NODE: {k0, k1, k2}}` (else fitted to each node's configured curve) |
 | `TargetLoadPacking` | `targetUtilization`, `defaultRequests`, `defaultRequestsMultiplier` |
 | `LoadVariationRiskBalancing` | `safeVarianceMargin`, `safeVarianceSensitivity` |
 | `learned` | `model: PATH` (a `.npz` model) |
+
+Each plugin has a frozen `Args` dataclass beside it (`TargetLoadPackingArgs`, `PeaksArgs`,
+`NodeResourcesFitArgs`, `EnergyArgs`, …: defaults, and validation in `__post_init__`) that
+`Args.from_config(mapping)` reads from the entry's `args`; `REGISTRY` maps each name to its
+factory and that type, for the standalone scheduler's `profile:`, the configuration check and the
+simulator's profiles alike. Building a plugin never changes another: `KubejouleEnergy` with args
+is a new energy plugin set up as the given one, with its levers from construction.
 
 Any entry may set `extender: true`: the plugin then enters as kube-scheduler sees it through
 the extender (0–10 rounded, × weight × 10; `scheduler.plugins.extender.ExtenderScore`).
@@ -24,22 +31,27 @@ Errors are ValueErrors naming the entry (`profile[2] (Peaks): …`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Protocol
 
 from common.curves import PowerCurve
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.scheduling_profile import SchedulingProfile, plugin_weight
+from scheduler.learning.plugin import NAME as LEARNED
+from scheduler.learning.plugin import LearnedArgs, LearnedPlugin
 from scheduler.plugins import loadvariation, peaks, trimaran
 from scheduler.plugins.defaults import default_filters
+from scheduler.plugins.energy import EnergyPlugin
+from scheduler.plugins.energy.levers import EnergyArgs
 from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.noderesources import (
     BALANCED,
     FIT,
-    LEAST_ALLOCATED,
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
+    NodeResourcesFitArgs,
 )
 from scheduler.plugins.tainttoleration import TaintToleration
 
@@ -60,103 +72,89 @@ class PluginContext:
     lifetimes: Callable[[], Any] | None = None  # the lifetime predictor (feature schema v3)
 
 
-def _no_args(name: str, plugin: Callable[[], ScorePlugin]) -> Callable[..., ScorePlugin]:
-    def build(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-        if args:
-            raise ValueError(f"{name} takes no args, got {sorted(args)}")
-        return plugin()
+class ArgsType(Protocol):
+    """A plugin's frozen `Args` dataclass: `from_config(mapping)` reads a profile entry's `args`
+    (its defaults for what they leave out, ValueError for a bad key or value)."""
 
-    return build
+    def from_config(self, config: Mapping[str, Any]) -> Any: ...
 
 
-def _energy(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    """The scheduler's energy plugin; args set its v3 levers (scheduler/plugins/energy_v3.py),
-    those left out on; no args: the plugin as the `scorer:` section configures it."""
+@dataclass(frozen=True)
+class Registration:
+    """How a named Score plugin is built: `factory(args, context)` from its `Args` (`args`,
+    the type whose `from_config` reads the entry's args); `args` None: it takes none."""
+
+    factory: Callable[[Any, PluginContext], ScorePlugin]
+    args: ArgsType | None = None
+
+
+def _energy(args: EnergyArgs, context: PluginContext) -> ScorePlugin:
+    """The scheduler's energy plugin; with levers in its args (scheduler/plugins/energy/levers.py),
+    a new plugin set up as that one but for its levers (`EnergyPlugin.with_levers`: the given
+    plugin stays as it is); no args: the plugin as the `scorer:` section configures it."""
     if context.energy is None:
         raise ValueError(f"{ENERGY}: no energy plugin available here")
-    if args:
-        from scheduler.plugins.energy import EnergyPlugin
-        from scheduler.plugins.energy_v3 import levers_from_args
-
-        levers = levers_from_args(args)
-        if not isinstance(context.energy, EnergyPlugin):
-            raise ValueError(f"{ENERGY}: args need kubejoule's energy plugin")
-        context.energy.levers = levers
-    return context.energy
+    if args.levers is None:
+        return context.energy
+    if not isinstance(context.energy, EnergyPlugin):
+        raise ValueError(f"{ENERGY}: args need kubejoule's energy plugin")
+    return context.energy.with_levers(args.levers)
 
 
-def _fit(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    """NodeResourcesFitArgs.scoringStrategy, as kube-scheduler's configuration writes it."""
-    unknown = sorted(set(args) - {"scoringStrategy"})
-    if unknown:
-        raise ValueError(f"unknown args {unknown}; known: ['scoringStrategy']")
-    strategy = args.get("scoringStrategy") or {}
-    if not isinstance(strategy, Mapping) or set(strategy) - {"type", "resources"}:
-        raise ValueError(f"scoringStrategy must be {{type, resources}}, got {strategy!r}")
-    resources = strategy.get("resources")
-    weights: dict[str, int] = {"cpu": 1, "memory": 1}
-    if resources is not None:
-        if not isinstance(resources, list) or not all(
-            isinstance(r, Mapping) and set(r) <= {"name", "weight"} and "name" in r
-            for r in resources
-        ):
-            raise ValueError(
-                f"scoringStrategy.resources must be a list of {{name, weight}}, got {resources!r}"
-            )
-        weights = {str(r["name"]): r.get("weight", 1) for r in resources}
-    return NodeResourcesFit(str(strategy.get("type", LEAST_ALLOCATED)), weights)
-
-
-def _peaks(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    return peaks.Peaks(peaks.models_from_config(args, context.curves))
-
-
-def _trimaran(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    return trimaran.TargetLoadPacking(trimaran.args_from_config(args))
-
-
-def _load_variation(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    return loadvariation.LoadVariationRiskBalancing(loadvariation.args_from_config(args))
-
-
-def _learned(args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    """The model's features are computed as in training: with the scheduler's configured energy
-    plugin (the one `KubejouleEnergy` scores with) and the cluster cache's node workloads."""
-    from scheduler.learning.plugin import from_args
-    from scheduler.plugins.energy import EnergyPlugin
-
+def _learned(args: LearnedArgs, context: PluginContext) -> ScorePlugin:
+    """The model's features are computed as in training: with the profile's energy plugin (the
+    one `KubejouleEnergy` scores with, `score_entries`) and the cluster cache's node workloads."""
     if not isinstance(context.energy, EnergyPlugin):
         raise ValueError("learned: needs the scheduler's energy plugin for its features")
-    return from_args(args, context.energy, context.workload, context.lifetimes)
+    return LearnedPlugin(args.model, context.energy, context.workload, lifetimes=context.lifetimes)
 
 
-BUILDERS: dict[str, Callable[[Mapping[str, Any], PluginContext], ScorePlugin]] = {
-    ENERGY: _energy,
-    FIT: _fit,
-    BALANCED: _no_args(BALANCED, NodeResourcesBalancedAllocation),
-    "TaintToleration": _no_args("TaintToleration", TaintToleration),
-    "NodeAffinity": _no_args("NodeAffinity", NodeAffinity),
-    peaks.NAME: _peaks,
-    trimaran.NAME: _trimaran,
-    loadvariation.NAME: _load_variation,
-    "learned": _learned,
-}
+# Every Score plugin a profile may name: name → (factory, Args type).
+REGISTRY: Mapping[str, Registration] = MappingProxyType({
+    ENERGY: Registration(_energy, EnergyArgs),
+    FIT: Registration(lambda a, _: NodeResourcesFit(a.strategy, a.resources), NodeResourcesFitArgs),
+    BALANCED: Registration(lambda _a, _c: NodeResourcesBalancedAllocation()),
+    "TaintToleration": Registration(lambda _a, _c: TaintToleration()),
+    "NodeAffinity": Registration(lambda _a, _c: NodeAffinity()),
+    peaks.NAME: Registration(lambda a, c: peaks.Peaks(peaks.power_models(a, c.curves)), peaks.PeaksArgs),
+    trimaran.NAME: Registration(lambda a, _: trimaran.TargetLoadPacking(a), trimaran.TargetLoadPackingArgs),
+    loadvariation.NAME: Registration(
+        lambda a, _: loadvariation.LoadVariationRiskBalancing(a), loadvariation.LoadVariationArgs
+    ),
+    LEARNED: Registration(_learned, LearnedArgs),
+})
 
 
 def build_plugin(name: str, args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
-    builder = BUILDERS.get(name)
-    if builder is None:
-        raise ValueError(f"unknown Score plugin {name!r}; known: {sorted(BUILDERS)}")
-    return builder(args, context)
+    """The plugin `name` with the entry's `args` (its `Args.from_config`)."""
+    registration = REGISTRY.get(name)
+    if registration is None:
+        raise ValueError(f"unknown Score plugin {name!r}; known: {sorted(REGISTRY)}")
+    if registration.args is None:
+        if args:
+            raise ValueError(f"{name} takes no args, got {sorted(args)}")
+        return registration.factory(None, context)
+    return registration.factory(registration.args.from_config(args), context)
+
+
+def _built(label: str, name: str, args: Mapping[str, Any], weight: Any, context: PluginContext) -> ScorePlugin:
+    try:
+        plugin_weight(weight)
+        return build_plugin(name, args, context)
+    except ValueError as exc:
+        raise ValueError(f"{label}: {exc}") from exc
 
 
 def score_entries(
     entries: Any, context: PluginContext, where: str = "profile"
 ) -> list[tuple[ScorePlugin, int]]:
-    """The weighted Score plugins of configuration `entries` (module docstring)."""
+    """The weighted Score plugins of configuration `entries` (module docstring). `learned` is
+    built last, with the energy plugin the profile's `KubejouleEnergy` entry built (its features
+    are computed with the plugin the profile scores with)."""
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{where}: expected a non-empty list of {{name, weight, args}}, got {entries!r}")
-    scores: list[tuple[ScorePlugin, int]] = []
+    built: list[tuple[ScorePlugin, int] | None] = []
+    deferred: list[tuple[int, str, str, Mapping[str, Any], bool, Any]] = []
     for i, entry in enumerate(entries):
         label = f"{where}[{i}]"
         if not isinstance(entry, Mapping):
@@ -174,12 +172,18 @@ def score_entries(
         extender = entry.get("extender", False)
         if not isinstance(extender, bool):
             raise ValueError(f"{label}: 'extender' must be true or false, got {extender!r}")
-        try:
-            weight = plugin_weight(entry.get("weight", 1))
-            plugin = build_plugin(name, args, context)
-        except ValueError as exc:
-            raise ValueError(f"{label}: {exc}") from exc
-        scores.append((ExtenderScore(plugin) if extender else plugin, weight))
+        if name == LEARNED:
+            deferred.append((len(built), label, name, args, extender, entry.get("weight", 1)))
+            built.append(None)
+            continue
+        plugin = _built(label, name, args, entry.get("weight", 1), context)
+        if name == ENERGY:
+            context = replace(context, energy=plugin)
+        built.append((ExtenderScore(plugin) if extender else plugin, plugin_weight(entry.get("weight", 1))))
+    for index, label, name, args, extender, weight in deferred:
+        plugin = _built(label, name, args, weight, context)
+        built[index] = (ExtenderScore(plugin) if extender else plugin, plugin_weight(weight))
+    scores = [score for score in built if score is not None]
     names = [plugin.name for plugin, _ in scores]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

@@ -3,7 +3,7 @@
 Modes: `shadow` (default) answers every node the same neutral score and filters nothing, and
 records what it would have chosen; `active` answers the energy scores and applies power caps.
 Missing or stale telemetry never filters a node and never scores above a measured node of its
-kind (the energy plugin prices it at its worst state, scheduler/plugins/energy.py).
+kind (the energy plugin prices it at its worst state, scheduler/plugins/energy/plugin.py).
 Scoring reads a prepared snapshot: no I/O and no per-node work on the request path. The
 snapshot is built in this process (`NodeStates`, from the TelemetryStore: tests, embedding) or
 by the refresher process and read from shared memory (`RemoteStates`: what

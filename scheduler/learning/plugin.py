@@ -25,6 +25,7 @@ simulator's), else unknown.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,13 +126,18 @@ class LearnedPlugin:
         return self.score_rows(self.rows(pod, batch))[0]
 
 
-def from_args(
-    args: Mapping[str, Any],
-    energy: EnergyPlugin | None = None,
-    workload: WorkloadLookup | None = None,
-    lifetimes: Callable[[], LifetimePredictor | None] | None = None,
-) -> LearnedPlugin:
-    """The plugin from its configuration arguments (`model: PATH`)."""
-    if set(args) != {"model"} or not isinstance(args.get("model"), str) or not args["model"]:
-        raise ValueError(f"learned takes args {{model: PATH}}, got {dict(args)!r}")
-    return LearnedPlugin(args["model"], energy, workload, lifetimes=lifetimes)
+@dataclass(frozen=True)
+class LearnedArgs:
+    """The plugin's arguments in a profile entry: `model: PATH` (a `.npz` model file)."""
+
+    model: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError(f"learned takes args {{model: PATH}}, got {{'model': {self.model!r}}}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> LearnedArgs:
+        if set(config) != {"model"}:
+            raise ValueError(f"learned takes args {{model: PATH}}, got {dict(config)!r}")
+        return cls(config["model"])

@@ -94,13 +94,13 @@ SHIPPED_PACKING_WEIGHT = 1
 def shipped_kubejoule_profile(energy_plugin: ScorePlugin) -> SchedulingProfile:
     """The `kubejoule` profile as it ships (the standalone scheduler without a `profile:`, the
     simulator's `kubejoule` policy): kube-scheduler's default filters, the energy plugin with
-    SHIPPED_LEVERS (scheduler/plugins/energy_v3.py) at SHIPPED_ENERGY_WEIGHT and NodeResourcesFit
+    SHIPPED_LEVERS (scheduler/plugins/energy/levers.py) at SHIPPED_ENERGY_WEIGHT and NodeResourcesFit
     MostAllocated at SHIPPED_PACKING_WEIGHT."""
     from scheduler.plugins.energy import EnergyPlugin
-    from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
+    from scheduler.plugins.energy.levers import SHIPPED_LEVERS
 
-    if isinstance(energy_plugin, EnergyPlugin):
-        energy_plugin.levers = SHIPPED_LEVERS
+    if isinstance(energy_plugin, EnergyPlugin):  # a new plugin: the given one stays as it is
+        energy_plugin = energy_plugin.with_levers(SHIPPED_LEVERS)
     return SchedulingProfile(KUBEJOULE_PROFILE, default_filters(), [
         (energy_plugin, SHIPPED_ENERGY_WEIGHT),
         (NodeResourcesFit(MOST_ALLOCATED), SHIPPED_PACKING_WEIGHT),

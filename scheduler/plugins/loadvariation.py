@@ -47,24 +47,29 @@ ARG_KEYS = ("safeVarianceMargin", "safeVarianceSensitivity")
 
 @dataclass(frozen=True)
 class LoadVariationArgs:
+    """The plugin's arguments (LoadVariationRiskBalancingArgs), with the original's defaults;
+    `from_config` reads them from a profile entry's `args`."""
+
     safe_variance_margin: float = DEFAULT_SAFE_VARIANCE_MARGIN
     safe_variance_sensitivity: float = DEFAULT_SAFE_VARIANCE_SENSITIVITY
 
+    def __post_init__(self) -> None:
+        for key, field in zip(ARG_KEYS, ("safe_variance_margin", "safe_variance_sensitivity"), strict=True):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{NAME}: {key} must be a number, got {value!r}")
+            object.__setattr__(self, field, float(value))
 
-def args_from_config(config: Mapping[str, Any]) -> LoadVariationArgs:
-    """LoadVariationRiskBalancingArgs from the original's keys; ValueError for anything else."""
-    unknown = sorted(set(config) - set(ARG_KEYS))
-    if unknown:
-        raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
-    values = []
-    for key, default in zip(
-        ARG_KEYS, (DEFAULT_SAFE_VARIANCE_MARGIN, DEFAULT_SAFE_VARIANCE_SENSITIVITY), strict=True
-    ):
-        value = config.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{NAME}: {key} must be a number, got {value!r}")
-        values.append(float(value))
-    return LoadVariationArgs(*values)
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> LoadVariationArgs:
+        """The original's keys; ValueError for anything else."""
+        unknown = sorted(set(config) - set(ARG_KEYS))
+        if unknown:
+            raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
+        return cls(
+            config.get(ARG_KEYS[0], DEFAULT_SAFE_VARIANCE_MARGIN),
+            config.get(ARG_KEYS[1], DEFAULT_SAFE_VARIANCE_SENSITIVITY),
+        )
 
 
 def effective_request(pod: PodInfo) -> tuple[int, int]:

@@ -33,6 +33,9 @@ everywhere (the plugin skips it, kubernetes#129138 — the same ranking).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +51,56 @@ MOST_ALLOCATED = "MostAllocated"
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
 RESOURCES = ("cpu", "memory", "ephemeral-storage")
 DEFAULT_RESOURCE_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1}
+
+
+@dataclass(frozen=True)
+class NodeResourcesFitArgs:
+    """NodeResourcesFitArgs.scoringStrategy: the strategy and each scored resource's weight,
+    checked as kube-scheduler's ValidateNodeResourcesFitArgs does; `from_config` reads a profile
+    entry's `args` as kube-scheduler's configuration writes them."""
+
+    strategy: str = LEAST_ALLOCATED
+    resources: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RESOURCE_WEIGHTS))
+
+    def __post_init__(self) -> None:
+        strategy, resources = self.strategy, self.resources
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown NodeResourcesFit strategy {strategy!r}; known: {STRATEGIES}")
+        unknown = sorted(set(resources) - set(RESOURCES))
+        if unknown:
+            raise ValueError(f"NodeResourcesFit scores {RESOURCES}, not {unknown}")
+        # kube-scheduler's ValidateNodeResourcesFitArgs: each weight in [1, MaxNodeScore].
+        if any(
+            isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_NODE_SCORE
+            for w in resources.values()
+        ):
+            raise ValueError(
+                f"resource weights must be integers from 1 to {MAX_NODE_SCORE}, got {dict(resources)}"
+            )
+        if not resources:
+            raise ValueError("NodeResourcesFit needs at least one resource")
+        object.__setattr__(self, "resources", MappingProxyType(dict(resources)))
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> NodeResourcesFitArgs:
+        unknown = sorted(set(config) - {"scoringStrategy"})
+        if unknown:
+            raise ValueError(f"unknown args {unknown}; known: ['scoringStrategy']")
+        strategy = config.get("scoringStrategy") or {}
+        if not isinstance(strategy, Mapping) or set(strategy) - {"type", "resources"}:
+            raise ValueError(f"scoringStrategy must be {{type, resources}}, got {strategy!r}")
+        resources = strategy.get("resources")
+        weights: dict[str, int] = dict(DEFAULT_RESOURCE_WEIGHTS)
+        if resources is not None:
+            if not isinstance(resources, list) or not all(
+                isinstance(r, Mapping) and set(r) <= {"name", "weight"} and "name" in r
+                for r in resources
+            ):
+                raise ValueError(
+                    f"scoringStrategy.resources must be a list of {{name, weight}}, got {resources!r}"
+                )
+            weights = {str(r["name"]): r.get("weight", 1) for r in resources}
+        return cls(str(strategy.get("type", LEAST_ALLOCATED)), weights)
 
 
 def least_requested(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
@@ -81,21 +134,7 @@ class NodeResourcesFit:
         strategy: str = LEAST_ALLOCATED,
         resources: Mapping[str, int] = DEFAULT_RESOURCE_WEIGHTS,
     ) -> None:
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown NodeResourcesFit strategy {strategy!r}; known: {STRATEGIES}")
-        unknown = sorted(set(resources) - set(RESOURCES))
-        if unknown:
-            raise ValueError(f"NodeResourcesFit scores {RESOURCES}, not {unknown}")
-        # kube-scheduler's ValidateNodeResourcesFitArgs: each weight in [1, MaxNodeScore].
-        if any(
-            isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_NODE_SCORE
-            for w in resources.values()
-        ):
-            raise ValueError(
-                f"resource weights must be integers from 1 to {MAX_NODE_SCORE}, got {dict(resources)}"
-            )
-        if not resources:
-            raise ValueError("NodeResourcesFit needs at least one resource")
+        NodeResourcesFitArgs(strategy, resources)  # ValueError for a bad strategy or weights
         self.strategy = strategy
         self.resources = dict(resources)
         self._kernel = least_requested if strategy == LEAST_ALLOCATED else most_requested

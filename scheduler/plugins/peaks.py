@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -152,31 +153,52 @@ def fit_power_model(curve: PowerCurve) -> PeaksPowerModel:
 ARG_KEYS = ("nodePowerModel",)
 
 
-def models_from_config(
-    config: Mapping[str, Any], curves: Mapping[str, PowerCurve] | None = None
+@dataclass(frozen=True)
+class PeaksArgs:
+    """The plugin's arguments (PeaksArgs): the `nodePowerModel` given per node; a node left out
+    is fitted to its power curve (`power_models`). `from_config` reads a profile entry's `args`."""
+
+    node_power_model: Mapping[str, PeaksPowerModel] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for node, model in self.node_power_model.items():
+            if not isinstance(model, PeaksPowerModel):
+                raise ValueError(f"{NAME}: nodePowerModel.{node} must be {{k0, k1, k2}}, got {model!r}")
+        object.__setattr__(self, "node_power_model", MappingProxyType(dict(self.node_power_model)))
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PeaksArgs:
+        """The original's `nodePowerModel` ({node: {k0, k1, k2}}, as in PeaksArgs or its
+        NODE_POWER_MODEL file). ValueError for bad args."""
+        unknown = sorted(set(config) - set(ARG_KEYS))
+        if unknown:
+            raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
+        given = config.get("nodePowerModel") or {}
+        if not isinstance(given, Mapping):
+            raise ValueError(f"{NAME}: nodePowerModel must map a node name to {{k0, k1, k2}}")
+        models: dict[str, PeaksPowerModel] = {}
+        for node, model in given.items():
+            if not isinstance(model, Mapping) or set(model) != {"k0", "k1", "k2"}:
+                raise ValueError(f"{NAME}: nodePowerModel.{node} must be {{k0, k1, k2}}, got {model!r}")
+            try:
+                models[str(node)] = PeaksPowerModel(*(float(model[k]) for k in ("k0", "k1", "k2")))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{NAME}: nodePowerModel.{node}: {exc}") from exc
+        return cls(models)
+
+
+def power_models(
+    args: PeaksArgs, curves: Mapping[str, PowerCurve] | None = None
 ) -> dict[str, PeaksPowerModel]:
-    """Each node's power model: the original's `nodePowerModel` ({node: {k0, k1, k2}}, as in
-    PeaksArgs or its NODE_POWER_MODEL file), else one fitted to the node's power curve
-    (`curves`, e.g. the scheduler config's or the simulator's). ValueError for bad args."""
-    unknown = sorted(set(config) - set(ARG_KEYS))
-    if unknown:
-        raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
-    given = config.get("nodePowerModel") or {}
-    if not isinstance(given, Mapping):
-        raise ValueError(f"{NAME}: nodePowerModel must map a node name to {{k0, k1, k2}}")
+    """Each node's power model: the one `args` give, else one fitted to the node's power curve
+    (`curves`, e.g. the scheduler config's or the simulator's)."""
     models: dict[str, PeaksPowerModel] = {}
     fits: dict[PowerCurve, PeaksPowerModel] = {}
     for node, curve in (curves or {}).items():
         if curve not in fits:
             fits[curve] = fit_power_model(curve)
         models[node] = fits[curve]
-    for node, model in given.items():
-        if not isinstance(model, Mapping) or set(model) != {"k0", "k1", "k2"}:
-            raise ValueError(f"{NAME}: nodePowerModel.{node} must be {{k0, k1, k2}}, got {model!r}")
-        try:
-            models[str(node)] = PeaksPowerModel(*(float(model[k]) for k in ("k0", "k1", "k2")))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{NAME}: nodePowerModel.{node}: {exc}") from exc
+    models.update(args.node_power_model)
     return models
 
 

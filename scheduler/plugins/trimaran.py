@@ -46,49 +46,49 @@ DEFAULT_REQUESTS_MILLICORES = 1000  # cfgv1.DefaultRequestsMilliCores
 DEFAULT_REQUESTS_MULTIPLIER = 1.5  # cfgv1.DefaultRequestsMultiplier ("1.5")
 
 
+ARG_KEYS = ("targetUtilization", "defaultRequests", "defaultRequestsMultiplier")
+
+
 @dataclass(frozen=True)
 class TargetLoadPackingArgs:
-    """The plugin's arguments (TargetLoadPackingArgs), with the original's defaults."""
+    """The plugin's arguments (TargetLoadPackingArgs), with the original's defaults; `from_config`
+    reads them from a profile entry's `args`."""
 
     target_utilization_pct: int = DEFAULT_TARGET_UTILIZATION_PCT
     default_requests_millicores: int = DEFAULT_REQUESTS_MILLICORES
     default_requests_multiplier: float = DEFAULT_REQUESTS_MULTIPLIER
 
     def __post_init__(self) -> None:
-        if not 0 < self.target_utilization_pct <= 100:
-            raise ValueError(
-                f"target utilization must be in (0, 100] percent, got {self.target_utilization_pct}"
-            )
+        target = self.target_utilization_pct
+        if isinstance(target, bool) or not isinstance(target, int):
+            raise ValueError(f"{NAME}: targetUtilization must be an integer percent, got {target!r}")
+        if not 0 < target <= 100:
+            raise ValueError(f"target utilization must be in (0, 100] percent, got {target}")
         if self.default_requests_millicores < 0 or self.default_requests_multiplier < 0:
             raise ValueError("default requests and their multiplier must be >= 0")
 
-
-ARG_KEYS = ("targetUtilization", "defaultRequests", "defaultRequestsMultiplier")
-
-
-def args_from_config(config: Mapping[str, Any]) -> TargetLoadPackingArgs:
-    """TargetLoadPackingArgs from the keys of the original's KubeSchedulerConfiguration:
-    `targetUtilization` (percent), `defaultRequests` ({cpu: "1000m"}),
-    `defaultRequestsMultiplier` (a string, as there: "1.5"). ValueError for anything else."""
-    unknown = sorted(set(config) - set(ARG_KEYS))
-    if unknown:
-        raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
-    target = config.get("targetUtilization", DEFAULT_TARGET_UTILIZATION_PCT)
-    if isinstance(target, bool) or not isinstance(target, int):
-        raise ValueError(f"{NAME}: targetUtilization must be an integer percent, got {target!r}")
-    requests = config.get("defaultRequests") or {}
-    if not isinstance(requests, Mapping) or set(requests) - {"cpu"}:
-        raise ValueError(f"{NAME}: defaultRequests must be {{cpu: QUANTITY}}, got {requests!r}")
-    try:
-        default_millicores = (
-            quantity_units(requests["cpu"], 1000)  # MilliValue()
-            if "cpu" in requests
-            else DEFAULT_REQUESTS_MILLICORES
-        )
-        multiplier = float(str(config.get("defaultRequestsMultiplier", "1.5")))
-    except ValueError as exc:
-        raise ValueError(f"{NAME}: {exc}") from exc
-    return TargetLoadPackingArgs(target, default_millicores, multiplier)
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> TargetLoadPackingArgs:
+        """The keys of the original's KubeSchedulerConfiguration: `targetUtilization` (percent),
+        `defaultRequests` ({cpu: "1000m"}), `defaultRequestsMultiplier` (a string, as there:
+        "1.5"). ValueError for anything else."""
+        unknown = sorted(set(config) - set(ARG_KEYS))
+        if unknown:
+            raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
+        target = config.get("targetUtilization", DEFAULT_TARGET_UTILIZATION_PCT)
+        requests = config.get("defaultRequests") or {}
+        if not isinstance(requests, Mapping) or set(requests) - {"cpu"}:
+            raise ValueError(f"{NAME}: defaultRequests must be {{cpu: QUANTITY}}, got {requests!r}")
+        try:
+            default_millicores = (
+                quantity_units(requests["cpu"], 1000)  # MilliValue()
+                if "cpu" in requests
+                else DEFAULT_REQUESTS_MILLICORES
+            )
+            multiplier = float(str(config.get("defaultRequestsMultiplier", "1.5")))
+        except ValueError as exc:
+            raise ValueError(f"{NAME}: {exc}") from exc
+        return cls(target, default_millicores, multiplier)
 
 
 def predicted_pod_millicores(pod: PodInfo, args: TargetLoadPackingArgs) -> int:

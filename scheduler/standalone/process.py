@@ -14,10 +14,11 @@ from scheduler.decisionlog.outcomes import OutcomeTracker
 from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
 from scheduler.lifetimes.state import save_quietly, saving_thread
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_v3 import CacheOutlook
+from scheduler.plugins.energy.levers import CacheOutlook
 from scheduler.service.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import KubeClusterApi
+from scheduler.standalone.decide import energy_of
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import GIL_SWITCH_INTERVAL_SECONDS, StandaloneConfig
 
@@ -42,7 +43,7 @@ class RunOptions:
 
 
 def attach_outlook(energy: EnergyPlugin, scheduler: StandaloneScheduler) -> None:
-    """Levers that read the cluster's outlook (scheduler/plugins/energy_v3.py) read the
+    """Levers that read the cluster's outlook (scheduler/plugins/energy/levers.py) read the
     scheduler's cluster cache and the lifetime predictor the cache teaches from every pod that
     ends on its own (the one the decision features read)."""
     if not energy.levers.needs_outlook:
@@ -74,6 +75,11 @@ def run_process(config: Config, options: RunOptions, stop: threading.Event) -> i
         lambda name: scheduler.cache.workload(name),
         lifetimes=lambda: scheduler.cache.lifetimes,
     )
+    # The profile's own energy plugin (its entry may have built one with levers) is the one the
+    # features and the outlook go with; a profile without one keeps the configured plugin.
+    found = energy_of(profile)
+    if found is not None:
+        energy = found[1]
     store = build_store(config, api)
     metrics = SchedulerMetrics()
     decision_log = outcomes = None

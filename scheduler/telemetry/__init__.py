@@ -3,7 +3,7 @@
 Refreshed in the background, never on the scoring path: `TelemetryStore.start()` runs a thread
 that asks every source in turn and swaps in a new immutable view; scoring reads that view with a
 dict lookup. A source that fails leaves the nodes it alone served to age into staleness; scoring
-then prices them at their worst state (scheduler/plugins/energy.py, "Missing data never wins").
+then prices them at their worst state (scheduler/plugins/energy/plugin.py, "Missing data never wins").
 
 Sources, in the order they are given (the first fresh one wins per node):
 

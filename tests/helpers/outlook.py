@@ -1,10 +1,10 @@
-"""One node of an energy_v3 `Outlook`'s columns, as the tests check them."""
+"""One node of an energy plugin `Outlook`'s columns, as the tests check them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.plugins.energy_v3 import Outlook
+from scheduler.plugins.energy.levers import Outlook
 
 
 @dataclass(frozen=True)

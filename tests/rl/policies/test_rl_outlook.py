@@ -15,7 +15,7 @@ from rl.simulation.simulator import Simulation
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import SHIPPED_ENERGY_WEIGHT, SHIPPED_PACKING_WEIGHT
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
+from scheduler.plugins.energy.levers import SHIPPED_LEVERS
 from tests.helpers.outlook import one_node
 
 NODES = [NodeSpec("a", "g1", 8, 16, PowerCurve.linear(50.0, 150.0)),

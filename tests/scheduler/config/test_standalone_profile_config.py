@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.config.build import build_energy_plugin, build_profile
 from scheduler.config.parse import ConfigError, config_from_dict, load_config
-from scheduler.plugins.energy_v3 import SHIPPED_LEVERS
+from scheduler.plugins.energy.levers import SHIPPED_LEVERS, Levers
 from scheduler.plugins.extender import ExtenderScore
 from scheduler.plugins.noderesources import MOST_ALLOCATED, NodeResourcesFit
 
@@ -21,10 +21,11 @@ def test_default_profile_is_the_shipped_kubejoule_profile() -> None:
     profile = build_profile(config, energy)
     assert profile.name == "kubejoule"
     (first, three), (fit, one) = profile.scores
-    assert (first, three, one) == (energy, 3, 1)
+    assert (three, one) == (3, 1)
     assert isinstance(fit, NodeResourcesFit) and fit.strategy == MOST_ALLOCATED
-    assert energy.levers == SHIPPED_LEVERS  # type: ignore[attr-defined]
-    assert energy.delta_p_ref_watts == 40.0  # type: ignore[attr-defined]
+    assert first.levers == SHIPPED_LEVERS  # type: ignore[attr-defined]
+    assert first.delta_p_ref_watts == 40.0  # type: ignore[attr-defined]
+    assert energy.levers == Levers()  # type: ignore[attr-defined]  # a new plugin: the given one unchanged
     assert [f.name for f in profile.filters] == [
         "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit"
     ]

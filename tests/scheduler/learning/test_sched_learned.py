@@ -22,7 +22,7 @@ from scheduler.learning.numpy_model import (
     load_numpy_model,
     mlp_forward,
 )
-from scheduler.learning.plugin import UNMEASURED_SCORE, LearnedPlugin, from_args
+from scheduler.learning.plugin import UNMEASURED_SCORE, LearnedArgs, LearnedPlugin
 from scheduler.plugins.energy import EnergyPlugin
 from tests.helpers.sched_learned import NODES, POD, node, write_model
 
@@ -110,9 +110,9 @@ def test_the_plugin_scores_a_batch_as_one_node_at_a_time(tmp_path):
     expected = [plugin.score(POD, CandidateBatch.of([n], 105.0))[0] for n in NODES]
     assert scores.tolist() == expected and all(0 <= s <= 100 for s in expected)
     assert plugin.score(POD, CandidateBatch.of([], 105.0)).shape == (0,)
-    assert from_args({"model": str(path)}).model.kind == "dqn"
+    assert LearnedPlugin(LearnedArgs.from_config({"model": str(path)}).model).model.kind == "dqn"
     with pytest.raises(ValueError, match="model: PATH"):
-        from_args({"model": str(path), "extra": 1})
+        LearnedArgs.from_config({"model": str(path), "extra": 1})
     # A .pt path serves the .npz exported beside it.
     assert LearnedPlugin(tmp_path / "m.pt").model.kind == "dqn"
 

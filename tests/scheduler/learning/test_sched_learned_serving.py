@@ -213,3 +213,21 @@ def test_the_feature_cache_does_not_keep_energy_plugins_alive():
     del energy
     gc.collect()
     assert gone() is None
+
+
+def test_learned_features_use_the_energy_plugin_the_profile_builds_wherever_it_is_listed(tmp_path):
+    """A `KubejouleEnergy` entry with levers builds a new energy plugin; `learned` computes its
+    features with that one, listed before or after it, and the entries keep their order."""
+    from scheduler.config.registry import PluginContext, score_entries
+
+    path = write_model(tmp_path / "m.npz")
+    given = EnergyPlugin()
+    learned = {"name": "learned", "args": {"model": str(path)}}
+    energy = {"name": "KubejouleEnergy", "args": {"scale": "pod"}}
+    fit = {"name": "NodeResourcesFit"}
+    for entries in ([learned, fit, energy], [energy, fit, learned]):
+        scores = score_entries(entries, PluginContext(given))
+        assert [p.name for p, _ in scores] == [e["name"] for e in entries]
+        (built,) = [p for p, _ in scores if isinstance(p, EnergyPlugin)]
+        (plugin,) = [p for p, _ in scores if isinstance(p, LearnedPlugin)]
+        assert built is not given and plugin.energy is built

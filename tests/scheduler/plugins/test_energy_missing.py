@@ -1,4 +1,4 @@
-"""Missing telemetry never wins on energy (issue 17 item 5; the rule: scheduler/plugins/energy.py,
+"""Missing telemetry never wins on energy (issue 17 item 5; the rule: scheduler/plugins/energy/plugin.py,
 "Missing data never wins", and docs/scheduler.md): of two identical nodes, one measured and one
 without fresh telemetry, the measured one scores at least as well, whatever its curve, load,
 emptiness and the pod — in the plugin, through the extender over HTTP, and for random states."""
@@ -20,7 +20,7 @@ from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.framework.batch import CandidateBatch
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_price import worst_marginal_watts
+from scheduler.plugins.energy.price import worst_marginal_watts
 from scheduler.telemetry.discovery import StaticTargets
 from scheduler.telemetry.sources import AgentScrapeSource
 from scheduler.telemetry.store import TelemetryStore

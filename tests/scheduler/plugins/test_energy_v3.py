@@ -1,4 +1,4 @@
-"""The energy plugin's v3 levers (scheduler/plugins/energy_v3.py): node-time pricing with
+"""The energy plugin's v3 levers (scheduler/plugins/energy/levers.py): node-time pricing with
 predicted lifetimes, nodes cluster-autoscaler is about to remove, efficiency, and the per-pod
 scale that never saturates."""
 
@@ -15,13 +15,12 @@ from scheduler.config.registry import PluginContext, score_entries
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources, Taint
 from scheduler.framework import CandidateBatch
 from scheduler.plugins.energy import EnergyPlugin
-from scheduler.plugins.energy_v3 import (
+from scheduler.plugins.energy.levers import (
     DELETION_CANDIDATE_TAINT,
     SCALE_FIXED,
     SCALE_POD,
     SHIPPED_LEVERS,
     Levers,
-    levers_from_args,
     node_empty_in,
 )
 from tests.helpers.outlook import NodeOutlook, one_node
@@ -93,31 +92,33 @@ def line_share(cores: float, delta_cores: float) -> float:
 
 
 def test_args_left_out_are_on_and_bad_args_are_named() -> None:
-    assert levers_from_args({"efficiency": False}) == Levers(
+    assert Levers.from_config({"efficiency": False}) == Levers(
         lifetimes=True, protect_removal=True, efficiency=False, scale=SCALE_POD)
-    v2 = levers_from_args({"lifetimes": False, "protectRemoval": False, "efficiency": False,
+    v2 = Levers.from_config({"lifetimes": False, "protectRemoval": False, "efficiency": False,
                            "scale": SCALE_FIXED})
     assert not v2.v3
     with pytest.raises(ValueError, match="unknown args.*lifetime"):
-        levers_from_args({"lifetime": True})
+        Levers.from_config({"lifetime": True})
     with pytest.raises(ValueError, match="lifetimes must be true or false"):
-        levers_from_args({"lifetimes": "yes"})
+        Levers.from_config({"lifetimes": "yes"})
     with pytest.raises(ValueError, match="scale must be one of"):
-        levers_from_args({"scale": "log"})
+        Levers.from_config({"scale": "log"})
     with pytest.raises(ValueError, match="scaleDownUtilizationThreshold"):
-        levers_from_args({"scaleDownUtilizationThreshold": 1.5})
+        Levers.from_config({"scaleDownUtilizationThreshold": 1.5})
 
 
 def test_profile_args_configure_the_schedulers_energy_plugin() -> None:
-    energy = EnergyPlugin(consolidation=True)
+    energy = EnergyPlugin(delta_p_ref_watts=35.0, consolidation=True)
     entries = [{"name": "KubejouleEnergy", "args": {"efficiency": False, "scale": "pod"}}]
-    scores = score_entries(entries, PluginContext(energy))
-    assert scores[0][0] is energy
-    assert energy.levers == Levers(lifetimes=True, protect_removal=True, efficiency=False, scale=SCALE_POD)
+    built = score_entries(entries, PluginContext(energy))[0][0]
+    assert isinstance(built, EnergyPlugin)
+    assert built.levers == Levers(lifetimes=True, protect_removal=True, efficiency=False, scale=SCALE_POD)
+    assert (built.delta_p_ref_watts, built.consolidation) == (35.0, True)  # set up as the given one
+    assert energy.levers == Levers()  # building it changed no other plugin
     with pytest.raises(ValueError, match=r"profile\[0\] \(KubejouleEnergy\): unknown args"):
         score_entries([{"name": "KubejouleEnergy", "args": {"packing": True}}], PluginContext(energy))
     bare = EnergyPlugin()
-    score_entries([{"name": "KubejouleEnergy"}], PluginContext(bare))
+    assert score_entries([{"name": "KubejouleEnergy"}], PluginContext(bare))[0][0] is bare
     assert bare.levers == Levers()  # no args: the plugin as the scorer: section sets it up
 
 
@@ -217,9 +218,9 @@ def test_efficiency_sends_load_to_the_nodes_with_the_fewest_watts_per_unit_of_wo
     half = Levers(efficiency=True, scale=SCALE_POD, efficiency_utilization=0.5)
     at_half = evaluate(plugin(half), states)
     assert at_half.delta_watts == pytest.approx([0.25 * 127.5 / 0.55, 0.1 * 200.0 / 0.5])
-    assert levers_from_args({"efficiencyUtilization": 0.5}).efficiency_utilization == 0.5
+    assert Levers.from_config({"efficiencyUtilization": 0.5}).efficiency_utilization == 0.5
     with pytest.raises(ValueError, match="efficiencyUtilization must be in"):
-        levers_from_args({"efficiencyUtilization": 0})
+        Levers.from_config({"efficiencyUtilization": 0})
 
 
 def test_efficiency_never_prices_a_running_node_above_an_empty_one_of_its_kind() -> None:
@@ -279,7 +280,7 @@ def test_the_live_outlook_reads_the_cluster_cache_and_learns_from_pods_that_end(
     from benchmarks.harness.standalone_objects import pod as pod_object
     from scheduler.cluster.cache import ClusterCache
     from scheduler.lifetimes import LifetimePredictor
-    from scheduler.plugins.energy_v3 import CacheOutlook
+    from scheduler.plugins.energy.levers import CacheOutlook
 
     clock = [1_000.0]
     predictor = LifetimePredictor()

@@ -22,7 +22,6 @@ from scheduler.plugins.gomath import go_round
 from scheduler.plugins.loadvariation import (
     LoadVariationArgs,
     LoadVariationRiskBalancing,
-    args_from_config,
     effective_request,
     load_variation_scores,
     risk_scores,
@@ -171,10 +170,10 @@ def test_allocatable_not_capacity_and_batch_equals_single() -> None:
 
 
 def test_args() -> None:
-    assert args_from_config({}) == LoadVariationArgs(1.0, 1.0)
-    assert args_from_config(
+    assert LoadVariationArgs.from_config({}) == LoadVariationArgs(1.0, 1.0)
+    assert LoadVariationArgs.from_config(
         {"safeVarianceMargin": 2, "safeVarianceSensitivity": 0.5}
     ) == LoadVariationArgs(2.0, 0.5)
     for bad in ({"margin": 1}, {"safeVarianceMargin": "1"}):
         with pytest.raises(ValueError):
-            args_from_config(bad)
+            LoadVariationArgs.from_config(bad)

@@ -263,11 +263,11 @@ def test_a_reused_batch_sees_new_telemetry() -> None:
 
 
 def test_power_models_from_the_originals_configuration_or_fitted_to_curves() -> None:
-    from scheduler.plugins.peaks import models_from_config
+    from scheduler.plugins.peaks import PeaksArgs, power_models
 
     given = {"node-1": {"k0": K0, "k1": M1.k1, "k2": K2}}
     curve = PowerCurve.fan(100.0, 250.0, 1.4)
-    models = models_from_config({"nodePowerModel": given}, {"node-1": curve, "node-2": curve})
+    models = power_models(PeaksArgs.from_config({"nodePowerModel": given}), {"node-1": curve, "node-2": curve})
     assert models["node-1"] == M1  # an explicit model wins over the curve
     assert models["node-2"] == fit_power_model(curve)
     for bad in (
@@ -276,4 +276,4 @@ def test_power_models_from_the_originals_configuration_or_fitted_to_curves() -> 
         {"nodePowerModel": {"n": {"k0": "a", "k1": 0, "k2": 0}}},
     ):
         with pytest.raises(ValueError):
-            models_from_config(bad)
+            PeaksArgs.from_config(bad)

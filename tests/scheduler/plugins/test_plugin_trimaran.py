@@ -277,10 +277,8 @@ def test_a_reused_batch_sees_new_telemetry_and_new_pods() -> None:
 
 
 def test_args_from_the_originals_configuration_keys() -> None:
-    from scheduler.plugins.trimaran import args_from_config
-
-    assert args_from_config({}) == TargetLoadPackingArgs(40, 1000, 1.5)
-    args = args_from_config(
+    assert TargetLoadPackingArgs.from_config({}) == TargetLoadPackingArgs(40, 1000, 1.5)
+    args = TargetLoadPackingArgs.from_config(
         {"targetUtilization": 70, "defaultRequests": {"cpu": "2"}, "defaultRequestsMultiplier": "2"}
     )
     assert args == TargetLoadPackingArgs(70, 2000, 2.0)
@@ -295,4 +293,4 @@ def test_args_from_the_originals_configuration_keys() -> None:
         {"defaultRequestsMultiplier": "x"},
     ):
         with pytest.raises(ValueError):
-            args_from_config(bad)
+            TargetLoadPackingArgs.from_config(bad)

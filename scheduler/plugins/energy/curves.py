@@ -1,6 +1,6 @@
-"""What the energy plugin knows of each node's power curve (scheduler/plugins/energy.py prices with
+"""What the energy plugin knows of each node's power curve (scheduler/plugins/energy/plugin.py prices with
 it): the curve its agent exports, else a curve configured for the node, else a line fitted online
-to the node's own (u, P) history (`energy_history.py`); and, for a node whose telemetry is
+to the node's own (u, P) history (`history.py`); and, for a node whose telemetry is
 missing or stale, the curve and cores that price it at its worst (energy.py's docstring,
 "Missing data never wins")."""
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from common.curves import PowerCurve
 from scheduler.domain.model import NodeState, NodeTelemetry
-from scheduler.plugins.energy_history import LinearFit, NodeHistory
+from scheduler.plugins.energy.history import LinearFit, NodeHistory
 
 CURVE_FROM_TELEMETRY = "telemetry"
 CURVE_FROM_CONFIG = "config"

@@ -43,7 +43,7 @@ node's own. The reasoning and the measurements: docs/scheduler.md ("Consolidatio
 The v3 levers
 -------------
 
-`levers` (scheduler/plugins/energy_v3.py: `lifetimes`, `protectRemoval`, `efficiency`, the
+`levers` (scheduler/plugins/energy/levers.py: `lifetimes`, `protectRemoval`, `efficiency`, the
 per-pod `scale`; all off by default, the v2 plugin above) price what a placement changes under
 cluster-autoscaler — how long each node must stay on — from an `outlook` (the pods' predicted
 lifetimes, the nodes' predicted empty times) the scheduler or the simulator provides. The
@@ -72,20 +72,14 @@ from scheduler.domain.model import (
 )
 from scheduler.framework.batch import CandidateBatch, Columns
 from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
-from scheduler.plugins.energy_curves import (
+from scheduler.plugins.energy.curves import (
     CURVE_FROM_CONFIG,
     CURVE_FROM_FIT,
     CURVE_FROM_TELEMETRY,
     NodeCurves,
 )
-from scheduler.plugins.energy_history import LinearFit, NodeHistory
-from scheduler.plugins.energy_price import (
-    amortized_rate,
-    average_rates,
-    consolidation_price,
-    worst_marginal_watts,
-)
-from scheduler.plugins.energy_v3 import (
+from scheduler.plugins.energy.history import LinearFit, NodeHistory
+from scheduler.plugins.energy.levers import (
     SCALE_POD,
     Levers,
     Outlook,
@@ -93,6 +87,12 @@ from scheduler.plugins.energy_v3 import (
     pod_scale_score,
     requested_share,
     tie_by_fullness,
+)
+from scheduler.plugins.energy.price import (
+    amortized_rate,
+    average_rates,
+    consolidation_price,
+    worst_marginal_watts,
 )
 
 __all__ = [
@@ -151,7 +151,7 @@ class _Prepared:
 
 class EnergyPlugin(NodeCurves):
     """Scores nodes by the extra watts a pod would cost on each (see the module docstring); what
-    it knows of each node's power curve, it learns as `NodeCurves` (energy_curves.py)."""
+    it knows of each node's power curve, it learns as `NodeCurves` (`curves.py`)."""
 
     name = NAME
 
@@ -174,7 +174,7 @@ class EnergyPlugin(NodeCurves):
         self.consolidation = consolidation
         self.consolidation_utilization = float(consolidation_utilization)
         self.max_staleness_seconds = float(max_staleness_seconds)
-        # The v3 levers (scheduler/plugins/energy_v3.py; all off: the v2 plugin) and where their
+        # The v3 levers (scheduler/plugins/energy/levers.py; all off: the v2 plugin) and where their
         # inputs come from (the cluster cache's or the simulation's outlook; None: unknown).
         self.levers = levers or Levers()
         self.outlook = outlook
@@ -184,6 +184,22 @@ class EnergyPlugin(NodeCurves):
         # price, computed once per pod however many nodes lack telemetry.
         self._kinds: dict[tuple[PowerCurve, float], int] = {}
         self._kind_numbers = itertools.count()  # next() is atomic: request and refresh threads
+
+    def with_levers(self, levers: Levers) -> EnergyPlugin:
+        """A new plugin set up as this one (ΔP_ref, consolidation, staleness, configured curves,
+        history size, outlook) but with `levers`, from its construction: a profile entry or the
+        shipped profile builds its energy plugin this way and never changes the one it was
+        given."""
+        return EnergyPlugin(
+            delta_p_ref_watts=self.delta_p_ref_watts,
+            consolidation=self.consolidation,
+            max_staleness_seconds=self.max_staleness_seconds,
+            curves=self._configured,
+            history_size=self._history_size,
+            consolidation_utilization=self.consolidation_utilization,
+            levers=levers,
+            outlook=self.outlook,
+        )
 
     @staticmethod
     def utilization_with_assumed(node: NodeState) -> float | None:

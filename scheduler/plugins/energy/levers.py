@@ -51,7 +51,7 @@ timer; a live scheduler sees only the taint CA puts on the nodes it marks unneed
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -61,7 +61,7 @@ from scheduler.domain.cluster_defaults import SCALE_DOWN_UTILIZATION_THRESHOLD
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.plugins.energy_price import amortized_rate
+from scheduler.plugins.energy.price import amortized_rate
 
 LIFETIMES = "lifetimes"
 PROTECT_REMOVAL = "protectRemoval"
@@ -97,12 +97,35 @@ class Levers:
     efficiency_utilization: float = DEFAULT_EFFICIENCY_UTILIZATION
 
     def __post_init__(self) -> None:
+        for key, field in ((LIFETIMES, "lifetimes"), (PROTECT_REMOVAL, "protect_removal"),
+                           (EFFICIENCY, "efficiency")):
+            if not isinstance(getattr(self, field), bool):
+                raise ValueError(f"{key} must be true or false, got {getattr(self, field)!r}")
+        for key, field in ((THRESHOLD, "scale_down_utilization_threshold"),
+                           (EFFICIENCY_UTILIZATION, "efficiency_utilization")):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{key} must be a number, got {value!r}")
+            object.__setattr__(self, field, float(value))
         if self.scale not in SCALES:
             raise ValueError(f"{SCALE} must be one of {list(SCALES)}, got {self.scale!r}")
         if not 0.0 <= self.scale_down_utilization_threshold <= 1.0:
             raise ValueError(f"{THRESHOLD} must be in [0, 1], got {self.scale_down_utilization_threshold}")
         if not 0.0 < self.efficiency_utilization <= 1.0:
             raise ValueError(f"{EFFICIENCY_UTILIZATION} must be in (0, 1], got {self.efficiency_utilization}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], base: Levers | None = None) -> Levers:
+        """Levers from `KubejouleEnergy`'s profile args; what they leave out is `base`'s
+        (DEFAULT_ARGS_LEVERS: every lever on). ValueError names a bad key or value."""
+        unknown = sorted(set(config) - set(LEVER_ARGS))
+        if unknown:
+            raise ValueError(f"unknown args {unknown}; known: {list(LEVER_ARGS)}")
+        fields = {LIFETIMES: "lifetimes", PROTECT_REMOVAL: "protect_removal", EFFICIENCY: "efficiency",
+                  SCALE: "scale", THRESHOLD: "scale_down_utilization_threshold",
+                  EFFICIENCY_UTILIZATION: "efficiency_utilization"}
+        given = {fields[key]: value for key, value in config.items()}
+        return replace(DEFAULT_ARGS_LEVERS if base is None else base, **given)
 
     @property
     def v3(self) -> bool:
@@ -121,30 +144,17 @@ SHIPPED_LEVERS = Levers(lifetimes=True, scale=SCALE_POD)
 DEFAULT_ARGS_LEVERS = Levers(lifetimes=True, protect_removal=True, efficiency=True, scale=SCALE_POD)
 
 
-def levers_from_args(args: Mapping[str, Any], base: Levers = DEFAULT_ARGS_LEVERS) -> Levers:
-    """Levers from `KubejouleEnergy`'s profile args; what they leave out is `base`'s. ValueError
-    names a bad key or value."""
-    unknown = sorted(set(args) - set(LEVER_ARGS))
-    if unknown:
-        raise ValueError(f"unknown args {unknown}; known: {list(LEVER_ARGS)}")
-    values: dict[str, Any] = {}
-    for key, field in ((LIFETIMES, "lifetimes"), (PROTECT_REMOVAL, "protect_removal"),
-                       (EFFICIENCY, "efficiency")):
-        if key in args:
-            if not isinstance(args[key], bool):
-                raise ValueError(f"{key} must be true or false, got {args[key]!r}")
-            values[field] = args[key]
-    if SCALE in args:
-        values["scale"] = args[SCALE]
-    for key, field in ((THRESHOLD, "scale_down_utilization_threshold"),
-                       (EFFICIENCY_UTILIZATION, "efficiency_utilization")):
-        if key in args:
-            value = args[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{key} must be a number, got {value!r}")
-            values[field] = float(value)
-    merged = {**base.__dict__, **values}
-    return Levers(**merged)
+@dataclass(frozen=True)
+class EnergyArgs:
+    """`KubejouleEnergy`'s arguments in a profile entry: its v3 levers, those left out on
+    (`Levers.from_config`); no args at all (`levers` None): the plugin as the configuration's
+    `scorer:` section sets it up, levers and all."""
+
+    levers: Levers | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> EnergyArgs:
+        return cls(Levers.from_config(config) if config else None)
 
 
 class Outlook(Protocol):
