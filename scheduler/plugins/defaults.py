@@ -3,9 +3,15 @@ to the plugins kubejoule implements.
 
 Filters, in kube-scheduler's order: NodeUnschedulable, TaintToleration, NodeAffinity,
 NodeResourcesFit. Scores (weight): TaintToleration (3), NodeAffinity (2), NodeResourcesFit (1),
-NodeResourcesBalancedAllocation (1). Not implemented (they score every node alike on clusters
-without the constraints they read): PodTopologySpread, InterPodAffinity, ImageLocality,
-VolumeBinding.
+NodeResourcesBalancedAllocation (1). Not implemented: InterPodAffinity, ImageLocality and
+VolumeBinding (they score every node alike on clusters without the affinities, images and
+volumes they read), and PodTopologySpread — which is *not* neutral everywhere: with no
+constraints of its own, a pod of a ReplicaSet, StatefulSet, ReplicationController or Service
+gets kube-scheduler's system defaults, ScheduleAnyway with maxSkew 3 per zone and 5 per
+hostname (kubernetes v1.36.3 pkg/scheduler/framework/plugins/podtopologyspread/plugin.go,
+`systemDefaultConstraints`), so the real scheduler spreads such pods a little where this model
+does not. A known gap of the simulator (docs: the benchmark on real Kubernetes); bare pods, as
+the on-cluster replay creates, are not affected.
 """
 
 from __future__ import annotations
