@@ -22,9 +22,9 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from scheduler.autoscaler.choice import GroupOption
 from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2
 from scheduler.cluster.kubeobjects import effective_requests, node_info_from_k8s, nonzero_requests
+from scheduler.decisions.expansion import GroupOption
 from scheduler.domain.model import NodeInfo, PodInfo, Resources, ShapeError
 
 # cluster-autoscaler sends an int32 node count; more new nodes than this in one scale-up is not

@@ -19,11 +19,11 @@ from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.cluster.node_table import placed_time
 from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
 from scheduler.cluster.watch import ClusterWatch, WatchApi
+from scheduler.decisions.rebalance import NodeView, PodView, cpu_shares, fresh_utilization
+from scheduler.decisions.rebalance_lifetime import remaining as predicted_remaining
+from scheduler.decisions.rebalance_prices import pod_eviction_cost
 from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources, ShapeError
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_utilization
-from scheduler.rebalancer.energy import pod_eviction_cost
-from scheduler.rebalancer.lifetime import remaining as predicted_remaining
 from scheduler.rebalancer.pdbs import MULTIPLE, Budget, covering
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The live rebalancer: every interval, while it leads, one round of the decision
-(scheduler/rebalancer/decide.py) over the watched cluster, then its moves — recommended in
+(scheduler/decisions/rebalance.py) over the watched cluster, then its moves — recommended in
 shadow mode, carried out in active mode.
 
 A round does nothing, and says why (`kubejoule_rebalancer_rounds_total{result}`), when it cannot
@@ -36,6 +36,7 @@ from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.kubejson import rfc3339
 from scheduler.config.rebalancer import RebalancerConfig
+from scheduler.decisions.rebalance import Move, Plan, plan
 from scheduler.domain.model import NodeTelemetry
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.rebalancer.api import RebalancerApi
@@ -46,7 +47,6 @@ from scheduler.rebalancer.cluster import (
     RebalancerWatch,
     node_views,
 )
-from scheduler.rebalancer.decide import Move, Plan, plan
 from scheduler.rebalancer.metrics import RebalancerMetrics
 from scheduler.rebalancer.pdbs import budget_from_k8s
 

@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 from scheduler.cluster import kube
 from scheduler.cluster.watch import KubeWatchApi, WatchApi
+from scheduler.decisions.placement import Decision
 from scheduler.domain.model import PodInfo
-from scheduler.standalone.decide import Decision
 from scheduler.standalone.settings import EVENT_MESSAGE_MAX_CHARS, RECOMMENDED_SCORES
 
 

@@ -15,6 +15,7 @@ from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.watch import ClusterWatch
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.outcomes import OutcomeTracker
+from scheduler.decisions.placement import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.domain.filters import failure_summary
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework.interface import ScorePlugin
@@ -23,7 +24,6 @@ from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import kubejoule_profile
 from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import BinderPool, ClusterApi, recommendation_message
-from scheduler.standalone.decide import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.standalone.events import PodEvents
 from scheduler.standalone.queue import SchedulingQueue
 from scheduler.standalone.records import Features, recorded_before_binding
@@ -166,7 +166,7 @@ class StandaloneScheduler:
     # -- one scheduling attempt --
 
     def decide(self, pod: PodInfo) -> Decision:
-        """One decision against the cache, through the profile (`scheduler/standalone/decide.py`), with
+        """One decision against the cache, through the profile (`scheduler/decisions/placement.py`), with
         the telemetry view last staged (`staging.py`), else the store's current one."""
         staged = self.stager.current if self.stager is not None else None
         view: Callable[[str], NodeTelemetry | None] | None
