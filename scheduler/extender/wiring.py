@@ -20,6 +20,7 @@ from scheduler.extender.calls import MemoryRecorder
 from scheduler.extender.core import Extender
 from scheduler.extender.remote import RemoteStates
 from scheduler.extender.state import NodeStates
+from scheduler.plugins.defaults import served_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore
 
@@ -121,7 +122,7 @@ def build_extender(
             scorer=config.scorer.name,
         )
     extender = Extender(
-        energy,
+        served_profile(energy),
         store,
         mode=config.mode,
         power_caps_watts=config.power_caps_watts,
