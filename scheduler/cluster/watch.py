@@ -54,7 +54,7 @@ class KubeWatchApi:
     POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
     def __init__(
-        self, api: Any, timeout_seconds: float = 10.0, watch_timeout_seconds: int = 300
+        self, api: kube.ApiClient, timeout_seconds: float = 10.0, watch_timeout_seconds: int = 300
     ) -> None:
         self.api = api
         self.timeout_seconds = timeout_seconds

@@ -25,20 +25,21 @@ from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore
 
 if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
     from scheduler.cluster.watch import ClusterWatch
 
 Hooks = list[Callable[[], None]]
 
 
-def _cluster_watch(config: Config) -> tuple[ClusterWatch | None, Any]:
+def _cluster_watch(config: Config) -> tuple[ClusterWatch | None, ApiClient | None]:
     """The cluster watch when configured (`extender.watch_cluster`, else a Kubernetes
     configuration found), and the API client (also when a source needs it)."""
     watch_on = config.extender.watch_cluster
     if watch_on is None:
         watch_on = kubernetes_configured(config)
-    api = build_api_client(config) if watch_on or config.needs_kubernetes else None
     if not watch_on:
-        return None, api
+        return None, build_api_client(config) if config.needs_kubernetes else None
+    api = build_api_client(config)
     from scheduler.cluster.cache import ClusterCache
     from scheduler.cluster.watch import ClusterWatch, KubeWatchApi
     from scheduler.lifetimes import LifetimePredictor

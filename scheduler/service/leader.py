@@ -66,7 +66,7 @@ class LeaseStore(Protocol):
 class KubeLeaseStore:
     """The Lease in the API server."""
 
-    def __init__(self, api: Any, namespace: str, name: str, timeout_seconds: float = 5.0) -> None:
+    def __init__(self, api: kube.ApiClient, namespace: str, name: str, timeout_seconds: float = 5.0) -> None:
         self.api = api
         self.namespace = namespace
         self.name = name

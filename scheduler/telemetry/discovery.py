@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.quantity import parse_quantity
+
+if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
 
 
 class StaticTargets:
@@ -73,7 +76,7 @@ class EndpointSliceTargets:
     """Agent targets from the agent Service's EndpointSlices, read through scheduler/cluster/kube.py."""
 
     def __init__(
-        self, api: Any, namespace: str, service: str, port_name: str | None = None
+        self, api: ApiClient, namespace: str, service: str, port_name: str | None = None
     ) -> None:
         self._api = api
         self._namespace = namespace
@@ -82,13 +85,14 @@ class EndpointSliceTargets:
 
     def __call__(self) -> dict[str, str]:
         from scheduler.cluster import kube
+        from scheduler.cluster.kubejson import subobject
 
         slices = kube.list_endpoint_slices(self._api, self._namespace, self._service)
         # Some API servers (and test emulators) ignore the label selector: check it again.
         own = [
             s
             for s in slices
-            if ((s.get("metadata") or {}).get("labels") or {}).get("kubernetes.io/service-name")
+            if subobject(subobject(s, "metadata"), "labels").get("kubernetes.io/service-name")
             == self._service
         ]
         return targets_from_endpoint_slices(own, self._port_name)
@@ -111,7 +115,7 @@ def cores_from_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 class NodeCoresFromKubernetes:
     """Node CPU capacity from the Node objects, re-listed at most every `refresh_seconds`."""
 
-    def __init__(self, api: Any, refresh_seconds: float = 60.0) -> None:
+    def __init__(self, api: ApiClient, refresh_seconds: float = 60.0) -> None:
         self._api = api
         self._refresh_seconds = refresh_seconds
         self._cores: dict[str, float] = {}

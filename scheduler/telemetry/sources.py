@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
@@ -27,6 +27,9 @@ from scheduler.telemetry.exposition import (
     parse_agent_metrics,
 )
 from scheduler.telemetry.samples import FetchResult, NodeSample
+
+if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
 
 # The largest answers read: an agent's /metrics (a node with 110 pods is well under 1 MiB) and a
 # Prometheus query's (every node's curve points on a 5,000-node cluster: about 16 MiB). Past
@@ -292,7 +295,7 @@ class MetricsServerSource:
 
     name = "metrics-server"
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: ApiClient) -> None:
         self._api = api
 
     def fetch(self) -> FetchResult:

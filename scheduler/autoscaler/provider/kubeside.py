@@ -18,7 +18,7 @@ EVENT_NAMESPACE = "default"  # Events of cluster-scoped objects (Nodes) live in 
 
 
 class KubeSide:
-    def __init__(self, api: Any, timeout_seconds: float = 10.0) -> None:
+    def __init__(self, api: kube.ApiClient, timeout_seconds: float = 10.0) -> None:
         self.api = api
         self.timeout = timeout_seconds
 
