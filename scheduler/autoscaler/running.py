@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from common.curves import PowerCurve
+from scheduler.cluster.kubejson import subobject
 from scheduler.telemetry.samples import NodeSample
 
 if TYPE_CHECKING:
@@ -70,7 +71,6 @@ class NodeLabelsFromKubernetes:
 
     def __call__(self) -> dict[str, dict[str, str]]:
         from scheduler.cluster import kube
-        from scheduler.cluster.kubejson import subobject
 
         now = time.monotonic()
         if self._listed_at is None or now - self._listed_at >= self._refresh_seconds:

@@ -9,6 +9,8 @@ watch's stream) is `kube_request.py`'s; only these two modules import `kubernete
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kubernetes import client, config
 
 from scheduler.cluster.kube_http import ApiError
@@ -191,7 +193,7 @@ def patch_pod_status(
     api: client.ApiClient,
     namespace: str,
     name: str,
-    patch: dict[str, object],
+    patch: Mapping[str, object],
     timeout_seconds: float = 10.0,
 ) -> dict[str, object]:
     """Strategic-merge-patch a pod's status (conditions merge by their `type`): RBAC
@@ -200,14 +202,14 @@ def patch_pod_status(
 
 
 def create_event(
-    api: client.ApiClient, namespace: str, event: dict[str, object], timeout_seconds: float = 10.0
+    api: client.ApiClient, namespace: str, event: Mapping[str, object], timeout_seconds: float = 10.0
 ) -> None:
     """Create a core/v1 Event (what `kubectl describe pod` shows)."""
     send(api, "POST", f"/api/v1/namespaces/{segment(namespace)}/events", event, timeout_seconds)
 
 
 def patch_event(
-    api: client.ApiClient, namespace: str, name: str, patch: dict[str, object], timeout_seconds: float = 10.0
+    api: client.ApiClient, namespace: str, name: str, patch: Mapping[str, object], timeout_seconds: float = 10.0
 ) -> None:
     """Strategic-merge-patch an Event (a repeat: its count and lastTimestamp)."""
     merge_patch(api, f"/api/v1/namespaces/{segment(namespace)}/events/{segment(name)}", patch,
@@ -226,7 +228,7 @@ def get_lease(
 
 
 def create_lease(
-    api: client.ApiClient, namespace: str, lease: dict[str, object], timeout_seconds: float = 5.0
+    api: client.ApiClient, namespace: str, lease: Mapping[str, object], timeout_seconds: float = 5.0
 ) -> dict[str, object]:
     return request_json(api, "POST", _lease_path(namespace), body=lease, timeout=timeout_seconds)
 
@@ -235,7 +237,7 @@ def replace_lease(
     api: client.ApiClient,
     namespace: str,
     name: str,
-    lease: dict[str, object],
+    lease: Mapping[str, object],
     timeout_seconds: float = 5.0,
 ) -> dict[str, object]:
     """PUT the lease; its metadata.resourceVersion makes a concurrent change a 409 Conflict."""
@@ -272,7 +274,7 @@ def list_pod_disruption_budgets(
 
 
 def patch_node(
-    api: client.ApiClient, name: str, patch: dict[str, object], timeout_seconds: float = 10.0
+    api: client.ApiClient, name: str, patch: Mapping[str, object], timeout_seconds: float = 10.0
 ) -> dict[str, object]:
     """Strategic-merge-patch a node (metadata such as annotations): RBAC `nodes` patch."""
     return merge_patch(api, f"/api/v1/nodes/{segment(name)}", patch, timeout_seconds)

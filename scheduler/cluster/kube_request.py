@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -120,7 +120,7 @@ def list_items(
     return subobjects(data, "items"), version if isinstance(version, str) else None
 
 
-def merge_patch(api: client.ApiClient, path: str, body: dict[str, object], timeout_seconds: float) -> dict[str, object]:
+def merge_patch(api: client.ApiClient, path: str, body: Mapping[str, object], timeout_seconds: float) -> dict[str, object]:
     """A strategic-merge patch; the object patched."""
     return request_json(api, "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH,
                         timeout=timeout_seconds)

@@ -28,7 +28,7 @@ from msgspec import Struct
 
 from scheduler.domain.model import ShapeError
 
-Map = dict[str, Any]
+Map = dict[str, object]
 
 # A Kubernetes object as the API's JSON (camelCase keys), not yet narrowed.
 JsonObject = dict[str, object]
@@ -37,7 +37,7 @@ JsonObject = dict[str, object]
 def subobject(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
     """`obj[key]` when it is a JSON object; else (absent, null, another shape) empty."""
     value = obj.get(key)
-    return value if isinstance(value, dict) else {}
+    return value if isinstance(value, Mapping) else {}
 
 
 def subobjects(obj: Mapping[str, object], key: str) -> list[JsonObject]:

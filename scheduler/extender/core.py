@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -190,7 +189,7 @@ class Extender:
         others = any(plugin.name not in given for plugin, _ in self.profile.scores)
         return self.profile.score(pod, nodes() if others else batch, given).total
 
-    def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+    def filter(self, args: ExtenderArgs) -> dict[str, object]:
         now = self.clock()
         batch, rows = self.candidates(args, now)
 
@@ -209,7 +208,7 @@ class Extender:
         )
         if self.mode == MODE_SHADOW:
             failed = {}
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             "Nodes": None,
             "NodeNames": None,
             "FailedNodes": failed,

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from common.curves import PowerCurve
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
-from scheduler.cluster.kubejson import rfc3339
+from scheduler.cluster.kubejson import rfc3339, subobject, subobjects
 from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.decisions.rebalance import Move, Plan, plan
 from scheduler.domain.model import NodeTelemetry
@@ -207,11 +207,11 @@ class Rebalancer:
             node = self.api.get_node(name)
             if node is None:
                 return False
-            taints = [t for t in (node.get("spec") or {}).get("taints") or ()
+            taints = [t for t in subobjects(subobject(node, "spec"), "taints")
                       if t.get("key") != REBALANCING_TAINT]
             if on:
                 taints.append({"key": REBALANCING_TAINT, "value": "", "effect": "NoSchedule"})
-            version = (node.get("metadata") or {}).get("resourceVersion")
+            version = subobject(node, "metadata").get("resourceVersion")
             self.api.patch_node(name, {"metadata": {"resourceVersion": version},
                                        "spec": {"taints": taints}})
             return True

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from common.quantity import parse_quantity
+from scheduler.cluster.kubejson import subobject, subobjects
 
 if TYPE_CHECKING:
     from scheduler.cluster.kube import ApiClient
@@ -44,7 +45,7 @@ def parse_static_targets(items: Iterable[str]) -> dict[str, str]:
 
 
 def targets_from_endpoint_slices(
-    slices: Iterable[Mapping[str, Any]], port_name: str | None = None, scheme: str = "http"
+    slices: Iterable[Mapping[str, object]], port_name: str | None = None, scheme: str = "http"
 ) -> dict[str, str]:
     """`node → URL` from a Service's EndpointSlices (discovery.k8s.io/v1 JSON).
 
@@ -53,19 +54,19 @@ def targets_from_endpoint_slices(
     """
     targets: dict[str, str] = {}
     for eps in slices:
-        ports = eps.get("ports") or []
+        ports = subobjects(eps, "ports")
         port = next(
             (p.get("port") for p in ports if port_name is None or p.get("name") == port_name), None
         )
         if port is None:
             continue
         ipv6 = eps.get("addressType") == "IPv6"
-        for endpoint in eps.get("endpoints") or []:
-            if (endpoint.get("conditions") or {}).get("ready") is False:
+        for endpoint in subobjects(eps, "endpoints"):
+            if subobject(endpoint, "conditions").get("ready") is False:
                 continue
             node = endpoint.get("nodeName")
-            addresses = endpoint.get("addresses") or []
-            if not node or not addresses:
+            addresses = endpoint.get("addresses")
+            if not isinstance(node, str) or not node or not isinstance(addresses, list) or not addresses:
                 continue
             host = f"[{addresses[0]}]" if ipv6 else addresses[0]
             targets[node] = f"{scheme}://{host}:{port}/metrics"
@@ -85,7 +86,6 @@ class EndpointSliceTargets:
 
     def __call__(self) -> dict[str, str]:
         from scheduler.cluster import kube
-        from scheduler.cluster.kubejson import subobject
 
         slices = kube.list_endpoint_slices(self._api, self._namespace, self._service)
         # Some API servers (and test emulators) ignore the label selector: check it again.
@@ -98,13 +98,13 @@ class EndpointSliceTargets:
         return targets_from_endpoint_slices(own, self._port_name)
 
 
-def cores_from_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+def cores_from_nodes(nodes: Iterable[Mapping[str, object]]) -> dict[str, float]:
     """CPU capacity (cores) of each Node, from v1 Node JSON."""
     cores: dict[str, float] = {}
     for node in nodes:
-        name = (node.get("metadata") or {}).get("name")
-        capacity = ((node.get("status") or {}).get("capacity") or {}).get("cpu")
-        if name and capacity is not None:
+        name = subobject(node, "metadata").get("name")
+        capacity = subobject(subobject(node, "status"), "capacity").get("cpu")
+        if isinstance(name, str) and name and isinstance(capacity, str | int | float):
             try:
                 cores[name] = parse_quantity(capacity)
             except ValueError:

@@ -12,6 +12,7 @@ import httpx
 import msgspec
 
 from common.quantity import parse_quantity
+from scheduler.cluster.kubejson import subobject
 from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (
@@ -260,17 +261,17 @@ def parse_rfc3339(value: str) -> float:
 
 
 def samples_from_node_metrics(
-    items: Iterable[Mapping[str, Any]], cores: Mapping[str, float], source_name: str = "metrics-server"
+    items: Iterable[Mapping[str, object]], cores: Mapping[str, float], source_name: str = "metrics-server"
 ) -> FetchResult:
     """Utilization from metrics.k8s.io NodeMetrics: usage.cpu over the node's cores."""
     result = FetchResult()
     for item in items:
-        node = (item.get("metadata") or {}).get("name")
-        usage = (item.get("usage") or {}).get("cpu")
+        node = subobject(item, "metadata").get("name")
+        usage = subobject(item, "usage").get("cpu")
         stamp = item.get("timestamp")
-        node_cores = cores.get(node or "")
-        if not node or usage is None or not stamp:
+        if not isinstance(node, str) or not node or not isinstance(usage, str | int | float) or not stamp:
             continue
+        node_cores = cores.get(node)
         if not node_cores:
             result.errors.append(("no_capacity", str(node)))
             continue

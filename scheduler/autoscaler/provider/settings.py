@@ -88,14 +88,14 @@ class ProviderSettings:
         return [m for g in self.groups for m in g.machines]
 
 
-def _number(raw: Mapping[str, Any], key: str, where: str, default: float, minimum: float = 0.0) -> float:
+def _number(raw: Mapping[str, object], key: str, where: str, default: float, minimum: float = 0.0) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
         raise ConfigError(f"{where}.{key}: a number ≥ {minimum:g}, got {value!r}")
     return float(value)
 
 
-def _flag(raw: Mapping[str, Any], key: str, where: str, default: bool = False) -> bool:
+def _flag(raw: Mapping[str, object], key: str, where: str, default: bool = False) -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
         raise ConfigError(f"{where}.{key}: true or false, got {value!r}")
