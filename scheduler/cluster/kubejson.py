@@ -199,7 +199,7 @@ def type_error(exc: msgspec.ValidationError, prefix: str = "") -> tuple[str, str
 T = TypeVar("T", bound=Struct)
 
 
-def convert(value: Any, kind: type[T], where: str) -> T:
+def convert(value: object, kind: type[T], where: str) -> T:
     """Parsed JSON (a dict) as struct `kind` (one already decoded as it is); ShapeError naming
     the field otherwise."""
     if isinstance(value, kind):

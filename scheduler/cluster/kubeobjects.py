@@ -54,7 +54,7 @@ _MAX_AMOUNT = 2**63 - 1
 # -- leaves: strings, maps, quantities ----------------------------------------------------------
 
 
-def _text(value: Any, where: str) -> str:
+def _text(value: object, where: str) -> str:
     """A JSON string; absent (None) is ""."""
     if value is None:
         return ""

@@ -137,7 +137,7 @@ def build_plugin(name: str, args: Mapping[str, object], context: PluginContext) 
     return registration.factory(registration.args.from_config(args), context)
 
 
-def _built(label: str, name: str, args: Mapping[str, object], weight: Any, context: PluginContext) -> ScorePlugin:
+def _built(label: str, name: str, args: Mapping[str, object], weight: object, context: PluginContext) -> ScorePlugin:
     try:
         plugin_weight(weight)
         return build_plugin(name, args, context)

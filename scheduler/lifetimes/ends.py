@@ -10,14 +10,13 @@ the kubelet under pressure) did not end on its own: its lifetime was cut, and is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from common.kubetime import parse_timestamp
 
 DISRUPTION_TARGET = "DisruptionTarget"
 
 
-def _items(value: Any) -> list[Mapping[str, object]]:
+def _items(value: object) -> list[Mapping[str, object]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
