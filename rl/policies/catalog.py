@@ -17,7 +17,7 @@
 | `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.simulation.controllers`) |
 
 How the energy plugin is configured for each: `rl.policies.scheduling_profiles`. Every profile decides through the
-standalone scheduler's own `ProfileDecider` (`scheduler/decisions/placement.py`, active mode;
+standalone scheduler's own `ProfileDecider` (`scheduler/standalone/decide.py`, active mode;
 `rl.policies.profile_policy.ProfilePolicy`): the profile's filters, kube-scheduler's nodes to score (percentageOfNodesToScore) for the policies that model
 kube-scheduler (adaptive, its default; every feasible node for kubejoule's own scheduler, as it
 ships), the highest weighted total, ties uniformly at random among the best with
