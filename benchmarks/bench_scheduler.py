@@ -283,6 +283,7 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
     from scheduler.domain.model import NodeTelemetry
     from scheduler.extender.core import Extender
     from scheduler.extender.wire import json_response, parse_args
+    from scheduler.plugins.defaults import served_profile
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.telemetry.samples import NodeSample
     from scheduler.telemetry.store import TelemetryStore
@@ -297,8 +298,8 @@ def in_process_cpu(size: int, requests: int = 30) -> dict[str, float]:
     }
     store = TelemetryStore([FixedSource(samples)], clock=lambda: now)
     store.refresh_once()
-    extender = Extender(EnergyPlugin(delta_p_ref_watts=20.0, consolidation=True), store, mode="active",
-                        clock=lambda: now)
+    extender = Extender(served_profile(EnergyPlugin(delta_p_ref_watts=20.0, consolidation=True)), store,
+                        mode="active", clock=lambda: now)
     body = orjson.dumps({"Pod": POD, "NodeNames": names})
     for _ in range(5):
         json_response(extender.prioritize(parse_args(body, extender.states.node_info, raw_nodes=False)))

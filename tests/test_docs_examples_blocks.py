@@ -122,10 +122,11 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
 def test_the_extender_serves_the_verbs_the_kube_scheduler_examples_name() -> None:
     from scheduler.extender.app import create_app
     from scheduler.extender.core import Extender
+    from scheduler.plugins.defaults import served_profile
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.telemetry.store import TelemetryStore
 
-    app = create_app(Extender(EnergyPlugin(), TelemetryStore([])), manage_store=False)
+    app = create_app(Extender(served_profile(EnergyPlugin()), TelemetryStore([])), manage_store=False)
     paths = {getattr(route, "path", None) for route in app.routes}
     assert {"/filter", "/prioritize"} <= paths
 

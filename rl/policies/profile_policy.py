@@ -12,9 +12,9 @@ from typing import Any
 from rl.policies.scheduling_profiles import energy_plugins
 from rl.simulation.scenario import NodeSpec
 from scheduler.cluster.node_table import NodeTable
+from scheduler.decisions.placement import MODE_ACTIVE, Decision, ProfileDecider
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework import SchedulingProfile
-from scheduler.standalone.decide import MODE_ACTIVE, Decision, ProfileDecider
 
 
 class CandidateTable:

@@ -42,7 +42,7 @@ from common.curves import PowerCurve
 from rl.simulation.autoscaler_model import EXPANDERS, AutoscalerModel
 from rl.simulation.node import BOOTING, OFF, ClusterAPI
 from rl.simulation.scaledown import ScaleDown, fits
-from scheduler.autoscaler.choice import GroupOption, best_options
+from scheduler.decisions.expansion import GroupOption, best_options
 from scheduler.domain.model import APP_CONTAINER, NodeInfo, PodInfo, Resources
 
 if TYPE_CHECKING:

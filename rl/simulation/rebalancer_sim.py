@@ -27,11 +27,18 @@ import yaml
 from rl.simulation.node import ON
 from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
 from scheduler.config.rebalancer import RebalancerConfig, rebalancer_config
+from scheduler.decisions.rebalance import (
+    NodeView,
+    Plan,
+    PodView,
+    cpu_shares,
+    fresh_utilization,
+    plan,
+)
+from scheduler.decisions.rebalance_lifetime import remaining
+from scheduler.decisions.rebalance_prices import pod_eviction_cost
 from scheduler.domain.model import NodeState
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.rebalancer.decide import NodeView, Plan, PodView, cpu_shares, fresh_utilization, plan
-from scheduler.rebalancer.energy import pod_eviction_cost
-from scheduler.rebalancer.lifetime import remaining
 
 if TYPE_CHECKING:
     from rl.simulation.node import SimNode

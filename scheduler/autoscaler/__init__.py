@@ -1,10 +1,12 @@
-"""cluster-autoscaler support: the energy-aware node-group choice (`choice`) shared by the
-simulator's `kubejoule` expander and the gRPC expander server; `provider/`, the externalgrpc cloud
-provider for bare-metal machines switched through their BMC (`kubejoule-scheduler cloud-provider`).
+"""cluster-autoscaler support: the gRPC expander server (`server`, its messages `messages`, the
+running nodes' curves `running`, `tls`), which serves the energy-aware node-group choice
+(scheduler/decisions/expansion.py, also the simulator's `kubejoule` expander); `provider/`, the
+externalgrpc cloud provider for bare-metal machines switched through their BMC
+(`kubejoule-scheduler cloud-provider`).
 
-May import domain/, plugins/, telemetry/, cluster/, service/, config/ (the `node_groups:` labels'
-default; its entry point, scheduler/cmd/expander_cli, builds its parts with config/): config/ sits below the four ways
-the scheduler runs and imports none of them; standalone/, extender/, rebalancer/ never."""
+May import domain/, plugins/, telemetry/, cluster/, decisions/, service/, config/ (its entry point,
+scheduler/cmd/expander_cli, builds its parts with config/): config/ sits below the four ways the
+scheduler runs and imports none of them; standalone/, extender/, rebalancer/ never."""
 
 # The largest BestOptions request the gRPC expander accepts. grpcio refuses requests over 4 MiB by
 # default; cluster-autoscaler raises only its own receive limit (128 MiB). The largest requests

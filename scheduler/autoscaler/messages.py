@@ -22,9 +22,9 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from scheduler.autoscaler.choice import GroupOption
-from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2
+from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2, k8s_resource_pb2
 from scheduler.cluster.kubeobjects import effective_requests, node_info_from_k8s, nonzero_requests
+from scheduler.decisions.expansion import GroupOption
 from scheduler.domain.model import NodeInfo, PodInfo, Resources, ShapeError
 
 # cluster-autoscaler sends an int32 node count; more new nodes than this in one scale-up is not
@@ -44,11 +44,11 @@ class ParsedRequest:
     form: str  # "messages" (fields 2/4), "bytes" (3/5), "both"
 
 
-def _quantities(values: Mapping[str, Any]) -> dict[str, str]:
+def _quantities(values: Mapping[str, k8s_resource_pb2.Quantity]) -> dict[str, str]:
     return {name: quantity.string for name, quantity in values.items()}
 
 
-def _meta(meta: Any) -> dict[str, Any]:
+def _meta(meta: Any) -> dict[str, object]:
     return {
         "name": meta.name,
         "namespace": meta.namespace,
@@ -58,14 +58,14 @@ def _meta(meta: Any) -> dict[str, Any]:
     }
 
 
-def node_json(node: k8s_core_v1_pb2.Node) -> dict[str, Any]:
+def node_json(node: k8s_core_v1_pb2.Node) -> dict[str, object]:
     """The fields of a v1.Node message that node_info_from_k8s reads, as Kubernetes JSON."""
-    status: dict[str, Any] = {
+    status: dict[str, object] = {
         "capacity": _quantities(node.status.capacity),
         "allocatable": _quantities(node.status.allocatable),
         "conditions": [{"type": c.type, "status": c.status} for c in node.status.conditions],
     }
-    spec: dict[str, Any] = {
+    spec: dict[str, object] = {
         "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints]
     }
     if node.spec.HasField("unschedulable"):
@@ -80,7 +80,7 @@ def _requests_key(containers: Iterable[Any]) -> tuple[tuple[tuple[tuple[str, str
     )
 
 
-def _spec_json(key: tuple[Any, Any, Any]) -> dict[str, Any]:
+def _spec_json(key: tuple[Any, Any, Any]) -> dict[str, object]:
     containers, init_containers, overhead = key
     return {
         "containers": [{"resources": {"requests": dict(r)}, "restartPolicy": p} for r, p in containers],

@@ -18,10 +18,14 @@ import logging
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from common.curves import PowerCurve
+from scheduler.cluster.kubejson import subobject
 from scheduler.telemetry.samples import NodeSample
+
+if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
 
 log = logging.getLogger("kubejoule.expander")
 
@@ -59,7 +63,7 @@ class NodeLabelsFromKubernetes:
     """Every Node's labels, re-listed at most every `refresh_seconds` (call from a background
     thread: the listing is an API round trip)."""
 
-    def __init__(self, api: Any, refresh_seconds: float = 60.0) -> None:
+    def __init__(self, api: ApiClient, refresh_seconds: float = 60.0) -> None:
         self._api = api
         self._refresh_seconds = refresh_seconds
         self._labels: dict[str, dict[str, str]] = {}
@@ -73,7 +77,7 @@ class NodeLabelsFromKubernetes:
             labels = {}
             nodes, _ = kube.list_nodes(self._api, timeout_seconds=10.0)
             for node in nodes:
-                meta = node.get("metadata") or {}
+                meta = subobject(node, "metadata")
                 name, node_labels = meta.get("name"), meta.get("labels") or {}
                 if isinstance(name, str) and isinstance(node_labels, dict):
                     labels[name] = {str(k): str(v) for k, v in node_labels.items()}

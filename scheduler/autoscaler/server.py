@@ -3,7 +3,7 @@
 cluster-autoscaler (`--expander=grpc`, `--grpc-expander-url`, `--grpc-expander-cert`) calls
 `grpcplugin.Expander/BestOptions` with a 5 s deadline over TLS, trusting the certificate file
 it is given (no client certificate). The answer is the single least-energy option
-(scheduler/autoscaler/choice.py), or every option when no group's curve is known. On an error
+(scheduler/decisions/expansion.py), or every option when no group's curve is known. On an error
 status cluster-autoscaler keeps all its options; an OK answer with no options would make it
 (≥ 1.32) scale up nothing, so a non-empty request never gets one.
 
@@ -29,7 +29,6 @@ from prometheus_client import CollectorRegistry
 from common.curves import PowerCurve
 from common.metrics import MetricSpec
 from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
-from scheduler.autoscaler.choice import GroupOption, rank_options, resolve_curve
 from scheduler.autoscaler.messages import (
     ParsedRequest,
     RequestError,
@@ -38,7 +37,12 @@ from scheduler.autoscaler.messages import (
 )
 from scheduler.autoscaler.protos import expander_pb2
 from scheduler.autoscaler.tls import serve_tls
-from scheduler.config.parse import DEFAULT_GROUP_LABELS
+from scheduler.decisions.expansion import (
+    DEFAULT_GROUP_LABELS,
+    GroupOption,
+    rank_options,
+    resolve_curve,
+)
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION
 from scheduler.service.metrics import LATENCY_BUCKETS_SECONDS
 

@@ -18,8 +18,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
+from scheduler.cluster.kubejson import subobject
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.cluster.node_table import (
     NodePods,
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
-def _name(obj: Mapping[str, Any]) -> str:
+def _name(obj: Mapping[str, object]) -> str:
     """"namespace/name" (or the name of a cluster-scoped object), for messages."""
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
@@ -237,7 +237,7 @@ class ClusterCache:
 
     # -- nodes --
 
-    def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> None:
+    def replace_nodes(self, nodes: Iterable[Mapping[str, object]]) -> None:
         """A full listing: nodes absent from it are gone (and so is one that cannot be read)."""
         with self._lock:
             fresh = {}
@@ -251,14 +251,14 @@ class ClusterCache:
             self._nodes = fresh
 
     @staticmethod
-    def _node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
+    def _node_info(obj: Mapping[str, object]) -> NodeInfo | None:
         try:
             return node_info_from_k8s(obj)
         except ShapeError as exc:  # one unreadable object must not stop the whole cache
             log.warning("ignoring node %s: %s", _name(obj), exc)
             return None
 
-    def upsert_node(self, obj: Mapping[str, Any]) -> bool:
+    def upsert_node(self, obj: Mapping[str, object]) -> bool:
         """Returns True when the node changed in a way the filters can see. A node that cannot
         be read is dropped (nothing can be placed on it)."""
         info = self._node_info(obj)
@@ -283,7 +283,7 @@ class ClusterCache:
 
     # -- pods --
 
-    def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    def replace_pods(self, pods: Iterable[Mapping[str, object]]) -> list[str]:
         """A full listing. Assumed pods not yet seen bound are kept. Returns pending keys."""
         with self._lock:
             seen: set[str] = set()
@@ -300,20 +300,20 @@ class ClusterCache:
             self._generation += 1
             return list(self._pending)
 
-    def upsert_pod(self, obj: Mapping[str, Any]) -> str | None:
+    def upsert_pod(self, obj: Mapping[str, object]) -> str | None:
         """Apply a pod from the API. Returns its key if it is (still) waiting for us."""
         with self._lock:
             key = self._upsert_pod_locked(obj)
             return key if key is not None and key in self._pending else None
 
-    def _upsert_pod_locked(self, obj: Mapping[str, Any]) -> str | None:
+    def _upsert_pod_locked(self, obj: Mapping[str, object]) -> str | None:
         try:
             info = pod_info_from_k8s(obj)
         except ShapeError as exc:  # one unreadable pod must not stop the whole cache
             log.warning("ignoring pod %s: %s", _name(obj), exc)
             return None
         key = info.key
-        deleting = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+        deleting = bool(subobject(obj, "metadata").get("deletionTimestamp"))
         if info.phase in TERMINAL_PHASES:
             self._ended(key, info.uid, obj)
             self._forget_pod_locked(key)
@@ -351,14 +351,14 @@ class ClusterCache:
             self._pending.pop(key, None)
         return key
 
-    def delete_pod(self, obj: Mapping[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
+    def delete_pod(self, obj: Mapping[str, object]) -> None:
+        meta = subobject(obj, "metadata")
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
         with self._lock:
             self._ended(key, str(meta.get("uid") or ""), obj)
             self._forget_pod_locked(key)
 
-    def _ended(self, key: str, uid: str, obj: Mapping[str, Any]) -> None:
+    def _ended(self, key: str, uid: str, obj: Mapping[str, object]) -> None:
         """A placed pod ended: its lifetime (placement to end) goes to the predictor."""
         placed = self._placed.get(key)
         if self.lifetimes is None or placed is None or (uid and placed.info.uid != uid):

@@ -9,7 +9,7 @@ watch's stream) is `kube_request.py`'s; only these two modules import `kubernete
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from kubernetes import client, config
 
@@ -25,8 +25,13 @@ from scheduler.cluster.kube_request import (
     send,
     watch,
 )
+from scheduler.cluster.kubejson import subobjects
 
-__all__ = ["PERMISSIONS", "ApiError", "WatchStream"]  # with the calls below
+__all__ = ["PERMISSIONS", "ApiClient", "ApiError", "WatchStream"]  # with the calls below
+
+# The client every call below takes: the type the modules above name it by (they import no
+# `kubernetes`).
+ApiClient = client.ApiClient
 
 # The RBAC rule each call below needs: (API group, resource, verb, scope), scope "cluster" (a
 # ClusterRole) or "namespace" (a Role where the object lives: the Lease, the agents'
@@ -80,7 +85,7 @@ def make_api_client(host: str | None = None, kubeconfig: str | None = None) -> c
 
 def list_endpoint_slices(
     api: client.ApiClient, namespace: str, service: str, timeout_seconds: float = 10.0
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The EndpointSlices of a Service (discovery.k8s.io/v1), as JSON dicts."""
     response = client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
         namespace,
@@ -88,23 +93,23 @@ def list_endpoint_slices(
         _preload_content=False,
         _request_timeout=timeout_seconds,
     )
-    return list(json_object(response).get("items") or [])
+    return subobjects(json_object(response), "items")
 
 
-def list_node_metrics(api: client.ApiClient, timeout_seconds: float = 10.0) -> list[dict[str, Any]]:
+def list_node_metrics(api: client.ApiClient, timeout_seconds: float = 10.0) -> list[dict[str, object]]:
     """Node usage from the Metrics Server (metrics.k8s.io/v1beta1 NodeMetrics), as JSON dicts."""
     response = client.CustomObjectsApi(api).list_cluster_custom_object(
         "metrics.k8s.io", "v1beta1", "nodes", _preload_content=False, _request_timeout=timeout_seconds
     )
-    return list(json_object(response).get("items") or [])
+    return subobjects(json_object(response), "items")
 
 
-def list_nodes_json(api: client.ApiClient, timeout_seconds: float = 10.0) -> list[dict[str, Any]]:
+def list_nodes_json(api: client.ApiClient, timeout_seconds: float = 10.0) -> list[dict[str, object]]:
     """All Nodes (v1), as JSON dicts (for their capacity and allocatable)."""
     response = client.CoreV1Api(api).list_node(
         _preload_content=False, _request_timeout=timeout_seconds
     )
-    return list(json_object(response).get("items") or [])
+    return subobjects(json_object(response), "items")
 
 
 # -- standalone scheduler (issue 7): pods, nodes, binding, events, leases ------------------------
@@ -116,7 +121,7 @@ COORDINATION = "/apis/coordination.k8s.io/v1"
 
 def list_pods(
     api: client.ApiClient, field_selector: str | None = None, timeout_seconds: float = 60.0
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[dict[str, object]], str | None]:
     """All pods (optionally by field selector) and the list's resourceVersion."""
     query = [("fieldSelector", field_selector)] if field_selector else []
     return list_items(api, "/api/v1/pods", query, timeout_seconds)
@@ -124,7 +129,7 @@ def list_pods(
 
 def list_nodes(
     api: client.ApiClient, timeout_seconds: float = 60.0
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[dict[str, object]], str | None]:
     """All nodes and the list's resourceVersion."""
     return list_items(api, "/api/v1/nodes", [], timeout_seconds)
 
@@ -157,7 +162,7 @@ def _pod_path(namespace: str, name: str) -> str:
 
 def get_pod(
     api: client.ApiClient, namespace: str, name: str, timeout_seconds: float = 10.0
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     return get_or_none(api, _pod_path(namespace, name), timeout_seconds)
 
 
@@ -172,7 +177,7 @@ def bind_pod(
     """POST the Binding subresource (pods/NAME/binding), as kube-scheduler does. 409 when the
     pod is already bound; the uid precondition makes a binding meant for a deleted and
     recreated pod fail instead of placing the new one. The answer (a Status) is not parsed."""
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    metadata: dict[str, object] = {"name": name, "namespace": namespace}
     if uid:
         metadata["uid"] = uid
     body = {
@@ -188,23 +193,23 @@ def patch_pod_status(
     api: client.ApiClient,
     namespace: str,
     name: str,
-    patch: dict[str, Any],
+    patch: Mapping[str, object],
     timeout_seconds: float = 10.0,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Strategic-merge-patch a pod's status (conditions merge by their `type`): RBAC
     `pods/status` patch."""
     return merge_patch(api, _pod_path(namespace, name) + "/status", patch, timeout_seconds)
 
 
 def create_event(
-    api: client.ApiClient, namespace: str, event: dict[str, Any], timeout_seconds: float = 10.0
+    api: client.ApiClient, namespace: str, event: Mapping[str, object], timeout_seconds: float = 10.0
 ) -> None:
     """Create a core/v1 Event (what `kubectl describe pod` shows)."""
     send(api, "POST", f"/api/v1/namespaces/{segment(namespace)}/events", event, timeout_seconds)
 
 
 def patch_event(
-    api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any], timeout_seconds: float = 10.0
+    api: client.ApiClient, namespace: str, name: str, patch: Mapping[str, object], timeout_seconds: float = 10.0
 ) -> None:
     """Strategic-merge-patch an Event (a repeat: its count and lastTimestamp)."""
     merge_patch(api, f"/api/v1/namespaces/{segment(namespace)}/events/{segment(name)}", patch,
@@ -218,13 +223,13 @@ def _lease_path(namespace: str, name: str | None = None) -> str:
 
 def get_lease(
     api: client.ApiClient, namespace: str, name: str, timeout_seconds: float = 5.0
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     return get_or_none(api, _lease_path(namespace, name), timeout_seconds)
 
 
 def create_lease(
-    api: client.ApiClient, namespace: str, lease: dict[str, Any], timeout_seconds: float = 5.0
-) -> dict[str, Any]:
+    api: client.ApiClient, namespace: str, lease: Mapping[str, object], timeout_seconds: float = 5.0
+) -> dict[str, object]:
     return request_json(api, "POST", _lease_path(namespace), body=lease, timeout=timeout_seconds)
 
 
@@ -232,9 +237,9 @@ def replace_lease(
     api: client.ApiClient,
     namespace: str,
     name: str,
-    lease: dict[str, Any],
+    lease: Mapping[str, object],
     timeout_seconds: float = 5.0,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """PUT the lease; its metadata.resourceVersion makes a concurrent change a 409 Conflict."""
     return request_json(api, "PUT", _lease_path(namespace, name), body=lease,
                         timeout=timeout_seconds)
@@ -250,7 +255,7 @@ def evict_pod(
     cluster-autoscaler do: the API server checks the pod's PodDisruptionBudget and answers 429
     when it allows no disruption now, 404 when the pod is gone; the uid precondition makes an
     eviction meant for a deleted and recreated pod fail (409) instead of taking the new one."""
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "apiVersion": "policy/v1",
         "kind": "Eviction",
         "metadata": {"name": name, "namespace": namespace},
@@ -262,27 +267,27 @@ def evict_pod(
 
 def list_pod_disruption_budgets(
     api: client.ApiClient, timeout_seconds: float = 10.0
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Every PodDisruptionBudget (policy/v1), as JSON dicts."""
     items, _ = list_items(api, "/apis/policy/v1/poddisruptionbudgets", [], timeout_seconds)
     return items
 
 
 def patch_node(
-    api: client.ApiClient, name: str, patch: dict[str, Any], timeout_seconds: float = 10.0
-) -> dict[str, Any]:
+    api: client.ApiClient, name: str, patch: Mapping[str, object], timeout_seconds: float = 10.0
+) -> dict[str, object]:
     """Strategic-merge-patch a node (metadata such as annotations): RBAC `nodes` patch."""
     return merge_patch(api, f"/api/v1/nodes/{segment(name)}", patch, timeout_seconds)
 
 
-def get_node(api: client.ApiClient, name: str, timeout_seconds: float = 10.0) -> dict[str, Any] | None:
+def get_node(api: client.ApiClient, name: str, timeout_seconds: float = 10.0) -> dict[str, object] | None:
     return get_or_none(api, f"/api/v1/nodes/{segment(name)}", timeout_seconds)
 
 
 # -- the bare-metal cloud provider (issue 39): Nodes of machines switched on and off --------------
 
 
-def create_node_object(api: client.ApiClient, node: dict[str, Any], timeout_seconds: float = 10.0) -> dict[str, Any]:
+def create_node_object(api: client.ApiClient, node: dict[str, object], timeout_seconds: float = 10.0) -> dict[str, object]:
     """Create a Node (the simulated power backend's KWOK Node): RBAC `nodes` create."""
     return request_json(api, "POST", "/api/v1/nodes", body=node, timeout=timeout_seconds)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -23,6 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.cluster.kube_http import ApiError, Call, error_of, lean_request, transport_of
+from scheduler.cluster.kubejson import subobject, subobjects
 
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
@@ -32,7 +33,7 @@ def segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")
 
 
-def json_object(response: Any) -> dict[str, Any]:
+def json_object(response: Any) -> dict[str, object]:
     """The JSON object a response of the client holds."""
     data = json.loads(response.data)
     if not isinstance(data, dict):
@@ -72,7 +73,7 @@ def request(api: client.ApiClient, call: Call) -> Any:
     return response
 
 
-def request_json(api: client.ApiClient, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+def request_json(api: client.ApiClient, method: str, path: str, **kwargs: Any) -> dict[str, object]:
     """One API request (`Call`'s fields); the JSON object of its 2xx answer."""
     call = Call(method, path, **kwargs)
     transport = transport_of(api)
@@ -90,7 +91,7 @@ def request_json(api: client.ApiClient, method: str, path: str, **kwargs: Any) -
         response.release_conn()
 
 
-def get_or_none(api: client.ApiClient, path: str, timeout_seconds: float) -> dict[str, Any] | None:
+def get_or_none(api: client.ApiClient, path: str, timeout_seconds: float) -> dict[str, object] | None:
     """GET one object; None when it does not exist (404)."""
     try:
         return request_json(api, "GET", path, timeout=timeout_seconds)
@@ -112,13 +113,14 @@ def send(api: client.ApiClient, method: str, path: str, body: Any, timeout_secon
 
 def list_items(
     api: client.ApiClient, path: str, query: list[tuple[str, Any]], timeout_seconds: float
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[dict[str, object]], str | None]:
     """A list's items and its resourceVersion."""
     data = request_json(api, "GET", path, query=query, timeout=timeout_seconds)
-    return list(data.get("items") or []), (data.get("metadata") or {}).get("resourceVersion")
+    version = subobject(data, "metadata").get("resourceVersion")
+    return subobjects(data, "items"), version if isinstance(version, str) else None
 
 
-def merge_patch(api: client.ApiClient, path: str, body: dict[str, Any], timeout_seconds: float) -> dict[str, Any]:
+def merge_patch(api: client.ApiClient, path: str, body: Mapping[str, object], timeout_seconds: float) -> dict[str, object]:
     """A strategic-merge patch; the object patched."""
     return request_json(api, "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH,
                         timeout=timeout_seconds)
@@ -133,7 +135,7 @@ class WatchStream:
         self._response = response
         self._closed = False
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[dict[str, object]]:
         pending = b""
         try:
             for chunk in self._response.stream(amt=None, decode_content=True):

@@ -9,11 +9,17 @@ where used.
 
 `rfc3339` is the other way: a time as the objects the scheduler writes (Events, conditions) carry
 it (metav1.Time).
+
+Objects read as plain JSON (the API's answers that no struct here describes: lists, Leases,
+PodDisruptionBudgets) are `JsonObject`s, their values `object` until narrowed: `field`,
+`subobject` and `subobjects` narrow one level, an absent key, `null` or another shape reading as
+empty.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -22,7 +28,22 @@ from msgspec import Struct
 
 from scheduler.domain.model import ShapeError
 
-Map = dict[str, Any]
+Map = dict[str, object]
+
+# A Kubernetes object as the API's JSON (camelCase keys), not yet narrowed.
+JsonObject = dict[str, object]
+
+
+def subobject(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
+    """`obj[key]` when it is a JSON object; else (absent, null, another shape) empty."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def subobjects(obj: Mapping[str, object], key: str) -> list[JsonObject]:
+    """The JSON objects of the list `obj[key]` (elements of another shape skipped); else empty."""
+    value = obj.get(key)
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 # -- the structs: only what is read --------------------------------------------------------------
 
@@ -178,7 +199,7 @@ def type_error(exc: msgspec.ValidationError, prefix: str = "") -> tuple[str, str
 T = TypeVar("T", bound=Struct)
 
 
-def convert(value: Any, kind: type[T], where: str) -> T:
+def convert(value: object, kind: type[T], where: str) -> T:
     """Parsed JSON (a dict) as struct `kind` (one already decoded as it is); ShapeError naming
     the field otherwise."""
     if isinstance(value, kind):

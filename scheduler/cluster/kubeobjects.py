@@ -54,7 +54,7 @@ _MAX_AMOUNT = 2**63 - 1
 # -- leaves: strings, maps, quantities ----------------------------------------------------------
 
 
-def _text(value: Any, where: str) -> str:
+def _text(value: object, where: str) -> str:
     """A JSON string; absent (None) is ""."""
     if value is None:
         return ""
@@ -118,7 +118,7 @@ def resources(values: Map | None, where: str, pods: int = 0) -> Resources:
 
 
 def resources_from_k8s(
-    values: Mapping[str, Any] | None, pods: int = 0, where: str = "resources"
+    values: Mapping[str, object] | None, pods: int = 0, where: str = "resources"
 ) -> Resources:
     """Resources from a ResourceList in parsed JSON (`{"cpu": "500m", "memory": "1Gi", …}`);
     ShapeError names a bad quantity, or a value that is no object, by `where`."""
@@ -162,7 +162,7 @@ def _nonzero(container: Container, where: str) -> Resources:
     )
 
 
-def _spec(spec: PodSpec | Mapping[str, Any] | None) -> PodSpec:
+def _spec(spec: PodSpec | Mapping[str, object] | None) -> PodSpec:
     return convert(spec, PodSpec, "spec")
 
 
@@ -201,7 +201,7 @@ def _pod_level(containers: Resources, spec: PodSpec) -> Resources:
     )
 
 
-def effective_requests(spec: PodSpec | Mapping[str, Any] | None) -> Resources:
+def effective_requests(spec: PodSpec | Mapping[str, object] | None) -> Resources:
     """A pod's requests as kube-scheduler counts them (resource fit, scoring).
 
     max(Σ app containers + Σ restartable (sidecar) init containers,
@@ -212,7 +212,7 @@ def effective_requests(spec: PodSpec | Mapping[str, Any] | None) -> Resources:
     return _summed(_spec(spec), _requests)
 
 
-def nonzero_requests(spec: PodSpec | Mapping[str, Any] | None) -> Resources:
+def nonzero_requests(spec: PodSpec | Mapping[str, object] | None) -> Resources:
     """A pod's requests as kube-scheduler's NodeResourcesFit *scoring* counts them: like
     effective_requests(), but each container (app or init) that sets no CPU or no memory
     request counts DEFAULT_MILLI_CPU_REQUEST / DEFAULT_MEMORY_REQUEST_BYTES for it."""
@@ -237,7 +237,7 @@ def _container(container: Container, where: str, kind: str) -> ContainerResource
     )
 
 
-def pod_containers(spec: PodSpec | Mapping[str, Any] | None) -> tuple[ContainerResources, ...]:
+def pod_containers(spec: PodSpec | Mapping[str, object] | None) -> tuple[ContainerResources, ...]:
     """Every container of a pod spec with its requests and limits: app containers first, then
     init containers (sidecars marked) in spec order."""
     spec = _spec(spec)
@@ -327,7 +327,7 @@ def _priority(value: int | None) -> int:
 # -- the objects ----------------------------------------------------------------------------------
 
 
-def pod_info_from_k8s(pod: Pod | Mapping[str, Any]) -> PodInfo:
+def pod_info_from_k8s(pod: Pod | Mapping[str, object]) -> PodInfo:
     """PodInfo from a v1.Pod (a decoded struct, or parsed JSON); ShapeError naming the field
     when a field has the wrong type or value."""
     pod = convert(pod, Pod, "")
@@ -358,7 +358,7 @@ def pod_info_from_k8s(pod: Pod | Mapping[str, Any]) -> PodInfo:
     )
 
 
-def node_info_from_k8s(node: Node | Mapping[str, Any]) -> NodeInfo:
+def node_info_from_k8s(node: Node | Mapping[str, object]) -> NodeInfo:
     """NodeInfo from a v1.Node (a decoded struct, or parsed JSON); ShapeError naming the field
     when a field has the wrong type or value."""
     node = convert(node, Node, "")

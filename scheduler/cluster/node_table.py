@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from common.kubetime import parse_timestamp
+from scheduler.cluster.kubejson import subobject, subobjects
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,
@@ -31,15 +31,15 @@ class Placed:
     assumed: bool
 
 
-def placed_time(pod: Mapping[str, Any]) -> float:
+def placed_time(pod: Mapping[str, object]) -> float:
     """When a pod we did not place ourselves was placed: its PodScheduled condition's
     transition time, else its creation time, else 0 (long ago)."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
+    for condition in subobjects(subobject(pod, "status"), "conditions"):
         if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
             t = parse_timestamp(condition.get("lastTransitionTime"))
             if t is not None:
                 return t
-    return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0.0
+    return parse_timestamp(subobject(pod, "metadata").get("creationTimestamp")) or 0.0
 
 
 def scoring_requests(info: PodInfo) -> Resources:

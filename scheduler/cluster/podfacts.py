@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from common.kubetime import parse_timestamp
 from scheduler.domain.model import MIRROR_POD_ANNOTATION, ShapeError
@@ -26,7 +25,7 @@ KEEPS_LIFETIME = frozenset({"ReplicationController", "ReplicaSet", "StatefulSet"
 SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+def _mapping(value: object, where: str) -> Mapping[str, object]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -34,7 +33,7 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _items(value: Any, where: str) -> list[Mapping[str, Any]]:
+def _items(value: object, where: str) -> list[Mapping[str, object]]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -77,7 +76,7 @@ class PodFacts:
         return "DaemonSet" in self.owner_kinds
 
     @classmethod
-    def from_k8s(cls, pod: Mapping[str, Any]) -> PodFacts:
+    def from_k8s(cls, pod: Mapping[str, object]) -> PodFacts:
         """From a v1.Pod (JSON); ShapeError naming the field when one has the wrong type."""
         meta = _mapping(pod.get("metadata"), "metadata")
         spec = _mapping(pod.get("spec"), "spec")

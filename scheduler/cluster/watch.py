@@ -17,10 +17,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
+from scheduler.cluster.kubejson import subobject
 from scheduler.domain.model import NodeState, NodeTelemetry
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ FIRST_WATCH_BACKOFF_SECONDS = 0.5
 
 
 class Watch(Protocol):
-    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+    def __iter__(self) -> Iterator[dict[str, object]]: ...
 
     def close(self) -> None: ...
 
@@ -38,9 +39,9 @@ class Watch(Protocol):
 class WatchApi(Protocol):
     """The list and watch calls the cache needs; `KubeWatchApi` is the real one."""
 
-    def list_pods(self) -> tuple[list[dict[str, Any]], str | None]: ...
+    def list_pods(self) -> tuple[list[dict[str, object]], str | None]: ...
 
-    def list_nodes(self) -> tuple[list[dict[str, Any]], str | None]: ...
+    def list_nodes(self) -> tuple[list[dict[str, object]], str | None]: ...
 
     def watch_pods(self, resource_version: str | None) -> Watch: ...
 
@@ -54,16 +55,16 @@ class KubeWatchApi:
     POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
     def __init__(
-        self, api: Any, timeout_seconds: float = 10.0, watch_timeout_seconds: int = 300
+        self, api: kube.ApiClient, timeout_seconds: float = 10.0, watch_timeout_seconds: int = 300
     ) -> None:
         self.api = api
         self.timeout_seconds = timeout_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
 
-    def list_pods(self) -> tuple[list[dict[str, Any]], str | None]:
+    def list_pods(self) -> tuple[list[dict[str, object]], str | None]:
         return kube.list_pods(self.api, self.POD_FIELD_SELECTOR)
 
-    def list_nodes(self) -> tuple[list[dict[str, Any]], str | None]:
+    def list_nodes(self) -> tuple[list[dict[str, object]], str | None]:
         return kube.list_nodes(self.api)
 
     def watch_pods(self, resource_version: str | None) -> Watch:
@@ -84,7 +85,7 @@ class KubeWatchApi:
         )
 
 
-EventHandler = Callable[[str, Mapping[str, Any]], None]
+EventHandler = Callable[[str, Mapping[str, object]], None]
 
 
 class ClusterWatch:
@@ -126,15 +127,15 @@ class ClusterWatch:
 
     # -- plain handlers --
 
-    def apply_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def apply_pod(self, kind: str, obj: Mapping[str, object]) -> None:
         if kind == "DELETED":
             self.cache.delete_pod(obj)
         else:
             self.cache.upsert_pod(obj)
 
-    def apply_node(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def apply_node(self, kind: str, obj: Mapping[str, object]) -> None:
         if kind == "DELETED":
-            self.cache.delete_node(str((obj.get("metadata") or {}).get("name") or ""))
+            self.cache.delete_node(str(subobject(obj, "metadata").get("name") or ""))
         else:
             self.cache.upsert_node(obj)
 
@@ -190,8 +191,9 @@ class ClusterWatch:
                 try:
                     for event in stream:
                         failures = 0
-                        obj = event.get("object") or {}
-                        version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                        obj = subobject(event, "object")
+                        seen = subobject(obj, "metadata").get("resourceVersion")
+                        version = seen if isinstance(seen, str) and seen else version
                         if event.get("type") != "BOOKMARK":
                             apply(str(event.get("type")), obj)
                             self._changed()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.config.parse import Config
 from scheduler.framework.interface import ScorePlugin
@@ -21,6 +21,9 @@ from scheduler.telemetry.discovery import (
 from scheduler.telemetry.samples import TelemetrySource
 from scheduler.telemetry.sources import AgentScrapeSource, MetricsServerSource, PrometheusSource
 from scheduler.telemetry.store import TelemetryStore
+
+if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
 
 
 def build_energy_plugin(config: Config) -> EnergyPlugin:
@@ -79,7 +82,7 @@ def kubernetes_configured(
     return any(Path(p).is_file() for p in paths.split(os.pathsep) if p)
 
 
-def build_api_client(config: Config) -> Any:
+def build_api_client(config: Config) -> ApiClient:
     """A Kubernetes API client (through scheduler/cluster/kube.py, imported only when needed)."""
     from scheduler.cluster import kube
 
@@ -98,12 +101,17 @@ def source_names(config: Config) -> list[str]:
     return [name for name, configured in found if configured]
 
 
-def build_store(config: Config, api: Any = None) -> TelemetryStore:
+def build_store(config: Config, api: ApiClient | None = None) -> TelemetryStore:
     """The TelemetryStore with the configured sources, in priority order: agents, Prometheus,
     Metrics Server. `api` is needed only for the Kubernetes-backed parts."""
     t = config.telemetry
     if config.needs_kubernetes and api is None:
         api = build_api_client(config)
+
+    def kube_api() -> ApiClient:
+        assert api is not None  # config.needs_kubernetes: every source below that calls it
+        return api
+
     sources: list[TelemetrySource] = []
     if t.agents.static:
         sources.append(
@@ -113,17 +121,17 @@ def build_store(config: Config, api: Any = None) -> TelemetryStore:
         )
     if t.agents.endpoint_slices is not None:
         e = t.agents.endpoint_slices
-        targets = EndpointSliceTargets(api, e.namespace, e.service, e.port)
+        targets = EndpointSliceTargets(kube_api(), e.namespace, e.service, e.port)
         sources.append(
             AgentScrapeSource(targets, t.agents.timeout_seconds, t.agents.max_parallel, name="agents-k8s")
         )
     if t.prometheus is not None:
         sources.append(PrometheusSource(t.prometheus.url, t.prometheus.timeout_seconds))
     if t.metrics_server:
-        sources.append(MetricsServerSource(api))
+        sources.append(MetricsServerSource(kube_api()))
     node_cores: Callable[[], Mapping[str, float]] | None = None
     if t.node_capacity_from_kubernetes:
-        from_api = NodeCoresFromKubernetes(api, refresh_seconds=max(30.0, config.refresh_seconds))
+        from_api = NodeCoresFromKubernetes(kube_api(), refresh_seconds=max(30.0, config.refresh_seconds))
         node_cores = lambda: {**from_api(), **t.node_cores}  # noqa: E731
     elif t.node_cores:
         node_cores = lambda: t.node_cores  # noqa: E731

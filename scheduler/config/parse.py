@@ -78,18 +78,10 @@ from scheduler.config.fields import (  # the sections' types and checkers, re-ex
     _telemetry,
 )
 from scheduler.config.rebalancer import RebalancerConfig, rebalancer_config
+from scheduler.decisions.expansion import DEFAULT_GROUP_LABELS  # `node_group_labels:`'s default
 from scheduler.framework.decision import MODES
 from scheduler.framework.nodes_to_score import num_feasible_nodes_to_find
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, EnergyPlugin
-
-# Template-node labels whose values name a curve (config `node_groups:` keys, or the label value
-# of running nodes whose agents export a curve), tried in this order: `node_group_labels:`'s
-# default, and the node-group choice's (scheduler/autoscaler/choice.py).
-DEFAULT_GROUP_LABELS: tuple[str, ...] = (
-    "node.kubernetes.io/instance-type",
-    "beta.kubernetes.io/instance-type",
-    "kubejoule.io/node-group",
-)
 
 log = logging.getLogger("kubejoule.scheduler.config")
 

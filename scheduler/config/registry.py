@@ -76,7 +76,7 @@ class ArgsType(Protocol):
     """A plugin's frozen `Args` dataclass: `from_config(mapping)` reads a profile entry's `args`
     (its defaults for what they leave out, ValueError for a bad key or value)."""
 
-    def from_config(self, config: Mapping[str, Any]) -> Any: ...
+    def from_config(self, config: Mapping[str, object]) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ REGISTRY: Mapping[str, Registration] = MappingProxyType({
 })
 
 
-def build_plugin(name: str, args: Mapping[str, Any], context: PluginContext) -> ScorePlugin:
+def build_plugin(name: str, args: Mapping[str, object], context: PluginContext) -> ScorePlugin:
     """The plugin `name` with the entry's `args` (its `Args.from_config`)."""
     registration = REGISTRY.get(name)
     if registration is None:
@@ -137,7 +137,7 @@ def build_plugin(name: str, args: Mapping[str, Any], context: PluginContext) -> 
     return registration.factory(registration.args.from_config(args), context)
 
 
-def _built(label: str, name: str, args: Mapping[str, Any], weight: Any, context: PluginContext) -> ScorePlugin:
+def _built(label: str, name: str, args: Mapping[str, object], weight: object, context: PluginContext) -> ScorePlugin:
     try:
         plugin_weight(weight)
         return build_plugin(name, args, context)
@@ -154,7 +154,7 @@ def score_entries(
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{where}: expected a non-empty list of {{name, weight, args}}, got {entries!r}")
     built: list[tuple[ScorePlugin, int] | None] = []
-    deferred: list[tuple[int, str, str, Mapping[str, Any], bool, Any]] = []
+    deferred: list[tuple[int, str, str, Mapping[str, object], bool, Any]] = []
     for i, entry in enumerate(entries):
         label = f"{where}[{i}]"
         if not isinstance(entry, Mapping):
@@ -192,7 +192,7 @@ def score_entries(
 
 
 def profile_from_entries(
-    entries: Sequence[Mapping[str, Any]], context: PluginContext, name: str = "configured"
+    entries: Sequence[Mapping[str, object]], context: PluginContext, name: str = "configured"
 ) -> SchedulingProfile:
     """kube-scheduler's default filters and the configured Score plugins."""
     return SchedulingProfile(name, default_filters(), score_entries(list(entries), context))

@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 
 
-def _writes(make: Callable[P, Mapping[str, Any]]) -> Callable[Concatenate[DecisionLog, P], None]:
+def _writes(make: Callable[P, Mapping[str, object]]) -> Callable[Concatenate[DecisionLog, P], None]:
     """A DecisionLog method that writes the line `make` (a builder of `schema`) makes of its
     arguments."""
 
@@ -132,7 +132,7 @@ class DecisionLog:
 
     # -- writing --
 
-    def write(self, record: Mapping[str, Any]) -> None:
+    def write(self, record: Mapping[str, object]) -> None:
         """Write one record through to the kernel; when this returns, a crash of the process
         cannot lose it (power loss: until the next group fsync)."""
         line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()

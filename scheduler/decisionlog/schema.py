@@ -18,7 +18,6 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -39,7 +38,7 @@ class CandidateRecord:
     telemetry_age_seconds: float | None = None
     features: Mapping[str, float | None] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "node": self.node,
             "score": self.score,
@@ -96,17 +95,17 @@ def kept_candidates(
     return indices
 
 
-def decision_extra(candidate_count: int, feature_schema: str | None) -> dict[str, Any]:
+def decision_extra(candidate_count: int, feature_schema: str | None) -> dict[str, object]:
     """The fields every writer adds to its decision lines: how many nodes were candidates (before
     the line kept its best) and the feature schema of the candidates' features, when they have
     some."""
-    extra: dict[str, Any] = {"candidate_count": candidate_count}
+    extra: dict[str, object] = {"candidate_count": candidate_count}
     if feature_schema is not None:
         extra["feature_schema"] = feature_schema
     return extra
 
 
-def _line(kind: str, decision_id: str, wall_time: float | None) -> dict[str, Any]:
+def _line(kind: str, decision_id: str, wall_time: float | None) -> dict[str, object]:
     """What every line starts with: the schema, its kind, the decision's id and the time."""
     return {
         "schema": SCHEMA,
@@ -128,8 +127,8 @@ def decision_record(
     scorer: str,
     max_candidates: int,
     wall_time: float | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """One decision line, with a new id (`record["id"]`, for its outcome line)."""
     decision_id = uuid.uuid4().hex
     keep = {n for n in (chosen, recommended, default_choice) if n}
@@ -137,7 +136,7 @@ def decision_record(
     kept = ranked[:max_candidates]
     kept_names = {c.node for c in kept}
     kept += [c for c in ranked[max_candidates:] if c.node in keep - kept_names]
-    record: dict[str, Any] = {
+    record: dict[str, object] = {
         **_line("decision", decision_id, wall_time),
         "source": source,
         "mode": mode,
@@ -160,7 +159,7 @@ def decision_record(
     return record
 
 
-def abandoned_record(decision_id: str, reason: str, wall_time: float | None = None) -> dict[str, Any]:
+def abandoned_record(decision_id: str, reason: str, wall_time: float | None = None) -> dict[str, object]:
     """The decision `decision_id` did not take effect (its binding failed)."""
     return {**_line("abandoned", decision_id, wall_time), "reason": reason}
 
@@ -172,7 +171,7 @@ def outcome_record(
     before: NodeTelemetry | None,
     after: NodeTelemetry | None,
     wall_time: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What happened on the chosen node `window_seconds` after the decision."""
     measured = (
         before is not None

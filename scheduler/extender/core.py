@@ -1,4 +1,14 @@
-"""The extender: answers the verbs from the node states and the scorer, records decisions.
+"""The extender: answers the verbs from the node states and its scheduling profile, records
+decisions.
+
+The extender scores a scheduling profile (scheduler/framework/scheduling_profile.py), as the
+standalone scheduler does: `served_profile` (scheduler/plugins/defaults.py), the energy plugin
+alone at weight 1, is what `kubejoule-scheduler extender` serves. The profile's energy plugin is
+evaluated once per request, over the prepared batch (its ΔP and reasons go to the decision log
+and the metrics); its entry's scores enter the profile's weighted total as given scores, the
+way the standalone scheduler's decision passes them (scheduler/decisions/placement.py), and
+the total, on kube-scheduler's 0–10 scale, is the answer. The profile has no filters:
+kube-scheduler filters; the extender's `/filter` applies only power caps.
 
 Modes: `shadow` (default) answers every node the same neutral score and filters nothing, and
 records what it would have chosen; `active` answers the energy scores and applies power caps.
@@ -15,10 +25,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
+from scheduler.decisions.placement import energy_of, entry_scores
 from scheduler.domain.model import NEUTRAL_SCORE, REASON_OK, REASONS, NodeState, PodInfo
 from scheduler.extender.body import body_limit_for
 from scheduler.extender.calls import (
@@ -36,8 +46,9 @@ from scheduler.extender.wire import ExtenderArgs, HostPriorityList
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import MODE_ACTIVE, MODE_SHADOW
 from scheduler.framework.interface import extender_priority
+from scheduler.framework.scheduling_profile import SchedulingProfile
 from scheduler.learning.features import feature_values
-from scheduler.plugins.energy import EnergyPlugin, EnergyScores
+from scheduler.plugins.energy import EnergyScores
 from scheduler.telemetry.store import TelemetryStore
 
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "Extender"]
@@ -46,13 +57,14 @@ log = logging.getLogger(__name__)
 
 
 class Extender:
-    """Answers the extender verbs with the energy Score plugin (`energy`) over prepared node
-    states: built here from `store` (a TelemetryStore), or `states` (a RemoteStates, which is
-    then also the telemetry view the metrics read: pass it as `store`)."""
+    """Answers the extender verbs with a scheduling profile (`profile`; its energy plugin is the
+    one the node states are prepared with) over prepared node states: built here from `store` (a
+    TelemetryStore), or `states` (a RemoteStates, which is then also the telemetry view the
+    metrics read: pass it as `store`)."""
 
     def __init__(
         self,
-        energy: EnergyPlugin,
+        profile: SchedulingProfile,
         store: TelemetryStore | RemoteStates,
         mode: str = MODE_SHADOW,
         power_caps_watts: Mapping[str, float] | None = None,
@@ -65,7 +77,13 @@ class Extender:
     ) -> None:
         if mode not in (MODE_SHADOW, MODE_ACTIVE):
             raise ValueError(f"mode must be shadow or active, got {mode!r}")
-        self.energy = energy
+        found = energy_of(profile)
+        if found is None:
+            raise ValueError(f"the extender's profile {profile.name!r} has no energy plugin to serve")
+        if profile.filters:
+            raise ValueError(f"the extender's profile {profile.name!r} has filters: kube-scheduler filters")
+        self.profile = profile
+        self.energy_entry, self.energy = found
         self.store = store
         self.mode = mode
         self.power_caps_watts = dict(power_caps_watts or {})
@@ -81,7 +99,7 @@ class Extender:
         self._local = states is None
         if states is None:
             assert isinstance(store, TelemetryStore), "an in-process extender needs a TelemetryStore"
-            self.states = NodeStates(energy, store, cluster)  # listens to the store
+            self.states = NodeStates(self.energy, store, cluster)  # listens to the store
         else:
             self.states = states
         self.on_start: list[Callable[[], None]] = []  # e.g. start the cluster watch
@@ -158,9 +176,20 @@ class Extender:
         self._record(ExtenderCall("prioritize", self.mode, now, pod, names, nodes, scores, recommended))
         if self.mode == MODE_SHADOW:
             return HostPriorityList(names, extender_priority(np.full(len(names), NEUTRAL_SCORE)))
-        return HostPriorityList(names, extender_priority(scores.score))
+        return HostPriorityList(names, extender_priority(self._total(pod, scores, batch, nodes)))
 
-    def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+    def _total(
+        self, pod: PodInfo, scores: EnergyScores, batch: CandidateBatch, nodes: Callable[[], CandidateBatch]
+    ) -> np.ndarray:
+        """The profile's weighted total over the request's nodes, the energy entry's scores given
+        (module docstring). The request's batch is gathered only for plugins besides the energy
+        plugin's entry: with the energy plugin alone, no column is copied on the request path."""
+        entry = self.energy_entry
+        given = {entry.name: entry_scores(entry, scores.score)}
+        others = any(plugin.name not in given for plugin, _ in self.profile.scores)
+        return self.profile.score(pod, nodes() if others else batch, given).total
+
+    def filter(self, args: ExtenderArgs) -> dict[str, object]:
         now = self.clock()
         batch, rows = self.candidates(args, now)
 
@@ -179,7 +208,7 @@ class Extender:
         )
         if self.mode == MODE_SHADOW:
             failed = {}
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             "Nodes": None,
             "NodeNames": None,
             "FailedNodes": failed,

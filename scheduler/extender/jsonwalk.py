@@ -106,7 +106,7 @@ def _value(text: str, index: int, depth: int) -> tuple[Any, int]:
 
 
 def _object(text: str, index: int, depth: int) -> tuple[Any, int]:
-    result: dict[str, Any] = {}
+    result: dict[str, object] = {}
 
     def member(index: int) -> int:
         if not text.startswith('"', index):

@@ -20,24 +20,26 @@ from scheduler.extender.calls import MemoryRecorder
 from scheduler.extender.core import Extender
 from scheduler.extender.remote import RemoteStates
 from scheduler.extender.state import NodeStates
+from scheduler.plugins.defaults import served_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.store import TelemetryStore
 
 if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
     from scheduler.cluster.watch import ClusterWatch
 
 Hooks = list[Callable[[], None]]
 
 
-def _cluster_watch(config: Config) -> tuple[ClusterWatch | None, Any]:
+def _cluster_watch(config: Config) -> tuple[ClusterWatch | None, ApiClient | None]:
     """The cluster watch when configured (`extender.watch_cluster`, else a Kubernetes
     configuration found), and the API client (also when a source needs it)."""
     watch_on = config.extender.watch_cluster
     if watch_on is None:
         watch_on = kubernetes_configured(config)
-    api = build_api_client(config) if watch_on or config.needs_kubernetes else None
     if not watch_on:
-        return None, api
+        return None, build_api_client(config) if config.needs_kubernetes else None
+    api = build_api_client(config)
     from scheduler.cluster.cache import ClusterCache
     from scheduler.cluster.watch import ClusterWatch, KubeWatchApi
     from scheduler.lifetimes import LifetimePredictor
@@ -121,7 +123,7 @@ def build_extender(
             scorer=config.scorer.name,
         )
     extender = Extender(
-        energy,
+        served_profile(energy),
         store,
         mode=config.mode,
         power_caps_watts=config.power_caps_watts,

@@ -52,7 +52,7 @@ def select_best(totals: np.ndarray, rng: random.Random) -> int:
     return chosen
 
 
-def plugin_weight(weight: int) -> int:
+def plugin_weight(weight: object) -> int:
     """A configured weight as kube-scheduler uses it: 0 means 1; negative is an error."""
     if isinstance(weight, bool) or not isinstance(weight, int | np.integer):
         raise ValueError(f"a plugin weight must be an integer, got {weight!r}")

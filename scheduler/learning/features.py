@@ -86,7 +86,7 @@ class FeatureSchema:
     node_features: tuple[str, ...]
     pod_features: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "version": self.version,
             "node_features": list(self.node_features),
@@ -104,7 +104,7 @@ class FeatureSchema:
         except (KeyError, TypeError) as exc:
             raise SchemaMismatch(f"not a feature schema: {exc}") from exc
 
-    def check(self, other: Mapping[str, Any] | FeatureSchema) -> None:
+    def check(self, other: Mapping[str, object] | FeatureSchema) -> None:
         """Raise SchemaMismatch unless `other` (e.g. a checkpoint's schema) is this one."""
         theirs = other if isinstance(other, FeatureSchema) else FeatureSchema.from_dict(other)
         if theirs.version != self.version:

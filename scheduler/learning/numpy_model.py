@@ -80,7 +80,7 @@ class NumpyModel:
     scale: np.ndarray
     score_map: ScoreMap
     schema: FeatureSchema
-    meta: Mapping[str, Any]
+    meta: Mapping[str, object]
 
     @property
     def kind(self) -> str:
@@ -126,7 +126,7 @@ def save_numpy_model(
     layers: Sequence[tuple[np.ndarray, np.ndarray]],
     mean: np.ndarray,
     scale: np.ndarray,
-    meta: Mapping[str, Any],
+    meta: Mapping[str, object],
 ) -> None:
     """Write the .npz a NumpyModel loads (`meta` needs kind, feature_schema and score_map)."""
     arrays: dict[str, np.ndarray] = {"mean": np.asarray(mean, np.float64)}

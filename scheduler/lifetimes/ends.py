@@ -10,18 +10,17 @@ the kubelet under pressure) did not end on its own: its lifetime was cut, and is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from common.kubetime import parse_timestamp
 
 DISRUPTION_TARGET = "DisruptionTarget"
 
 
-def _items(value: Any) -> list[Mapping[str, Any]]:
+def _items(value: object) -> list[Mapping[str, object]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
-def disrupted(obj: Mapping[str, Any]) -> bool:
+def disrupted(obj: Mapping[str, object]) -> bool:
     status = obj.get("status")
     if not isinstance(status, Mapping):
         return False
@@ -31,7 +30,7 @@ def disrupted(obj: Mapping[str, Any]) -> bool:
     )
 
 
-def finished_at(obj: Mapping[str, Any]) -> float | None:
+def finished_at(obj: Mapping[str, object]) -> float | None:
     """The latest container finishedAt (epoch seconds), None when no container says."""
     status = obj.get("status")
     if not isinstance(status, Mapping):
@@ -48,7 +47,7 @@ def finished_at(obj: Mapping[str, Any]) -> float | None:
     return max(times) if times else None
 
 
-def pod_end(obj: Mapping[str, Any], now: float) -> tuple[float, bool]:
+def pod_end(obj: Mapping[str, object], now: float) -> tuple[float, bool]:
     """(when the pod ended, whether it was disrupted) — see the module docstring."""
     end = finished_at(obj)
     return (now if end is None else end), disrupted(obj)

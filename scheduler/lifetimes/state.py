@@ -38,7 +38,7 @@ from scheduler.lifetimes.predictor import (
 STATE_SCHEMA = "kubejoule.lifetimes/v1"
 
 
-def state_document(predictor: LifetimePredictor, now: float | None = None) -> dict[str, Any]:
+def state_document(predictor: LifetimePredictor, now: float | None = None) -> dict[str, object]:
     return {
         "schema": STATE_SCHEMA,
         "saved_at": time.time() if now is None else now,

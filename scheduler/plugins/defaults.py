@@ -90,6 +90,17 @@ def extender_profile(energy_plugin: ScorePlugin, weight: int, name: str = "") ->
     )
 
 
+# What the extender serves kube-scheduler (scheduler/extender/): the energy plugin alone at
+# weight 1, its scores as they are; no filters, as kube-scheduler filters (the extender's
+# /filter applies only power caps). kube-scheduler weighs it against its own profile.
+SERVED_PROFILE = "extender"
+
+
+def served_profile(energy_plugin: ScorePlugin) -> SchedulingProfile:
+    """The extender's profile: the energy plugin alone, weight 1, no filters."""
+    return SchedulingProfile(SERVED_PROFILE, (), [(energy_plugin, 1)])
+
+
 # The shipped `kubejoule` profile (docs/standalone.md, "Scoring profile", has the measurements
 # behind it): the energy plugin with its v3 lifetimes lever and per-pod scale, weight 3, then
 # NodeResourcesFit MostAllocated, weight 1, which packs where the energy prices are close.

@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 
@@ -82,7 +81,7 @@ class NodeResourcesFitArgs:
         object.__setattr__(self, "resources", MappingProxyType(dict(resources)))
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> NodeResourcesFitArgs:
+    def from_config(cls, config: Mapping[str, object]) -> NodeResourcesFitArgs:
         unknown = sorted(set(config) - {"scoringStrategy"})
         if unknown:
             raise ValueError(f"unknown args {unknown}; known: ['scoringStrategy']")

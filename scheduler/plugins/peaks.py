@@ -37,7 +37,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -167,7 +166,7 @@ class PeaksArgs:
         object.__setattr__(self, "node_power_model", MappingProxyType(dict(self.node_power_model)))
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> PeaksArgs:
+    def from_config(cls, config: Mapping[str, object]) -> PeaksArgs:
         """The original's `nodePowerModel` ({node: {k0, k1, k2}}, as in PeaksArgs or its
         NODE_POWER_MODEL file). ValueError for bad args."""
         unknown = sorted(set(config) - set(ARG_KEYS))

@@ -4,13 +4,14 @@ the energy saved over the pods' predicted lifetimes exceeds the disruption's cos
 and Karpenter's balanced consolidation score (watts for price) passes — then leaves the node to
 cluster-autoscaler.
 
-Modules: `decide` (the decision: the one implementation, also run by the simulator's
-`+rebalancer`), `energy` (its prices), `lifetime` (what it takes from scheduler/lifetimes),
-`cluster` (the live cluster as decision input, the rebalancing taint), `pdbs`
-(PodDisruptionBudgets), `api` (its Kubernetes calls), `loop` (the rounds, shadow and active),
-`metrics`, `cli` (the command and its wiring). Its settings, the `rebalancer:` section, are
+The decision itself, its prices and what it takes from the lifetime predictor are
+scheduler/decisions/rebalance*.py (the one implementation, also run by the simulator's
+`+rebalancer`); this folder wires it. Modules: `cluster` (the live cluster as the decision's
+input, the rebalancing taint), `pdbs` (PodDisruptionBudgets), `api` (its Kubernetes calls),
+`loop` (the rounds, shadow and active: read, decide, act), `metrics`. Its command and wiring are
+scheduler/cmd/rebalancer_cli.py; its settings, the `rebalancer:` section,
 scheduler/config/rebalancer.py's.
 
-May import domain/, framework/, lifetimes/, cluster/, service/, config/ (its settings; `cli`
-builds its parts with it): config/ sits below the four ways the scheduler runs and imports none of
+May import domain/, framework/, lifetimes/, cluster/, decisions/, service/, config/ (its
+settings; scheduler/cmd/rebalancer_cli builds its parts with it): config/ sits below the four ways the scheduler runs and imports none of
 them; standalone/, extender/, autoscaler/ never."""

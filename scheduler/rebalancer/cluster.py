@@ -11,19 +11,19 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from common.curves import PowerCurve
 from scheduler.cluster.cache import TERMINAL_PHASES, ClusterCache
+from scheduler.cluster.kubejson import subobject
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.cluster.node_table import placed_time
 from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound
 from scheduler.cluster.watch import ClusterWatch, WatchApi
+from scheduler.decisions.rebalance import NodeView, PodView, cpu_shares, fresh_utilization
+from scheduler.decisions.rebalance_lifetime import remaining as predicted_remaining
+from scheduler.decisions.rebalance_prices import pod_eviction_cost
 from scheduler.domain.model import NodeState, NodeTelemetry, PodInfo, Resources, ShapeError
 from scheduler.lifetimes import LifetimePredictor
-from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_utilization
-from scheduler.rebalancer.energy import pod_eviction_cost
-from scheduler.rebalancer.lifetime import remaining as predicted_remaining
 from scheduler.rebalancer.pdbs import MULTIPLE, Budget, covering
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,8 @@ class TrackedPod:
     started: float  # wall seconds: status.startTime, else when it was placed
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
+def _key(obj: Mapping[str, object]) -> str:
+    meta = subobject(obj, "metadata")
     return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
 
 
@@ -61,11 +61,9 @@ class PodTracker:
         self._lock = threading.Lock()
         self._pods: dict[str, TrackedPod] = {}
 
-    def _read(self, obj: Mapping[str, Any]) -> TrackedPod | None:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-        node = spec.get("nodeName") if isinstance(spec, Mapping) else None
-        status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
-        if not node or not isinstance(node, str) or (status or {}).get("phase") in TERMINAL_PHASES:
+    def _read(self, obj: Mapping[str, object]) -> TrackedPod | None:
+        node = subobject(obj, "spec").get("nodeName")
+        if not node or not isinstance(node, str) or subobject(obj, "status").get("phase") in TERMINAL_PHASES:
             return None
         key = _key(obj)
         try:
@@ -76,7 +74,7 @@ class PodTracker:
             return TrackedPod(key, node, None, None, 0.0)
         return TrackedPod(key, node, info, facts, facts.started or placed_time(obj))
 
-    def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def apply(self, kind: str, obj: Mapping[str, object]) -> None:
         if kind == "DELETED":
             self.cache.delete_pod(obj)
         else:
@@ -88,7 +86,7 @@ class PodTracker:
             else:
                 self._pods[tracked.key] = tracked
 
-    def replace(self, pods: Iterable[Mapping[str, Any]]) -> None:
+    def replace(self, pods: Iterable[Mapping[str, object]]) -> None:
         tracked = [t for obj in pods if (t := self._read(obj)) is not None]
         with self._lock:
             self._pods = {t.key: t for t in tracked}

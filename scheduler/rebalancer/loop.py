@@ -1,5 +1,5 @@
 """The live rebalancer: every interval, while it leads, one round of the decision
-(scheduler/rebalancer/decide.py) over the watched cluster, then its moves — recommended in
+(scheduler/decisions/rebalance.py) over the watched cluster, then its moves — recommended in
 shadow mode, carried out in active mode.
 
 A round does nothing, and says why (`kubejoule_rebalancer_rounds_total{result}`), when it cannot
@@ -34,8 +34,9 @@ from collections.abc import Callable, Mapping
 from common.curves import PowerCurve
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
-from scheduler.cluster.kubejson import rfc3339
+from scheduler.cluster.kubejson import rfc3339, subobject, subobjects
 from scheduler.config.rebalancer import RebalancerConfig
+from scheduler.decisions.rebalance import Move, Plan, plan
 from scheduler.domain.model import NodeTelemetry
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.rebalancer.api import RebalancerApi
@@ -46,7 +47,6 @@ from scheduler.rebalancer.cluster import (
     RebalancerWatch,
     node_views,
 )
-from scheduler.rebalancer.decide import Move, Plan, plan
 from scheduler.rebalancer.metrics import RebalancerMetrics
 from scheduler.rebalancer.pdbs import budget_from_k8s
 
@@ -207,11 +207,11 @@ class Rebalancer:
             node = self.api.get_node(name)
             if node is None:
                 return False
-            taints = [t for t in (node.get("spec") or {}).get("taints") or ()
+            taints = [t for t in subobjects(subobject(node, "spec"), "taints")
                       if t.get("key") != REBALANCING_TAINT]
             if on:
                 taints.append({"key": REBALANCING_TAINT, "value": "", "effect": "NoSchedule"})
-            version = (node.get("metadata") or {}).get("resourceVersion")
+            version = subobject(node, "metadata").get("resourceVersion")
             self.api.patch_node(name, {"metadata": {"resourceVersion": version},
                                        "spec": {"taints": taints}})
             return True

@@ -18,7 +18,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from common.metrics import MetricSpec
-from scheduler.rebalancer.decide import Plan
+from scheduler.decisions.rebalance import Plan
 
 EVICTION_RESULTS = ("evicted", "refused", "gone", "error")
 MODES = ("shadow", "active")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from scheduler.cluster.kubejson import subobject, subobjects
 from scheduler.domain.filters import requirement_matches
 from scheduler.domain.model import SelectorRequirement
 
@@ -39,20 +39,24 @@ class Budget:
         return all(requirement_matches(r, labels) is True for r in self.expressions)
 
 
-def budget_from_k8s(pdb: Mapping[str, Any]) -> Budget:
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def budget_from_k8s(pdb: Mapping[str, object]) -> Budget:
     """A PodDisruptionBudget from JSON; ValueError on a malformed one."""
-    meta = pdb.get("metadata") or {}
-    spec = pdb.get("spec") or {}
-    status = pdb.get("status") or {}
+    meta = subobject(pdb, "metadata")
+    spec = subobject(pdb, "spec")
+    status = subobject(pdb, "status")
     selector = spec.get("selector")
     if selector is not None and not isinstance(selector, Mapping):
         raise ValueError("spec.selector: expected an object")
     selector = selector or {}
-    labels = selector.get("matchLabels") or {}
+    labels = subobject(selector, "matchLabels")
     expressions = tuple(
         SelectorRequirement(str(e.get("key") or ""), str(e.get("operator") or ""),
-                            tuple(str(v) for v in e.get("values") or ()))
-        for e in selector.get("matchExpressions") or ()
+                            tuple(str(v) for v in _list(e.get("values"))))
+        for e in subobjects(selector, "matchExpressions")
     )
     allowed = status.get("disruptionsAllowed", 0)
     if isinstance(allowed, bool) or not isinstance(allowed, int):

@@ -23,12 +23,13 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from scheduler.cluster import kube
+from scheduler.cluster.kubejson import subobject
 
 log = logging.getLogger(__name__)
 
@@ -56,29 +57,29 @@ class LeaderElectionConfig:
 class LeaseStore(Protocol):
     """Where the Lease lives. Raises kube.ApiError (409 on a concurrent change)."""
 
-    def get(self) -> dict[str, Any] | None: ...
+    def get(self) -> dict[str, object] | None: ...
 
-    def create(self, lease: dict[str, Any]) -> dict[str, Any]: ...
+    def create(self, lease: Mapping[str, object]) -> dict[str, object]: ...
 
-    def replace(self, lease: dict[str, Any]) -> dict[str, Any]: ...
+    def replace(self, lease: Mapping[str, object]) -> dict[str, object]: ...
 
 
 class KubeLeaseStore:
     """The Lease in the API server."""
 
-    def __init__(self, api: Any, namespace: str, name: str, timeout_seconds: float = 5.0) -> None:
+    def __init__(self, api: kube.ApiClient, namespace: str, name: str, timeout_seconds: float = 5.0) -> None:
         self.api = api
         self.namespace = namespace
         self.name = name
         self.timeout_seconds = timeout_seconds
 
-    def get(self) -> dict[str, Any] | None:
+    def get(self) -> dict[str, object] | None:
         return kube.get_lease(self.api, self.namespace, self.name, self.timeout_seconds)
 
-    def create(self, lease: dict[str, Any]) -> dict[str, Any]:
+    def create(self, lease: Mapping[str, object]) -> dict[str, object]:
         return kube.create_lease(self.api, self.namespace, lease, self.timeout_seconds)
 
-    def replace(self, lease: dict[str, Any]) -> dict[str, Any]:
+    def replace(self, lease: Mapping[str, object]) -> dict[str, object]:
         return kube.replace_lease(self.api, self.namespace, self.name, lease, self.timeout_seconds)
 
 
@@ -122,11 +123,12 @@ class LeaderElector:
             if self.on_change is not None:
                 self.on_change(leading)
 
-    def _new_lease(self, previous: dict[str, Any] | None, now_wall: float) -> dict[str, Any]:
-        spec = dict((previous or {}).get("spec") or {})
+    def _new_lease(self, previous: dict[str, object] | None, now_wall: float) -> dict[str, object]:
+        spec = dict(subobject(previous or {}, "spec"))
         holder = spec.get("holderIdentity") or ""
         changed_hands = holder != self.identity
-        transitions = int(spec.get("leaseTransitions") or 0)
+        count = spec.get("leaseTransitions")
+        transitions = count if isinstance(count, int) else 0
         if previous is not None and changed_hands and holder:
             transitions += 1
         spec.update(
@@ -139,9 +141,9 @@ class LeaderElector:
         )
         if changed_hands or not spec.get("acquireTime"):
             spec["acquireTime"] = _micro_time(now_wall)
-        metadata: dict[str, Any] = {"name": self.config.name, "namespace": self.config.namespace}
+        metadata: dict[str, object] = {"name": self.config.name, "namespace": self.config.namespace}
         if previous is not None:
-            old_meta = previous.get("metadata") or {}
+            old_meta = subobject(previous, "metadata")
             metadata = {**old_meta, **metadata}
         return {
             "apiVersion": "coordination.k8s.io/v1",
@@ -160,18 +162,20 @@ class LeaderElector:
                 if current is None:
                     self.store.create(self._new_lease(None, self._wall()))
                 else:
-                    spec = current.get("spec") or {}
+                    spec = subobject(current, "spec")
                     holder = spec.get("holderIdentity") or ""
                     record = (
                         holder,
                         spec.get("renewTime"),
-                        (current.get("metadata") or {}).get("resourceVersion"),
+                        subobject(current, "metadata").get("resourceVersion"),
                     )
                     if record != self._observed:
                         self._observed = record
                         self._observed_at = seen_at
+                    seconds = spec.get("leaseDurationSeconds")
                     duration = float(
-                        spec.get("leaseDurationSeconds") or self.config.lease_duration_seconds
+                        seconds if isinstance(seconds, int | float) and seconds
+                        else self.config.lease_duration_seconds
                     )
                     held_by_other = holder not in ("", self.identity)
                     if held_by_other and seen_at < self._observed_at + duration:
@@ -202,13 +206,13 @@ class LeaderElector:
             self._set_leading(False)
             try:
                 current = self.store.get()
-                if current is None or (current.get("spec") or {}).get("holderIdentity") != (
+                if current is None or subobject(current, "spec").get("holderIdentity") != (
                     self.identity
                 ):
                     return
                 lease = dict(current)
                 lease["spec"] = {
-                    **(current.get("spec") or {}),
+                    **subobject(current, "spec"),
                     "holderIdentity": "",
                     "leaseDurationSeconds": 1,
                     "renewTime": _micro_time(self._wall()),

@@ -9,8 +9,9 @@ One pass per pod, as kube-scheduler does it:
 3. score the feasible nodes (or kube-scheduler's nodes to score (percentageOfNodesToScore) among them, an
    option) with the scheduler's profile — the `profile:` of the configuration, by default
    kubejoule's energy plugin (`scheduler.plugins.defaults.kubejoule_profile`) — and with
-   kube-scheduler's default profile, for comparison; steps 2–4 are `decide.py`, over one
-   candidate batch of the cache's nodes kept up to date pod after pod;
+   kube-scheduler's default profile, for comparison; steps 2–4 are the placement decision
+   (`scheduler/decisions/placement.py`, shared with the simulator), over one candidate batch of
+   the cache's nodes kept up to date pod after pod;
 4. choose, ties at random (`scheduler.framework.select_best`): `active` mode takes the
    profile's best node; `shadow` mode (the default) takes the default profile's and tells the
    profile's pick and best scores in an `EnergyRecommendation` Event on the pod (never a patch);
@@ -24,13 +25,14 @@ and waits for a cluster change or a timeout. API errors and conflicts back off a
 is never dropped. Only the leader (`scheduler/service/leader.py`) takes pods off the queue; standbys keep their
 caches warm so a takeover is immediate.
 
-Modules: `settings` (StandaloneConfig), `queue` (the scheduling queue), `decide` (one
-decision, shared with the simulator), `binding` (the API calls, binder threads), `events`
+Modules: `settings` (StandaloneConfig), `queue` (the scheduling queue), `staging` (the next
+node table's batch, staged in the background for the decision), `binding` (the API calls,
+binder threads), `events`
 (Events and status patches in the background), `records` (decision lines), `loop` (the
 scheduler), `process` (`kubejoule-scheduler run`'s wiring).
 
 May import every part below the entry points: domain/, framework/, plugins/, lifetimes/, learning/,
-cluster/, decisionlog/, service/, config/ (`process` builds the scheduler with it: config/ sits
+cluster/, decisionlog/, decisions/, service/, config/ (`process` builds the scheduler with it: config/ sits
 below the four ways the scheduler runs and imports none of them); extender/, autoscaler/,
 rebalancer/ never."""
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol
 
 from scheduler.cluster import kube
 from scheduler.cluster.watch import KubeWatchApi, WatchApi
+from scheduler.decisions.placement import Decision
 from scheduler.domain.model import PodInfo
-from scheduler.standalone.decide import Decision
 from scheduler.standalone.settings import EVENT_MESSAGE_MAX_CHARS, RECOMMENDED_SCORES
 
 
@@ -20,13 +20,13 @@ class ClusterApi(WatchApi, Protocol):
 
     def bind(self, pod: PodInfo, node: str) -> None: ...
 
-    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def get_pod(self, namespace: str, name: str) -> dict[str, object] | None: ...
 
-    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, object]) -> None: ...
 
-    def create_event(self, namespace: str, event: dict[str, Any]) -> None: ...
+    def create_event(self, namespace: str, event: Mapping[str, object]) -> None: ...
 
-    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, object]) -> None: ...
 
 
 class KubeClusterApi(KubeWatchApi):
@@ -35,16 +35,16 @@ class KubeClusterApi(KubeWatchApi):
     def bind(self, pod: PodInfo, node: str) -> None:
         kube.bind_pod(self.api, pod.namespace, pod.name, pod.uid, node, self.timeout_seconds)
 
-    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_pod(self, namespace: str, name: str) -> dict[str, object] | None:
         return kube.get_pod(self.api, namespace, name, self.timeout_seconds)
 
-    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, object]) -> None:
         kube.patch_pod_status(self.api, namespace, name, patch, self.timeout_seconds)
 
-    def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+    def create_event(self, namespace: str, event: Mapping[str, object]) -> None:
         kube.create_event(self.api, namespace, event, self.timeout_seconds)
 
-    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, object]) -> None:
         kube.patch_event(self.api, namespace, name, patch, self.timeout_seconds)
 
 

@@ -12,7 +12,7 @@ import itertools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from scheduler.cluster import kube
@@ -112,7 +112,7 @@ class PodEvents:
         self._submit(lambda: self.api.create_event(pod.namespace, event))
 
     def _repeat(self, pod: PodInfo, type_: str, reason: str, message: str, name: str,
-                patch: dict[str, Any]) -> None:
+                patch: Mapping[str, object]) -> None:
         try:
             self.api.patch_event(pod.namespace, name, patch)
         except kube.ApiError as exc:
@@ -122,7 +122,7 @@ class PodEvents:
             self.api.create_event(pod.namespace, {**event, "count": patch["count"]})
 
     def _event(self, pod: PodInfo, type_: str, reason: str, message: str, name: str,
-               wall: float) -> dict[str, Any]:
+               wall: float) -> dict[str, object]:
         return {
             "apiVersion": "v1",
             "kind": "Event",

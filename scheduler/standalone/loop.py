@@ -8,13 +8,15 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
+from scheduler.cluster.kubejson import subobject
 from scheduler.cluster.watch import ClusterWatch
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.outcomes import OutcomeTracker
+from scheduler.decisions.placement import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.domain.filters import failure_summary
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework.interface import ScorePlugin
@@ -23,7 +25,6 @@ from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import kubejoule_profile
 from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import BinderPool, ClusterApi, recommendation_message
-from scheduler.standalone.decide import MODE_SHADOW, Decision, ProfileDecider
 from scheduler.standalone.events import PodEvents
 from scheduler.standalone.queue import SchedulingQueue
 from scheduler.standalone.records import Features, recorded_before_binding
@@ -127,7 +128,7 @@ class StandaloneScheduler:
 
     # -- feeding the cache (watch threads call these; tests may too) --
 
-    def on_pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_pod_event(self, kind: str, obj: Mapping[str, object]) -> None:
         key = _key(obj)
         if kind == "DELETED":
             self.cache.delete_pod(obj)
@@ -143,7 +144,7 @@ class StandaloneScheduler:
         if before is None or before != self.cache.pending(key):
             self.queue.add(key)  # new, or changed in a way the filters could see
 
-    def on_node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_node_event(self, kind: str, obj: Mapping[str, object]) -> None:
         self.watch.apply_node(kind, obj)
 
     def _pods_listed(self, pending: list[str]) -> None:
@@ -166,7 +167,7 @@ class StandaloneScheduler:
     # -- one scheduling attempt --
 
     def decide(self, pod: PodInfo) -> Decision:
-        """One decision against the cache, through the profile (`scheduler/standalone/decide.py`), with
+        """One decision against the cache, through the profile (`scheduler/decisions/placement.py`), with
         the telemetry view last staged (`staging.py`), else the store's current one."""
         staged = self.stager.current if self.stager is not None else None
         view: Callable[[str], NodeTelemetry | None] | None
@@ -350,6 +351,6 @@ class StandaloneScheduler:
             self.decision_log.flush()
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
+def _key(obj: Mapping[str, object]) -> str:
+    meta = subobject(obj, "metadata")
     return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from scheduler.config.parse import Config
 from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig
 from scheduler.decisionlog.outcomes import OutcomeTracker
+from scheduler.decisions.placement import energy_of
 from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state
 from scheduler.lifetimes.state import save_quietly, saving_thread
 from scheduler.plugins.energy import EnergyPlugin
@@ -18,7 +19,6 @@ from scheduler.plugins.energy.levers import CacheOutlook
 from scheduler.service.leader import KubeLeaseStore, LeaderElectionConfig, LeaderElector
 from scheduler.service.metrics import SchedulerMetrics
 from scheduler.standalone.binding import KubeClusterApi
-from scheduler.standalone.decide import energy_of
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import GIL_SWITCH_INTERVAL_SECONDS, StandaloneConfig
 

@@ -15,8 +15,8 @@ from scheduler.decisionlog.schema import (
     decision_extra,
     kept_candidates,
 )
+from scheduler.decisions.placement import Decision
 from scheduler.domain.model import NodeState, PodInfo
-from scheduler.standalone.decide import Decision
 
 if TYPE_CHECKING:
     from scheduler.learning.features import FeatureSchema

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from scheduler.cluster.cache import ClusterCache
+from scheduler.decisions.placement import ProfileDecider
 from scheduler.domain.model import NodeTelemetry, PodInfo, Resources
-from scheduler.standalone.decide import ProfileDecider
 from scheduler.telemetry.samples import NodeSample
 
 log = logging.getLogger(__name__)

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from common.quantity import parse_quantity
+from scheduler.cluster.kubejson import subobject, subobjects
+
+if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
 
 
 class StaticTargets:
@@ -41,7 +45,7 @@ def parse_static_targets(items: Iterable[str]) -> dict[str, str]:
 
 
 def targets_from_endpoint_slices(
-    slices: Iterable[Mapping[str, Any]], port_name: str | None = None, scheme: str = "http"
+    slices: Iterable[Mapping[str, object]], port_name: str | None = None, scheme: str = "http"
 ) -> dict[str, str]:
     """`node → URL` from a Service's EndpointSlices (discovery.k8s.io/v1 JSON).
 
@@ -50,19 +54,19 @@ def targets_from_endpoint_slices(
     """
     targets: dict[str, str] = {}
     for eps in slices:
-        ports = eps.get("ports") or []
+        ports = subobjects(eps, "ports")
         port = next(
             (p.get("port") for p in ports if port_name is None or p.get("name") == port_name), None
         )
         if port is None:
             continue
         ipv6 = eps.get("addressType") == "IPv6"
-        for endpoint in eps.get("endpoints") or []:
-            if (endpoint.get("conditions") or {}).get("ready") is False:
+        for endpoint in subobjects(eps, "endpoints"):
+            if subobject(endpoint, "conditions").get("ready") is False:
                 continue
             node = endpoint.get("nodeName")
-            addresses = endpoint.get("addresses") or []
-            if not node or not addresses:
+            addresses = endpoint.get("addresses")
+            if not isinstance(node, str) or not node or not isinstance(addresses, list) or not addresses:
                 continue
             host = f"[{addresses[0]}]" if ipv6 else addresses[0]
             targets[node] = f"{scheme}://{host}:{port}/metrics"
@@ -73,7 +77,7 @@ class EndpointSliceTargets:
     """Agent targets from the agent Service's EndpointSlices, read through scheduler/cluster/kube.py."""
 
     def __init__(
-        self, api: Any, namespace: str, service: str, port_name: str | None = None
+        self, api: ApiClient, namespace: str, service: str, port_name: str | None = None
     ) -> None:
         self._api = api
         self._namespace = namespace
@@ -88,19 +92,19 @@ class EndpointSliceTargets:
         own = [
             s
             for s in slices
-            if ((s.get("metadata") or {}).get("labels") or {}).get("kubernetes.io/service-name")
+            if subobject(subobject(s, "metadata"), "labels").get("kubernetes.io/service-name")
             == self._service
         ]
         return targets_from_endpoint_slices(own, self._port_name)
 
 
-def cores_from_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+def cores_from_nodes(nodes: Iterable[Mapping[str, object]]) -> dict[str, float]:
     """CPU capacity (cores) of each Node, from v1 Node JSON."""
     cores: dict[str, float] = {}
     for node in nodes:
-        name = (node.get("metadata") or {}).get("name")
-        capacity = ((node.get("status") or {}).get("capacity") or {}).get("cpu")
-        if name and capacity is not None:
+        name = subobject(node, "metadata").get("name")
+        capacity = subobject(subobject(node, "status"), "capacity").get("cpu")
+        if isinstance(name, str) and name and isinstance(capacity, str | int | float):
             try:
                 cores[name] = parse_quantity(capacity)
             except ValueError:
@@ -111,7 +115,7 @@ def cores_from_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 class NodeCoresFromKubernetes:
     """Node CPU capacity from the Node objects, re-listed at most every `refresh_seconds`."""
 
-    def __init__(self, api: Any, refresh_seconds: float = 60.0) -> None:
+    def __init__(self, api: ApiClient, refresh_seconds: float = 60.0) -> None:
         self._api = api
         self._refresh_seconds = refresh_seconds
         self._cores: dict[str, float] = {}

@@ -6,12 +6,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
 
 from common.quantity import parse_quantity
+from scheduler.cluster.kubejson import subobject
 from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (
@@ -27,6 +28,9 @@ from scheduler.telemetry.exposition import (
     parse_agent_metrics,
 )
 from scheduler.telemetry.samples import FetchResult, NodeSample
+
+if TYPE_CHECKING:
+    from scheduler.cluster.kube import ApiClient
 
 # The largest answers read: an agent's /metrics (a node with 110 pods is well under 1 MiB) and a
 # Prometheus query's (every node's curve points on a 5,000-node cluster: about 16 MiB). Past
@@ -257,17 +261,17 @@ def parse_rfc3339(value: str) -> float:
 
 
 def samples_from_node_metrics(
-    items: Iterable[Mapping[str, Any]], cores: Mapping[str, float], source_name: str = "metrics-server"
+    items: Iterable[Mapping[str, object]], cores: Mapping[str, float], source_name: str = "metrics-server"
 ) -> FetchResult:
     """Utilization from metrics.k8s.io NodeMetrics: usage.cpu over the node's cores."""
     result = FetchResult()
     for item in items:
-        node = (item.get("metadata") or {}).get("name")
-        usage = (item.get("usage") or {}).get("cpu")
+        node = subobject(item, "metadata").get("name")
+        usage = subobject(item, "usage").get("cpu")
         stamp = item.get("timestamp")
-        node_cores = cores.get(node or "")
-        if not node or usage is None or not stamp:
+        if not isinstance(node, str) or not node or not isinstance(usage, str | int | float) or not stamp:
             continue
+        node_cores = cores.get(node)
         if not node_cores:
             result.errors.append(("no_capacity", str(node)))
             continue
@@ -292,7 +296,7 @@ class MetricsServerSource:
 
     name = "metrics-server"
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: ApiClient) -> None:
         self._api = api
 
     def fetch(self) -> FetchResult:

@@ -14,6 +14,7 @@ from scheduler.domain.model import NodeTelemetry
 from scheduler.extender.calls import ExtenderCall
 from scheduler.extender.core import Extender
 from scheduler.extender.wire import ExtenderArgs, json_response
+from scheduler.plugins.defaults import served_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
@@ -137,7 +138,7 @@ def make_extender(mode: str = "active", caps: dict[str, float] | None = None, re
                   recorder: Any = None, max_body_bytes: int = 1 << 20) -> Extender:
     store = TelemetryStore([FixedSource(telemetry())], node_cores=lambda: {}, clock=lambda: NOW)
     extender = Extender(
-        EnergyPlugin(delta_p_ref_watts=50.0),
+        served_profile(EnergyPlugin(delta_p_ref_watts=50.0)),
         store,
         mode=mode,
         power_caps_watts=caps,

@@ -20,10 +20,11 @@ POD = {"apiVersion": "v1", "kind": "Pod",
 def _extender() -> Any:
     from scheduler.extender.app import create_app
     from scheduler.extender.core import Extender
+    from scheduler.plugins.defaults import served_profile
     from scheduler.plugins.energy import EnergyPlugin
     from scheduler.telemetry.store import TelemetryStore
 
-    return create_app(Extender(EnergyPlugin(), TelemetryStore([])), manage_store=False)
+    return create_app(Extender(served_profile(EnergyPlugin()), TelemetryStore([])), manage_store=False)
 
 
 def routes() -> list[tuple[str, str, str]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
-from typing import Any
 
 from scheduler.cluster import kube
 
@@ -18,14 +17,14 @@ EVENT_NAMESPACE = "default"  # Events of cluster-scoped objects (Nodes) live in 
 
 
 class KubeSide:
-    def __init__(self, api: Any, timeout_seconds: float = 10.0) -> None:
+    def __init__(self, api: kube.ApiClient, timeout_seconds: float = 10.0) -> None:
         self.api = api
         self.timeout = timeout_seconds
 
-    def node(self, name: str) -> dict[str, Any] | None:
+    def node(self, name: str) -> dict[str, object] | None:
         return kube.get_node(self.api, name, self.timeout)
 
-    def pods_on(self, node: str) -> list[dict[str, Any]]:
+    def pods_on(self, node: str) -> list[dict[str, object]]:
         pods, _ = kube.list_pods(self.api, f"spec.nodeName={node}", self.timeout)
         return pods
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from scheduler.autoscaler.provider.backend import (
     OFF,
@@ -37,6 +37,7 @@ from scheduler.autoscaler.provider.backend import (
 from scheduler.autoscaler.provider.metrics import ProviderMetrics
 from scheduler.autoscaler.provider.safety import blocking_pods, cordoned, most_efficient, ready
 from scheduler.autoscaler.provider.settings import GROUP_LABEL, Group, Machine, ProviderSettings
+from scheduler.cluster.kubejson import subobject
 
 log = logging.getLogger("kubejoule.cloudprovider")
 
@@ -46,8 +47,8 @@ SHADOW_ANNOTATION = "kubejoule.io/power-shadow"
 
 
 class Kube(Protocol):
-    def node(self, name: str) -> dict[str, Any] | None: ...
-    def pods_on(self, node: str) -> list[dict[str, Any]]: ...
+    def node(self, name: str) -> dict[str, object] | None: ...
+    def pods_on(self, node: str) -> list[dict[str, object]]: ...
     def delete_node(self, name: str) -> None: ...
     def annotate(self, name: str, annotations: dict[str, str]) -> None: ...
     def event(self, node: str, uid: str, reason: str, message: str, warning: bool = False) -> None: ...
@@ -82,7 +83,7 @@ class Fleet:
         self.metrics = metrics or ProviderMetrics()
         self.clock = clock
         self.tracked = {m.node: Tracked(m) for m in settings.machines()}
-        self.templates: dict[str, dict[str, Any]] = {}  # group → the last Node of it seen
+        self.templates: dict[str, dict[str, object]] = {}  # group → the last Node of it seen
         self._lock = threading.RLock()
         self._refreshing = threading.Lock()
         self.refreshed = 0
@@ -130,7 +131,7 @@ class Fleet:
             t.unreachable = ""
         node = self._node(m)
         if node is not None:
-            t.provider_id = str((node.get("spec") or {}).get("providerID") or "")
+            t.provider_id = str(subobject(node, "spec").get("providerID") or "")
             if ready(node):
                 self.templates[m.group] = node
         power = t.power = reading
@@ -163,7 +164,7 @@ class Fleet:
             self._enter(t, RUNNING, now)  # a late registration
             t.error = ""
 
-    def _stopping(self, t: Tracked, node: dict[str, Any] | None, power: str, now: float) -> None:
+    def _stopping(self, t: Tracked, node: dict[str, object] | None, power: str, now: float) -> None:
         m = t.machine
         if power == OFF:
             self._enter(t, OFF_STATE, now)
@@ -214,7 +215,7 @@ class Fleet:
             return [self.tracked[m.node] for m in self.group(group_id).machines
                     if self.tracked[m.node].state != OFF_STATE]
 
-    def template(self, group_id: str) -> dict[str, Any] | None:
+    def template(self, group_id: str) -> dict[str, object] | None:
         """A Node of the group for CA's template: the last one seen Ready, else one made from the
         configuration's `capacity` and `labels` (scale from zero after a restart), else None."""
         group = self.group(group_id)
@@ -344,7 +345,7 @@ class Fleet:
             return f"{m.node} still runs {len(blocking)} pod(s) other than DaemonSet and mirror pods: {', '.join(blocking[:5])}"
         return ""
 
-    def _node(self, m: Machine) -> dict[str, Any] | None:
+    def _node(self, m: Machine) -> dict[str, object] | None:
         return self.kube.node(m.node)
 
     def _reset(self, m: Machine, kind: str, action: str) -> bool:
@@ -380,5 +381,5 @@ class Fleet:
 
     def _event(self, m: Machine, reason: str, message: str, warning: bool = False) -> None:
         node = self.kube.node(m.node) if reason != "PoweredOff" else None
-        uid = str(((node or {}).get("metadata") or {}).get("uid") or "")
+        uid = str(subobject(node or {}, "metadata").get("uid") or "")
         self.kube.event(m.node, uid, reason, message, warning)

@@ -18,6 +18,7 @@ import httpx
 
 from scheduler.autoscaler.provider.backend import BackendError
 from scheduler.autoscaler.provider.settings import Machine, read_credentials
+from scheduler.cluster.kubejson import subobject
 from scheduler.config.basics import ConfigError
 
 RESET_ACTION = "#ComputerSystem.Reset"
@@ -50,7 +51,7 @@ class RedfishBackend:
             )
         return response
 
-    def _system(self, machine: Machine) -> dict[str, Any]:
+    def _system(self, machine: Machine) -> dict[str, object]:
         response = self._request(machine, "GET", machine.bmc)
         if response.status_code != 200:
             raise BackendError(f"BMC {_host(machine.bmc)}: GET {urlsplit(machine.bmc).path}: HTTP {response.status_code}")
@@ -66,7 +67,7 @@ class RedfishBackend:
         return str(self._system(machine)["PowerState"])
 
     def reset(self, machine: Machine, reset_type: str) -> None:
-        action = (self._system(machine).get("Actions") or {}).get(RESET_ACTION) or {}
+        action = subobject(subobject(self._system(machine), "Actions"), RESET_ACTION)
         target = action.get("target")
         if not isinstance(target, str):
             raise BackendError(f"{machine.bmc}: the system offers no {RESET_ACTION} action", refused=True)

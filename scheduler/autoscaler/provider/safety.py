@@ -6,38 +6,38 @@ pods."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from common.curves import PowerCurve
 from scheduler.autoscaler.provider.settings import Machine
+from scheduler.cluster.kubejson import subobject, subobjects
 
 CA_DELETION_TAINT = "ToBeDeletedByClusterAutoscaler"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
-def cordoned(node: Mapping[str, Any]) -> bool:
-    spec = node.get("spec") or {}
+def cordoned(node: Mapping[str, object]) -> bool:
+    spec = subobject(node, "spec")
     if spec.get("unschedulable"):
         return True
-    return any(t.get("key") == CA_DELETION_TAINT for t in spec.get("taints") or [])
+    return any(t.get("key") == CA_DELETION_TAINT for t in subobjects(spec, "taints"))
 
 
-def ready(node: Mapping[str, Any]) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
+def ready(node: Mapping[str, object]) -> bool:
+    conditions = subobjects(subobject(node, "status"), "conditions")
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def blocking_pods(pods: Iterable[Mapping[str, Any]]) -> list[str]:
+def blocking_pods(pods: Iterable[Mapping[str, object]]) -> list[str]:
     """namespace/name of the pods that forbid switching their node off: every pod that is not a
     DaemonSet's, not a mirror (static) pod, and not finished."""
     found = []
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        meta = subobject(pod, "metadata")
+        if subobject(pod, "status").get("phase") in ("Succeeded", "Failed"):
             continue
-        if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        if MIRROR_ANNOTATION in subobject(meta, "annotations"):
             continue
-        if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
+        if any(o.get("kind") == "DaemonSet" for o in subobjects(meta, "ownerReferences")):
             continue
         found.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
     return sorted(found)

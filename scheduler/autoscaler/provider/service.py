@@ -30,6 +30,7 @@ from scheduler.autoscaler.provider.machines import (
 )
 from scheduler.autoscaler.provider.safety import CA_DELETION_TAINT
 from scheduler.autoscaler.tls import serve_tls
+from scheduler.cluster.kubejson import subobject, subobjects
 
 log = logging.getLogger("kubejoule.cloudprovider")
 
@@ -46,18 +47,18 @@ _PASSING_TAINTS = (CA_DELETION_TAINT, "DeletionCandidateOfClusterAutoscaler", "n
                    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
-def template_message(node: dict[str, Any], group_id: str) -> k8s_core_v1_pb2.Node:
+def template_message(node: dict[str, object], group_id: str) -> k8s_core_v1_pb2.Node:
     """A v1.Node message of a real Node of the group, as a template: its labels, taints of the
     group (not of the moment), capacity, allocatable, Ready; its own name replaced."""
-    meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    meta, spec, status = subobject(node, "metadata"), subobject(node, "spec"), subobject(node, "status")
     out = k8s_core_v1_pb2.Node()
     out.metadata.name = f"template-node-for-{group_id}"
-    out.metadata.labels.update({str(k): str(v) for k, v in (meta.get("labels") or {}).items()})
-    for taint in spec.get("taints") or []:
+    out.metadata.labels.update({str(k): str(v) for k, v in subobject(meta, "labels").items()})
+    for taint in subobjects(spec, "taints"):
         if taint.get("key") not in _PASSING_TAINTS:
             out.spec.taints.add(key=taint.get("key", ""), value=taint.get("value", ""), effect=taint.get("effect", ""))
     for name in ("capacity", "allocatable"):
-        for resource, quantity in (status.get(name) or {}).items():
+        for resource, quantity in subobject(status, name).items():
             getattr(out.status, name)[resource].string = str(quantity)
     out.status.conditions.add(type="Ready", status="True")
     return out

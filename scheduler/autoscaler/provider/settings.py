@@ -24,7 +24,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from common.curves import PowerCurve
@@ -88,21 +87,21 @@ class ProviderSettings:
         return [m for g in self.groups for m in g.machines]
 
 
-def _number(raw: Mapping[str, Any], key: str, where: str, default: float, minimum: float = 0.0) -> float:
+def _number(raw: Mapping[str, object], key: str, where: str, default: float, minimum: float = 0.0) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
         raise ConfigError(f"{where}.{key}: a number ≥ {minimum:g}, got {value!r}")
     return float(value)
 
 
-def _flag(raw: Mapping[str, Any], key: str, where: str, default: bool = False) -> bool:
+def _flag(raw: Mapping[str, object], key: str, where: str, default: bool = False) -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
         raise ConfigError(f"{where}.{key}: true or false, got {value!r}")
     return value
 
 
-def check_bmc_url(url: Any, insecure_http: bool, where: str) -> str:
+def check_bmc_url(url: object, insecure_http: bool, where: str) -> str:
     """The URL of a Redfish ComputerSystem (https, or http with insecure_http); ConfigError naming
     `where` otherwise."""
     if not isinstance(url, str) or not url:
@@ -135,7 +134,7 @@ def read_credentials(directory: str, where: str) -> tuple[str, str]:
     return username, password
 
 
-def _strings(raw: Any, where: str) -> dict[str, str]:
+def _strings(raw: object, where: str) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
@@ -143,7 +142,7 @@ def _strings(raw: Any, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
 
 
-def _machine(raw: Any, group: str, backend: str, where: str) -> Machine:
+def _machine(raw: object, group: str, backend: str, where: str) -> Machine:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a mapping with node, bmc, credentials")
     node = raw.get("node")
@@ -175,7 +174,7 @@ def _machine(raw: Any, group: str, backend: str, where: str) -> Machine:
     )
 
 
-def _group(raw: Any, backend: str, where: str) -> Group:
+def _group(raw: object, backend: str, where: str) -> Group:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a mapping with id, min, max, machines")
     group_id = raw.get("id")
@@ -197,7 +196,7 @@ def _group(raw: Any, backend: str, where: str) -> Group:
     return Group(group_id, low, high, machines)
 
 
-def parse_settings(raw: Any) -> ProviderSettings:
+def parse_settings(raw: object) -> ProviderSettings:
     if not isinstance(raw, Mapping):
         raise ConfigError("provider config: expected a mapping with groups and allow")
     known = {"backend", "shadow", "allow", "groups", "power_state_deadline_seconds",

@@ -27,7 +27,7 @@ KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 CURVE_ANNOTATION = "kubejoule.io/power-curve"
 
 
-def kwok_node(machine: Machine) -> dict[str, Any]:
+def kwok_node(machine: Machine) -> dict[str, object]:
     capacity = {"cpu": "4", "memory": "8Gi", "pods": "110", **machine.capacity}
     annotations = {KWOK_ANNOTATION: "fake"}
     if machine.curve is not None:
@@ -54,7 +54,7 @@ class SimulatedBackend:
 
     def __init__(
         self,
-        create_node: Callable[[dict[str, Any]], None],
+        create_node: Callable[[dict[str, object]], None],
         delete_node: Callable[[str], None],
         node_exists: Callable[[str], bool],
         boot_seconds: float,
@@ -96,7 +96,7 @@ def on_the_api(side: Any, boot_seconds: float) -> SimulatedBackend:
     module out of the account's calls)."""
     from scheduler.cluster import kube
 
-    def create(node: dict[str, Any]) -> None:
+    def create(node: dict[str, object]) -> None:
         kube.create_node_object(side.api, node, side.timeout)
 
     return SimulatedBackend(create, side.delete_node, lambda name: side.node(name) is not None, boot_seconds)

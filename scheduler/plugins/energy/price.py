@@ -2,7 +2,7 @@
 node: the consolidation price and its amortized rate, and the worst-case price of a node whose
 utilization is not known. The formulas and their
 reasoning are in `scheduler.plugins.energy`'s docstring; the autoscaler expander
-(`scheduler.autoscaler.choice`) prices node groups with the same functions, on one row.
+(`scheduler.decisions.expansion`) prices node groups with the same functions, on one row.
 """
 
 from __future__ import annotations

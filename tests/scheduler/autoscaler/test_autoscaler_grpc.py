@@ -74,7 +74,7 @@ def test_the_energy_cheapest_group_is_answered_in_every_protocol_form(
     tls: TLSFiles, target: str, expander: Expander, form: str
 ) -> None:
     # Per core of load, X5675 at half load (140 W / 12 cores) beats X3250 (73 W / 4 cores);
-    # ng-mystery has no curve and cannot win (test_autoscaler_choice.py has the arithmetic).
+    # ng-mystery has no curve and cannot win (test_expansion.py has the arithmetic).
     before = expander.metrics.value(
         "kubejoule_expander_requests_total", {"code": "OK", "form": form}
     ) or 0.0

@@ -9,6 +9,7 @@ from benchmarks.harness.sched_sources import FixedSource
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.extender.core import Extender
 from scheduler.extender.wire import ExtenderArgs, parse_args
+from scheduler.plugins.defaults import served_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
@@ -34,7 +35,7 @@ class OneNodeCluster:
 
 
 def one_node_extender(
-    watts: float, utilization: float, curve: tuple[float, ...], **kwargs: Any
+    watts: float, utilization: float, curve: tuple[float, ...], energy: EnergyPlugin, **kwargs: Any
 ) -> tuple[Extender, OneNodeCluster, ExtenderArgs]:
     """An active extender over OneNodeCluster, its node sampled a second ago, and the args of
     the 2-core POD for it."""
@@ -42,7 +43,9 @@ def one_node_extender(
     store = TelemetryStore([FixedSource({"n": NodeSample(sample)})], clock=lambda: NOW)
     store.refresh_once()
     cluster = OneNodeCluster()
-    extender = Extender(store=store, mode="active", clock=lambda: NOW, cluster=cluster, **kwargs)
+    extender = Extender(
+        served_profile(energy), store, mode="active", clock=lambda: NOW, cluster=cluster, **kwargs
+    )
     return extender, cluster, parse_args(json.dumps({"Pod": POD, "NodeNames": ["n"]}).encode())
 
 

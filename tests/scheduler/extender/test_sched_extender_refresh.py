@@ -20,6 +20,7 @@ from scheduler.cluster.kubeobjects import node_info_from_k8s
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, Resources
 from scheduler.extender.core import Extender
 from scheduler.extender.wire import json_response, parse_args
+from scheduler.plugins.defaults import served_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
@@ -50,7 +51,7 @@ def running() -> Iterator[tuple[Extender, FixedSource, TelemetryStore]]:
     """An active extender whose preparer thread runs (as after `start()`), refreshed by hand."""
     source = FixedSource({"a": sample("a", 0.2), "b": sample("b", 0.2)})
     store = TelemetryStore([source], clock=lambda: NOW)
-    extender = Extender(EnergyPlugin(delta_p_ref_watts=100.0), store, mode="active", clock=lambda: NOW)
+    extender = Extender(served_profile(EnergyPlugin(delta_p_ref_watts=100.0)), store, mode="active", clock=lambda: NOW)
     extender.states.start()
     try:
         yield extender, source, store
@@ -88,7 +89,7 @@ def test_a_request_during_a_rebuild_gets_the_previous_snapshot_whole() -> None:
     source = FixedSource({"a": sample("a", 0.2)})
     store = TelemetryStore([source], clock=lambda: NOW)
     scorer = EnergyPlugin(delta_p_ref_watts=100.0)
-    extender = Extender(scorer, store, mode="active", clock=lambda: NOW)
+    extender = Extender(served_profile(scorer), store, mode="active", clock=lambda: NOW)
     extender.states.start()
     try:
         store.refresh_once()
@@ -178,7 +179,8 @@ def test_a_cluster_change_wakes_the_preparer() -> None:
     store = TelemetryStore([FixedSource({"a": sample("a", 0.4, steep)})], clock=lambda: NOW)
     cluster = ListeningCluster()
     extender = Extender(
-        EnergyPlugin(delta_p_ref_watts=1000.0), store, mode="active", clock=lambda: NOW, cluster=cluster
+        served_profile(EnergyPlugin(delta_p_ref_watts=1000.0)), store, mode="active", clock=lambda: NOW,
+        cluster=cluster,
     )
     extender.states.start()
     try:

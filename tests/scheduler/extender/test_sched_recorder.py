@@ -20,6 +20,7 @@ from scheduler.extender.calls import ExtenderCall, MemoryRecorder
 from scheduler.extender.core import Extender
 from scheduler.extender.recorder import ExtenderRecorder
 from scheduler.framework.batch import CandidateBatch
+from scheduler.plugins.defaults import served_profile
 from scheduler.plugins.energy import EnergyPlugin, EnergyScores
 from scheduler.telemetry.samples import NodeSample
 from scheduler.telemetry.store import TelemetryStore
@@ -67,7 +68,7 @@ def test_a_busy_recorder_holds_up_prioritize_only_for_a_bounded_time(tmp_path: P
     memory = MemoryRecorder(10)
     recorder = ExtenderRecorder(decision_log, EnergyPlugin(), also=memory, features=gate, queue_size=2,
                                 write_wait_seconds=0.05)
-    extender = Extender(EnergyPlugin(), store, mode="active", recorder=recorder, clock=lambda: NOW)
+    extender = Extender(served_profile(EnergyPlugin()), store, mode="active", recorder=recorder, clock=lambda: NOW)
     answers = []
     with TestClient(create_app(extender, manage_store=False)) as client:
         body = {"Pod": _pod("p0"), "NodeNames": ["a", "b"]}
@@ -111,7 +112,7 @@ def test_the_response_is_sent_after_its_line_is_written(tmp_path: Path) -> None:
         return [{"cpu_cores": 8.0}] * len(batch)
 
     recorder = ExtenderRecorder(decision_log, EnergyPlugin(), features=slow, write_wait_seconds=5.0)
-    extender = Extender(EnergyPlugin(), store, mode="shadow", recorder=recorder, clock=lambda: NOW)
+    extender = Extender(served_profile(EnergyPlugin()), store, mode="shadow", recorder=recorder, clock=lambda: NOW)
     with TestClient(create_app(extender, manage_store=False)) as client:
         for i in range(3):
             response = client.post("/prioritize", json={"Pod": _pod(f"p{i}"), "NodeNames": ["a", "b"]})

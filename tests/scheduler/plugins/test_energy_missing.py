@@ -19,6 +19,7 @@ from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, 
 from scheduler.extender.app import create_app
 from scheduler.extender.core import Extender
 from scheduler.framework.batch import CandidateBatch
+from scheduler.plugins.defaults import served_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.energy.price import worst_marginal_watts
 from scheduler.telemetry.discovery import StaticTargets
@@ -152,7 +153,7 @@ def test_over_http_the_node_without_an_agent_never_scores_above_the_measured_one
             [AgentScrapeSource(StaticTargets({"measured": agents.url("/measured/metrics")}))],
             node_cores=lambda: {"measured": 4.0, "dark": 4.0},
         )
-        extender = Extender(EnergyPlugin(), store, mode="active")
+        extender = Extender(served_profile(EnergyPlugin()), store, mode="active")
         with TestClient(create_app(extender, manage_store=False)) as client:
             for utilization in (0.05, 0.4, 0.9):
                 agents.pages["/measured/metrics"] = agent_exposition(
@@ -206,7 +207,7 @@ def test_over_http_a_configured_curve_prices_a_node_without_an_agent_in_both_for
             [AgentScrapeSource(StaticTargets({"measured": agents.url("/measured/metrics")}))],
             node_cores=lambda: {"measured": 4.0},
         )
-        extender = Extender(EnergyPlugin(delta_p_ref_watts=50.0, curves={"dark": line}), store,
+        extender = Extender(served_profile(EnergyPlugin(delta_p_ref_watts=50.0, curves={"dark": line})), store,
                             mode="active")
         store.refresh_once()
         with TestClient(create_app(extender, manage_store=False)) as client:

@@ -1,4 +1,4 @@
-"""The energy rebalancer's decision (scheduler/rebalancer/decide.py, energy.py) on hand-computed
+"""The energy rebalancer's decision (scheduler/decisions/rebalance.py, energy.py) on hand-computed
 cases, and Karpenter's balanced score on its design's worked examples.
 
 The cluster: `old` (4 cores, linear 100–200 W) runs one pod using 1 core (u = 0.25: 125 W,
@@ -13,9 +13,9 @@ import pytest
 
 from common.curves import PowerCurve
 from scheduler.config.rebalancer import RebalancerConfig
-from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
-from scheduler.rebalancer.decide import NodeView, PodView, cpu_shares, fresh_utilization, plan
-from scheduler.rebalancer.energy import (
+from scheduler.decisions.rebalance import NodeView, PodView, cpu_shares, fresh_utilization, plan
+from scheduler.decisions.rebalance_lifetime import Remaining
+from scheduler.decisions.rebalance_prices import (
     KARPENTER_COMMIT,
     balanced_score,
     eviction_cost,
@@ -24,7 +24,7 @@ from scheduler.rebalancer.energy import (
     source_energy,
     takeover_time,
 )
-from scheduler.rebalancer.lifetime import Remaining
+from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 
 GIB = 2**30
 OLD = PowerCurve.linear(100.0, 200.0)

@@ -1,4 +1,4 @@
-"""The standalone scheduler's decisions (scheduler/standalone/decide.py): the decider's reused, patched
+"""The standalone scheduler's decisions (scheduler/decisions/placement.py): the decider's reused, patched
 batch gives what the profile gives on a fresh batch of the cache's nodes, pod after pod, on
 random clusters; the feasible set and the failure message are those of the per-node filters
 (scheduler/domain/filters.py); percentageOfNodesToScore samples as kube-scheduler does."""
@@ -17,6 +17,7 @@ from common.curves import PowerCurve
 from scheduler.cluster.cache import ClusterCache
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.config.registry import PluginContext, profile_from_entries
+from scheduler.decisions.placement import MODE_ACTIVE, MODE_SHADOW, ProfileDecider
 from scheduler.domain.filters import filter_nodes
 from scheduler.domain.model import NodeTelemetry, PodInfo
 from scheduler.framework import CandidateBatch, SchedulingProfile, select_best
@@ -24,7 +25,6 @@ from scheduler.framework.nodes_to_score import num_feasible_nodes_to_find
 from scheduler.plugins.defaults import default_profile, kubejoule_profile
 from scheduler.plugins.energy import EnergyPlugin
 from scheduler.plugins.noderesources import MOST_ALLOCATED
-from scheduler.standalone.decide import MODE_ACTIVE, MODE_SHADOW, ProfileDecider
 from scheduler.standalone.staging import Stager
 from tests.helpers.standalone_harness import StaticTelemetry
 

@@ -1,11 +1,11 @@
-"""The energy-aware node-group choice (scheduler/autoscaler/choice.py), on hand-computed cases."""
+"""The energy-aware node-group choice (scheduler/decisions/expansion.py), on hand-computed cases."""
 
 from __future__ import annotations
 
 import pytest
 
 from common.curves import PowerCurve
-from scheduler.autoscaler.choice import (
+from scheduler.decisions.expansion import (
     CURVE_FROM_CONFIG,
     CURVE_FROM_LABEL,
     CURVE_FROM_RUNNING,

@@ -58,10 +58,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.curves import PowerCurve, curve_columns
-from scheduler.config.parse import DEFAULT_GROUP_LABELS
 from scheduler.domain.model import NodeInfo, PodInfo
 from scheduler.plugins.energy import DEFAULT_CONSOLIDATION_UTILIZATION, request_cores
 from scheduler.plugins.energy.price import amortized_rate, average_rates
+
+# Template-node labels whose values name a curve (config `node_groups:` keys, or the label value
+# of running nodes whose agents export a curve), tried in this order: the default of the
+# configuration's `node_group_labels:` (scheduler/config/parse.py) and of `resolve_curve`.
+DEFAULT_GROUP_LABELS: tuple[str, ...] = (
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+    "kubejoule.io/node-group",
+)
 
 CURVE_FROM_CONFIG = "config"  # node_groups[group id]
 CURVE_FROM_LABEL = "label"  # node_groups[value of a template label]

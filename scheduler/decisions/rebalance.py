@@ -1,5 +1,5 @@
 """The energy rebalancer's decision, one round: which nodes to empty onto running, more efficient
-nodes — the one implementation the live rebalancer (scheduler/rebalancer/process.py) and the
+nodes — the one implementation the live rebalancer (scheduler/rebalancer/loop.py) and the
 simulator (`+rebalancer`, rl/simulation/rebalancer_sim.py) run.
 
 For every node (a *source*), in this order, the first that applies skips it (`Skip.reason`):
@@ -20,7 +20,7 @@ For every node (a *source*), in this order, the first that applies skips it (`Sk
    the source's now (the pods go, largest CPU request first, each to the destination where it
    adds the fewest watts; the scheduler's filters decide the fit);
 6. `not_worth`: the energy saved over the predicted horizon does not exceed the disruption
-   cost by the margin (scheduler/rebalancer/energy.py); `score`: Karpenter's balanced score
+   cost by the margin (scheduler/decisions/rebalance_prices.py); `score`: Karpenter's balanced score
    with watts for price is under 1/k.
 
 The moves that pass go in descending score order, each placed again against what the moves
@@ -33,18 +33,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from common.curves import PowerCurve
-from scheduler.config.rebalancer import RebalancerConfig
-from scheduler.domain.filters import filter_nodes
-from scheduler.domain.model import NodeState, PodInfo
-from scheduler.rebalancer.energy import (
+from scheduler.decisions.rebalance_lifetime import Remaining
+from scheduler.decisions.rebalance_prices import (
     balanced_score,
     node_disruption_cost,
     source_energy,
     takeover_time,
 )
-from scheduler.rebalancer.lifetime import Remaining
+from scheduler.domain.filters import filter_nodes
+from scheduler.domain.model import NodeState, PodInfo
+
+
+class RebalanceSettings(Protocol):
+    """What a round reads of the `rebalancer:` section: the configuration's `RebalancerConfig`
+    (scheduler/config/rebalancer.py, which parses and checks it) is one; the decision sits below
+    config/, so it names the fields it reads rather than importing the type."""
+
+    @property
+    def max_evictions_per_interval(self) -> int: ...
+    @property
+    def max_nodes_per_interval(self) -> int: ...
+    @property
+    def margin(self) -> float: ...
+    @property
+    def balanced_k(self) -> float: ...
+    @property
+    def pod_startup_seconds(self) -> float: ...
+    @property
+    def scale_down_utilization_threshold(self) -> float | None: ...
+    @property
+    def scale_down_unneeded_seconds(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -155,7 +176,7 @@ def watts_per_busy_core(curve: PowerCurve, cores: float, utilization: float) -> 
     return curve.watts(utilization) / (utilization * cores) if utilization > 0 else float("inf")
 
 
-def plan(nodes: Sequence[NodeView], config: RebalancerConfig) -> Plan:
+def plan(nodes: Sequence[NodeView], config: RebalanceSettings) -> Plan:
     out = Plan()
     views = {n.name: n for n in nodes}
     known = [n for n in nodes if n.known]
@@ -213,7 +234,7 @@ def plan(nodes: Sequence[NodeView], config: RebalancerConfig) -> Plan:
     return out
 
 
-def _worth(move: Move, config: RebalancerConfig) -> bool:
+def _worth(move: Move, config: RebalanceSettings) -> bool:
     return move.saving_joules > 0 and move.saving_joules >= (1.0 + config.margin) * move.cost_joules
 
 
@@ -239,7 +260,7 @@ def _source_skip(node: NodeView) -> str | None:
     return None
 
 
-def _autoscaler_takes(node: NodeView, config: RebalancerConfig) -> str | None:
+def _autoscaler_takes(node: NodeView, config: RebalanceSettings) -> str | None:
     """`autoscaler` when cluster-autoscaler finds the node under its threshold already: it
     drains and removes it itself (its pods fit elsewhere: they fit the destinations)."""
     threshold = config.scale_down_utilization_threshold
@@ -265,7 +286,7 @@ def _price(
     node: NodeView,
     views: Mapping[str, NodeView],
     room: _Room,
-    config: RebalancerConfig,
+    config: RebalanceSettings,
     total_watts: float,
     total_disruption: float,
     pdb_used: Mapping[str, int],
@@ -309,11 +330,11 @@ def _energy(
     node: NodeView,
     placements: Sequence[tuple[str, str]],
     added: Sequence[float],
-    config: RebalancerConfig,
+    config: RebalanceSettings,
     total_watts: float,
     total_disruption: float,
 ) -> Move:
-    """The move's saving, cost and score (scheduler/rebalancer/energy.py's docstring)."""
+    """The move's saving, cost and score (scheduler/decisions/rebalance_prices.py's docstring)."""
     assert node.curve is not None and node.utilization is not None
     curve, cores, u_s = node.curve, node.cores, node.utilization
     by_key = {p.key: p for p in node.pods}

@@ -42,7 +42,7 @@ from scheduler.plugins import energy as energy_plugin_module
 from scheduler.plugins.defaults import default_profile
 from scheduler.plugins.extender import ExtenderScore
 
-__all__ = ["MODE_ACTIVE", "MODE_SHADOW", "MODES", "Decision", "ProfileDecider"]
+__all__ = ["MODE_ACTIVE", "MODE_SHADOW", "MODES", "Decision", "ProfileDecider", "energy_of", "entry_scores"]
 
 
 def same_plugin(a: ScorePlugin, b: ScorePlugin) -> bool:
@@ -59,6 +59,15 @@ def energy_of(profile: SchedulingProfile) -> tuple[ScorePlugin, energy_plugin_mo
         if isinstance(inner, energy_plugin_module.EnergyPlugin):
             return plugin, inner
     return None
+
+
+def entry_scores(entry: ScorePlugin, energy_scores: np.ndarray) -> np.ndarray:
+    """The profile entry's scores from its energy plugin's (`energy_of`), as the entry would
+    compute them: the energy plugin has no NormalizeScore, so the plugin's own entry scores
+    `energy_scores`; the extender's view of it, what kube-scheduler makes of them."""
+    if isinstance(entry, ExtenderScore):
+        return entry.seen_by_kube_scheduler(energy_scores)
+    return energy_scores
 
 
 class ProfileDecider:
@@ -175,16 +184,10 @@ class ProfileDecider:
         energy = self.energy
         if energy is not None:
             evaluated = energy.evaluate(pod, candidates)
-            # The profile's entry gets these scores too, as it would compute them: the energy
-            # plugin has no NormalizeScore, so its entry's scores are evaluated.score, or what
-            # kube-scheduler makes of them when the entry is the extender's view.
+            # The profile's entry gets these scores too, as it would compute them.
             entry = self.energy_entry
             assert entry is not None  # found with the plugin
-            given[entry.name] = (
-                entry.seen_by_kube_scheduler(evaluated.score)
-                if isinstance(entry, ExtenderScore)
-                else evaluated.score
-            )
+            given[entry.name] = entry_scores(entry, evaluated.score)
             decision.score = np.asarray(evaluated.score, dtype=np.float64)
             decision.delta_watts = np.asarray(evaluated.delta_watts, dtype=np.float64)
             decision.reason_codes = np.asarray(evaluated.reason)
