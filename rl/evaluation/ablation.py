@@ -35,7 +35,7 @@ from rl.evaluation.paired import paired_axes, relative_pct
 from rl.evaluation.parallel import run_tasks
 from rl.evaluation.results import results_json
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import NodeSpec, PodSpec, scenario_path
+from rl.simulation.traces.scenario import NodeSpec, PodSpec, scenario_path
 
 SCHEMA = "kubejoule.rl-ablation/v1"
 BASELINE = "default@least-waste"
@@ -173,7 +173,7 @@ def plan_ablation(
     cases: Sequence[Case], rows: Sequence[Row] = ROWS, seeds: int = 3, vary_workload: bool = False
 ) -> AblationPlan:
     """Every row on every case with `seeds` seeds (with `vary_workload`, each seed its own
-    workload: rl/simulation/seeded_workload.py); ValueError (a bad row, a trace that cannot
+    workload: rl/simulation/traces/seeded_workload.py); ValueError (a bad row, a trace that cannot
     vary) before any simulation."""
     if not cases:
         raise ValueError("no cases to run")

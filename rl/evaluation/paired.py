@@ -1,6 +1,6 @@
 """Paired statistics over a benchmark's seeds (issue 33).
 
-Every policy runs every seed's workload (rl/simulation/seeded_workload.py), so two policies'
+Every policy runs every seed's workload (rl/simulation/traces/seeded_workload.py), so two policies'
 runs pair by seed: the difference is taken seed by seed, and its mean gets a two-sided 95 %
 Student-t interval over the seeds, `mean ± t(0.975, n − 1) × sd / √n`. One seed has no
 interval (None), and then no verdict is "met". A target is met only when the whole interval

@@ -1,5 +1,5 @@
 """PNG plots of a benchmark (issue 33's picture): energy per policy, sorted, each bar stacked by
-where its energy goes (rl/simulation/energy.py's parts) with its paired 95 % interval against
+where its energy goes (rl/simulation/engine/energy.py's parts) with its paired 95 % interval against
 the baseline, the baseline, bin packing and the recommended setup marked, the oracle bound's
 split beneath; and cluster power over time (first seed) for those three (every policy with
 `all_timelines`)."""
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from rl.simulation.energy import ENERGY_PARTS
-from rl.simulation.headline import PACKING_REFERENCE, RECOMMENDED
+from rl.simulation.engine.energy import ENERGY_PARTS
+from rl.simulation.traces.headline import PACKING_REFERENCE, RECOMMENDED
 
 PART_COLOURS = {
     "work": "#4c72b0",

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rl.evaluation.paired import AXES, format_interval
-from rl.simulation.energy import ENERGY_PARTS
-from rl.simulation.headline import (  # noqa: F401  (re-exported: the headline's rows)
+from rl.simulation.engine.energy import ENERGY_PARTS
+from rl.simulation.traces.headline import (  # noqa: F401  (re-exported: the headline's rows)
     BASELINE,
     BEFORE_7631,
     EXTENDER,

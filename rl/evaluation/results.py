@@ -3,7 +3,7 @@ seeds and each seed's run, against the baseline and the oracle bound (the fields
 in rl/evaluation/benchmark.py's docstring and docs/rl.md).
 
 Issue 33 extends it (nothing is removed or renamed): per key `energy_split_kwh` (where the
-energy goes, rl/simulation/energy.py's parts, mean over seeds; per run too) and `node_hours`;
+energy goes, rl/simulation/engine/energy.py's parts, mean over seeds; per run too) and `node_hours`;
 `paired` — the paired per-seed differences with 95 % intervals (rl/evaluation/paired.py):
 `energy_vs_baseline_pct` against the baseline, and `vs_packing` (energy %, lost CPU-hours,
 evictions, p99 pending seconds) against bin packing with our expander (`PACKING_REFERENCE`)
@@ -22,8 +22,8 @@ from typing import Any
 
 from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkResult, RunSummary
 from rl.evaluation.paired import paired_axes, relative_pct
-from rl.simulation.energy import ENERGY_PARTS
-from rl.simulation.headline import PACKING_REFERENCE
+from rl.simulation.engine.energy import ENERGY_PARTS
+from rl.simulation.traces.headline import PACKING_REFERENCE
 
 SCHEMA = "kubejoule.rl-benchmark/v1"
 

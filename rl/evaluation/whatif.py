@@ -22,7 +22,7 @@ from rl.evaluation.paired import format_interval, relative_pct
 from rl.evaluation.parallel import run_tasks
 from rl.evaluation.results import results_json
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.domain.cluster_defaults import (
     SCALE_DOWN_UNNEEDED_S,
     SCALE_DOWN_UTILIZATION_THRESHOLD,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.policies.scheduling_profiles import energy_plugins
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.traces.scenario import NodeSpec
 from scheduler.cluster.node_table import NodeTable
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework import SchedulingProfile

@@ -16,7 +16,7 @@ from rl.evaluation.paired import (
     relative_pct,
 )
 from rl.evaluation.report import recommended_targets
-from rl.simulation.headline import BASELINE, PACKING_REFERENCE, RECOMMENDED
+from rl.simulation.traces.headline import BASELINE, PACKING_REFERENCE, RECOMMENDED
 
 
 def test_the_interval_is_the_t_interval_of_the_per_seed_differences():
