@@ -20,7 +20,7 @@ from rl.evaluation import shards
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.evaluation.carbon import CarbonWindow
 from rl.evaluation.parallel import default_jobs
-from rl.evaluation.results import results_json, write_results
+from rl.evaluation.results import benchmark_document, write_results
 from rl.policies.catalog import BUILTIN_POLICIES
 from rl.simulation.autoscaler.model import DEFAULT_EXPANDER, EXPANDERS
 from rl.simulation.cluster import ClusterModel
@@ -347,7 +347,7 @@ def command(args: argparse.Namespace) -> int:
         return 0
     result = assemble(plan.keys, plan.seeds, plan.oracle, outcomes)
     write_results(
-        results_json(result, description), args.out, args.plot, result.timelines,
+        benchmark_document(result, description), args.out, args.plot, result.timelines,
         args.plot_all_timelines,
     )
     return 0
