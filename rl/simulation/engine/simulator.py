@@ -42,11 +42,12 @@ its parts, each over that state (each module imports only those before it): the 
 and event queue (`state`: `state.py`, event kinds in `events.py`), a node's life (`lifecycle`:
 `lifecycle.py`: pods start, progress and finish, boots, power), what the autoscaler and
 controllers do (`actions`: `actions.py`: boot, evict, remove, taint — the `ClusterAPI` of
-`node.py`) and the scheduler's view (`view`: `view.py`: `NodeState`s, candidates, `Policy`);
+`node.py`) and the scheduler's view (`view`: `view.py`: `NodeState`s, candidates);
 beside them a node (`node.py`: `SimNode`), the value types (`simrecords.py`:
 `PlacementRequest`, outcomes, the result) and the energy ledgers (`energy.py`). The autoscaler
 (rl/simulation/autoscaler/) is given as a factory over the actions and driven through
-`ScaleLoop`; the engine never imports it.
+`ScaleLoop`; the engine never imports it. What a policy is (`Policy`, and `AttachingPolicy`, one
+that reads the run itself) is here.
 `Simulation.next_decision()` / `place()` expose the decisions one by one (the run loop of
 rl/evaluation/benchmark.py and the gymnasium env drive them).
 """
@@ -93,6 +94,7 @@ __all__ = [
     "Simulation",
     "boot_joules_for",
 ]
+
 
 class Policy(Protocol):
     """Chooses a node for a pod among the feasible ones (all of which fit its requests).
