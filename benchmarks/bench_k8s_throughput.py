@@ -58,7 +58,7 @@ POWER = {"idle_watts": 100.0, "max_watts": 400.0}
 
 
 def _node(i: int) -> dict[str, Any]:
-    from rl.simulation.scenario import parse_node_groups
+    from rl.simulation.traces.scenario import parse_node_groups
 
     spec = parse_node_groups([{
         "name": "perf", "count": 1, "cpu_cores": NODE_CORES, "memory_gib": NODE_GIB,

@@ -34,7 +34,8 @@ from rl.evaluation.report import (
     format_targets,
     headline_targets,
 )
-from rl.evaluation.results import results_json
+from rl.evaluation.results import benchmark_document
+from rl.evaluation.rows import BenchmarkDocument
 
 SEEDS = 3
 
@@ -49,7 +50,7 @@ def measure(seeds: int = SEEDS) -> dict[str, Any]:
     outcomes = run_plan(plan, show_progress=sys.stderr.isatty())
     result = assemble(plan.keys, plan.seeds, plan.oracle, outcomes)
     elapsed = time.monotonic() - started
-    document = results_json(result, {"name": HEADLINE_SCENARIO})
+    document = benchmark_document(result, {"name": HEADLINE_SCENARIO})
     placements = len(pods) * seeds * len(HEADLINE_POLICIES)
     return {
         "document": document,
@@ -68,13 +69,13 @@ def as_json(measured: dict[str, Any]) -> dict[str, Any]:
             "slowdown_p99", "pending_seconds_mean", "pending_seconds_p99", "boots",
             "scale_ups", "scale_downs", "evictions", "restarted_pods", "lost_cpu_hours",
             "disrupted_workloads", "unschedulable", "never_scheduled")
-    document = measured["document"]
+    document: BenchmarkDocument = measured["document"]
     return {
         "benchmark": "rl",
         "scenario": HEADLINE_SCENARIO,
         "seeds": measured["seeds"],
-        "policies": {k: {f: row[f] for f in keys} for k, row in document["policies"].items()},
-        "oracle_kwh": document["oracle"]["energy_kwh"],
+        "policies": {k: {f: getattr(row, f) for f in keys} for k, row in document.policies.items()},
+        "oracle_kwh": document.oracle.energy_kwh,
         "targets": [t.as_json() for t in measured["targets"]],
         "all_targets_met": all(t.met for t in measured["targets"]),
         "elapsed_s": round(measured["elapsed_s"], 2),

@@ -11,8 +11,8 @@ these; `test_every_block_is_classified` fails on one that is not):
   keys) through `scheduler.config.parse.config_from_dict`; a Pod through `scheduler.domain.model.PodInfo`; a
   KubeSchedulerConfiguration's extenders
   are checked against kube-scheduler's Extender fields and the routes the extender serves; a
-  node-group list through `rl.simulation.scenario.parse_node_groups`; a PodDisruptionBudget list through
-  `rl.simulation.scenario.parse_pdbs`. Any other YAML (Kubernetes manifest
+  node-group list through `rl.simulation.traces.scenario.parse_node_groups`; a PodDisruptionBudget list through
+  `rl.simulation.traces.scenario.parse_pdbs`. Any other YAML (Kubernetes manifest
   fragments) is listed in OTHER_YAML with what it is.
 * Command lines of ours (`kubejoule-agent`, `kubejoule-calibrate`, `kubejoule-scheduler`,
   `kubejoule-rl`, with or without `sudo`, by name or by their path in the venv) in `sh`, `console`
@@ -23,7 +23,7 @@ these; `test_every_block_is_classified` fails on one that is not):
 * Lines of other programs (kubectl, docker, make, openssl, host scripts, …) are not run: each
   program is listed in OTHER_PROGRAMS with the reason.
 * `json`: must parse, unless it is an excerpt (`…` or `...` in it).
-* `csv`: a workload trace, through `rl.simulation.scenario.parse_trace`.
+* `csv`: a workload trace, through `rl.simulation.traces.scenario.parse_trace`.
 * `python`: runs.
 * A plain block without a command line is text (a diagram, a formula, sample output).
 

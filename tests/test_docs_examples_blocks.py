@@ -94,11 +94,11 @@ def test_yaml_examples_parse_as_what_they_are(block: Block) -> None:
         pod = pod_info_from_k8s(data)  # read as the scheduler reads a pod
         assert data["spec"]["schedulerName"] == "kubejoule-scheduler" and pod.requests.cpu_millicores == 500
     elif kind == "node-groups":
-        from rl.simulation.scenario import parse_node_groups
+        from rl.simulation.traces.scenario import parse_node_groups
 
         assert parse_node_groups(data)
     elif kind == "pdbs":
-        from rl.simulation.scenario import parse_pdbs
+        from rl.simulation.traces.scenario import parse_pdbs
 
         assert len(parse_pdbs(block.text, block.where, [p["workload"] for p in data])) == len(data)
     elif kind == "cloud-provider":
@@ -156,6 +156,6 @@ CSV_BLOCKS = by_lang("csv")
 
 @pytest.mark.parametrize("block", CSV_BLOCKS, ids=[b.where for b in CSV_BLOCKS])
 def test_csv_examples_parse_as_traces(block: Block) -> None:
-    from rl.simulation.scenario import parse_trace
+    from rl.simulation.traces.scenario import parse_trace
 
     assert parse_trace(block.text, block.where)

@@ -32,7 +32,7 @@ from rl.cluster.processes import (
     stop,
     wait_ready,
 )
-from rl.simulation.scenario import NodeSpec, load_node_groups
+from rl.simulation.traces.scenario import NodeSpec, load_node_groups
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT_S = 180.0

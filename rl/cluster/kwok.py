@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.traces.scenario import NodeSpec
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_ANNOTATION_VALUE = "fake"

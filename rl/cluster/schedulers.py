@@ -26,7 +26,7 @@ import yaml
 from rl.cluster.api import probe_http, probe_https_anonymous
 from rl.cluster.controlplane import Cluster
 from rl.cluster.processes import Process, free_port, start, stop, wait_ready
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.traces.scenario import NodeSpec
 
 EXTENDER_PREFIX = "default+extender:"
 ON_CLUSTER_POLICIES = ("default", "mostallocated", f"{EXTENDER_PREFIX}W", "kubejoule")

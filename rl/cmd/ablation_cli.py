@@ -114,7 +114,7 @@ def command(args: argparse.Namespace) -> int:
     from rl.evaluation import shards
     from rl.evaluation.parallel import default_jobs
     from rl.evaluation.progress import ProgressBar
-    from rl.simulation.scenario import ScenarioError
+    from rl.simulation.traces.scenario import ScenarioError
 
     try:
         plan = build_plan(args)

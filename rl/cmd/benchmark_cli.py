@@ -20,11 +20,13 @@ from rl.evaluation import shards
 from rl.evaluation.benchmark import assemble, plan_benchmark, run_plan, split_pair
 from rl.evaluation.carbon import CarbonWindow
 from rl.evaluation.parallel import default_jobs
-from rl.evaluation.results import results_json, write_results
+from rl.evaluation.results import benchmark_document, write_results
 from rl.policies.catalog import BUILTIN_POLICIES
-from rl.simulation.autoscaler_model import DEFAULT_EXPANDER, EXPANDERS
+from rl.simulation.autoscaler.model import DEFAULT_EXPANDER, EXPANDERS
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import (
+from rl.simulation.engine.simulator import PowerOffModel
+from rl.simulation.engine.telemetry import TelemetryModel
+from rl.simulation.traces.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     SCENARIOS,
     NodeSpec,
@@ -36,9 +38,7 @@ from rl.simulation.scenario import (
     load_trace,
     scenario_path,
 )
-from rl.simulation.seeded_workload import ARRIVAL_JITTER_S
-from rl.simulation.simulator import PowerOffModel
-from rl.simulation.telemetry import TelemetryModel
+from rl.simulation.traces.seeded_workload import ARRIVAL_JITTER_S
 from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S, SCAN_INTERVAL_S
 
 # Seeds for the headline's paired 95 % interval against the baseline to be within ±1 %
@@ -347,7 +347,7 @@ def command(args: argparse.Namespace) -> int:
         return 0
     result = assemble(plan.keys, plan.seeds, plan.oracle, outcomes)
     write_results(
-        results_json(result, description), args.out, args.plot, result.timelines,
+        benchmark_document(result, description), args.out, args.plot, result.timelines,
         args.plot_all_timelines,
     )
     return 0

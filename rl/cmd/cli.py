@@ -46,7 +46,7 @@ from rl.cmd import (
     train_cli,
     whatif_cli,
 )
-from rl.simulation.scenario import (
+from rl.simulation.traces.scenario import (
     SCENARIOS,
     format_pdbs,
     format_trace,
@@ -54,7 +54,7 @@ from rl.simulation.scenario import (
     load_trace,
     scenario_path,
 )
-from rl.simulation.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
+from rl.simulation.traces.tracegen import FAMILIES, TraceConfig, family_pdbs, generate_family
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -81,7 +81,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--family",
         choices=FAMILIES,
         default="diurnal",
-        help="trace family (default diurnal; see rl/simulation/tracegen.py)",
+        help="trace family (default diurnal; see rl/simulation/traces/tracegen.py)",
     )
     for f in _trace_options():
         trace.add_argument(
@@ -108,7 +108,7 @@ def _usage(message: str) -> int:
 
 
 def _trace_options() -> list[Field[Any]]:
-    """TraceConfig's numeric fields; the size menus stay as documented in rl/simulation/tracegen.py."""
+    """TraceConfig's numeric fields; the size menus stay as documented in rl/simulation/traces/tracegen.py."""
     return [f for f in fields(TraceConfig) if "help" in f.metadata]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from rl.cluster.controlplane import ClusterError, ClusterOptions, down, load, up
 from rl.cluster.processes import ComponentError
-from rl.simulation.scenario import ScenarioError
+from rl.simulation.traces.scenario import ScenarioError
 
 BIN_ENV = "KUBEJOULE_K8S_BIN"
 

@@ -1,5 +1,5 @@
 """`kubejoule-rl benchmark`'s cluster-autoscaler and workload options: each of cluster-autoscaler's
-settings the simulator models, with its shipped default (rl/simulation/autoscaler.py, rl/simulation/scaledown.py), the
+settings the simulator models, with its shipped default (rl/simulation/autoscaler/scan.py, rl/simulation/autoscaler/scaledown.py), the
 ablation of the old defaults, and the trace's PodDisruptionBudgets and pod startup time."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import argparse
 from dataclasses import asdict, replace
 from typing import Any
 
-from rl.simulation.autoscaler_model import AutoscalerModel, old_defaults
-from rl.simulation.scenario import Scenario, load_pdbs, scenario_path
-from rl.simulation.traces import PodSpec
-from rl.simulation.workloads import DEFAULT_POD_STARTUP_S, WorkloadModel
+from rl.simulation.autoscaler.model import AutoscalerModel, old_defaults
+from rl.simulation.engine.workloads import DEFAULT_POD_STARTUP_S, WorkloadModel
+from rl.simulation.traces.scenario import Scenario, load_pdbs, scenario_path
+from rl.simulation.traces.trace import PodSpec
 
 SHIPPED = AutoscalerModel()
 

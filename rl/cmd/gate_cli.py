@@ -19,7 +19,7 @@ from rl.evaluation.gate_run import (
     write_gate,
 )
 from rl.evaluation.parallel import run_tasks
-from rl.simulation.scenario import (
+from rl.simulation.traces.scenario import (
     ScenarioError,
 )
 

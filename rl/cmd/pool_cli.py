@@ -1,10 +1,10 @@
-"""`python -m rl.cmd.pool_cli`: a validation set of case folders from training seeds (the draws: rl/simulation/pool.py)."""
+"""`python -m rl.cmd.pool_cli`: a validation set of case folders from training seeds (the draws: rl/simulation/traces/pool.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rl.simulation.pool import RESERVED_SEEDS, TRAINING_SIZES, VALIDATION_HOURS, write_cases
+from rl.simulation.traces.pool import RESERVED_SEEDS, TRAINING_SIZES, VALIDATION_HOURS, write_cases
 
 
 def main(argv: Sequence[str] | None = None) -> int:

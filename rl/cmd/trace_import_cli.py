@@ -1,4 +1,4 @@
-"""`kubejoule-rl trace import`: its options and the command (the import itself: rl/simulation/trace_import.py)."""
+"""`kubejoule-rl trace import`: its options and the command (the import itself: rl/simulation/traces/trace_import.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rl.simulation.trace_import import DEFAULT_OWNERS, ImportOptions, import_pods, read_rows
-from rl.simulation.traces import ScenarioError, format_trace
+from rl.simulation.traces.trace import ScenarioError, format_trace
+from rl.simulation.traces.trace_import import DEFAULT_OWNERS, ImportOptions, import_pods, read_rows
 
 
 def _owners(entries: Iterable[str]) -> dict[str, str]:
@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
         "import",
         help="import an Alibaba cluster-trace-gpu-v2023 pod list as a trace",
         description="Import an Alibaba cluster-trace-gpu-v2023 pod list (openb_pod_list_*.csv) "
-        "as a simulator trace (see rl/simulation/trace_import.py for every assumption). Exit 2 on bad input.",
+        "as a simulator trace (see rl/simulation/traces/trace_import.py for every assumption). Exit 2 on bad input.",
     )
     parser.add_argument("pods", metavar="FILE", help="the pod list CSV")
     parser.add_argument("--out", dest="import_out", required=True, help="trace CSV path, or -")

@@ -12,7 +12,7 @@ from rl.cmd.benchmark_cli import scenario_setup
 from rl.cmd.parallel_options import add_options
 from rl.evaluation.parallel import default_jobs
 from rl.evaluation.whatif import plan_whatif, plot_whatif, run_whatif, whatif_table
-from rl.simulation.headline import RECOMMENDED
+from rl.simulation.traces.headline import RECOMMENDED
 
 
 def add_parser(sub: Any) -> None:

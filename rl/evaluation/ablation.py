@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rl.evaluation.ablation_rows import AblationDocument, AblationRow, rounded_interval
 from rl.evaluation.benchmark import (
     BenchmarkPlan,
     RunOutcome,
@@ -33,11 +34,11 @@ from rl.evaluation.benchmark import (
 from rl.evaluation.oracle import OracleBound
 from rl.evaluation.paired import paired_axes, relative_pct
 from rl.evaluation.parallel import run_tasks
-from rl.evaluation.results import results_json
+from rl.evaluation.results import benchmark_document
+from rl.evaluation.rows import BenchmarkDocument
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import NodeSpec, PodSpec, scenario_path
+from rl.simulation.traces.scenario import NodeSpec, PodSpec, scenario_path
 
-SCHEMA = "kubejoule.rl-ablation/v1"
 BASELINE = "default@least-waste"
 PACKING = "mostallocated@kubejoule"
 OPERATORS = "mostallocated+highnodeutilization@least-waste"
@@ -173,7 +174,7 @@ def plan_ablation(
     cases: Sequence[Case], rows: Sequence[Row] = ROWS, seeds: int = 3, vary_workload: bool = False
 ) -> AblationPlan:
     """Every row on every case with `seeds` seeds (with `vary_workload`, each seed its own
-    workload: rl/simulation/seeded_workload.py); ValueError (a bad row, a trace that cannot
+    workload: rl/simulation/traces/seeded_workload.py); ValueError (a bad row, a trace that cannot
     vary) before any simulation."""
     if not cases:
         raise ValueError("no cases to run")
@@ -208,14 +209,25 @@ def run_ablation(
     return run_tasks(run_ablation_task, plan.plans, chosen, jobs, done)
 
 
+@dataclass(frozen=True)
+class CasesRun:
+    """One seed's runs of a row summed over the cases (what its paired comparisons read)."""
+
+    seed: int
+    energy_kwh: float
+    lost_cpu_hours: float
+    evictions: float
+    pending_seconds_p99: float
+
+
 def case_documents(
     names: Sequence[str],
     keys: Sequence[str],
     seeds: int,
     oracles: Sequence[OracleBound],
     outcomes: Sequence[RunOutcome],
-) -> list[dict[str, Any]]:
-    """Each case's benchmark results document (rl/evaluation/results.py) from every task's outcome, in
+) -> list[BenchmarkDocument]:
+    """Each case's benchmark results (rl/evaluation/rows.py) from every task's outcome, in
     task order (case by case, key by key, seed by seed)."""
     per_case = len(keys) * seeds
     if len(outcomes) != per_case * len(names):
@@ -223,11 +235,11 @@ def case_documents(
     documents = []
     for position, (name, oracle) in enumerate(zip(names, oracles, strict=True)):
         runs = outcomes[position * per_case:(position + 1) * per_case]
-        documents.append(results_json(assemble(keys, seeds, oracle, runs), {"name": name}))
+        documents.append(benchmark_document(assemble(keys, seeds, oracle, runs), {"name": name}))
     return documents
 
 
-def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -> dict[str, Any]:
+def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -> AblationDocument:
     """The ablation's document from its plan's description (`AblationPlan.describe`) and every
     task's outcome: each row summed over the cases, and every case's results."""
     plan_keys = plan["keys"]
@@ -238,28 +250,28 @@ def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -
     baseline_key, packing_key = resolve(BASELINE), resolve(PACKING)
 
     def energy(key: str) -> list[float]:
-        return [d["policies"][key]["energy_kwh"] for d in documents]
+        return [d.policies[key].energy_kwh for d in documents]
 
     def per_seed(key: str) -> list[float]:
         """Seed by seed, the row's energy summed over the cases (seeds pair across rows)."""
-        return [r["energy_kwh"] for r in seed_runs(key)]
+        return [r.energy_kwh for r in seed_runs(key)]
 
-    def seed_runs(key: str) -> list[dict[str, Any]]:
+    def seed_runs(key: str) -> list[CasesRun]:
         """Seed by seed, the row's runs over the cases: energy, lost CPU-hours and evictions
         summed, p99 pending time the mean of the cases'."""
         runs = []
         for seed in range(plan["seeds"]):
-            cases = [d["policies"][key]["runs"][seed] for d in documents]
-            runs.append({
-                "seed": seed,
-                "energy_kwh": sum(r["energy_kwh"] for r in cases),
-                "lost_cpu_hours": sum(r["lost_cpu_hours"] for r in cases),
-                "evictions": sum(r["evictions"] for r in cases),
-                "pending_seconds_p99": sum(r["pending_seconds_p99"] or 0.0 for r in cases) / len(cases),
-            })
+            cases = [d.policies[key].runs[seed] for d in documents]
+            runs.append(CasesRun(
+                seed=seed,
+                energy_kwh=sum(r.energy_kwh for r in cases),
+                lost_cpu_hours=sum(r.lost_cpu_hours for r in cases),
+                evictions=sum(r.evictions for r in cases),
+                pending_seconds_p99=sum(r.pending_seconds_p99 or 0.0 for r in cases) / len(cases),
+            ))
         return runs
 
-    oracle = sum(d["oracle"]["energy_kwh"] for d in documents)
+    oracle = sum(d.oracle.energy_kwh or 0.0 for d in documents)
     base = energy(baseline_key) if baseline_key in plan_keys else None
     packing = energy(packing_key) if packing_key in plan_keys else None
     table = []
@@ -267,54 +279,56 @@ def ablation_document(plan: Mapping[str, Any], outcomes: Sequence[RunOutcome]) -
         key = keys[row["label"]]
         mine = energy(key)
         total = sum(mine)
-        entry: dict[str, Any] = {
-            "label": row["label"],
-            "entry": row["entry"],
-            "key": key,  # its runs' key in each case's results
-            "what": row["what"],
-            "energy_kwh": round(total, 4),
-            "vs_baseline_pct": None,
-            "vs_packing_pct": None,
-            "gap_closed_pct": None,
-            "worst_case_vs_baseline_pct": None,
-            "slowdown_mean": _mean([d["policies"][key]["slowdown_mean"] for d in documents]),
-            "evictions": round(sum(d["policies"][key]["evictions"] for d in documents), 2),
-            "never_scheduled": round(sum(d["policies"][key]["never_scheduled"] for d in documents), 2),
-        }
+        vs_baseline = worst = gap = vs_packing = None
         if base is not None and sum(base) > 0:
-            entry["vs_baseline_pct"] = round(100.0 * (total - sum(base)) / sum(base), 2)
-            entry["worst_case_vs_baseline_pct"] = round(
-                max(100.0 * (m - b) / b for m, b in zip(mine, base, strict=True)), 2
-            )
+            vs_baseline = round(100.0 * (total - sum(base)) / sum(base), 2)
+            worst = round(max(100.0 * (m - b) / b for m, b in zip(mine, base, strict=True)), 2)
             if sum(base) > oracle:
-                entry["gap_closed_pct"] = round(100.0 * (sum(base) - total) / (sum(base) - oracle), 2)
+                gap = round(100.0 * (sum(base) - total) / (sum(base) - oracle), 2)
         if packing is not None and sum(packing) > 0:
-            entry["vs_packing_pct"] = round(100.0 * (total - sum(packing)) / sum(packing), 2)
+            vs_packing = round(100.0 * (total - sum(packing)) / sum(packing), 2)
         # Paired per seed, 95 % intervals (rl/evaluation/paired.py): issue 33.
-        for field, reference in (("vs_baseline", baseline_key), ("vs_packing", packing_key)):
-            if reference in plan_keys:
-                entry[f"{field}_interval_pct"] = relative_pct(per_seed(key), per_seed(reference)).as_json(2)
+        intervals = {
+            field: rounded_interval(relative_pct(per_seed(key), per_seed(reference)))
+            for field, reference in (("vs_baseline", baseline_key), ("vs_packing", packing_key))
+            if reference in plan_keys
+        }
+        axes = None
         if packing_key in plan_keys:
-            axes = paired_axes(seed_runs(key), seed_runs(packing_key))
-            entry["vs_packing_axes"] = {axis: found.as_json(2) for axis, found in axes.items()}
-        table.append(entry)
-    return {
-        "schema": SCHEMA,
-        "source": plan["source"],
-        "seeds": plan["seeds"],
-        "cases": len(documents),
-        "rows": table,
-        "oracle_kwh": round(oracle, 4),
-        "results": {d["scenario"]["name"]: d for d in documents},
-    }
-
+            found = paired_axes(seed_runs(key), seed_runs(packing_key))
+            axes = {axis: rounded_interval(interval) for axis, interval in found.items()}
+        table.append(AblationRow(
+            label=row["label"],
+            entry=row["entry"],
+            key=key,
+            what=row["what"],
+            energy_kwh=round(total, 4),
+            vs_baseline_pct=vs_baseline,
+            vs_packing_pct=vs_packing,
+            gap_closed_pct=gap,
+            worst_case_vs_baseline_pct=worst,
+            slowdown_mean=_mean([d.policies[key].slowdown_mean for d in documents]),
+            evictions=round(sum(d.policies[key].evictions or 0.0 for d in documents), 2),
+            never_scheduled=round(sum(d.policies[key].never_scheduled or 0.0 for d in documents), 2),
+            vs_baseline_interval_pct=intervals.get("vs_baseline"),
+            vs_packing_interval_pct=intervals.get("vs_packing"),
+            vs_packing_axes=axes,
+        ))
+    return AblationDocument(
+        source=plan["source"],
+        seeds=plan["seeds"],
+        cases=len(documents),
+        rows=tuple(table),
+        oracle_kwh=round(oracle, 4),
+        results={d.scenario["name"]: d for d in documents},
+    )
 
 def _mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return round(sum(present) / len(present), 3) if present else None
 
 
-def merged_ablation(plan: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+def merged_ablation(plan: dict[str, Any], runs: list[dict[str, Any]]) -> AblationDocument:
     """The ablation's document from the joined runs of its shards (rl/evaluation/shards.py)."""
     from rl.evaluation.benchmark import RunOutcome, RunSummary
     from rl.evaluation.shards import ShardError

@@ -2,7 +2,7 @@
 oracle bound.
 
 Each seed draws its own workload from the trace (`vary_workload`, the CLI's default: arrivals
-jittered, run times resampled per workload, the telemetry's phase; rl/simulation/seeded_workload.py)
+jittered, run times resampled per workload, the telemetry's phase; rl/simulation/traces/seeded_workload.py)
 and drives the policies' random tie-breaking (and the autoscaler's random expander and its
 tie-breaking); every policy runs the same workloads, so seeds pair. Without `vary_workload`
 (`--tie-seeds-only`, the ablation of the old behaviour) the trace is the same for every run. Every policy runs with every expander given;
@@ -23,7 +23,7 @@ over seeds:
   run's grams of CO2-equivalent, its t = 0 at `--carbon-start` on the series; null with
   `carbon_gap` (why) when energy falls where the intensity is unknown;
 * `boots`, `scale_ups` (autoscaler scale-up decisions), `scale_downs` (nodes it powered off);
-* scale-down's disruption (rl/simulation/workloads.py): `evictions` (pods evicted from drained nodes),
+* scale-down's disruption (rl/simulation/engine/workloads.py): `evictions` (pods evicted from drained nodes),
   `restarted_pods` (of them, replaced by a pod that starts from scratch: Jobs),
   `lost_cpu_hours` (CPU-hours the evicted pods had done and lost), `disrupted_workloads`
   (workloads that lost a pod), `deleted_pods` (evicted and not recreated: bare pods).
@@ -46,13 +46,12 @@ from rl.evaluation.oracle import OracleBound, mean_bound, oracle_bound
 from rl.evaluation.parallel import run_tasks
 from rl.evaluation.progress import ProgressBar
 from rl.policies.catalog import make_policy
-from rl.simulation.autoscaler_model import EXPANDERS
+from rl.simulation.autoscaler.model import EXPANDERS
 from rl.simulation.cluster import ClusterModel, simulation
-from rl.simulation.scenario import NodeSpec, PodSpec
-from rl.simulation.seeded_workload import WorkloadDraw, draw_workload
-from rl.simulation.simrecords import PlacementRequest
-from rl.simulation.simulator import PowerOffModel, SimResult, Simulation
-from rl.simulation.view import AttachingPolicy
+from rl.simulation.engine.simrecords import PlacementRequest
+from rl.simulation.engine.simulator import AttachingPolicy, PowerOffModel, SimResult, Simulation
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
+from rl.simulation.traces.seeded_workload import WorkloadDraw, draw_workload
 from scheduler.domain.cluster_defaults import BOOT_SECONDS
 
 JOULES_PER_KWH = 3.6e6
@@ -170,7 +169,7 @@ def run_once(
         cluster = ClusterModel(power_off=power_off)
     sim = simulation(nodes, pods, cluster, seed, record_timeline)
     policy = make_policy(policy_name, nodes, cluster.policy_power_off())
-    policy.reset(sim.specs, random.Random(seed))
+    policy.reset(sim.state.specs, random.Random(seed))
     label = label or policy_name
     if isinstance(policy, AttachingPolicy):  # it reads more of the cluster (learned: node workloads)
         policy.attach(sim)
@@ -261,7 +260,7 @@ class BenchmarkPlan:
     tasks: tuple[RunTask, ...]
     models: dict[str | None, ClusterModel]  # by expander
     oracle: OracleBound  # the mean over seeds of each seed's workload's bound
-    # Each seed's workload (rl/simulation/seeded_workload.py); empty: the trace for every seed.
+    # Each seed's workload (rl/simulation/traces/seeded_workload.py); empty: the trace for every seed.
     draws: tuple[WorkloadDraw, ...] = ()
     carbon: CarbonWindow | None = None  # grams per run on this intensity series
 

@@ -13,7 +13,7 @@ optionally `daemonsets.yaml` (else the bundled DaemonSets, as `kubejoule-rl benc
 `pdbs.yaml` (the trace's PodDisruptionBudgets). Every side runs the same case with the same
 settings and the same tie-breaking seed.
 
-Semantics: cluster-autoscaler's as it ships (rl/simulation/autoscaler.py, rl/simulation/scaledown.py: utilization
+Semantics: cluster-autoscaler's as it ships (rl/simulation/autoscaler/scan.py, rl/simulation/autoscaler/scaledown.py: utilization
 scale-down at 0.5, the cool-downs, drains that respect the workloads), with the `kubejoule`
 expander for every side — only powered-on nodes are candidates, Pending pods make the autoscaler
 boot nodes (`boot_seconds`), nodes unneeded for `scale_down_unneeded_s` go — DaemonSet pods on
@@ -30,9 +30,11 @@ from typing import Any
 from rl.evaluation.benchmark import JOULES_PER_KWH, run_once
 from rl.evaluation.gate import CaseResult, combine, evaluate
 from rl.evaluation.parallel import run_tasks
-from rl.simulation.autoscaler_model import AutoscalerModel
+from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import (
+from rl.simulation.engine.telemetry import TelemetryModel
+from rl.simulation.engine.workloads import WorkloadModel
+from rl.simulation.traces.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     DaemonSetSpec,
     NodeSpec,
@@ -45,8 +47,6 @@ from rl.simulation.scenario import (
     load_trace,
     scenario_path,
 )
-from rl.simulation.telemetry import TelemetryModel
-from rl.simulation.workloads import WorkloadModel
 from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S
 
 DEFAULT_SCALE_DOWN_UNNEEDED_S = SCALE_DOWN_UNNEEDED_S

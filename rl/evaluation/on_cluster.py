@@ -40,10 +40,10 @@ from rl.cluster.schedulers import check_policy, start_policy
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, RunSummary, RunTask
 from rl.evaluation.replay import Recording, replay
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.kubeobjects import requests_object
+from rl.simulation.engine.simrecords import SimResult
 from rl.simulation.recorded import recorded_result
-from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from rl.simulation.simrecords import SimResult
+from rl.simulation.traces.kubeobjects import requests_object
+from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
 
 AUTOSCALER_BLOCKED = (
     "--on-cluster runs a static cluster only: cluster-autoscaler cannot be built here (the Go module "

@@ -18,7 +18,7 @@ whatever it delays, stretches or restarts:
   use; a node never serves more than its C_n cores).
 
 So `E ≥ T0 × Σ f_n + W × min_n k_n`. Split as the simulator splits a run's energy
-(rl/simulation/energy.py): `W × min k` is work, the always-on nodes' `P_n(0) × T0` idle (of
+(rl/simulation/engine/energy.py): `W × min k` is work, the always-on nodes' `P_n(0) × T0` idle (of
 nodes carrying pods: the bound puts the work on them) and `(P_n(d / C_n) − P_n(0)) × T0`
 DaemonSets, the other nodes' floors standby; the bound has no boots and no empty nodes. Without DaemonSets and standby power this is the old bound:
 with power-off, `f_n = 0` and `k = e*`, the cheapest total watts per busy core of any node at any
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from common.curves import UTILIZATION_LEVELS
-from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.domain.cluster_defaults import BOOT_SECONDS
 
 _LOADS = tuple(u for u in UTILIZATION_LEVELS if u > 0)
@@ -58,7 +58,7 @@ class OracleBound:
         return self.energy_joules / 3.6e6
 
     def split_joules(self) -> dict[str, float]:
-        """The bound by where its energy goes (module docstring; rl/simulation/energy.py's parts)."""
+        """The bound by where its energy goes (module docstring; rl/simulation/engine/energy.py's parts)."""
         return {
             "work": self.energy_joules - self.idle_joules,
             "idle_with_pods": self.always_on_idle_joules,

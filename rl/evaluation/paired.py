@@ -1,6 +1,6 @@
 """Paired statistics over a benchmark's seeds (issue 33).
 
-Every policy runs every seed's workload (rl/simulation/seeded_workload.py), so two policies'
+Every policy runs every seed's workload (rl/simulation/traces/seeded_workload.py), so two policies'
 runs pair by seed: the difference is taken seed by seed, and its mean gets a two-sided 95 %
 Student-t interval over the seeds, `mean ± t(0.975, n − 1) × sd / √n`. One seed has no
 interval (None), and then no verdict is "met". A target is met only when the whole interval
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 CONFIDENCE = 0.95
 
@@ -76,23 +76,38 @@ def at_most(interval: Interval, limit: float) -> bool:
     return interval.high is not None and interval.high <= limit + 1e-12
 
 
-def _p99(run: Mapping[str, Any]) -> float:
-    return float(run.get("pending_seconds_p99") or 0.0)
+class PairedRun(Protocol):
+    """What a run's paired comparison reads of it (rl/evaluation/rows.py: `RunRow`)."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def energy_kwh(self) -> float: ...
+
+    @property
+    def lost_cpu_hours(self) -> float: ...
+
+    @property
+    def evictions(self) -> int | float: ...
+
+    @property
+    def pending_seconds_p99(self) -> float | None: ...
 
 
-# (name, unit, per-run value from a results document's run, relative?)
-AXES: tuple[tuple[str, str, Callable[[Mapping[str, Any]], float], bool], ...] = (
-    ("energy", "%", lambda r: float(r["energy_kwh"]), True),
-    ("lost_cpu_hours", "CPU h", lambda r: float(r["lost_cpu_hours"]), False),
-    ("evictions", "pods", lambda r: float(r["evictions"]), False),
-    ("pending_p99", "s", _p99, False),
+# (name, unit, per-run value, relative?)
+AXES: tuple[tuple[str, str, Callable[[PairedRun], float], bool], ...] = (
+    ("energy", "%", lambda r: float(r.energy_kwh), True),
+    ("lost_cpu_hours", "CPU h", lambda r: float(r.lost_cpu_hours), False),
+    ("evictions", "pods", lambda r: float(r.evictions), False),
+    ("pending_p99", "s", lambda r: float(r.pending_seconds_p99 or 0.0), False),
 )
 
 
-def paired_axes(runs: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]]) -> dict[str, Interval]:
-    """Each axis's paired difference of `runs` against `reference` (run dicts, by seed)."""
-    by_seed = {r["seed"]: r for r in reference}
-    pairs = [(r, by_seed[r["seed"]]) for r in runs if r["seed"] in by_seed]
+def paired_axes(runs: Sequence[PairedRun], reference: Sequence[PairedRun]) -> dict[str, Interval]:
+    """Each axis's paired difference of `runs` against `reference` (by seed)."""
+    by_seed = {r.seed: r for r in reference}
+    pairs = [(r, by_seed[r.seed]) for r in runs if r.seed in by_seed]
     found = {}
     for name, _, value, relative in AXES:
         ours = [value(a) for a, _ in pairs]

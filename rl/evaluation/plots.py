@@ -1,5 +1,5 @@
 """PNG plots of a benchmark (issue 33's picture): energy per policy, sorted, each bar stacked by
-where its energy goes (rl/simulation/energy.py's parts) with its paired 95 % interval against
+where its energy goes (rl/simulation/engine/energy.py's parts) with its paired 95 % interval against
 the baseline, the baseline, bin packing and the recommended setup marked, the oracle bound's
 split beneath; and cluster power over time (first seed) for those three (every policy with
 `all_timelines`)."""
@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from rl.simulation.energy import ENERGY_PARTS
-from rl.simulation.headline import PACKING_REFERENCE, RECOMMENDED
+from rl.evaluation.rows import BenchmarkDocument, document_of
+from rl.simulation.engine.energy import ENERGY_PARTS
+from rl.simulation.traces.headline import PACKING_REFERENCE, RECOMMENDED
 
 PART_COLOURS = {
     "work": "#4c72b0",
@@ -55,51 +56,49 @@ def binned_mean_watts(
     return edges[:-1], means
 
 
-def marked_policies(document: Mapping[str, Any]) -> dict[str, str]:
+def marked_policies(document: BenchmarkDocument) -> dict[str, str]:
     """The rows the picture marks, by role, among those the document has."""
     roles: dict[str, str] = {}
-    baseline = document.get("baseline")
-    for role, key in (("baseline", baseline), ("bin packing", PACKING_REFERENCE), ("recommended", RECOMMENDED)):
-        if key is not None and key in document["policies"]:
+    for role, key in (("baseline", document.baseline), ("bin packing", PACKING_REFERENCE), ("recommended", RECOMMENDED)):
+        if key is not None and key in document.policies:
             roles[key] = f"{roles[key]} = {role}" if key in roles else role
     return roles
 
 
-def _interval_kwh(document: Mapping[str, Any], name: str) -> tuple[float, float] | None:
+def _interval_kwh(document: BenchmarkDocument, name: str) -> tuple[float, float] | None:
     """The paired 95 % interval against the baseline, in kWh about the baseline's mean."""
-    row = document["policies"][name]
-    interval = row.get("paired", {}).get("energy_vs_baseline_pct")
-    baseline = document.get("baseline")
-    if not interval or interval["low"] is None or baseline not in document["policies"]:
+    interval = document.policies[name].paired.energy_vs_baseline_pct
+    baseline = document.baseline
+    if not interval or interval.low is None or interval.high is None or baseline not in document.policies:
         return None
-    base = document["policies"][baseline]["energy_kwh"]
-    return base * (1 + interval["low"] / 100.0), base * (1 + interval["high"] / 100.0)
+    base = document.policies[baseline].energy_kwh
+    return base * (1 + interval.low / 100.0), base * (1 + interval.high / 100.0)
 
 
-def _energy_panel(axes: Any, document: Mapping[str, Any], roles: Mapping[str, str]) -> None:
-    rows = document["policies"]
-    names = sorted(rows, key=lambda n: rows[n]["energy_kwh"], reverse=True)
+def _energy_panel(axes: Any, document: BenchmarkDocument, roles: Mapping[str, str]) -> None:
+    rows = document.policies
+    names = sorted(rows, key=lambda n: rows[n].energy_kwh, reverse=True)
     labels = [f"{n}  [{roles[n]}]" if n in roles else n for n in names]
-    oracle = document["oracle"]
-    if oracle.get("split_kwh"):
+    oracle_split = document.oracle.split_kwh
+    if oracle_split:
         labels.insert(0, "oracle bound")
     positions = np.arange(len(labels))
     left = np.zeros(len(labels))
     for part in ENERGY_PARTS:
-        values = [oracle["split_kwh"][part]] if oracle.get("split_kwh") else []
-        values += [(rows[n].get("energy_split_kwh") or {}).get(part) or 0.0 for n in names]
+        values = [oracle_split[part] or 0.0] if oracle_split else []
+        values += [(rows[n].energy_split_kwh or {}).get(part) or 0.0 for n in names]
         axes.barh(positions, values, left=left, color=PART_COLOURS[part], label=PART_LABELS[part], height=0.7)
         left += np.array(values)
-    offset = 1 if oracle.get("split_kwh") else 0
+    offset = 1 if oracle_split else 0
     for position, name in enumerate(names, start=offset):
-        energy = rows[name]["energy_kwh"]
+        energy = rows[name].energy_kwh
         interval = _interval_kwh(document, name)
-        if interval is not None and name != document.get("baseline"):
+        if interval is not None and name != document.baseline:
             axes.plot(interval, [position, position], color="black", linewidth=2)
-        vs = rows[name].get("paired", {}).get("energy_vs_baseline_pct")
+        vs = rows[name].paired.energy_vs_baseline_pct
         text = f"{energy:.2f} kWh"
-        if vs and vs["low"] is not None and name != document.get("baseline"):
-            text += f"  {vs['mean']:+.1f} % [{vs['low']:+.1f}, {vs['high']:+.1f}]"
+        if vs and vs.low is not None and vs.high is not None and name != document.baseline:
+            text += f"  {vs.mean:+.1f} % [{vs.low:+.1f}, {vs.high:+.1f}]"
         axes.annotate(text, (max(energy, *(interval or ())) , position), xytext=(4, 0),
                       textcoords="offset points", va="center", fontsize="small")
     axes.set_yticks(positions, labels, fontsize="small")
@@ -115,7 +114,7 @@ def _energy_panel(axes: Any, document: Mapping[str, Any], roles: Mapping[str, st
 
 
 def plot_benchmark(
-    document: Mapping[str, Any],
+    document: BenchmarkDocument | Mapping[str, Any],
     timelines: Mapping[str, Sequence[tuple[float, float]]],
     path: str | Path,
     bin_s: float = 900.0,
@@ -127,19 +126,20 @@ def plot_benchmark(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    document = document_of(document)
     roles = marked_policies(document)
-    count = len(document["policies"]) + 1
+    count = len(document.policies) + 1
     fig, (bottom, top) = plt.subplots(
         2, 1, figsize=(13, 5 + 0.38 * count), height_ratios=[0.38 * count, 4],
         constrained_layout=True,
     )
     _energy_panel(bottom, document, roles)
-    shown = list(document["policies"]) if all_timelines else [n for n in document["policies"] if n in roles]
+    shown = list(document.policies) if all_timelines else [n for n in document.policies if n in roles]
     for name in shown:
         timeline = timelines.get(name)
         if not timeline:
             continue
-        end_s = document["policies"][name]["runs"][0]["end_s"]
+        end_s = document.policies[name].runs[0].end_s
         starts, means = binned_mean_watts(timeline, end_s, bin_s)
         label = f"{name} ({roles[name]})" if name in roles else name
         top.step(starts / 3600.0, means / 1000.0, where="post", label=label, linewidth=1.4)

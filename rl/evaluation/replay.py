@@ -1,7 +1,7 @@
 """One trace replayed on a real control plane, and every pod's life recorded from the API.
 
 Each trace pod becomes a bare v1.Pod (its requests, the trace's kube objects:
-rl/simulation/kubeobjects.py) named `p-<row>` in a namespace of the run's own, created at its
+rl/simulation/traces/kubeobjects.py) named `p-<row>` in a namespace of the run's own, created at its
 arrival ÷ `speedup` after the replay starts, for the policy's `schedulerName`, with KWOK's
 `kubejoule.io/duration` annotation set to its duration ÷ `speedup` (KWOK ends it Succeeded then:
 rl/cluster/kwok.py). A watch on the namespace (listed first, then watched from the list's
@@ -26,7 +26,7 @@ from typing import Any
 from rl.cluster.api import Api, ApiError
 from rl.cluster.kwok import DURATION_ANNOTATION
 from rl.simulation.recorded import PodLife
-from rl.simulation.scenario import PodSpec
+from rl.simulation.traces.scenario import PodSpec
 
 RUN_LABEL = "kubejoule.io/replay"
 # Past the trace's end (÷ speedup), how long pods may still take to end before the run fails.

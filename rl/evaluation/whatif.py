@@ -20,9 +20,9 @@ from typing import Any
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, assemble, plan_benchmark, run_task
 from rl.evaluation.paired import format_interval, relative_pct
 from rl.evaluation.parallel import run_tasks
-from rl.evaluation.results import results_json
+from rl.evaluation.results import benchmark_document
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.domain.cluster_defaults import (
     SCALE_DOWN_UNNEEDED_S,
     SCALE_DOWN_UTILIZATION_THRESHOLD,
@@ -77,22 +77,22 @@ def run_whatif(
         runs = outcomes[position:position + len(plan.tasks)]
         position += len(plan.tasks)
         result = assemble(plan.keys, plan.seeds, plan.oracle, runs)
-        documents.append((settings, results_json(result)["policies"][plan.keys[0]]))
+        documents.append((settings, benchmark_document(result).policies[plan.keys[0]]))
     shipped = dict(documents)[SHIPPED]
-    shipped_energy = [r["energy_kwh"] for r in shipped["runs"]]
+    shipped_energy = [r.energy_kwh for r in shipped.runs]
     rows = []
     for (unneeded, threshold), row in documents:
         rows.append({
             "scale_down_unneeded_s": unneeded,
             "utilization_threshold": threshold,
-            "energy_kwh": row["energy_kwh"],
-            "vs_shipped_pct": relative_pct([r["energy_kwh"] for r in row["runs"]], shipped_energy).as_json(2),
-            "energy_split_kwh": row["energy_split_kwh"],
-            "evictions": row["evictions"],
-            "lost_cpu_hours": row["lost_cpu_hours"],
-            "pending_seconds_p99": row["pending_seconds_p99"],
-            "slowdown_mean": row["slowdown_mean"],
-            "never_scheduled": row["never_scheduled"],
+            "energy_kwh": row.energy_kwh,
+            "vs_shipped_pct": relative_pct([r.energy_kwh for r in row.runs], shipped_energy).as_json(2),
+            "energy_split_kwh": row.energy_split_kwh,
+            "evictions": row.evictions,
+            "lost_cpu_hours": row.lost_cpu_hours,
+            "pending_seconds_p99": row.pending_seconds_p99,
+            "slowdown_mean": row.slowdown_mean,
+            "never_scheduled": row.never_scheduled,
         })
     return {"schema": SCHEMA, "policy": cells[0][1].keys[0], "seeds": cells[0][1].seeds, "cells": rows}
 

@@ -3,10 +3,10 @@
     python rl/heldout/make_heldout.py rl/heldout
 
 36 cases: 3 trace families × 12 cluster sizes (one of them, 80 nodes, outside the training range
-of rl/simulation/pool.py), node mixes from the bundled SPECpower kinds (one node of the first kind always
+of rl/simulation/traces/pool.py), node mixes from the bundled SPECpower kinds (one node of the first kind always
 on: min_count 1), the bundled DaemonSets (no daemonsets.yaml), load 15–45 % of the cluster's
 cores, arrival windows of 2 h (1 h for the bursts family), the trace's workloads and its services'
-PodDisruptionBudgets (pdbs.yaml; rl/simulation/tracegen.py). Seeds 900000 + case number: training draws its seeds from
+PodDisruptionBudgets (pdbs.yaml; rl/simulation/traces/tracegen.py). Seeds 900000 + case number: training draws its seeds from
 its own range and never reads these folders (tests/rl/heldout/test_rl_heldout.py checks both).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from rl.simulation.pool import write_cases
+from rl.simulation.traces.pool import write_cases
 
 HELDOUT_SEED_BASE = 900_000
 SIZES = (6, 8, 12, 16, 24, 32, 48, 80, 10, 20, 40, 14)

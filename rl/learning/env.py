@@ -32,8 +32,8 @@ from gymnasium import spaces
 from rl.policies.catalog import make_policy
 from rl.policies.scheduling_profiles import heuristic_energy
 from rl.simulation.cluster import ClusterModel, simulation
-from rl.simulation.scenario import NodeSpec, PodSpec
-from rl.simulation.simulator import PlacementRequest, PowerOffModel, Simulation
+from rl.simulation.engine.simulator import PlacementRequest, PowerOffModel, Simulation
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.learning.features import FEATURE_SCHEMA, candidate_matrix
 
 # Every v1 feature is far below this (watts of one server, ages capped at 3,600 s, ≤ 110 pods);
@@ -145,7 +145,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
     def _observation(self) -> dict[str, np.ndarray]:
         features = np.zeros((len(self.nodes), self.width), dtype=np.float32)
         if self._sim is not None and self._decision is not None:
-            states = self._sim.node_states()
+            states = self._sim.view.node_states()
             rows = candidate_matrix(self._decision.info, states, self._decision.now, self._energy)
             features[:] = np.clip(np.asarray(rows, dtype=np.float32), 0.0, FEATURE_CEILING)
         return {"features": features, "action_mask": self.action_masks()}

@@ -24,9 +24,9 @@ from typing import Any
 from rl.policies.scheduling_profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import NodeSpec
-from rl.simulation.simrecords import PlacementRequest
-from rl.simulation.simulator import Simulation
+from rl.simulation.engine.simrecords import PlacementRequest
+from rl.simulation.engine.simulator import Simulation
+from rl.simulation.traces.scenario import NodeSpec
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
 from scheduler.domain.model import REASONS, NodeTelemetry
@@ -68,7 +68,7 @@ class SimDecisionLog:
     def _telemetry(self, node: str) -> NodeTelemetry:
         sim = self._sim
         assert sim is not None, "start() first"
-        return NodeTelemetry(node, sim.now, watts=sim.node_watts(node), source=SOURCE)
+        return NodeTelemetry(node, sim.now, watts=sim.view.node_watts(node), source=SOURCE)
 
     def _flush(self, final: bool = False) -> None:
         assert self._sim is not None, "start() first"

@@ -14,10 +14,10 @@
 | `learned:PATH` | the `learned` Score plugin (`scheduler.learning.plugin`) serving a model (`.npz`, or a `.pt` with its `.npz` beside it), feature schema v2 with the simulator's node workloads |
 | `hindsight` | NOT DEPLOYABLE, a reference: `kubejoule` told each pod's true end instead of the lifetime predictor's guess (`rl.policies.hindsight`) |
 | `py:MODULE:ATTR` | any Score plugin (a model's, say): ATTR is a ScorePlugin or a callable returning one, called with the node list |
-| `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.simulation.controllers`) |
+| `POLICY+highnodeutilization`, `POLICY+rebalancer` | POLICY with a controller beside it: descheduler's HighNodeUtilization, kubejoule's energy rebalancer (`rl.simulation.controllers.suffixes`) |
 
 How the energy plugin is configured for each: `rl.policies.scheduling_profiles`. Every profile decides through the
-standalone scheduler's own `ProfileDecider` (`scheduler/standalone/decide.py`, active mode;
+standalone scheduler's own `ProfileDecider` (`scheduler/decisions/placement.py`, active mode;
 `rl.policies.profile_policy.ProfilePolicy`): the profile's filters, kube-scheduler's nodes to score (percentageOfNodesToScore) for the policies that model
 kube-scheduler (adaptive, its default; every feasible node for kubejoule's own scheduler, as it
 ships), the highest weighted total, ties uniformly at random among the best with
@@ -42,9 +42,9 @@ from rl.policies.scheduling_profiles import (
     heuristic_energy,
     named_profile,
 )
-from rl.simulation.controllers import ControlledPolicy, split_controllers
-from rl.simulation.scenario import NodeSpec
-from rl.simulation.simulator import Policy, PowerOffModel
+from rl.simulation.controllers.suffixes import ControlledPolicy, split_controllers
+from rl.simulation.engine.simulator import Policy, PowerOffModel
+from rl.simulation.traces.scenario import NodeSpec
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework import CandidateBatch, ScorePlugin, select_best
 from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
@@ -132,7 +132,7 @@ class LearnedPolicy(PluginPolicy):
         if self._sim is None:
             return None
         if self._v2:
-            return self._sim.workloads()  # bit for bit what v2 models were trained on
+            return self._sim.view.workloads()  # bit for bit what v2 models were trained on
         return self._lifetimes.workloads()
 
     def _predictor(self) -> Any:
@@ -155,7 +155,7 @@ def make_policy(
     name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None = None
 ) -> Policy:
     """A fresh policy by name (see the module docstring); `POLICY+CONTROLLER` adds controllers
-    (rl/simulation/controllers.py)."""
+    (rl/simulation/controllers/suffixes.py)."""
     base, controllers = split_controllers(name)
     if controllers:
         return ControlledPolicy(make_policy(base, nodes, power_off), controllers, name)

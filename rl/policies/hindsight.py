@@ -32,11 +32,11 @@ from scheduler.domain.model import PodInfo
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor, Prediction
 
 if TYPE_CHECKING:
-    from rl.simulation.scenario import NodeSpec
-    from rl.simulation.simulator import PowerOffModel, Simulation
+    from rl.simulation.engine.simulator import PowerOffModel, Simulation
+    from rl.simulation.traces.scenario import NodeSpec
 
 HINDSIGHT = "hindsight"
-UID_PREFIX = "sim-"  # a trace pod's uid: sim-<index> (rl/simulation/traces.py, PodSpec.pod_object)
+UID_PREFIX = "sim-"  # a trace pod's uid: sim-<index> (rl/simulation/traces/trace.py, PodSpec.pod_object)
 
 
 class HindsightPredictor:
@@ -63,7 +63,7 @@ class HindsightPredictor:
         if index is None:
             return self._priors.predict(pod, age_s)
         age = age_s if age_s > 0.0 else 0.0  # also NaN
-        remaining = self._sim.ledger.run_plan_s(index) - age
+        remaining = self._sim.state.ledger.run_plan_s(index) - age
         return Prediction(remaining if remaining > 0.0 else 0.0, LEVEL_CONTROLLER, 1)
 
     def predict_remaining(self, pod: PodInfo, age_s: float) -> float:

@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rl.policies.sim_features import SimLifetimes
+from rl.simulation.autoscaler.scan import Autoscaler
 from scheduler.domain.model import PodInfo
 from scheduler.plugins.energy.levers import NodeEnds
 
 if TYPE_CHECKING:
-    from rl.simulation.node import SimNode
-    from rl.simulation.simulator import Simulation
+    from rl.simulation.engine.node import SimNode
+    from rl.simulation.engine.simulator import Simulation
 
 
 class SimulationOutlook:
@@ -70,4 +71,4 @@ class SimulationOutlook:
 
     def _unneeded(self, name: str) -> bool:
         autoscaler = self.sim.autoscaler
-        return autoscaler is not None and name in autoscaler.scale_down.unneeded_since
+        return isinstance(autoscaler, Autoscaler) and name in autoscaler.scale_down.unneeded_since

@@ -1,5 +1,5 @@
 """A scheduling profile as a simulator policy: `ProfilePolicy` decides as the standalone scheduler
-decides (its `ProfileDecider`, scheduler/standalone/decide.py, in active mode) over the nodes the
+decides (its `ProfileDecider`, scheduler/decisions/placement.py, in active mode) over the nodes the
 scheduler sees, kept as the scheduler's cluster cache keeps them (`CandidateTable`). Every named
 profile policy of the catalog (rl/policies/catalog.py) and the hindsight reference are one."""
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.policies.scheduling_profiles import energy_plugins
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.traces.scenario import NodeSpec
 from scheduler.cluster.node_table import NodeTable
 from scheduler.decisions.placement import MODE_ACTIVE, Decision, ProfileDecider
 from scheduler.domain.model import NodeState, PodInfo
@@ -45,7 +45,7 @@ class CandidateTable:
 
 class ProfilePolicy:
     """A scheduling profile deciding as the standalone scheduler decides: its ProfileDecider
-    (`scheduler/standalone/decide.py`) in active mode over the nodes the scheduler sees — the same
+    (`scheduler/decisions/placement.py`) in active mode over the nodes the scheduler sees — the same
     filters, kube-scheduler's nodes to score (percentageOfNodesToScore) when `percentage_of_nodes_to_score`
     is set (0: adaptive), the batch reused and patched from pod to pod, kube-scheduler's default
     profile scored beside it for comparison, ties at random from the run's seeded RNG."""

@@ -59,8 +59,8 @@ from typing import Any
 
 import yaml
 
-from rl.simulation.scenario import NodeSpec, scenario_path
-from rl.simulation.simulator import PowerOffModel
+from rl.simulation.engine.simulator import PowerOffModel
+from rl.simulation.traces.scenario import NodeSpec, scenario_path
 from scheduler.config.parse import ConfigError, ScorerConfig, config_from_dict
 from scheduler.config.registry import PluginContext, build_plugin, score_entries
 from scheduler.framework import SchedulingProfile

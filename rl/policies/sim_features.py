@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from rl.simulation.simulator import Simulation
+from rl.simulation.autoscaler.scan import Autoscaler
+from rl.simulation.engine.simulator import Simulation
 from scheduler.domain.model import NodeWorkload, PodInfo
 from scheduler.lifetimes import LifetimePredictor
 
@@ -57,8 +58,8 @@ class SimLifetimes:
         sim = self.sim
         predictor = self.update()
         now = sim.now
-        base = sim.workloads()
-        scaler = sim.autoscaler
+        base = sim.view.workloads()
+        scaler = sim.autoscaler if isinstance(sim.autoscaler, Autoscaler) else None
         unneeded = scaler.scale_down.unneeded_since if scaler is not None else None
         last_up = scaler.scale_down.last_scale_up_s if scaler is not None else -math.inf
         out = {}

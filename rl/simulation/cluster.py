@@ -4,7 +4,7 @@
 `ClusterModel` gathers the power regime (cluster-autoscaler's semantics, or the visible
 power-off ablation, or always on), the DaemonSets on every node, what telemetry the scheduler
 sees, the telemetry-dropout fault and how workloads are treated (PodDisruptionBudgets, pod
-startup time: rl/simulation/workloads.py). `simulation()` turns nodes, a trace, a ClusterModel and a
+startup time: rl/simulation/engine/workloads.py). `simulation()` turns nodes, a trace, a ClusterModel and a
 seed into a `Simulation`; the benchmark, the promotion gate, the DQN's training episodes, the
 gymnasium environment and the decision log all build their runs with it, so a rule
 added to the cluster model reaches every one of them.
@@ -16,16 +16,17 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rl.simulation.autoscaler_model import AutoscalerModel
-from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from rl.simulation.simulator import PowerOffModel, Simulation
-from rl.simulation.telemetry import TelemetryModel, dropped_nodes
-from rl.simulation.workloads import WorkloadModel
+from rl.simulation.autoscaler.model import AutoscalerModel
+from rl.simulation.autoscaler.scan import autoscaling
+from rl.simulation.engine.simulator import PowerOffModel, Simulation
+from rl.simulation.engine.telemetry import TelemetryModel, dropped_nodes
+from rl.simulation.engine.workloads import WorkloadModel
+from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
 
 
 @dataclass(frozen=True)
 class ClusterModel:
-    """How the cluster behaves besides its nodes and trace (see rl/simulation/simulator.py)."""
+    """How the cluster behaves besides its nodes and trace (see rl/simulation/engine/simulator.py)."""
 
     power_off: PowerOffModel | None = None  # the visible-power-off ablation
     autoscaler: AutoscalerModel | None = None
@@ -66,7 +67,7 @@ def simulation(
         pods,
         cluster.power_off,
         record_timeline=record_timeline,
-        autoscaler=cluster.autoscaler,
+        autoscaler=None if cluster.autoscaler is None else autoscaling(cluster.autoscaler),
         daemonsets=cluster.daemonsets,
         telemetry=cluster.telemetry,
         rng=random.Random(f"autoscaler-{seed}"),

@@ -1,6 +1,6 @@
 """A run that happened elsewhere — the benchmark on a real control plane (rl/evaluation/on_cluster.py)
 — turned into the simulator's result: each pod's recorded life (where it ran, from when to
-when) through the simulator's own power model and energy ledger (rl/simulation/energy.py:
+when) through the simulator's own power model and energy ledger (rl/simulation/engine/energy.py:
 `ready_node_power`, `EnergyLedger`), so the energy of a recorded run and of a simulated one are
 one formula.
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from rl.simulation.energy import EnergyLedger, ready_node_power, total_split
-from rl.simulation.node import SimNode
-from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from rl.simulation.simrecords import PodOutcome, SimResult
+from rl.simulation.engine.energy import EnergyLedger, ready_node_power, total_split
+from rl.simulation.engine.node import SimNode
+from rl.simulation.engine.simrecords import PodOutcome, SimResult
+from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 volumes, whether it is terminating, when it started, the priority its spec gives (or none).
 
 One reader of these facts for the energy rebalancer (scheduler/rebalancer/) and the descheduler
-peer the simulator runs (rl/simulation/descheduler/); `PodFacts.from_k8s` reads a v1.Pod, the simulator
+peer the simulator runs (rl/simulation/controllers/descheduler/); `PodFacts.from_k8s` reads a v1.Pod, the simulator
 builds them from its trace.
 """
 
@@ -19,7 +19,7 @@ from scheduler.domain.model import MIRROR_POD_ANNOTATION, ShapeError
 CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 # Controllers whose evicted pod is replaced by one that goes on where it stopped (a service's);
 # the pod of any other (a Job's) starts over and loses its work (Kubernetes' documentation of
-# ReplicaSet, StatefulSet, ReplicationController and Job). rl/simulation/workloads.py applies it.
+# ReplicaSet, StatefulSet, ReplicationController and Job). rl/simulation/engine/workloads.py applies it.
 KEEPS_LIFETIME = frozenset({"ReplicationController", "ReplicaSet", "StatefulSet"})
 # cluster-autoscaler's per-pod override of its drain rules.
 SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"

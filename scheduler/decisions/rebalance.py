@@ -1,6 +1,6 @@
 """The energy rebalancer's decision, one round: which nodes to empty onto running, more efficient
 nodes — the one implementation the live rebalancer (scheduler/rebalancer/loop.py) and the
-simulator (`+rebalancer`, rl/simulation/rebalancer_sim.py) run.
+simulator (`+rebalancer`, rl/simulation/controllers/rebalancer.py) run.
 
 For every node (a *source*), in this order, the first that applies skips it (`Skip.reason`):
 

@@ -28,7 +28,7 @@ import pytest
 from agent.kube.client import KubeClient
 from rl.cluster.api import Api
 from rl.cluster.controlplane import Cluster
-from rl.simulation.scenario import parse_node_groups
+from rl.simulation.traces.scenario import parse_node_groups
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess, wait_until
 from tests.helpers.e2e_components import create_tainted_nodes, delete_quietly, ensure_namespace
 

@@ -14,7 +14,7 @@ import pytest
 
 from rl.cluster.api import ApiError
 from rl.cluster.controlplane import Cluster, create_nodes, wait_nodes_ready
-from rl.simulation.scenario import parse_node_groups
+from rl.simulation.traces.scenario import parse_node_groups
 from tests.helpers.e2e_cluster import eventually, leftover_processes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -38,7 +38,7 @@ from rl.cluster import pki
 from rl.cluster.api import Api
 from rl.cluster.controlplane import Cluster
 from rl.cluster.processes import Process, stop
-from rl.simulation.scenario import parse_node_groups
+from rl.simulation.traces.scenario import parse_node_groups
 from tests.helpers.docs_blocks import BLOCKS
 from tests.helpers.e2e_cluster import eventually
 from tests.helpers.e2e_components import (

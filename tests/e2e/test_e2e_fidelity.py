@@ -14,7 +14,7 @@ from pathlib import Path
 from rl.evaluation.benchmark import RunSummary, plan_benchmark, run_once
 from rl.evaluation.on_cluster import run_on_cluster
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import DaemonSetSpec, PodSpec, parse_node_groups
+from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
 
 ENERGY_TOLERANCE_PCT = 2.0
 BUSY_HOURS_TOLERANCE_PCT = 10.0

@@ -41,7 +41,7 @@ from rl.cluster.controlplane import (
     start_metrics_server,
     stop_metrics_server,
 )
-from rl.simulation.scenario import parse_node_groups
+from rl.simulation.traces.scenario import parse_node_groups
 from tests.helpers.agent_proc import WORKLOADS, AgentProcess, wait_until
 from tests.helpers.e2e_cluster import eventually
 from tests.helpers.e2e_components import create_tainted_nodes, delete_quietly, ensure_namespace

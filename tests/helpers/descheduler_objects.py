@@ -1,5 +1,5 @@
 """Kubernetes JSON nodes and pods shaped like descheduler's test builders (its test/test_utils.go
-`BuildTestNode`, `BuildTestPod` and their setters), read back as rl.simulation.descheduler's Node and Pod —
+`BuildTestNode`, `BuildTestPod` and their setters), read back as rl.simulation.controllers.descheduler's Node and Pod —
 so the translated test tables also exercise our readers of the JSON."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rl.simulation.descheduler.model import Node, Pod
+from rl.simulation.controllers.descheduler.model import Node, Pod
 
 Obj = dict[str, Any]
 EXTENDED = "example.com/foo"

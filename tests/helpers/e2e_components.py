@@ -24,7 +24,7 @@ from rl.cluster import kwok
 from rl.cluster.api import Api, ApiError, probe_http, probe_https_anonymous
 from rl.cluster.controlplane import wait_nodes_ready
 from rl.cluster.processes import Process, free_port, start, stop, wait_ready
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.traces.scenario import NodeSpec
 from tests.helpers.e2e_cluster import eventually
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from rl.cluster.api import Api, ApiError
 from rl.cluster.controlplane import Cluster, wait_nodes_ready
 from rl.cluster.kwok import node_object
 from rl.cluster.processes import free_port
-from rl.simulation.scenario import parse_node_groups
+from rl.simulation.traces.scenario import parse_node_groups
 from tests.helpers.e2e_cluster import eventually
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 
-from rl.simulation.simulator import Policy, SimResult, Simulation
+from rl.simulation.engine.simulator import Policy, SimResult, Simulation
 
 
 def run_policy(sim: Simulation, policy: Policy, rng: random.Random) -> SimResult:
-    policy.reset(sim.specs, rng)
+    policy.reset(sim.state.specs, rng)
     while (decision := sim.next_decision()) is not None:
         sim.place(policy.choose(decision.info, decision.feasible, decision.now, decision.candidates))
     return sim.result()

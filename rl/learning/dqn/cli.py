@@ -14,7 +14,7 @@ from rl.evaluation.progress import ProgressBar
 from rl.learning.dqn.episodes import build_episode, draw_episode
 from rl.learning.dqn.network import RowMLP, save_checkpoint
 from rl.learning.dqn.train import DQNConfig, TrainLog, train
-from rl.simulation.tracegen import FAMILIES
+from rl.simulation.traces.tracegen import FAMILIES
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
 SCORE_MAP_ROWS = 2000

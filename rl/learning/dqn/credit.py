@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from rl.simulation.simulator import Policy, Simulation
+from rl.simulation.engine.simulator import Policy, Simulation
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ def fork_cost(
     `continuation` (reset here with `seed`) place every pod for `horizon_s` seconds. `sim` is
     left as it was."""
     fork = sim.fork()
-    energy, pending, done = fork.energy_joules, fork.pending_pod_seconds, fork.completed_count
-    continuation.reset(fork.specs, random.Random(seed))
+    energy, pending, done = fork.energy_joules, fork.state.pending_pod_seconds, fork.completed_count
+    continuation.reset(fork.state.specs, random.Random(seed))
     fork.place(node)
     end = fork.now + horizon_s
     while (decision := fork.next_decision(until=end)) is not None:
@@ -53,7 +53,7 @@ def fork_cost(
     slowdown = sum(o.slowdown for o in fork.completed[done:])
     return (
         (fork.energy_joules - energy) / reward.joules_scale
-        + reward.pending_weight * (fork.pending_pod_seconds - pending) / 3600.0
+        + reward.pending_weight * (fork.state.pending_pod_seconds - pending) / 3600.0
         + reward.slowdown_weight * slowdown
     )
 

@@ -47,7 +47,7 @@ from rl.learning.dqn.episodes import (
     draw_episode,
     training_cluster,
 )
-from rl.simulation.pool import TRAINING_SIZES
+from rl.simulation.traces.pool import TRAINING_SIZES
 from scheduler.learning.numpy_model import mlp_forward
 
 BASELINES = ("kubejoule", "mostallocated")  # the gate's two baselines

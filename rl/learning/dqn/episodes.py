@@ -1,6 +1,6 @@
 """Training episodes: a random cluster and trace, the rows a decision shows, the reward.
 
-* Draws (`draw_episode`): cluster size uniform in `TRAINING_SIZES` (rl/simulation/pool.py), two or three
+* Draws (`draw_episode`): cluster size uniform in `TRAINING_SIZES` (rl/simulation/traces/pool.py), two or three
   node kinds from the bundled SPECpower curves, a trace family and a load (15–50 % of the
   cluster's cores) and a seed, all from the training RNG.
 * Rows: feature schema v3 (`scheduler.learning.features_v3`) of each feasible node, with the node
@@ -23,16 +23,16 @@ from rl.evaluation.gate_run import gate_cluster
 from rl.policies.scheduling_profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes
 from rl.simulation.cluster import ClusterModel, simulation
-from rl.simulation.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace
-from rl.simulation.scenario import (
+from rl.simulation.engine.simulator import PlacementRequest, PowerOffModel
+from rl.simulation.traces.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace
+from rl.simulation.traces.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     NodeSpec,
     PodSpec,
     load_daemonsets,
     scenario_path,
 )
-from rl.simulation.simulator import PlacementRequest, PowerOffModel
-from rl.simulation.tracegen import FAMILIES
+from rl.simulation.traces.tracegen import FAMILIES
 from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S
 from scheduler.learning.features_v3 import candidate_matrix_v3
 from scheduler.plugins.energy import EnergyPlugin
@@ -120,13 +120,13 @@ class Episode:
         """Place the pending pod on feasible node `index`; the decision's reward."""
         sim = self.sim
         assert self.decision is not None
-        energy, pending, done = sim.energy_joules, sim.pending_pod_seconds, sim.completed_count
+        energy, pending, done = sim.energy_joules, sim.state.pending_pod_seconds, sim.completed_count
         sim.place(self.decision.feasible[index].info.name)
         self.decision = sim.next_decision()
         slowdown = sum(o.slowdown for o in sim.completed[done:])
         return (
             -(sim.energy_joules - energy) / self.reward.joules_scale
-            - self.reward.pending_weight * (sim.pending_pod_seconds - pending) / 3600.0
+            - self.reward.pending_weight * (sim.state.pending_pod_seconds - pending) / 3600.0
             - self.reward.slowdown_weight * slowdown
         )
 

@@ -43,8 +43,8 @@ from rl.learning.dqn.network import RowMLP, masked_argmax
 from rl.learning.dqn.replay import NStepWriter, Replay, collate
 from rl.policies.catalog import make_policy
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.pool import TRAINING_SIZES
-from rl.simulation.scenario import NodeSpec, PodSpec
+from rl.simulation.traces.pool import TRAINING_SIZES
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 

@@ -17,7 +17,7 @@ from rl.cluster import aggregation, controlplane, kwok, pki
 from rl.cluster.controlplane import ClusterError, ClusterOptions, node_schedulable, scheduler_config
 from rl.cluster.processes import ComponentError, free_port, pid_alive, start, stop, wait_ready
 from rl.cmd import cli
-from rl.simulation.scenario import load_node_groups, scenario_path
+from rl.simulation.traces.scenario import load_node_groups, scenario_path
 from tests.helpers.e2e_cluster import leftover_processes
 
 

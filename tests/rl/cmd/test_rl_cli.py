@@ -8,7 +8,7 @@ import pytest
 
 from rl.cmd.cli import main
 from rl.evaluation.plots import binned_mean_watts
-from rl.simulation.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
+from rl.simulation.traces.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
 
 NODES_YAML = """\
 - name: old

@@ -16,7 +16,7 @@ from rl.cmd.benchmark_cli import cluster_model, parse_args
 from rl.cmd.cli import main
 from rl.evaluation.benchmark import plan_benchmark, run_plan
 from rl.evaluation.carbon import CarbonWindow, run_grams
-from rl.simulation.scenario import load_node_groups, load_trace
+from rl.simulation.traces.scenario import load_node_groups, load_trace
 from tests.rl.cmd.test_rl_cli import NODES_YAML  # the CLI tests' two-generation cluster
 
 T0 = parse_time("2024-06-01T00:00:00Z")

@@ -140,8 +140,8 @@ def test_report_lists_every_case_and_reason_per_baseline():
 
 
 def _case_dir(root, cases=6, arrivals_per_hour=120):
-    from rl.simulation.scenario import format_trace
-    from rl.simulation.tracegen import TraceConfig, generate_family
+    from rl.simulation.traces.scenario import format_trace
+    from rl.simulation.traces.tracegen import TraceConfig, generate_family
 
     nodes = """- name: small
   count: 2
@@ -276,7 +276,7 @@ def test_the_recorded_semantics_are_the_rules_the_gate_runs() -> None:
     """gate.json's `semantics` is read from the cluster the gate builds: cluster-autoscaler's
     shipped scale-down (threshold 0.5, the cool-downs, the parallelism) and the plan's own times."""
     from rl.evaluation.gate_run import EXPANDER, GatePlan, gate_cluster
-    from rl.simulation.autoscaler_model import AutoscalerModel
+    from rl.simulation.autoscaler.model import AutoscalerModel
 
     plan = GatePlan("mlp", ("kubejoule",), (), scale_down_unneeded_s=300.0, boot_seconds=90.0)
     shipped = AutoscalerModel()

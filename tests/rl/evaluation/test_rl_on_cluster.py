@@ -16,7 +16,7 @@ from rl.evaluation.fidelity import difference_pct, format_fidelity, without_agen
 from rl.evaluation.on_cluster import AUTOSCALER_BLOCKED, PartialRun, check_fits, check_static
 from rl.evaluation.replay import Recording, pod_manifest
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import DaemonSetSpec, PodSpec, parse_node_groups
+from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
 
 NODES = parse_node_groups([{"name": "n", "count": 2, "cpu_cores": 4, "memory_gib": 8,
                             "power": {"idle_watts": 50, "max_watts": 120}}])

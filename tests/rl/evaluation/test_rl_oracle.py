@@ -10,13 +10,13 @@ from common.curves import PowerCurve
 from rl.evaluation.benchmark import oracle_for, run_once
 from rl.evaluation.oracle import oracle_bound
 from rl.policies.catalog import BUILTIN_POLICIES
-from rl.simulation.autoscaler_model import AutoscalerModel
+from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from rl.simulation.simulator import PowerOffModel
-from rl.simulation.telemetry import TelemetryModel
-from rl.simulation.tracegen import TraceConfig, family_pdbs, generate_family, generate_trace
-from rl.simulation.workloads import WorkloadModel
+from rl.simulation.engine.simulator import PowerOffModel
+from rl.simulation.engine.telemetry import TelemetryModel
+from rl.simulation.engine.workloads import WorkloadModel
+from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
+from rl.simulation.traces.tracegen import TraceConfig, family_pdbs, generate_family, generate_trace
 
 LINEAR = PowerCurve.linear(100.0, 200.0)
 

@@ -16,7 +16,8 @@ from rl.evaluation.paired import (
     relative_pct,
 )
 from rl.evaluation.report import recommended_targets
-from rl.simulation.headline import BASELINE, PACKING_REFERENCE, RECOMMENDED
+from rl.evaluation.rows import BenchmarkDocument, OracleRow, PolicyRow, RunRow
+from rl.simulation.traces.headline import BASELINE, PACKING_REFERENCE, RECOMMENDED
 
 
 def test_the_interval_is_the_t_interval_of_the_per_seed_differences():
@@ -47,10 +48,14 @@ def _run(seed, energy, lost=0.0, evictions=0, p99=0.0):
             "pending_seconds_p99": p99}
 
 
+def _runs(*runs):
+    return [RunRow.from_json(r) for r in runs]
+
+
 def test_every_axis_pairs_by_seed():
     ours = [_run(0, 9.0, 1.0, 3, 10.0), _run(1, 10.0, 2.0, 4, 20.0)]
     theirs = [_run(1, 10.0, 2.0, 5, 25.0), _run(0, 10.0, 1.0, 3, 10.0)]
-    axes = paired_axes(ours, theirs)
+    axes = paired_axes(_runs(*ours), _runs(*theirs))
     assert axes["energy"].mean == pytest.approx(-5.0)
     assert axes["lost_cpu_hours"].mean == 0.0
     assert axes["evictions"].mean == pytest.approx(-0.5)
@@ -59,7 +64,7 @@ def test_every_axis_pairs_by_seed():
 
 def test_the_recommended_setups_verdicts():
     def row(*runs):
-        return {"runs": list(runs)}
+        return PolicyRow.from_json({"runs": list(runs)})
 
     rows = {
         BASELINE: row(*(_run(s, 20.0 + s) for s in range(4))),
@@ -68,8 +73,8 @@ def test_the_recommended_setups_verdicts():
     rows[RECOMMENDED] = row(*(_run(s, 16.5 + s + 0.01 * s, 4.0 - s, 10 - s, 30.0 - s) for s in range(4)))
     from rl.evaluation.results import add_paired
 
-    add_paired(rows, BASELINE)
-    targets = {t.target: t for t in recommended_targets({"policies": rows})}
+    document = BenchmarkDocument({}, 4, BASELINE, add_paired(rows, BASELINE), OracleRow(None))
+    targets = {t.target: t for t in recommended_targets(document)}
     if RECOMMENDED == PACKING_REFERENCE:
         pytest.skip("the recommended setup is bin packing itself")
     assert targets[f"{RECOMMENDED} energy no worse than {PACKING_REFERENCE}'s (upper end ≤ 0)"].met

@@ -16,8 +16,8 @@ import pytest
 
 from rl.cmd.cli import main
 from rl.evaluation.parallel import Shard, parse_shard, run_tasks
-from rl.simulation.scenario import format_trace
-from rl.simulation.tracegen import TraceConfig, generate_family
+from rl.simulation.traces.scenario import format_trace
+from rl.simulation.traces.tracegen import TraceConfig, generate_family
 from tests.helpers.pool_work import exit_on, slow_square, square_after
 
 NODES_YAML = """\

@@ -16,7 +16,7 @@ from rl.evaluation.report import (
     has_headline,
     headline_targets,
 )
-from rl.simulation.scenario import SCENARIOS
+from rl.simulation.traces.scenario import SCENARIOS
 from tests.rl.cmd.test_rl_cli import inputs  # noqa: F401  (the fixture)
 
 

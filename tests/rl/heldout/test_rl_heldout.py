@@ -8,15 +8,15 @@ import importlib.util
 from pathlib import Path
 
 from rl.evaluation.gate_run import load_cases
-from rl.simulation.pool import TRAINING_SIZES
+from rl.simulation.traces.pool import TRAINING_SIZES
 
 ROOT = Path(__file__).resolve().parents[3]
 HELDOUT = ROOT / "rl" / "heldout"
 # Modules that training runs; none may name the held-out set in code.
 TRAINING_MODULES = (
-    "rl/simulation/pool.py",
+    "rl/simulation/traces/pool.py",
     "rl/learning/env.py",
-    "rl/simulation/tracegen.py",
+    "rl/simulation/traces/tracegen.py",
     "rl/learning/dqn",
     "rl/learning/mlp.py",
     "rl/learning/sim_decision_log.py",
@@ -88,7 +88,7 @@ def test_training_modules_never_name_the_heldout_set():
 
 def test_a_validation_set_comes_from_training_seeds_clear_of_the_gates(tmp_path, capsys):
     from rl.cmd.pool_cli import main as pool_main
-    from rl.simulation.pool import RESERVED_SEEDS
+    from rl.simulation.traces.pool import RESERVED_SEEDS
 
     spec = importlib.util.spec_from_file_location("make_heldout", HELDOUT / "make_heldout.py")
     assert spec is not None and spec.loader is not None

@@ -8,9 +8,9 @@ from gymnasium.utils.env_checker import check_env
 
 from common.curves import PowerCurve
 from rl.learning.env import ClusterSchedulingEnv, EnvConfig
-from rl.simulation.scenario import NodeSpec, PodSpec
-from rl.simulation.simulator import PowerOffModel
-from rl.simulation.tracegen import TraceConfig, generate_trace
+from rl.simulation.engine.simulator import PowerOffModel
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
+from rl.simulation.traces.tracegen import TraceConfig, generate_trace
 from scheduler.learning.features import FEATURE_SCHEMA
 
 

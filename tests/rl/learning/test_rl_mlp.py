@@ -10,8 +10,8 @@ import pytest
 
 from rl.cmd.cli import main
 from rl.learning.mlp import blank_curves, held_out, load_samples
-from rl.simulation.scenario import format_trace
-from rl.simulation.tracegen import TraceConfig, generate_family
+from rl.simulation.traces.scenario import format_trace
+from rl.simulation.traces.tracegen import TraceConfig, generate_family
 from scheduler.decisionlog.logfile import read_records
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 from scheduler.learning.numpy_model import load_numpy_model
@@ -245,7 +245,7 @@ def test_the_training_log_draws_training_clusters_and_never_opens_the_heldout_se
 
     from rl.cmd.decision_log_cli import main as log_main
     from rl.learning.sim_decision_log import write_training_log
-    from rl.simulation.pool import TRAINING_SIZES
+    from rl.simulation.traces.pool import TRAINING_SIZES
 
     heldout = str(Path(__file__).resolve().parents[3] / "rl" / "heldout")
     opened: list[str] = []

@@ -14,9 +14,15 @@ import pytest
 from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.scheduling_profiles import heuristic_energy
-from rl.simulation.scenario import NodeSpec, PodSpec, ScenarioError, format_trace, parse_trace
-from rl.simulation.simulator import PowerOffModel, Simulation
-from rl.simulation.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
+from rl.simulation.engine.simulator import PowerOffModel, Simulation
+from rl.simulation.traces.scenario import (
+    NodeSpec,
+    PodSpec,
+    ScenarioError,
+    format_trace,
+    parse_trace,
+)
+from rl.simulation.traces.tracegen import FAMILIES, TraceConfig, generate_family, generate_trace
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.learning.features import FEATURE_SCHEMA, Features, SchemaMismatch, column_features
 from scheduler.learning.features_v2 import (
@@ -138,12 +144,12 @@ def test_simulator_workloads_give_v2_rows():
     sim.place(sim.next_decision().feasible[0].info.name)
     decision = sim.next_decision()
     assert decision is not None and decision.now == 30.0
-    workloads = sim.workloads()
+    workloads = sim.view.workloads()
     assert workloads["n0"].pod_start_times == (0.0,) and workloads["n0"].job_pods == 0
     assert workloads["n1"].in_scale_down_window and not workloads["n0"].in_scale_down_window
     rows = candidate_matrix_v2(
         decision.info,
-        sim.node_states(),
+        sim.view.node_states(),
         decision.now,
         heuristic_energy(nodes, power_off),
         workloads,

@@ -8,9 +8,9 @@ import pytest
 
 from common.curves import PowerCurve
 from rl.policies.hindsight import HindsightPredictor
-from rl.simulation.scenario import NodeSpec, PodSpec
-from rl.simulation.simulator import Simulation
-from rl.simulation.workloads import WorkloadModel
+from rl.simulation.engine.simulator import Simulation
+from rl.simulation.engine.workloads import WorkloadModel
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.lifetimes import LEVEL_CONTROLLER, LifetimePredictor
 
@@ -65,7 +65,7 @@ def test_after_an_eviction_the_replacement_is_told_its_own_run(index: int, expec
     def evict(s: Simulation) -> None:
         if s.now == 1000.0:
             node = next(n for n in s.nodes if index in n.placed_at)
-            assert s.request_eviction(node, index)
+            assert s.actions.request_eviction(node, index)
             told.append(hindsight.predict_remaining(s.pod_info(index), 0.0))
 
     sim.every(1000.0, evict)

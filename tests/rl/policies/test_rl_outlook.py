@@ -10,8 +10,10 @@ from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.outlook_sim import SimulationOutlook
 from rl.policies.profile_policy import ProfilePolicy
-from rl.simulation.scenario import NodeSpec, PodSpec
-from rl.simulation.simulator import Simulation
+from rl.simulation.autoscaler.model import AutoscalerModel
+from rl.simulation.autoscaler.scan import Autoscaler, autoscaling
+from rl.simulation.engine.simulator import Simulation
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.defaults import SHIPPED_ENERGY_WEIGHT, SHIPPED_PACKING_WEIGHT
 from scheduler.plugins.energy import EnergyPlugin
@@ -49,16 +51,13 @@ def test_predictions_come_from_pods_that_ended_never_from_the_trace() -> None:
 
 
 def test_unneeded_is_the_simulated_autoscalers_timer() -> None:
-    class Scale:
-        unneeded_since = {"b": 0.0}
-
-    class Autoscaler:
-        scale_down = Scale()
-
     sim = Simulation(NODES, [job(0, 0.0, 100.0)])
-    outlook = SimulationOutlook(sim)
-    assert not one_node(outlook, "b").unneeded  # no autoscaler: never
-    sim._autoscaler = Autoscaler()  # type: ignore[assignment]
+    assert not one_node(SimulationOutlook(sim), "b").unneeded  # no autoscaler: never
+    scaled = Simulation(NODES, [job(0, 0.0, 100.0)], autoscaler=autoscaling(AutoscalerModel()))
+    assert isinstance(scaled.autoscaler, Autoscaler)
+    outlook = SimulationOutlook(scaled)
+    assert not one_node(outlook, "b").unneeded
+    scaled.autoscaler.scale_down.unneeded_since["b"] = 0.0
     assert one_node(outlook, "b").unneeded and not one_node(outlook, "a").unneeded
     assert one_node(outlook, "nowhere").empty_in_s is None
 
@@ -72,7 +71,7 @@ def test_the_kubejoule_policy_reads_the_simulations_outlook() -> None:
         ("KubejouleEnergy", SHIPPED_ENERGY_WEIGHT), ("NodeResourcesFit", SHIPPED_PACKING_WEIGHT)]
     assert policy.profile.scores[1][0].strategy == "MostAllocated"
     sim = Simulation(NODES, [job(0, 0.0, 100.0)])
-    policy.reset(sim.specs, random.Random(0))
+    policy.reset(sim.state.specs, random.Random(0))
     policy.attach(sim)
     assert isinstance(energy.outlook, SimulationOutlook) and energy.outlook.sim is sim
     # The v2 plugin (no levers) needs no outlook.

@@ -11,7 +11,7 @@ import pytest
 
 from common.curves import PowerCurve
 from rl.policies.catalog import BUILTIN_POLICIES, PluginPolicy, RoundRobinPolicy, make_policy
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.traces.scenario import NodeSpec
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.framework import CandidateBatch
 
@@ -216,9 +216,9 @@ def test_simulated_nodes_list_the_pods_bound_since_their_sample(lagging: bool):
     """TargetLoadPacking predicts each pod bound since the sample: the simulator lists exactly
     the pods whose requests make up `cpu_since_sample_cores`, with lagging samples and with the
     perfect-telemetry ablation (pods waiting for a boot)."""
-    from rl.simulation.scenario import PodSpec
-    from rl.simulation.simulator import PowerOffModel, Simulation
-    from rl.simulation.telemetry import TelemetryModel
+    from rl.simulation.engine.simulator import PowerOffModel, Simulation
+    from rl.simulation.engine.telemetry import TelemetryModel
+    from rl.simulation.traces.scenario import PodSpec
 
     specs = [NodeSpec(n, "g", 4, 8, PowerCurve.linear(50, 100)) for n in ("a", "b")]
     # A burst, a quiet spell (the nodes power off in the ablation), then a second burst.

@@ -14,7 +14,7 @@ from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.profile_policy import ProfilePolicy
 from rl.policies.scheduling_profiles import DEPLOYED_DELTA_P_REF_WATTS, ProfileFileError
-from rl.simulation.scenario import NodeSpec
+from rl.simulation.traces.scenario import NodeSpec
 from scheduler.domain.model import NodeInfo, NodeState, NodeTelemetry, PodInfo, Resources
 from scheduler.framework import CandidateBatch
 from scheduler.plugins.defaults import default_profile, shipped_kubejoule_profile

@@ -20,9 +20,11 @@ from benchmarks.harness.standalone_objects import node
 from common.curves import PowerCurve
 from rl.policies.catalog import make_policy
 from rl.policies.profile_policy import ProfilePolicy
-from rl.simulation.autoscaler_model import AutoscalerModel
+from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel, simulation
-from rl.simulation.scenario import (
+from rl.simulation.engine.simulator import ON, Simulation
+from rl.simulation.engine.telemetry import TelemetryModel
+from rl.simulation.traces.scenario import (
     DEFAULT_DAEMONSETS_FILE,
     NodeSpec,
     PodSpec,
@@ -31,8 +33,6 @@ from rl.simulation.scenario import (
     load_trace,
     scenario_path,
 )
-from rl.simulation.simulator import ON, Simulation
-from rl.simulation.telemetry import TelemetryModel
 from scheduler.config.build import build_energy_plugin, build_profile
 from scheduler.config.parse import config_from_dict
 from scheduler.domain.model import NodeState
@@ -62,7 +62,7 @@ class CacheMirror:
             if n.state != ON:
                 continue
             name = n.spec.name
-            for daemonset in self.sim.daemonsets[: n.daemon_pods]:
+            for daemonset in self.sim.state.daemonsets[: n.daemon_pods]:
                 obj = daemonset.pod_object(name)
                 wanted[f"sim/{obj['metadata']['name']}"] = obj
             for index, placed_at in n.placed_at.items():

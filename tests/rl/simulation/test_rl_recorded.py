@@ -9,7 +9,7 @@ import pytest
 from rl.evaluation.benchmark import run_once
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.recorded import PodLife, recorded_result
-from rl.simulation.scenario import DaemonSetSpec, PodSpec, parse_node_groups
+from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
 
 NODES = parse_node_groups([
     {"name": "fan", "count": 2, "cpu_cores": 8, "memory_gib": 16,

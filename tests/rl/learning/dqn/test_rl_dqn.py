@@ -19,9 +19,9 @@ from rl.learning.dqn.network import RowMLP, masked_argmax, save_checkpoint
 from rl.learning.dqn.replay import NStepWriter
 from rl.learning.dqn.train import DQNConfig, train
 from rl.simulation.cluster import ClusterModel
-from rl.simulation.scenario import NodeSpec, PodSpec
-from rl.simulation.simulator import PowerOffModel
-from rl.simulation.tracegen import TraceConfig, generate_family
+from rl.simulation.engine.simulator import PowerOffModel
+from rl.simulation.traces.scenario import NodeSpec, PodSpec
+from rl.simulation.traces.tracegen import TraceConfig, generate_family
 from scheduler.framework import CandidateBatch
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
 
@@ -105,7 +105,7 @@ def test_a_pending_pod_costs_reward():
 def test_episodes_run_the_benchmarks_cluster_rules():
     """Episodes are built by the benchmark's simulation factory: a rule of the cluster model —
     here the telemetry-dropout fault, which episodes once dropped — reaches them."""
-    from rl.simulation.telemetry import TelemetryModel
+    from rl.simulation.engine.telemetry import TelemetryModel
 
     pods = [PodSpec(0, 0.0, 100.0, 1, 1, 1)]
     for dropout, known in ((0.0, True), (1.0, False)):

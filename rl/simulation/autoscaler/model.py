@@ -1,0 +1,76 @@
+"""cluster-autoscaler's settings in the simulator (`AutoscalerModel`: each default is the one it
+ships with, cited in rl/simulation/autoscaler/scan.py and rl/simulation/autoscaler/scaledown.py), its expanders'
+names and the old-defaults ablation (`old_defaults`). Imports nothing of the simulator: the run's state, the scan
+loop and the scale-down all read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from scheduler.domain.cluster_defaults import (
+    BOOT_SECONDS,
+    MAX_POD_EVICTION_S,
+    SCALE_DOWN_DELAY_AFTER_ADD_S,
+    SCALE_DOWN_DELAY_AFTER_FAILURE_S,
+    SCALE_DOWN_UNNEEDED_S,
+    SCALE_DOWN_UTILIZATION_THRESHOLD,
+    SCAN_INTERVAL_S,
+)
+
+EXPANDERS = ("random", "least-waste", "most-pods", "priority", "kubejoule")
+DEFAULT_EXPANDER = "least-waste"
+
+
+@dataclass(frozen=True)
+class AutoscalerModel:
+    """cluster-autoscaler's settings; every default is its shipped one (the docstrings of
+    rl/simulation/autoscaler/scan.py and rl/simulation/autoscaler/scaledown.py)."""
+
+    scan_interval_s: float = SCAN_INTERVAL_S  # --scan-interval
+    expander: str = DEFAULT_EXPANDER  # --expander
+    boot_seconds: float = BOOT_SECONDS
+    boot_joules: float | None = None  # None: boot seconds × the node's full-load watts
+    scale_down_unneeded_s: float = SCALE_DOWN_UNNEEDED_S  # --scale-down-unneeded-time
+    # --scale-down-utilization-threshold; None: only empty nodes (the old_defaults ablation)
+    utilization_threshold: float | None = SCALE_DOWN_UTILIZATION_THRESHOLD
+    ignore_daemonsets_utilization: bool = False  # --ignore-daemonsets-utilization
+    delay_after_add_s: float = SCALE_DOWN_DELAY_AFTER_ADD_S  # --scale-down-delay-after-add
+    delay_after_delete_s: float = 0.0  # --scale-down-delay-after-delete
+    delay_after_failure_s: float = SCALE_DOWN_DELAY_AFTER_FAILURE_S  # --scale-down-delay-after-failure
+    max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
+    max_drain_parallelism: int = 1  # --max-drain-parallelism
+    max_pod_eviction_s: float = MAX_POD_EVICTION_S  # --max-pod-eviction-time
+
+    def __post_init__(self) -> None:
+        if self.scan_interval_s <= 0:
+            raise ValueError("scan interval must be > 0")
+        times = (
+            self.boot_seconds, self.scale_down_unneeded_s, self.delay_after_add_s,
+            self.delay_after_delete_s, self.delay_after_failure_s, self.max_pod_eviction_s,
+        )
+        if not all(t >= 0 for t in times):
+            raise ValueError("boot, unneeded, delay and eviction times must be >= 0")
+        if self.boot_joules is not None and self.boot_joules < 0:
+            raise ValueError("boot_joules must be >= 0")
+        if self.utilization_threshold is not None and not 0 <= self.utilization_threshold <= 1:
+            raise ValueError("the scale-down utilization threshold must be in [0, 1]")
+        if self.max_scale_down_parallelism < 1 or self.max_drain_parallelism < 1:
+            raise ValueError("the scale-down parallelism limits must be >= 1")
+        if self.expander not in EXPANDERS:
+            raise ValueError(f"unknown expander {self.expander!r}; known: {', '.join(EXPANDERS)}")
+
+
+def old_defaults(model: AutoscalerModel) -> AutoscalerModel:
+    """`model` with the old-defaults ablation's scale-down rules and expander.
+
+    ABLATION: the autoscaler of this project before issue 22 (and, for the expander, of clusters
+    before kubernetes/autoscaler PR #7631): random expander, only empty nodes scaled down, no
+    scale-down cool-downs."""
+    return replace(
+        model,
+        expander="random",
+        utilization_threshold=None,
+        delay_after_add_s=0.0,
+        delay_after_failure_s=0.0,
+    )
+

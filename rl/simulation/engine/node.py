@@ -1,0 +1,146 @@
+"""A simulated node and the public node API of the simulator.
+
+The simulation (rl/simulation/engine/simulator.py) owns its `SimNode`s and changes them; the
+autoscaler, scale-down, controllers and policies read them (`Simulation.nodes`) and act on
+them only through the simulation's actions (`Simulation.actions`,
+rl/simulation/engine/actions.py: `boot`, `evict`, `request_eviction`, `remove_node`, `taint`).
+`ClusterAPI` is that API as the autoscaler (rl/simulation/autoscaler/scan.py, scaledown.py)
+uses it, and `ScaleLoop` what the engine drives of the autoscaler: each side works against a
+protocol, never against the other's classes, so the autoscaler sits above the engine that
+clocks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from rl.simulation.traces.scenario import NodeSpec
+from scheduler.domain.model import NodeInfo, PodInfo, Resources
+
+if TYPE_CHECKING:
+    import random
+
+    from rl.simulation.engine.workloads import PodLedger
+    from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec
+
+# A node's power state.
+ON = "on"
+OFF = "off"
+BOOTING = "booting"
+
+
+def nonzero_extra(info: PodInfo) -> Resources:
+    """What kube-scheduler's scoring adds to a pod's requests (`PodInfo.nonzero_requests`)."""
+    if info.nonzero_requests is None:
+        return Resources()
+    return info.nonzero_requests - info.requests
+
+
+@dataclass
+class SimNode:
+    """One node of a run as it stands: its power state, its pods (by trace index), what they
+    request and use, its power and energy so far."""
+
+    spec: NodeSpec
+    info: NodeInfo
+    points: tuple[float, ...]
+    state: str = ON
+    running: dict[int, float] = field(default_factory=dict)  # pod index → remaining seconds
+    placed_at: dict[int, float] = field(default_factory=dict)  # pod index → placement time
+    pending: list[int] = field(default_factory=list)  # placed, waiting for the boot (ablation)
+    requested: Resources = field(default_factory=Resources)
+    pending_cpu_cores: float = 0.0
+    usage_cores: float = 0.0  # workload and DaemonSet pods
+    daemon_pods: int = 0
+    power_watts: float = 0.0
+    energy_joules: float = 0.0
+    # Its watts and joules by where they go (rl/simulation/engine/energy.py, ENERGY_PARTS), and the
+    # time it was on or booting.
+    split_watts: tuple[float, ...] = ()
+    split_joules: list[float] = field(default_factory=list)  # filled on its first settle
+    powered: bool = False
+    powered_seconds: float = 0.0
+    last_energy_s: float = 0.0
+    last_progress_s: float = 0.0
+    version: int = 0  # bumps on every change; stale completion/power-off events are skipped
+    boots: int = 0
+    deleting: bool = False  # cluster-autoscaler drains it (ToBeDeleted taint: no new pods)
+    tainted: bool = False  # a NoSchedule taint of another controller (the energy rebalancer's)
+    empty_since_s: float = 0.0  # when its last non-DaemonSet pod left (or it became ready)
+    ready_since_s: float = 0.0  # when it last became ready (feature schema v2)
+
+    @property
+    def cores(self) -> float:
+        return self.spec.cpu_cores
+
+    @property
+    def rate(self) -> float:
+        """Speed of each running pod relative to running alone."""
+        if self.usage_cores <= self.cores or self.usage_cores <= 0:
+            return 1.0
+        return self.cores / self.usage_cores
+
+    @property
+    def utilization(self) -> float:
+        if self.state != ON or self.cores <= 0:
+            return 0.0
+        return min(1.0, self.usage_cores / self.cores)
+
+    @property
+    def empty(self) -> bool:
+        """No pods other than DaemonSet pods, none on the way."""
+        return not self.running and not self.pending
+
+
+class ClusterAPI(Protocol):
+    """What cluster-autoscaler reads of a run and does to it (`ClusterActions` implements it,
+    rl/simulation/engine/actions.py)."""
+
+    scale_ups: int  # scale-up decisions so far (the autoscaler counts its own)
+    scale_downs: int  # nodes the autoscaler removed
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def rng(self) -> random.Random: ...
+
+    @property
+    def pods(self) -> Sequence[PodSpec]: ...
+
+    @property
+    def daemonsets(self) -> Sequence[DaemonSetSpec]: ...
+
+    @property
+    def ledger(self) -> PodLedger: ...
+
+    @property
+    def nodes(self) -> Sequence[SimNode]: ...
+
+    @property
+    def waiting(self) -> Sequence[int]: ...
+
+    @property
+    def daemon_requests(self) -> Resources: ...
+
+    def pod_info(self, index: int) -> PodInfo: ...
+
+    def boot(self, node: SimNode, boot_seconds: float, boot_joules: float | None) -> None: ...
+
+    def pdb_room(self, workload: str | None) -> int | None: ...
+
+    def request_eviction(self, node: SimNode, index: int) -> bool: ...
+
+    def remove_node(self, node: SimNode) -> None: ...
+
+
+class ScaleLoop(Protocol):
+    """What the engine drives of an autoscaler (rl/simulation/autoscaler/scan.py: `Autoscaler`):
+    a scan every `scan_interval_s` from 0, while it returns True."""
+
+    @property
+    def scan_interval_s(self) -> float: ...
+
+    def scan(self, idle: bool) -> bool: ...
