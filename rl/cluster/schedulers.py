@@ -115,7 +115,9 @@ def start_policy(cluster: Cluster, bin_dir: Path, policy: str, nodes: Sequence[N
         if policy == "kubejoule":
             port = free_port()
             config = _kubejoule_config(cluster, nodes, cluster.directory / f"{name}.yaml")
+            # The same retry backoff as the policies' kube-scheduler (kube_scheduler_config).
             process = _python(["run", "--mode", "active", "--scheduler-name", name, "--no-leader-elect",
+                               "--pod-initial-backoff-seconds", "1", "--pod-max-backoff-seconds", "1",
                                "--listen", f"127.0.0.1:{port}", "--config", str(config)], name, cluster)
             served.processes.append(process)
             wait_ready(process, lambda: probe_http("127.0.0.1", port, "/readyz"), READY_TIMEOUT_S)

@@ -1,10 +1,20 @@
-"""The standalone scheduler's queue of pods to place, shaped like kube-scheduler's:
+"""The standalone scheduler's queue of pods to place, shaped like kube-scheduler's
+(pkg/scheduler/backend/queue at v1.36.3):
 
 * `active` — ready to be tried, first in first out;
-* `backoff` — tried and failed for a transient reason (API error, conflict): ready again after
-  `initial × 2^(attempts−1)` seconds, capped at `max` (kube-scheduler: 1 s and 10 s);
+* `backoff` — waiting out the pod's backoff, `initial × 2^(attempts−1)` seconds capped at `max`
+  (kube-scheduler: 1 s and 10 s), counted from when its last attempt failed, as kube-scheduler
+  counts it from the pod's `Timestamp` (backoff_queue.go `getBackoffTime`);
 * `unschedulable` — nothing fits: parked until the cluster changes (a node added or changed,
-  a pod deleted…) or `unschedulable_timeout_seconds` passes, then moved to backoff.
+  a pod deleted…) or `unschedulable_timeout_seconds` passes.
+
+A parked pod the cluster may now fit goes back through its backoff: to `active` at once if its
+backoff since its last attempt is over, else to `backoff` for what is left of it
+(scheduling_queue.go `requeuePodWithQueueingStrategy`). When nothing is active, the pod whose
+backoff ends first is tried early, as kube-scheduler does since 1.33 (feature SchedulerPopFromBackoffQ,
+beta and on by default: active_queue.go `pop`); a pod backing off after a transient error (an API
+error, a conflict) is not, as kube-scheduler keeps those in a queue of their own
+(`podErrorBackoffQ`).
 
 A pod is never dropped: it leaves the queue only when it is bound or deleted (`remove`). If
 the cluster changed *while* a pod was being tried, an "unschedulable" verdict may be stale, so
@@ -46,6 +56,8 @@ class SchedulingQueue:
         self._in_flight: dict[str, int] = {}  # key → move generation when popped
         self._requeue_after_flight: set[str] = set()
         self._attempts: dict[str, int] = {}
+        self._failed_at: dict[str, float] = {}  # key → when its last attempt failed
+        self._error_backoff: set[str] = set()  # backing off after a transient error
         self._moves = 0  # bumped by every cluster change
         self._seq = itertools.count()
 
@@ -108,6 +120,8 @@ class SchedulingQueue:
             self._in_flight.pop(key, None)
             self._requeue_after_flight.discard(key)
             self._attempts.pop(key, None)
+            self._failed_at.pop(key, None)
+            self._error_backoff.discard(key)
 
     # -- the scheduling loop --
 
@@ -118,8 +132,8 @@ class SchedulingQueue:
             while True:
                 now = self._clock()
                 self._promote(now)
-                if self._active:
-                    key, _ = self._active.popitem(last=False)
+                key = self._next()
+                if key is not None:
                     self._in_flight[key] = self._moves
                     self._attempts[key] = self._attempts.get(key, 0) + 1
                     return key
@@ -139,6 +153,8 @@ class SchedulingQueue:
         with self._cond:
             self._in_flight.pop(key, None)
             self._requeue_after_flight.discard(key)
+            self._failed_at[key] = self._clock()
+            self._error_backoff.add(key)
             self._to_backoff(key)
             self._cond.notify()
 
@@ -146,6 +162,8 @@ class SchedulingQueue:
         """Nothing fits now: park until the cluster changes (or the timeout)."""
         with self._cond:
             popped_at = self._in_flight.pop(key, None)
+            self._failed_at[key] = self._clock()
+            self._error_backoff.discard(key)
             changed_meanwhile = popped_at is not None and popped_at != self._moves
             if changed_meanwhile or key in self._requeue_after_flight:
                 self._requeue_after_flight.discard(key)
@@ -155,8 +173,8 @@ class SchedulingQueue:
             self._cond.notify()
 
     def cluster_changed(self) -> None:
-        """Something that could make a parked pod fit happened: retry them all (after their
-        backoff)."""
+        """Something that could make a parked pod fit happened: retry them all (after what is
+        left of their backoff)."""
         with self._cond:
             self._moves += 1
             for key in list(self._unschedulable):
@@ -171,9 +189,29 @@ class SchedulingQueue:
         return min(self.max_backoff_seconds, self.initial_backoff_seconds * 2 ** (attempts - 1))
 
     def _to_backoff(self, key: str) -> None:
-        ready_at = self._clock() + self._backoff_seconds(key)
+        now = self._clock()
+        ready_at = self._failed_at.get(key, now) + self._backoff_seconds(key)
+        if ready_at <= now and key not in self._error_backoff:
+            self._active[key] = None  # its backoff ran out while it was parked
+            return
         self._backoff_ready[key] = ready_at
         heapq.heappush(self._backoff, (ready_at, next(self._seq), key))
+
+    def _next(self) -> str | None:
+        """The pod to try now: the first active one, else (nothing active) the one whose backoff
+        ends first, unless it backs off after an error."""
+        if self._active:
+            key, _ = self._active.popitem(last=False)
+            return key
+        early = [(ready_at, seq, key) for ready_at, seq, key in self._backoff
+                 if self._backoff_ready.get(key) == ready_at and key not in self._error_backoff]
+        if not early:
+            return None
+        ready_at, seq, key = min(early)
+        del self._backoff_ready[key]
+        self._backoff.remove((ready_at, seq, key))
+        heapq.heapify(self._backoff)
+        return key
 
     def _promote(self, now: float) -> None:
         while self._backoff and self._backoff[0][0] <= now:
