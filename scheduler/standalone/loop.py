@@ -141,14 +141,19 @@ class StandaloneScheduler:
             self.events.forget(key)
             return
         if before is None or before != self.cache.pending(key):
-            self.queue.add(key)  # new, or changed in a way the filters could see
+            self._enqueue(key)  # new, or changed in a way the filters could see
 
     def on_node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
         self.watch.apply_node(kind, obj)
 
     def _pods_listed(self, pending: list[str]) -> None:
         for key in pending:
-            self.queue.add(key)
+            self._enqueue(key)
+
+    def _enqueue(self, key: str) -> None:
+        """Queue a pending pod at its priority (the queue tries the highest first)."""
+        pod = self.cache.pending(key)
+        self.queue.add(key, pod.priority if pod is not None else 0)
 
     def resync(self) -> None:
         """Full re-list of nodes and pods. The watch threads do this themselves (at start and
@@ -288,7 +293,7 @@ class StandaloneScheduler:
         self.metrics.leader.set(1.0 if leading else 0.0)
         if leading:  # whatever the old leader left pending is ours now
             for key in self.cache.pending_keys():
-                self.queue.add(key)
+                self._enqueue(key)
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
         """Start the watch threads, the event sender, the binders and the stager (not the

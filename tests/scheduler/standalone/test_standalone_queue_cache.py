@@ -107,14 +107,15 @@ def test_the_backoff_is_counted_from_the_failed_attempt_not_from_the_move() -> N
         assert q.where("a") == BACKOFF
         while True:  # another pod is always active, so "a" is not tried early
             q.add("x")
-            assert q.pop(0) == "x"
-            q.remove("x")  # bound
-            if q.where("a") == ACTIVE:
+            popped = q.pop(0)
+            if popped == "a":  # its backoff is over, and its timestamp is older than x's
                 break
+            assert popped == "x" and q.where("a") == BACKOFF
+            q.remove("x")  # bound
             clock.now += 0.25
         assert clock.now - failed_at == want  # its backoff ran from the attempt, not the move
-        assert q.pop(0) == "a"
         assert q.attempts("a") == attempt + 1
+        q.remove("x")
 
 
 # kube-scheduler v1.36.3, pkg/scheduler/backend/queue/active_queue.go `pop` with the feature
@@ -140,6 +141,53 @@ def test_with_nothing_active_the_backoff_queue_is_tried_early_but_not_after_erro
     assert q.pop(0) is None
     clock.now += 0.01
     assert q.pop(0) == "e"
+
+
+# kube-scheduler v1.36.3, pkg/scheduler/backend/queue/scheduling_queue_test.go
+# `TestPriorityQueue_Add`: pods added at medium, low and high priority pop high, medium, low.
+def test_the_highest_priority_is_tried_first() -> None:
+    q, _ = _queue()
+    q.add("mpp", 500)
+    q.add("up", 0)
+    q.add("hpp", 1000)
+    assert [q.pop(0), q.pop(0), q.pop(0)] == ["hpp", "mpp", "up"]
+
+
+# kube-scheduler v1.36.3, pkg/scheduler/framework/plugins/queuesort/priority_sort_test.go
+# `TestLess` ("equal priority. p1 is added to schedulingQ earlier than p2", and the reverse): of
+# two pods of one priority the earlier timestamp goes first; a failed attempt refreshes a pod's
+# timestamp (backend/queue/scheduling_queue.go `AddUnschedulableIfNotPresent`).
+def test_equal_priorities_go_by_timestamp_refreshed_by_each_failed_attempt() -> None:
+    q, clock = _queue()
+    q.add("a")
+    assert q.pop(0) == "a"
+    clock.now = 2.0
+    q.unschedulable("a")  # timestamp 2
+    q.cluster_changed()  # back to backoff until 3
+    clock.now = 2.5
+    q.add("b")  # timestamp 2.5, active
+    clock.now = 3.0  # a's backoff is over: it joins the active queue after b…
+    assert q.pop(0) == "a"  # …and goes first, its timestamp being the earlier
+    assert q.pop(0) == "b"
+    clock.now = 4.0
+    q.unschedulable("a")  # timestamp 4: now behind a pod added at 3.5
+    clock.now = 3.5
+    q.add("c")
+    clock.now = 10.0
+    q.cluster_changed()
+    assert [q.pop(0), q.pop(0)] == ["c", "a"]
+
+
+def test_the_scheduler_queues_each_pod_at_its_spec_priority() -> None:
+    from scheduler.plugins.defaults import default_profile
+    from scheduler.standalone.loop import StandaloneScheduler
+
+    sched = StandaloneScheduler(object(), default_profile())  # type: ignore[arg-type]  # no API call made
+    for name, priority in (("low", 0), ("high", 1000), ("mid", 500)):
+        obj = pod(name)
+        obj["spec"]["priority"] = priority
+        sched.on_pod_event("ADDED", obj)
+    assert [sched.queue.pop(0) for _ in range(3)] == ["default/high", "default/mid", "default/low"]
 
 
 def test_a_change_during_the_attempt_means_retry_not_park() -> None:
