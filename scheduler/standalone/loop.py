@@ -110,6 +110,7 @@ class StandaloneScheduler:
         self.events = PodEvents(api, self.config.scheduler_name, identity, wall_clock)
         self._binders: BinderPool | None = None
         self._seen_generation = -1
+        self._changes_lock = threading.Lock()
         self.synced = threading.Event()
         self.watch = ClusterWatch(
             api,
@@ -128,6 +129,13 @@ class StandaloneScheduler:
     # -- feeding the cache (watch threads call these; tests may too) --
 
     def on_pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        self._apply_pod_event(kind, obj)
+        # A pod that ended or left frees room: the parked pods move at once, from the watch's
+        # thread, as kube-scheduler's event handlers move them (eventhandlers.go
+        # deletePodFromCache: MoveAllToActiveOrBackoffQueue), not at the loop's next poll.
+        self._check_cluster_changes()
+
+    def _apply_pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
         key = _key(obj)
         if kind == "DELETED":
             self.cache.delete_pod(obj)
@@ -145,6 +153,7 @@ class StandaloneScheduler:
 
     def on_node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
         self.watch.apply_node(kind, obj)
+        self._check_cluster_changes()
 
     def _pods_listed(self, pending: list[str]) -> None:
         for key in pending:
@@ -163,10 +172,14 @@ class StandaloneScheduler:
         self.watch.relist_pods()
 
     def _check_cluster_changes(self) -> None:
-        generation = self.cache.generation
-        if generation != self._seen_generation:
+        """Tell the queue when the cache changed in a way that could make a parked pod fit
+        (the watch threads call it after each event, the loop before each attempt)."""
+        with self._changes_lock:
+            generation = self.cache.generation
+            if generation == self._seen_generation:
+                return
             self._seen_generation = generation
-            self.queue.cluster_changed()
+        self.queue.cluster_changed()
 
     # -- one scheduling attempt --
 

@@ -190,6 +190,27 @@ def test_the_scheduler_queues_each_pod_at_its_spec_priority() -> None:
     assert [sched.queue.pop(0) for _ in range(3)] == ["default/high", "default/mid", "default/low"]
 
 
+# kube-scheduler v1.36.3, pkg/scheduler/eventhandlers.go `deletePodFromCache`: the informer's
+# handler of a pod that leaves (its pod informer sees only non-terminal pods, so one that ends is
+# a delete) moves the unschedulable pods itself (MoveAllToActiveOrBackoffQueue).
+def test_a_pod_that_ends_readies_the_parked_pods_from_the_watch_not_at_the_next_poll() -> None:
+    from scheduler.plugins.defaults import default_profile
+    from scheduler.standalone.loop import StandaloneScheduler
+
+    sched = StandaloneScheduler(object(), default_profile())  # type: ignore[arg-type]  # no API call made
+    sched.on_node_event("ADDED", node("n", cpu="2"))
+    running = pod("running", node_name="n", requests={"cpu": "2"})
+    sched.on_pod_event("ADDED", running)
+    sched.on_pod_event("ADDED", pod("waiting", requests={"cpu": "2"}))
+    assert sched.queue.pop(0) == "default/waiting"
+    sched.queue.unschedulable("default/waiting")
+    sched.on_pod_event("MODIFIED", running)  # no room freed: it stays parked
+    assert sched.queue.where("default/waiting") == UNSCHEDULABLE
+    running["status"] = {"phase": "Succeeded"}
+    sched.on_pod_event("MODIFIED", running)
+    assert sched.queue.where("default/waiting") in (ACTIVE, BACKOFF)
+
+
 def test_a_change_during_the_attempt_means_retry_not_park() -> None:
     q, clock = _queue()
     q.add("a")
