@@ -9,7 +9,7 @@ below the scheduler in no layer; it only starts it).
 | `default` | kube-scheduler, its default profile |
 | `mostallocated` | kube-scheduler, NodeResourcesFit's scoringStrategy MostAllocated (cpu 1, memory 1) |
 | `default+extender:W` | kube-scheduler's default profile and kubejoule's extender at weight W (active mode; docs/scheduler.md's settings: `nodeCacheCapable`, `ignorable`, `httpTimeout: 1s`) |
-| `kubejoule` | `kubejoule-scheduler run --mode active` |
+| `kubejoule` | `kubejoule-scheduler run --mode active`, its decision log beside its log (`logs/kj-TAG-decisions.jsonl`) |
 """
 
 from __future__ import annotations
@@ -115,8 +115,13 @@ def start_policy(cluster: Cluster, bin_dir: Path, policy: str, nodes: Sequence[N
         if policy == "kubejoule":
             port = free_port()
             config = _kubejoule_config(cluster, nodes, cluster.directory / f"{name}.yaml")
+            # The same retry backoff as the policies' kube-scheduler (kube_scheduler_config).
             process = _python(["run", "--mode", "active", "--scheduler-name", name, "--no-leader-elect",
-                               "--listen", f"127.0.0.1:{port}", "--config", str(config)], name, cluster)
+                               "--pod-initial-backoff-seconds", "1", "--pod-max-backoff-seconds", "1",
+                               "--listen", f"127.0.0.1:{port}", "--config", str(config),
+                               # its decisions kept beside its log, to compare with the simulator's
+                               "--decision-log", str(cluster.directory / "logs" / f"{name}-decisions.jsonl")],
+                              name, cluster)
             served.processes.append(process)
             wait_ready(process, lambda: probe_http("127.0.0.1", port, "/readyz"), READY_TIMEOUT_S)
             return served

@@ -109,6 +109,6 @@ def write(args: argparse.Namespace, plan: BenchmarkPlan, run: OnClusterRun, desc
     if "fidelity" in doc:
         print()
         print(f"Fidelity: simulator vs real control plane (speedup {args.speedup:g}; Δ = cluster vs simulator; "
-              "both without agents, as on KWOK nodes)")
+              "both without agents and with the nodes' curves configured, as on KWOK nodes)")
         print(format_fidelity(doc["fidelity"]))
     return 0

@@ -168,7 +168,7 @@ def run_once(
     if cluster is None:
         cluster = ClusterModel(power_off=power_off)
     sim = simulation(nodes, pods, cluster, seed, record_timeline)
-    policy = make_policy(policy_name, nodes, cluster.policy_power_off())
+    policy = make_policy(policy_name, nodes, cluster.policy_power_off(), cluster.policy_curves(nodes))
     policy.reset(sim.state.specs, random.Random(seed))
     label = label or policy_name
     if isinstance(policy, AttachingPolicy):  # it reads more of the cluster (learned: node workloads)

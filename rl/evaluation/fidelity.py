@@ -7,8 +7,12 @@ where they differ, the simulator's model is what is questioned.
 
 The simulated side runs as the cluster does (`without_agents`): KWOK nodes run no agent, so on
 the cluster the extender and the standalone scheduler see every node's telemetry missing and
-score by the pods' requests alone; the simulator is given the same (its telemetry dropout at 1),
-so both sides decide on the same inputs."""
+price each node from the curve their configuration names for it (rl/cluster/schedulers.py: at
+the worst state the node could be in, "missing telemetry never wins"); the simulator is given
+the same — its telemetry dropout at 1 and the nodes' curves in its schedulers' configuration
+(`ClusterModel.configured_curves`) — so both sides decide on the same inputs. Without the
+curves the simulated energy plugin scored every node 0 and the standalone scheduler's profile
+ranked as MostAllocated alone, while the real one preferred the cheaper kind of node."""
 
 from __future__ import annotations
 
@@ -22,8 +26,10 @@ AXES = ("energy_kwh", "busy_node_hours", "pending_p99_s", "pods_placed")
 
 
 def without_agents(plan: BenchmarkPlan) -> BenchmarkPlan:
-    """The plan with every node's agent missing, as on KWOK nodes (module docstring)."""
-    return replace(plan, models={k: replace(m, telemetry_dropout=1.0) for k, m in plan.models.items()})
+    """The plan with every node's agent missing and its curve configured, as on KWOK nodes
+    (module docstring)."""
+    return replace(plan, models={k: replace(m, telemetry_dropout=1.0, configured_curves=True)
+                                 for k, m in plan.models.items()})
 
 
 def _mean(values: Sequence[float]) -> float:

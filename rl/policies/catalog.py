@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import importlib
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from common.curves import PowerCurve
 from rl.policies.hindsight import hindsight_policy
 from rl.policies.profile_policy import ProfilePolicy
 from rl.policies.scheduling_profiles import (
@@ -152,14 +153,18 @@ def _load_plugin(spec: str, nodes: Sequence[NodeSpec]) -> ScorePlugin:
 
 
 def make_policy(
-    name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None = None
+    name: str,
+    nodes: Sequence[NodeSpec],
+    power_off: PowerOffModel | None = None,
+    curves: Mapping[str, PowerCurve] | None = None,
 ) -> Policy:
     """A fresh policy by name (see the module docstring); `POLICY+CONTROLLER` adds controllers
-    (rl/simulation/controllers/suffixes.py)."""
+    (rl/simulation/controllers/suffixes.py). `curves`: the nodes' curves named in the configuration of
+    the named profiles' energy plugin (`rl.policies.scheduling_profiles.energy_plugin`)."""
     base, controllers = split_controllers(name)
     if controllers:
-        return ControlledPolicy(make_policy(base, nodes, power_off), controllers, name)
-    setup = named_profile(name, nodes, power_off)
+        return ControlledPolicy(make_policy(base, nodes, power_off, curves), controllers, name)
+    setup = named_profile(name, nodes, power_off, curves)
     if setup is not None:
         return ProfilePolicy(setup.profile, name, setup.percentage_of_nodes_to_score)
     if name == "roundrobin":

@@ -20,7 +20,9 @@ unless a profile file sets `percentage_of_nodes_to_score` (the standalone config
 
 The energy plugin (`scheduler.plugins.energy.EnergyPlugin`) is configured as the cluster runs
 it: consolidation on exactly where nodes power off (the autoscaler, or the visible power-off
-ablation), at its default reference load. ΔP_ref, the extra watts that score 0:
+ablation), at its default reference load; no `curves:` (the agents export each node's), unless
+the cluster model says its configuration names them (`ClusterModel.configured_curves`, as where
+nodes run no agent: the fidelity check's simulated side). ΔP_ref, the extra watts that score 0:
 
 * `kubejoule` ranks by its v3 per-pod scale, which has no ΔP_ref (scheduler/plugins/energy/levers.py),
   and reads the simulation's outlook (rl/policies/outlook_sim.py: lifetimes learned from the pods that end
@@ -59,6 +61,7 @@ from typing import Any
 
 import yaml
 
+from common.curves import PowerCurve
 from rl.simulation.engine.simulator import PowerOffModel
 from rl.simulation.traces.scenario import NodeSpec, scenario_path
 from scheduler.config.parse import ConfigError, ScorerConfig, config_from_dict
@@ -109,10 +112,11 @@ def energy_plugin(
     power_off: PowerOffModel | None,
     delta_p_ref_watts: float | None = None,
     scorer: Mapping[str, Any] | None = None,
+    curves: Mapping[str, PowerCurve] | None = None,
 ) -> EnergyPlugin:
     """The energy plugin as the simulated cluster runs it (module docstring). `scorer` is a
     configuration's `scorer:` section (a profile file's), read by the scheduler's own parser;
-    what it leaves out follows the cluster."""
+    what it leaves out follows the cluster. `curves`: the configuration's `curves:`."""
     section = dict(scorer or {})
     unknown = sorted(set(section) - set(SCORER_KEYS))
     if unknown:
@@ -128,16 +132,19 @@ def energy_plugin(
         delta_p_ref_watts=config.delta_p_ref_watts,
         consolidation=config.consolidation,
         consolidation_utilization=config.consolidation_utilization,
+        curves=curves,
     )
 
 
-def heuristic_energy(nodes: Sequence[NodeSpec], power_off: PowerOffModel | None) -> EnergyPlugin:
+def heuristic_energy(
+    nodes: Sequence[NodeSpec], power_off: PowerOffModel | None, curves: Mapping[str, PowerCurve] | None = None
+) -> EnergyPlugin:
     """The energy plugin of the `heuristic` policy, which the simulator's features (DQN
     episodes, the gym environment, the decision log) also use: ΔP_ref is the largest full-load
     power in the cluster, so the 0–100 scale does not saturate and every candidate's extra
     watts stay distinguishable; consolidation is on exactly when nodes can power off, at the
     plugin's default reference load (not tuned to any trace)."""
-    return energy_plugin(nodes, power_off, largest_full_load_watts(nodes))
+    return energy_plugin(nodes, power_off, largest_full_load_watts(nodes), curves=curves)
 
 
 def extender_weight(name: str) -> int:
@@ -168,9 +175,13 @@ KUBE_SCHEDULER_PERCENTAGE = 0
 
 
 def named_profile(
-    name: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None
+    name: str,
+    nodes: Sequence[NodeSpec],
+    power_off: PowerOffModel | None,
+    curves: Mapping[str, PowerCurve] | None = None,
 ) -> ProfileSetup | None:
-    """The profile of a named policy (module docstring), or None if `name` is not one."""
+    """The profile of a named policy (module docstring), or None if `name` is not one;
+    `curves` (the configuration's `curves:`) go to its energy plugin."""
     kube = KUBE_SCHEDULER_PERCENTAGE
     if name == "default":
         return ProfileSetup(default_profile("default"), kube)
@@ -181,16 +192,17 @@ def named_profile(
         plugin = build_plugin(PEAKS if name == "peaks" else TARGET_LOAD_PACKING, {}, context)
         return ProfileSetup(SchedulingProfile(name, default_filters(), [(plugin, 1)]), kube)
     if name.startswith(EXTENDER_POLICY):
-        plugin = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS)
+        plugin = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS, curves=curves)
         return ProfileSetup(extender_profile(plugin, extender_weight(name), name), kube)
     if name == "kubejoule":
         return ProfileSetup(
-            shipped_kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS))
+            shipped_kubejoule_profile(energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS, curves=curves))
         )
     if name == "heuristic":
-        return ProfileSetup(SchedulingProfile("heuristic", default_filters(), [(heuristic_energy(nodes, power_off), 1)]))
+        energy = heuristic_energy(nodes, power_off, curves)
+        return ProfileSetup(SchedulingProfile("heuristic", default_filters(), [(energy, 1)]))
     if name.startswith(PROFILE_POLICY):
-        return load_profile_file(name[len(PROFILE_POLICY) :], nodes, power_off, name)
+        return load_profile_file(name[len(PROFILE_POLICY) :], nodes, power_off, name, curves)
     return None
 
 
@@ -198,7 +210,11 @@ def named_profile(
 
 
 def profile_from_data(
-    data: Any, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None, name: str = "profile"
+    data: Any,
+    nodes: Sequence[NodeSpec],
+    power_off: PowerOffModel | None,
+    name: str = "profile",
+    curves: Mapping[str, PowerCurve] | None = None,
 ) -> ProfileSetup:
     """A profile from a parsed profile file (module docstring). ProfileFileError on bad input."""
     scorer: Any = None
@@ -213,7 +229,7 @@ def profile_from_data(
         if scorer is not None and not isinstance(scorer, Mapping):
             raise ProfileFileError("scorer: expected a mapping")
     try:
-        energy = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS, scorer)
+        energy = energy_plugin(nodes, power_off, DEPLOYED_DELTA_P_REF_WATTS, scorer, curves)
         context = PluginContext(energy, {n.name: n.curve for n in nodes})
         profile = SchedulingProfile(name, default_filters(), score_entries(entries, context))
         config = config_from_dict({PERCENTAGE_KEY: percentage})
@@ -223,7 +239,11 @@ def profile_from_data(
 
 
 def load_profile_file(
-    path: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None, name: str | None = None
+    path: str,
+    nodes: Sequence[NodeSpec],
+    power_off: PowerOffModel | None,
+    name: str | None = None,
+    curves: Mapping[str, PowerCurve] | None = None,
 ) -> ProfileSetup:
     if not path:
         raise ProfileFileError(f"give a file: {PROFILE_POLICY}FILE")
@@ -237,6 +257,6 @@ def load_profile_file(
     except yaml.YAMLError as exc:
         raise ProfileFileError(f"{path} is not valid YAML: {exc}") from exc
     try:
-        return profile_from_data(data, nodes, power_off, name or f"{PROFILE_POLICY}{path}")
+        return profile_from_data(data, nodes, power_off, name or f"{PROFILE_POLICY}{path}", curves)
     except ProfileFileError as exc:
         raise ProfileFileError(f"{path}: {exc}") from exc

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.autoscaler.scan import autoscaling
@@ -22,6 +23,9 @@ from rl.simulation.engine.simulator import PowerOffModel, Simulation
 from rl.simulation.engine.telemetry import TelemetryModel, dropped_nodes
 from rl.simulation.engine.workloads import WorkloadModel
 from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
+
+if TYPE_CHECKING:
+    from common.curves import PowerCurve
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,10 @@ class ClusterModel:
     telemetry: TelemetryModel | None = None  # None: perfect telemetry (ablation)
     telemetry_dropout: float = 0.0  # fault mode: each node's agent missing with this probability
     workloads: WorkloadModel = field(default_factory=WorkloadModel)  # PDBs, pod startup time
+    # The schedulers' configuration names every node's power curve (`curves:`), as a deployment
+    # whose nodes run no agent does (the on-cluster benchmark's KWOK nodes: rl/cluster/schedulers.py):
+    # the energy plugin then prices a node without telemetry from it instead of scoring it 0.
+    configured_curves: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.telemetry_dropout <= 1.0:
@@ -50,6 +58,10 @@ class ClusterModel:
             a = self.autoscaler
             return PowerOffModel(a.scale_down_unneeded_s, a.boot_seconds, a.boot_joules)
         return self.power_off
+
+    def policy_curves(self, nodes: Sequence[NodeSpec]) -> dict[str, PowerCurve] | None:
+        """The curves the policies' configuration names (`configured_curves`), else None."""
+        return {n.name: n.curve for n in nodes} if self.configured_curves else None
 
 
 def simulation(

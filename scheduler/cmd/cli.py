@@ -203,6 +203,12 @@ def add_run_command(subparsers: Subparsers) -> None:
     parser.add_argument("--bind-workers", type=int, default=4,
                         help="concurrent binding calls (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=None, help="seed for tie-breaking")
+    parser.add_argument("--pod-initial-backoff-seconds", type=float, default=1.0, metavar="SECONDS",
+                        help="a pod's first retry backoff, doubled per failed attempt, as kube-scheduler's "
+                        "podInitialBackoffSeconds (default: %(default)s)")
+    parser.add_argument("--pod-max-backoff-seconds", type=float, default=10.0, metavar="SECONDS",
+                        help="the longest retry backoff, as kube-scheduler's podMaxBackoffSeconds "
+                        "(default: %(default)s)")
     parser.add_argument("--lifetime-state", metavar="FILE",
                         help="the lifetime predictor's state file (what it learned from the pods "
                         "that ended): read at start, written every 5 min and at exit (default: "
@@ -240,6 +246,8 @@ def run_standalone(args: argparse.Namespace) -> int:
                 mode=config.mode,
                 bind_workers=args.bind_workers,
                 seed=args.seed,
+                initial_backoff_seconds=args.pod_initial_backoff_seconds,
+                max_backoff_seconds=args.pod_max_backoff_seconds,
                 percentage_of_nodes_to_score=(
                     config.percentage_of_nodes_to_score
                     if args.percentage_of_nodes_to_score is None

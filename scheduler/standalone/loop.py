@@ -111,6 +111,7 @@ class StandaloneScheduler:
         self.events = PodEvents(api, self.config.scheduler_name, identity, wall_clock)
         self._binders: BinderPool | None = None
         self._seen_generation = -1
+        self._changes_lock = threading.Lock()
         self.synced = threading.Event()
         self.watch = ClusterWatch(
             api,
@@ -129,6 +130,13 @@ class StandaloneScheduler:
     # -- feeding the cache (watch threads call these; tests may too) --
 
     def on_pod_event(self, kind: str, obj: Mapping[str, object]) -> None:
+        self._apply_pod_event(kind, obj)
+        # A pod that ended or left frees room: the parked pods move at once, from the watch's
+        # thread, as kube-scheduler's event handlers move them (eventhandlers.go
+        # deletePodFromCache: MoveAllToActiveOrBackoffQueue), not at the loop's next poll.
+        self._check_cluster_changes()
+
+    def _apply_pod_event(self, kind: str, obj: Mapping[str, object]) -> None:
         key = _key(obj)
         if kind == "DELETED":
             self.cache.delete_pod(obj)
@@ -142,14 +150,20 @@ class StandaloneScheduler:
             self.events.forget(key)
             return
         if before is None or before != self.cache.pending(key):
-            self.queue.add(key)  # new, or changed in a way the filters could see
+            self._enqueue(key)  # new, or changed in a way the filters could see
 
     def on_node_event(self, kind: str, obj: Mapping[str, object]) -> None:
         self.watch.apply_node(kind, obj)
+        self._check_cluster_changes()
 
     def _pods_listed(self, pending: list[str]) -> None:
         for key in pending:
-            self.queue.add(key)
+            self._enqueue(key)
+
+    def _enqueue(self, key: str) -> None:
+        """Queue a pending pod at its priority (the queue tries the highest first)."""
+        pod = self.cache.pending(key)
+        self.queue.add(key, pod.priority if pod is not None else 0)
 
     def resync(self) -> None:
         """Full re-list of nodes and pods. The watch threads do this themselves (at start and
@@ -159,10 +173,14 @@ class StandaloneScheduler:
         self.watch.relist_pods()
 
     def _check_cluster_changes(self) -> None:
-        generation = self.cache.generation
-        if generation != self._seen_generation:
+        """Tell the queue when the cache changed in a way that could make a parked pod fit
+        (the watch threads call it after each event, the loop before each attempt)."""
+        with self._changes_lock:
+            generation = self.cache.generation
+            if generation == self._seen_generation:
+                return
             self._seen_generation = generation
-            self.queue.cluster_changed()
+        self.queue.cluster_changed()
 
     # -- one scheduling attempt --
 
@@ -289,7 +307,7 @@ class StandaloneScheduler:
         self.metrics.leader.set(1.0 if leading else 0.0)
         if leading:  # whatever the old leader left pending is ours now
             for key in self.cache.pending_keys():
-                self.queue.add(key)
+                self._enqueue(key)
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
         """Start the watch threads, the event sender, the binders and the stager (not the

@@ -1,10 +1,23 @@
-"""The standalone scheduler's queue of pods to place, shaped like kube-scheduler's:
+"""The standalone scheduler's queue of pods to place, shaped like kube-scheduler's
+(pkg/scheduler/backend/queue at v1.36.3):
 
-* `active` — ready to be tried, first in first out;
-* `backoff` — tried and failed for a transient reason (API error, conflict): ready again after
-  `initial × 2^(attempts−1)` seconds, capped at `max` (kube-scheduler: 1 s and 10 s);
+* `active` — ready to be tried, the highest priority first and, among equals, the pod with the
+  earliest timestamp — when it was added, or when its last attempt failed — as kube-scheduler's
+  default QueueSort plugin orders its activeQ (queuesort/priority_sort.go `Less`; the timestamp
+  is refreshed on every failed attempt: scheduling_queue.go `AddUnschedulableIfNotPresent`);
+* `backoff` — waiting out the pod's backoff, `initial × 2^(attempts−1)` seconds capped at `max`
+  (kube-scheduler: 1 s and 10 s), counted from when its last attempt failed, as kube-scheduler
+  counts it from the pod's `Timestamp` (backoff_queue.go `getBackoffTime`);
 * `unschedulable` — nothing fits: parked until the cluster changes (a node added or changed,
-  a pod deleted…) or `unschedulable_timeout_seconds` passes, then moved to backoff.
+  a pod deleted…) or `unschedulable_timeout_seconds` passes.
+
+A parked pod the cluster may now fit goes back through its backoff: to `active` at once if its
+backoff since its last attempt is over, else to `backoff` for what is left of it
+(scheduling_queue.go `requeuePodWithQueueingStrategy`). When nothing is active, the pod whose
+backoff ends first is tried early, as kube-scheduler does since 1.33 (feature SchedulerPopFromBackoffQ,
+beta and on by default: active_queue.go `pop`); a pod backing off after a transient error (an API
+error, a conflict) is not, as kube-scheduler keeps those in a queue of their own
+(`podErrorBackoffQ`).
 
 A pod is never dropped: it leaves the queue only when it is bound or deleted (`remove`). If
 the cluster changed *while* a pod was being tried, an "unschedulable" verdict may be stale, so
@@ -17,13 +30,45 @@ import heapq
 import itertools
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 IN_FLIGHT = "in_flight"
+
+
+class _ActiveQueue:
+    """The active pods, popped by (−priority, timestamp, order added): a heap pruned lazily."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, float, int, str]] = []
+        self._entries: dict[str, tuple[int, float, int, str]] = {}
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._entries
+
+    def push(self, key: str, priority: int, timestamp: float) -> None:
+        if key in self._entries:
+            return
+        entry = (-priority, timestamp, next(self._seq), key)
+        self._entries[key] = entry
+        heapq.heappush(self._heap, entry)
+
+    def discard(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+    def pop(self) -> str | None:
+        while self._heap:
+            entry = heapq.heappop(self._heap)
+            if self._entries.get(entry[3]) is entry:
+                del self._entries[entry[3]]
+                return entry[3]
+        return None
 
 
 class SchedulingQueue:
@@ -39,13 +84,17 @@ class SchedulingQueue:
         self.unschedulable_timeout_seconds = unschedulable_timeout_seconds
         self._clock = clock
         self._cond = threading.Condition()
-        self._active: OrderedDict[str, None] = OrderedDict()
+        self._active = _ActiveQueue()
+        self._priority: dict[str, int] = {}  # key → the pod's priority (spec.priority)
+        self._timestamp: dict[str, float] = {}  # key → when added, refreshed at each failure
         self._backoff: list[tuple[float, int, str]] = []  # (ready_at, seq, key), lazily pruned
         self._backoff_ready: dict[str, float] = {}
         self._unschedulable: dict[str, float] = {}  # key → parked at
         self._in_flight: dict[str, int] = {}  # key → move generation when popped
         self._requeue_after_flight: set[str] = set()
         self._attempts: dict[str, int] = {}
+        self._failed_at: dict[str, float] = {}  # key → when its last attempt failed
+        self._error_backoff: set[str] = set()  # backing off after a transient error
         self._moves = 0  # bumped by every cluster change
         self._seq = itertools.count()
 
@@ -87,27 +136,34 @@ class SchedulingQueue:
 
     # -- adding and removing --
 
-    def add(self, key: str) -> None:
-        """A new or changed pod: try it now (unless it is in backoff, or being tried)."""
+    def add(self, key: str, priority: int = 0) -> None:
+        """A new or changed pod (`priority`: its spec.priority): try it now (unless it is in
+        backoff, or being tried)."""
         with self._cond:
+            self._priority[key] = priority
+            self._timestamp.setdefault(key, self._clock())
             if key in self._in_flight:
                 self._requeue_after_flight.add(key)
                 return
             if key in self._active or key in self._backoff_ready:
                 return
             self._unschedulable.pop(key, None)
-            self._active[key] = None
+            self._activate(key)
             self._cond.notify()
 
     def remove(self, key: str) -> None:
         """The pod is bound or gone."""
         with self._cond:
-            self._active.pop(key, None)
+            self._active.discard(key)
             self._backoff_ready.pop(key, None)
             self._unschedulable.pop(key, None)
             self._in_flight.pop(key, None)
             self._requeue_after_flight.discard(key)
             self._attempts.pop(key, None)
+            self._failed_at.pop(key, None)
+            self._error_backoff.discard(key)
+            self._priority.pop(key, None)
+            self._timestamp.pop(key, None)
 
     # -- the scheduling loop --
 
@@ -118,8 +174,8 @@ class SchedulingQueue:
             while True:
                 now = self._clock()
                 self._promote(now)
-                if self._active:
-                    key, _ = self._active.popitem(last=False)
+                key = self._next()
+                if key is not None:
                     self._in_flight[key] = self._moves
                     self._attempts[key] = self._attempts.get(key, 0) + 1
                     return key
@@ -139,6 +195,8 @@ class SchedulingQueue:
         with self._cond:
             self._in_flight.pop(key, None)
             self._requeue_after_flight.discard(key)
+            self._failed_at[key] = self._timestamp[key] = self._clock()
+            self._error_backoff.add(key)
             self._to_backoff(key)
             self._cond.notify()
 
@@ -146,6 +204,8 @@ class SchedulingQueue:
         """Nothing fits now: park until the cluster changes (or the timeout)."""
         with self._cond:
             popped_at = self._in_flight.pop(key, None)
+            self._failed_at[key] = self._timestamp[key] = self._clock()
+            self._error_backoff.discard(key)
             changed_meanwhile = popped_at is not None and popped_at != self._moves
             if changed_meanwhile or key in self._requeue_after_flight:
                 self._requeue_after_flight.discard(key)
@@ -155,8 +215,8 @@ class SchedulingQueue:
             self._cond.notify()
 
     def cluster_changed(self) -> None:
-        """Something that could make a parked pod fit happened: retry them all (after their
-        backoff)."""
+        """Something that could make a parked pod fit happened: retry them all (after what is
+        left of their backoff)."""
         with self._cond:
             self._moves += 1
             for key in list(self._unschedulable):
@@ -166,21 +226,43 @@ class SchedulingQueue:
 
     # -- internals (hold the lock) --
 
+    def _activate(self, key: str) -> None:
+        self._active.push(key, self._priority.get(key, 0), self._timestamp.get(key, self._clock()))
+
     def _backoff_seconds(self, key: str) -> float:
         attempts = max(1, self._attempts.get(key, 1))
         return min(self.max_backoff_seconds, self.initial_backoff_seconds * 2 ** (attempts - 1))
 
     def _to_backoff(self, key: str) -> None:
-        ready_at = self._clock() + self._backoff_seconds(key)
+        now = self._clock()
+        ready_at = self._failed_at.get(key, now) + self._backoff_seconds(key)
+        if ready_at <= now and key not in self._error_backoff:
+            self._activate(key)  # its backoff ran out while it was parked
+            return
         self._backoff_ready[key] = ready_at
         heapq.heappush(self._backoff, (ready_at, next(self._seq), key))
+
+    def _next(self) -> str | None:
+        """The pod to try now: the first active one, else (nothing active) the one whose backoff
+        ends first, unless it backs off after an error."""
+        if self._active:
+            return self._active.pop()
+        early = [(ready_at, seq, key) for ready_at, seq, key in self._backoff
+                 if self._backoff_ready.get(key) == ready_at and key not in self._error_backoff]
+        if not early:
+            return None
+        ready_at, seq, key = min(early)
+        del self._backoff_ready[key]
+        self._backoff.remove((ready_at, seq, key))
+        heapq.heapify(self._backoff)
+        return key
 
     def _promote(self, now: float) -> None:
         while self._backoff and self._backoff[0][0] <= now:
             ready_at, _, key = heapq.heappop(self._backoff)
             if self._backoff_ready.get(key) == ready_at:
                 del self._backoff_ready[key]
-                self._active[key] = None
+                self._activate(key)
         if self._unschedulable:
             horizon = now - self.unschedulable_timeout_seconds
             for key in [k for k, t in self._unschedulable.items() if t <= horizon]:

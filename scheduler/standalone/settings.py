@@ -44,5 +44,10 @@ class StandaloneConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+        if not 0 < self.initial_backoff_seconds <= self.max_backoff_seconds:
+            raise ValueError(
+                f"the pod backoff must be > 0 s and the initial one at most the maximum, not "
+                f"{self.initial_backoff_seconds:g} s and {self.max_backoff_seconds:g} s"
+            )
         if self.percentage_of_nodes_to_score is not None:
             num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, 0)  # validates

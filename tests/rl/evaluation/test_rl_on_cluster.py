@@ -5,6 +5,7 @@ and a failed run kept apart, marked partial, out of the table."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -99,22 +100,34 @@ MIXED = parse_node_groups([
 MIXED_PODS = [PodSpec(i, 30.0 * i, 400.0, 1.0, 0.9, 0.5) for i in range(10)]
 
 
-def _placements(plan_policies: list[str], dropout_free: bool) -> dict[str, tuple[float, float]]:
+def _placements(plan_policies: list[str], dropout_free: bool, curves: bool = True) -> dict[str, tuple[float, float]]:
     plan = plan_benchmark(MIXED, MIXED_PODS, plan_policies, 1, ClusterModel(), (), False)
-    runs = run_plan(plan if dropout_free else without_agents(plan), None, 1, False)
+    if not dropout_free:
+        plan = without_agents(plan)
+        plan = replace(plan, models={k: replace(m, configured_curves=curves) for k, m in plan.models.items()})
+    runs = run_plan(plan, None, 1, False)
     return {o.summary.policy: (o.summary.energy_joules, o.summary.busy_node_seconds) for o in runs}
 
 
-def test_the_fidelity_simulation_gives_the_schedulers_no_telemetry_as_on_kwok_nodes() -> None:
-    """KWOK nodes run no agent: simulated as the cluster runs, the extender (ignorable, no
-    telemetry) leaves kube-scheduler's choice alone; with the simulator's agents it moves pods
-    onto the efficient nodes."""
-    policies = ["default", "default+extender:5"]
+def test_the_fidelity_simulation_prices_nodes_from_their_configured_curves_as_on_kwok_nodes() -> None:
+    """KWOK nodes run no agent, and the on-cluster benchmark names every node's curve in the
+    configuration of the extender and the standalone scheduler (rl/cluster/schedulers.py): their
+    energy plugin prices each node at its curve's worst state, so they still prefer the
+    efficient nodes. Simulated as the cluster runs, they do the same; kube-scheduler's own
+    profiles read no curves. Without the curves the simulated plugin scored every node 0 and the
+    standalone scheduler's profile ranked as MostAllocated alone (the old, wrong model)."""
+    policies = ["default", "mostallocated", "default+extender:5", "kubejoule"]
     as_on_cluster = _placements(policies, dropout_free=False)
-    assert as_on_cluster["default+extender:5"] == as_on_cluster["default"]
+    assert without_agents(plan_benchmark(MIXED, MIXED_PODS, ["kubejoule"], 1, ClusterModel(), (), False)).models[
+        None].configured_curves
+    assert as_on_cluster["default+extender:5"][0] < as_on_cluster["default"][0]
+    assert as_on_cluster["kubejoule"][0] < as_on_cluster["mostallocated"][0]
     with_agents = _placements(policies, dropout_free=True)
-    assert with_agents["default+extender:5"][0] < with_agents["default"][0]
     assert with_agents["default"] == as_on_cluster["default"]
+    assert with_agents["mostallocated"] == as_on_cluster["mostallocated"]
+    blind = _placements(policies, dropout_free=False, curves=False)
+    assert blind["kubejoule"] == blind["mostallocated"]
+    assert blind["default+extender:5"] == blind["default"]
 
 
 class _DroppingApi:

@@ -151,3 +151,21 @@ def test_run_refuses_a_bad_profile_or_percentage_before_starting(
     code = main(["run", "--config", str(config), "--percentage-of-nodes-to-score", "150"])
     assert code == 2
     assert "percentageOfNodesToScore must be within 0..100, got 150" in capsys.readouterr().err
+    code = main(["run", "--config", str(config), "--pod-initial-backoff-seconds", "5",
+                 "--pod-max-backoff-seconds", "2"])
+    assert code == 2
+    assert "the initial one at most the maximum, not 5 s and 2 s" in capsys.readouterr().err
+
+
+def test_run_passes_the_pod_backoff_to_its_queue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from scheduler.cmd import cli
+    from scheduler.standalone import process
+
+    seen: list[object] = []
+    monkeypatch.setattr(process, "run_process", lambda _config, options, _stop: seen.append(options) or 0)
+    config = tmp_path / "scheduler.yaml"
+    config.write_text("kubernetes: {host: 'http://127.0.0.1:1'}\n")
+    cli.main(["run", "--config", str(config), "--no-leader-elect", "--pod-initial-backoff-seconds", "0.5",
+              "--pod-max-backoff-seconds", "1"])
+    scheduler = seen[0].scheduler  # type: ignore[attr-defined]
+    assert (scheduler.initial_backoff_seconds, scheduler.max_backoff_seconds) == (0.5, 1.0)

@@ -54,23 +54,161 @@ def test_backoff_doubles_up_to_the_cap_and_restarts_for_a_new_pod() -> None:
 def test_unschedulable_pods_wait_for_a_change_or_the_timeout() -> None:
     q, clock = _queue()
     q.add("a")
-    q.add("b")
     assert q.pop(0) == "a"
     q.unschedulable("a")
     assert q.where("a") == UNSCHEDULABLE
     clock.now += 30
-    assert q.pop(0) == "b"
-    q.unschedulable("b")
     assert q.pop(0) is None  # parked pods are not retried on their own …
     q.cluster_changed()  # … until something changes
-    assert q.where("a") == BACKOFF and q.where("b") == BACKOFF
-    clock.now += 1
-    assert {q.pop(0), q.pop(0)} == {"a", "b"}
-    q.unschedulable("a")
-    clock.now += 61  # … or the parking timeout passes
-    assert q.pop(0) is None  # moved to backoff first
-    clock.now += 10
     assert q.pop(0) == "a"
+    q.unschedulable("a")
+    clock.now += 59
+    assert q.pop(0) is None
+    clock.now += 2  # … or the parking timeout passes
+    assert q.pop(0) == "a"
+
+
+# kube-scheduler v1.36.3, pkg/scheduler/backend/queue/scheduling_queue_test.go,
+# TestPriorityQueue_MoveAllToActiveOrBackoffQueue: pods parked just now go to the backoff queue on
+# a move; once the clock has passed their backoff ("Move clock by podMaxBackoffDuration, so that
+# pods in the unschedulablePods would pass the backing off, and the pods will be moved into
+# activeQ") the same move sends them to the active queue.
+def test_a_move_sends_a_parked_pod_to_backoff_only_for_what_is_left_of_its_backoff() -> None:
+    q, clock = _queue()
+    for key in ("a", "b", "c"):
+        q.add(key)
+    for key in ("a", "b"):
+        assert q.pop(0) == key
+        q.unschedulable(key)
+    q.cluster_changed()
+    assert q.where("a") == BACKOFF and q.where("b") == BACKOFF
+    assert q.lengths()[ACTIVE] == 1  # only "c"
+    assert q.pop(0) == "c"
+    q.unschedulable("c")
+    for key in ("a", "b"):  # tried early (nothing active), and parked again
+        assert q.pop(0) == key
+        q.unschedulable(key)
+    clock.now += 10.0  # the maximum backoff: every parked pod is past its own
+    q.cluster_changed()
+    assert q.lengths() == {ACTIVE: 3, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
+
+
+# kube-scheduler v1.36.3, scheduling_queue_test.go TestBackOffFlow: the backoff of a pod that keeps
+# failing is 1, 2, 4, 8, 10, 10 s, counted from its failed attempt (the pod's Timestamp).
+def test_the_backoff_is_counted_from_the_failed_attempt_not_from_the_move() -> None:
+    q, clock = _queue()
+    q.add("a")
+    assert q.pop(0) == "a"
+    for attempt, want in enumerate((1.0, 2.0, 4.0, 8.0, 10.0, 10.0), 1):
+        failed_at = clock.now
+        q.unschedulable("a")
+        clock.now += want / 2  # half its backoff later, the cluster changes
+        q.cluster_changed()
+        assert q.where("a") == BACKOFF
+        while True:  # another pod is always active, so "a" is not tried early
+            q.add("x")
+            popped = q.pop(0)
+            if popped == "a":  # its backoff is over, and its timestamp is older than x's
+                break
+            assert popped == "x" and q.where("a") == BACKOFF
+            q.remove("x")  # bound
+            clock.now += 0.25
+        assert clock.now - failed_at == want  # its backoff ran from the attempt, not the move
+        assert q.attempts("a") == attempt + 1
+        q.remove("x")
+
+
+# kube-scheduler v1.36.3, pkg/scheduler/backend/queue/active_queue.go `pop` with the feature
+# SchedulerPopFromBackoffQ (beta, on by default since 1.33: pkg/features/kube_features.go): when the
+# active queue is empty, the pod whose backoff ends first is popped from the backoff queue; pods
+# backing off after an error are in podErrorBackoffQ (backoff_queue.go `popBackoff` pops only
+# podBackoffQ) and wait their backoff out.
+def test_with_nothing_active_the_backoff_queue_is_tried_early_but_not_after_errors() -> None:
+    q, clock = _queue()
+    for key in ("a", "b", "e"):
+        q.add(key)
+    for key in ("a", "b"):
+        assert q.pop(0) == key
+        q.unschedulable(key)
+        clock.now += 0.25
+    assert q.pop(0) == "e"
+    q.backoff("e")  # a transient error
+    q.cluster_changed()
+    assert q.lengths()[BACKOFF] == 3 and q.lengths()[ACTIVE] == 0
+    assert [q.pop(0), q.pop(0)] == ["a", "b"]  # the earliest backoff end first
+    assert q.pop(0) is None and q.where("e") == BACKOFF
+    clock.now += 0.99
+    assert q.pop(0) is None
+    clock.now += 0.01
+    assert q.pop(0) == "e"
+
+
+# kube-scheduler v1.36.3, pkg/scheduler/backend/queue/scheduling_queue_test.go
+# `TestPriorityQueue_Add`: pods added at medium, low and high priority pop high, medium, low.
+def test_the_highest_priority_is_tried_first() -> None:
+    q, _ = _queue()
+    q.add("mpp", 500)
+    q.add("up", 0)
+    q.add("hpp", 1000)
+    assert [q.pop(0), q.pop(0), q.pop(0)] == ["hpp", "mpp", "up"]
+
+
+# kube-scheduler v1.36.3, pkg/scheduler/framework/plugins/queuesort/priority_sort_test.go
+# `TestLess` ("equal priority. p1 is added to schedulingQ earlier than p2", and the reverse): of
+# two pods of one priority the earlier timestamp goes first; a failed attempt refreshes a pod's
+# timestamp (backend/queue/scheduling_queue.go `AddUnschedulableIfNotPresent`).
+def test_equal_priorities_go_by_timestamp_refreshed_by_each_failed_attempt() -> None:
+    q, clock = _queue()
+    q.add("a")
+    assert q.pop(0) == "a"
+    clock.now = 2.0
+    q.unschedulable("a")  # timestamp 2
+    q.cluster_changed()  # back to backoff until 3
+    clock.now = 2.5
+    q.add("b")  # timestamp 2.5, active
+    clock.now = 3.0  # a's backoff is over: it joins the active queue after b…
+    assert q.pop(0) == "a"  # …and goes first, its timestamp being the earlier
+    assert q.pop(0) == "b"
+    clock.now = 4.0
+    q.unschedulable("a")  # timestamp 4: now behind a pod added at 3.5
+    clock.now = 3.5
+    q.add("c")
+    clock.now = 10.0
+    q.cluster_changed()
+    assert [q.pop(0), q.pop(0)] == ["c", "a"]
+
+
+def test_the_scheduler_queues_each_pod_at_its_spec_priority() -> None:
+    from scheduler.plugins.defaults import default_profile
+    from scheduler.standalone.loop import StandaloneScheduler
+
+    sched = StandaloneScheduler(object(), default_profile())  # type: ignore[arg-type]  # no API call made
+    for name, priority in (("low", 0), ("high", 1000), ("mid", 500)):
+        obj = pod(name)
+        obj["spec"]["priority"] = priority
+        sched.on_pod_event("ADDED", obj)
+    assert [sched.queue.pop(0) for _ in range(3)] == ["default/high", "default/mid", "default/low"]
+
+
+# kube-scheduler v1.36.3, pkg/scheduler/eventhandlers.go `deletePodFromCache`: the informer's
+# handler of a pod that leaves (its pod informer sees only non-terminal pods, so one that ends is
+# a delete) moves the unschedulable pods itself (MoveAllToActiveOrBackoffQueue).
+def test_a_pod_that_ends_readies_the_parked_pods_from_the_watch_not_at_the_next_poll() -> None:
+    from scheduler.plugins.defaults import default_profile
+    from scheduler.standalone.loop import StandaloneScheduler
+
+    sched = StandaloneScheduler(object(), default_profile())  # type: ignore[arg-type]  # no API call made
+    sched.on_node_event("ADDED", node("n", cpu="2"))
+    running = pod("running", node_name="n", requests={"cpu": "2"})
+    sched.on_pod_event("ADDED", running)
+    sched.on_pod_event("ADDED", pod("waiting", requests={"cpu": "2"}))
+    assert sched.queue.pop(0) == "default/waiting"
+    sched.queue.unschedulable("default/waiting")
+    sched.on_pod_event("MODIFIED", running)  # no room freed: it stays parked
+    assert sched.queue.where("default/waiting") == UNSCHEDULABLE
+    running["status"] = {"phase": "Succeeded"}
+    sched.on_pod_event("MODIFIED", running)
+    assert sched.queue.where("default/waiting") in (ACTIVE, BACKOFF)
 
 
 def test_a_change_during_the_attempt_means_retry_not_park() -> None:
