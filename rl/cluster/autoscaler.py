@@ -57,6 +57,7 @@ PROVIDER_TEMPLATES = "kwok-provider-templates"
 NG_NAME_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/name"
 NG_MIN_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/min-count"
 NG_MAX_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/max-count"
+NG_DESIRED_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/desired-count"
 PROVIDER_ID_PREFIX = "kwok:"
 READY_TIMEOUT_S = 120.0
 ON_CLUSTER_EXPANDERS = ("least-waste", "random", "most-pods")  # cluster-autoscaler's own, same names
@@ -162,15 +163,23 @@ def _as_group_node(body: dict[str, Any], group: str) -> dict[str, Any]:
     return body
 
 
-def template_node(first: NodeSpec, size: int, boot_wall_s: float) -> dict[str, Any]:
-    """The group's template for the kwok provider: its KWOK node with the boot delay, its min
-    and max size (the provider renames it `kwok-fake-<group>` and sets its own annotations)."""
+def template_node(group: Sequence[NodeSpec], boot_wall_s: float) -> dict[str, Any]:
+    """The group's template for the kwok provider: its KWOK node with the boot delay, its min,
+    max and initial size (the provider renames it `kwok-fake-<group>` and sets its own
+    annotations; it refuses an initial size below the minimum)."""
+    first, size = group[0], len(group)
     body = kwok.node_object(first, boot_wall_s)
     body["metadata"]["name"] = first.group
     body["metadata"]["labels"].pop("kubernetes.io/hostname", None)  # each created node is its own host
     body["metadata"]["annotations"].pop(kwok.METRICS_PATH_ANNOTATION, None)  # set per node by the provider
     body["metadata"]["annotations"][NG_MIN_ANNOTATION] = str(first.min_count)
     body["metadata"]["annotations"][NG_MAX_ANNOTATION] = str(size)
+    body["metadata"]["annotations"][NG_DESIRED_ANNOTATION] = str(sum(1 for n in group if n.initially_on))
+    # Not Ready until KWOK's boot stage says so: without a Ready condition the node lifecycle
+    # controller would take away the not-ready taint the API put on the new node, and pods
+    # would be bound to it while it boots.
+    body["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                     "message": "booting (KWOK makes it Ready after kubejoule.io/boot-delay)"}]
     return body
 
 
@@ -183,7 +192,7 @@ def provider_configmaps(nodes: Sequence[NodeSpec], boot_wall_s: float) -> list[d
         "configmap": {"name": PROVIDER_TEMPLATES},
     }
     templates = {"apiVersion": "v1", "kind": "List",
-                 "items": [template_node(g[0], len(g), boot_wall_s) for g in groups_of(nodes).values()]}
+                 "items": [template_node(g, boot_wall_s) for g in groups_of(nodes).values()]}
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": PROVIDER_CONFIG, "namespace": PROVIDER_NAMESPACE},
          "data": {"config": yaml.safe_dump(config, sort_keys=False)}},
@@ -192,9 +201,20 @@ def provider_configmaps(nodes: Sequence[NodeSpec], boot_wall_s: float) -> list[d
     ]
 
 
-def initial_nodes(nodes: Sequence[NodeSpec]) -> list[dict[str, Any]]:
-    """The nodes on at t = 0 (the simulator's `initially_on`), Ready at once, in their group."""
-    return [_as_group_node(kwok.node_object(n), n.group) for n in nodes if n.initially_on]
+def initial_nodes(nodes: Sequence[NodeSpec], suffix: str = "") -> list[dict[str, Any]]:
+    """The nodes on at t = 0 (the simulator's `initially_on`), Ready at once, in their group;
+    `suffix` makes each run's names its own (no pod of an earlier run's node is taken for one
+    of its)."""
+    out = []
+    for spec in nodes:
+        if spec.initially_on:
+            body = kwok.node_object(spec)
+            if suffix:
+                body["metadata"]["name"] = f"{spec.name}-{suffix}"
+                body["metadata"]["annotations"][kwok.METRICS_PATH_ANNOTATION] = \
+                    f"/metrics/nodes/{spec.name}-{suffix}/metrics/resource"
+            out.append(_as_group_node(body, spec.group))
+    return out
 
 
 def install_provider(api: Api, nodes: Sequence[NodeSpec], boot_wall_s: float) -> None:
@@ -249,3 +269,13 @@ def start_expander(cluster: Cluster, nodes: Sequence[NodeSpec], name: str) -> tu
                     cluster.directory / "logs", env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     wait_ready(process, lambda: probe_http("127.0.0.1", metrics, "/readyz"), READY_TIMEOUT_S)
     return process, ExpanderEndpoint(f"127.0.0.1:{port}", cluster.pki / "ca.crt")
+
+
+# core/scaleup/orchestrator/orchestrator.go: logged once per loop that scales up.
+SCALE_UP_LINE = "Final scale-up plan:"
+
+
+def scale_ups_in_log(text: str) -> int:
+    """cluster-autoscaler's scale-up decisions in its log: one per loop that scaled up, as the
+    simulator counts them."""
+    return sum(1 for line in text.splitlines() if SCALE_UP_LINE in line)

@@ -20,9 +20,8 @@ was recorded (on the cluster a pod runs exactly its duration, there is no conten
 stretch it), or its eviction (`evicted`: deleted by cluster-autoscaler's drain; a bare pod is not
 recreated, so it is gone, as the simulator's `deleted`). A pod seen running on a node whose
 Ready the node watch has not shown yet makes it ready then (the two watches are separate
-streams). The run ends when the last recorded pod ends or the last node is deleted (as a
-simulation ends when its last pod finishes and its autoscaler has nothing left to remove), or at
-`end_s` when given (a partial run: pods still running then are counted up to it and are not
+streams). The run ends when the last recorded pod ends (as a simulation ends when its last
+pod finishes, whatever nodes are still on), or at `end_s` when given (a partial run: pods still running then are counted up to it and are not
 outcomes)."""
 
 from __future__ import annotations
@@ -94,18 +93,6 @@ def assign_slots(nodes: Sequence[NodeSpec], node_lives: Sequence[NodeLife]) -> d
     return out
 
 
-def scale_up_count(node_lives: Sequence[NodeLife], within_s: float) -> int:
-    """cluster-autoscaler's scale-ups in a record: nodes created after t = 0, those of one group
-    created within `within_s` of the group's previous creation counted as one decision."""
-    count = 0
-    last: dict[str, float] = {}
-    for life in sorted((n for n in node_lives if n.created_s > 0), key=lambda n: n.created_s):
-        if life.created_s - last.get(life.group, float("-inf")) > within_s:
-            count += 1
-        last[life.group] = life.created_s
-    return count
-
-
 def recorded_result(
     nodes: Sequence[NodeSpec],
     pods: Sequence[PodSpec],
@@ -118,8 +105,8 @@ def recorded_result(
     scale_ups: int = 0,
 ) -> SimResult:
     """The simulator's result of the recorded run (module docstring); `waited`: the pods the
-    scheduler found no room for at least once; `scale_ups`: counted by the caller
-    (`scale_up_count`). ValueError on a life that names an unknown node or pod, or ends before it
+    scheduler found no room for at least once; `scale_ups`: cluster-autoscaler's, counted by the
+    caller. ValueError on a life that names an unknown node or pod, or ends before it
     starts."""
     static = node_lives is None
     if node_lives is None:
@@ -151,9 +138,7 @@ def recorded_result(
             events.append((max(0.0, node.deleted_s), _NODE_GONE, -1, slot))
     events.sort(key=lambda e: (e[0], e[1]))
     if end_s is None:
-        ends = [life.end_s for life in lives if life.end_s is not None]
-        ends += [n.deleted_s for n in node_lives if n.deleted_s is not None]
-        end_s = max(ends, default=0.0)
+        end_s = max((life.end_s for life in lives if life.end_s is not None), default=0.0)
     ledger = EnergyLedger(record_timeline=True)
     running: dict[str, set[int]] = {name: set() for name in by_name}
     now = 0.0
