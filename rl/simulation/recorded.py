@@ -10,7 +10,8 @@ Nodes. Without `node_lives` the cluster is static (the simulator without `autosc
 in a *slot* — one of its group's nodes in the node file, the lowest free one, as the simulator
 boots a group's first powered-off node — and the slot lives as the simulator's node: powered off
 (its group's `standby_watts`) until the node is created, booting from its creation to its Ready
-at `boot_joules / boot_seconds` watts (the boot model, `BootModel`: the simulator's own), then
+— a boot costs the simulator's joules (`BootModel`: `boot_joules`, else boot seconds × full-load
+watts), drawn evenly over the time the boot took on the cluster — then
 ready — its DaemonSet pods start, its power is its curve's — until it is deleted, then off
 again. A node there at t = 0 (created before the replay started) is ready from 0, as the
 simulator's `initially_on` nodes; node-hours count booting and ready time, as there.
@@ -139,6 +140,11 @@ def recorded_result(
     events.sort(key=lambda e: (e[0], e[1]))
     if end_s is None:
         end_s = max((life.end_s for life in lives if life.end_s is not None), default=0.0)
+    # Each boot's recorded length (creation to Ready): a boot costs the model's joules, drawn
+    # over the time it took on the cluster.
+    booting = {(slot_of[n.name], n.created_s): n.ready_s - n.created_s for n in node_lives
+               if n.created_s > 0 and n.ready_s is not None}
+    boot_length: dict[str, float | None] = {}
     ledger = EnergyLedger(record_timeline=True)
     running: dict[str, set[int]] = {name: set() for name in by_name}
     now = 0.0
@@ -151,15 +157,16 @@ def recorded_result(
             )
         elif node.state == BOOTING:
             joules = boot_joules_for(node.spec, boot.boot_seconds, boot.boot_joules)
-            watts = joules / boot.boot_seconds if boot.boot_seconds > 0 else 0.0
+            seconds = boot_length.get(node.spec.name) or boot.boot_seconds
+            watts = joules / seconds if seconds > 0 else 0.0
             split = split_watts(watts, BOOTS)
         else:
             watts, split = node.spec.standby_watts, split_watts(node.spec.standby_watts, STANDBY)
         ledger.set_power(node, watts, now, sim_nodes, split, node.state != OFF)
 
     def make_ready(node: SimNode) -> None:
-        if node.state == BOOTING and boot.boot_seconds <= 0:
-            ledger.add(node, boot_joules_for(node.spec, 0.0, boot.boot_joules), now)
+        if node.state == BOOTING and not (boot_length.get(node.spec.name) or boot.boot_seconds) > 0:
+            ledger.add(node, boot_joules_for(node.spec, boot.boot_seconds, boot.boot_joules), now)
         node.state = ON
         node.usage_cores = daemon_usage
         node.daemon_pods = len(daemonsets)
@@ -179,6 +186,7 @@ def recorded_result(
         node = by_name[name]
         if kind == _NODE_NEW:
             node.state, node.usage_cores, node.daemon_pods = BOOTING, 0.0, 0
+            boot_length[name] = booting.get((name, t))
             boots += 1
         elif kind == _NODE_READY:
             if node.state == BOOTING:
