@@ -1,12 +1,14 @@
 """One trace replayed on a real control plane, and every pod's life recorded from the API.
 
 Each trace pod becomes a bare v1.Pod (its requests, the trace's kube objects:
-rl/simulation/kubeobjects.py) named `p-<row>` in a namespace of the run's own, created at its
+rl/simulation/kubeobjects.py, and its `safe-to-evict` annotation when the trace gives one)
+named `p-<row>` in a namespace of the run's own, created at its
 arrival ÷ `speedup` after the replay starts, for the policy's `schedulerName`, with KWOK's
 `kubejoule.io/duration` annotation set to its duration ÷ `speedup` (KWOK ends it Succeeded then:
 rl/cluster/kwok.py). A watch on the namespace (listed first, then watched from the list's
 resourceVersion and resumed from the last one seen when the server ends it) notes when each
-pod is first seen bound, Running, Unschedulable and Succeeded, on this process's monotonic
+pod is first seen bound, Running, Unschedulable, Succeeded and deleted before it ended (evicted:
+cluster-autoscaler's drain), on this process's monotonic
 clock; the record is in trace seconds: (seen − replay start) × speedup.
 
 Faults stop the replay with what was recorded so far and the reason (`Recording.failure`): a
@@ -25,6 +27,7 @@ from typing import Any
 
 from rl.cluster.api import Api, ApiError
 from rl.cluster.kwok import DURATION_ANNOTATION
+from rl.simulation.kubeobjects import SAFE_TO_EVICT_ANNOTATION
 from rl.simulation.recorded import PodLife
 from rl.simulation.scenario import PodSpec
 
@@ -77,6 +80,8 @@ def pod_manifest(pod: PodSpec, scheduler_name: str, speedup: float, run: str) ->
         "labels": {RUN_LABEL: run},
         "annotations": {DURATION_ANNOTATION: f"{max(1, round(pod.duration_s / speedup * 1000))}ms"},
     }
+    if pod.safe_to_evict is not None:  # what cluster-autoscaler's drain reads, as the simulator does
+        body["metadata"]["annotations"][SAFE_TO_EVICT_ANNOTATION] = str(pod.safe_to_evict).lower()
     body["spec"]["schedulerName"] = scheduler_name
     body["spec"]["containers"][0]["image"] = "registry.invalid/replay"
     body["spec"].pop("nodeName", None)
