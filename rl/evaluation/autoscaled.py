@@ -32,7 +32,6 @@ from rl.cluster.schedulers import start_policy
 from rl.evaluation.benchmark import BenchmarkPlan, RunTask
 from rl.evaluation.node_watch import NodeWatch
 from rl.evaluation.replay import END_MARGIN_WALL_S, STUCK_WALL_S, Recording, replay
-from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.recorded import BootModel, NodeLife, recorded_result
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec

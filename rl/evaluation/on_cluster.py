@@ -40,7 +40,12 @@ from rl.cluster.controlplane import (
 )
 from rl.cluster.processes import ComponentError
 from rl.cluster.schedulers import check_policy, start_policy
-from rl.evaluation.autoscaled import autoscaled_result, check_autoscaled, prepare_nodes, run_autoscaled
+from rl.evaluation.autoscaled import (
+    autoscaled_result,
+    check_autoscaled,
+    prepare_nodes,
+    run_autoscaled,
+)
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, RunSummary, RunTask
 from rl.evaluation.replay import Recording, replay
 from rl.simulation.cluster import ClusterModel

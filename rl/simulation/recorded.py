@@ -30,7 +30,14 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from rl.simulation.energy import BOOTS, STANDBY, EnergyLedger, ready_node_power, split_watts, total_split
+from rl.simulation.energy import (
+    BOOTS,
+    STANDBY,
+    EnergyLedger,
+    ready_node_power,
+    split_watts,
+    total_split,
+)
 from rl.simulation.node import BOOTING, OFF, ON, SimNode
 from rl.simulation.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from rl.simulation.simrecords import PodOutcome, SimResult, boot_joules_for
@@ -129,14 +136,14 @@ def recorded_result(
         events.append((life.start_s, _POD_START, life.index, slot_of[life.node]))
         if life.end_s is not None:
             events.append((life.end_s, _POD_END, life.index, slot_of[life.node]))
-    for node in node_lives:
-        slot = slot_of[node.name]
-        if node.created_s > 0:
-            events.append((node.created_s, _NODE_NEW, -1, slot))
-        if node.ready_s is not None:
-            events.append((max(0.0, node.ready_s) if node.created_s > 0 else 0.0, _NODE_READY, -1, slot))
-        if node.deleted_s is not None:
-            events.append((max(0.0, node.deleted_s), _NODE_GONE, -1, slot))
+    for seen in node_lives:
+        slot = slot_of[seen.name]
+        if seen.created_s > 0:
+            events.append((seen.created_s, _NODE_NEW, -1, slot))
+        if seen.ready_s is not None:
+            events.append((max(0.0, seen.ready_s) if seen.created_s > 0 else 0.0, _NODE_READY, -1, slot))
+        if seen.deleted_s is not None:
+            events.append((max(0.0, seen.deleted_s), _NODE_GONE, -1, slot))
     events.sort(key=lambda e: (e[0], e[1]))
     if end_s is None:
         end_s = max((life.end_s for life in lives if life.end_s is not None), default=0.0)
@@ -173,10 +180,10 @@ def recorded_result(
 
     for node in sim_nodes:
         draw(node)
-    for life in node_lives:
-        if life.created_s <= 0:
-            make_ready(by_name[slot_of[life.name]])
-            draw(by_name[slot_of[life.name]])
+    for seen in node_lives:
+        if seen.created_s <= 0:
+            make_ready(by_name[slot_of[seen.name]])
+            draw(by_name[slot_of[seen.name]])
     boots = deleted_nodes = evictions = 0
     for t, kind, index, name in events:
         if t > end_s:

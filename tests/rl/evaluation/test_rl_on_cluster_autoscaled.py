@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from rl.cmd.benchmark_cli import command, parse_args
+from rl.evaluation.benchmark import RunTask
 from rl.evaluation.fidelity import format_fidelity
 from rl.evaluation.node_watch import NodeWatch
 from rl.evaluation.on_cluster import AUTOSCALER_BLOCKED, check_static, run_tag
-from rl.evaluation.benchmark import RunTask
 from rl.evaluation.replay import PodWatch, Recording, pod_manifest
 from rl.simulation.autoscaler_model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
