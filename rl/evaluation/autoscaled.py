@@ -2,8 +2,9 @@
 (policy @ expander, seed) on the node file's autoscaled groups (rl/cluster/autoscaler.py: CA's
 own kwok cloud provider, every timer ÷ speedup, `kubejoule` = `--expander=grpc` to our
 expander), recorded from the API — pods (rl/evaluation/replay.py) and nodes
-(rl/evaluation/node_watch.py) — and turned into the simulator's result by its own power and
-boot model (rl/simulation/recorded.py).
+(rl/evaluation/node_watch.py), kept as `logs/<run>-record.json` beside the components' logs —
+and turned into the simulator's result by its own power and boot model
+(rl/simulation/recorded.py).
 
 Each run starts as the simulator's: the groups' `initially_on` nodes Ready, nothing else; its
 cluster-autoscaler (and expander) are its own processes, started for it and stopped after it,
@@ -20,8 +21,10 @@ such traces, and PodDisruptionBudgets, are refused here (`check_autoscaled`)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from rl.cluster import autoscaler as ca
@@ -119,11 +122,21 @@ def run_autoscaled(cluster: Cluster, bin_dir: Path, ca_bin: Path, plan: Benchmar
         finally:
             served.stop()
         lives = nodes.lives()
+        _keep_record(cluster.log(f"{tag}-record").with_suffix(".json"), recording, lives)
         scale_ups = ca.scale_ups_in_log(log_tail(cluster.log(ca_name), 10**7))
         return recording, lives, scale_ups
     finally:
         for process in reversed(processes):
             stop(process)
+
+
+def _keep_record(path: Path, recording: Recording, lives: Sequence[NodeLife]) -> None:
+    """The run's record beside the components' logs (what the energy was computed from)."""
+    path.write_text(json.dumps({
+        "nodes": [asdict(n) for n in lives],
+        "pods": [asdict(p) for p in recording.lives()],
+        "failure": recording.failure,
+    }, indent=1))
 
 
 def autoscaled_result(recording: Recording, lives: Sequence[NodeLife], scale_ups: int, plan: BenchmarkPlan,
