@@ -99,6 +99,8 @@ SCALED_TIMERS: tuple[Timer, ...] = (
 UNSCALED: tuple[tuple[str, str, str], ...] = (
     ("--max-graceful-termination-sec", "600 s", "whole seconds: ÷ speedup, at least 1 s"),
     ("--new-pod-scale-up-delay", "0 s", "zero at its default"),
+    ("--frequent-loops-enabled", "true", "a loop also starts at once on an unschedulable pod and after a "
+     "scale-up (loop/trigger.go): no wait to scale; the simulator scans on its interval only"),
     ("--max-inactivity, --max-failing-time, --max-startup-time", "10, 15, 20 min",
      "the process's own liveness (/health-check), not a decision"),
     ("--scale-down-simulation-timeout, --max-binpacking-time, --max-nodegroup-binpacking-duration, "
