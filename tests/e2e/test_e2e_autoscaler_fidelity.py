@@ -14,8 +14,9 @@ booting power counted, and energy within 40 % of the simulator's. That bound is 
 purpose and says what is known: on this bursty trace the real cluster-autoscaler starts a loop as
 soon as an unschedulable pod appears and right after a scale-up (loop/trigger.go,
 `LoopTrigger.Wait`; `--frequent-loops-enabled`, default true, config/flags/flags.go), where the
-simulator scans every 10 s, and it boots more nodes: measured +5.5 % and +9.9 % energy for
-`default@least-waste`, +25 % and +36 % for `kubejoule@kubejoule` (docs/how-to/real-kubernetes.md)."""
+simulator scans every 10 s, and it boots more nodes: measured +5.5 % (60×), +9.9 % and +11.7 %
+(30×) energy for `default@least-waste`, +36 % (60×), +25 % and +14.6 % (30×) for
+`kubejoule@kubejoule` (docs/how-to/real-kubernetes.md)."""
 
 from __future__ import annotations
 
