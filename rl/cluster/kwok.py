@@ -1,7 +1,8 @@
 """KWOK's configuration for the harness's fake nodes, and those nodes' objects.
 
 KWOK (sigs.k8s.io/kwok) plays the kubelet for Nodes carrying its annotation: the stages below
-make such a node Ready (and keep its Lease), run each pod bound to it, end a pod whose
+make such a node Ready — at once, or after the delay in its `kubejoule.io/boot-delay`
+annotation (a booting node of an autoscaled group) — (and keep its Lease), run each pod bound to it, end a pod whose
 `kubejoule.io/duration` annotation (a Go duration: "90s", "2m") has passed since it started
 (Succeeded), and remove a pod being deleted. No jitter is set: KWOK turns a jitter at or below
 the delay into the delay itself.
@@ -25,6 +26,9 @@ from rl.simulation.traces.scenario import NodeSpec
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_ANNOTATION_VALUE = "fake"
 DURATION_ANNOTATION = "kubejoule.io/duration"
+# A node that boots (an autoscaled group's, rl/cluster/autoscaler.py): KWOK makes it Ready only
+# this long (a Go duration) after it appears; a node without it is Ready at once.
+BOOT_ANNOTATION = "kubejoule.io/boot-delay"
 CURVE_ANNOTATION = "kubejoule.io/power-curve"
 GROUP_LABEL = "kubejoule.io/node-group"
 NODE_IP = "127.0.0.1"  # every fake node's address: where KWOK's server listens
@@ -63,21 +67,31 @@ _NODE_CONDITIONS = """\
       {{ end }}
 """
 
-_NODE_READY = """\
+# The Ready stage twice: at once for a node without the boot annotation, after its delay for one
+# with it.
+_READY_HEAD = """\
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: kubejoule-node-ready
+  name: {name}
 spec:
-  resourceRef: {apiGroup: v1, kind: Node}
+  resourceRef: {{apiGroup: v1, kind: Node}}
   selector:
     matchExpressions:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: NotIn
       values: ['True']
-  next:
+    - {{key: '.metadata.annotations["{boot}"]', operator: {exists}}}
+{delay}  next:
     statusTemplate: |
-""" + _NODE_CONDITIONS + """      addresses:
+"""
+_BOOT_DELAY = f"""\
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{BOOT_ANNOTATION}"]'
+"""
+_NODE_READY_BODY = _NODE_CONDITIONS + """      addresses:
       - {address: {{ NodeIP | Quote }}, type: InternalIP}
       - {address: {{ NodeName | Quote }}, type: Hostname}
       allocatable:
@@ -97,6 +111,10 @@ spec:
         systemUUID: ""
       phase: Running
 """
+_NODE_READY = _READY_HEAD.format(name="kubejoule-node-ready", boot=BOOT_ANNOTATION, exists="DoesNotExist",
+                                 delay="") + _NODE_READY_BODY
+_NODE_BOOTED = _READY_HEAD.format(name="kubejoule-node-booted", boot=BOOT_ANNOTATION, exists="Exists",
+                                  delay=_BOOT_DELAY) + _NODE_READY_BODY
 
 _NODE_HEARTBEAT = """\
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -272,18 +290,19 @@ spec:
 def configuration() -> str:
     """KWOK's --config file: its options, the stages, the resource metrics and the usage rule
     above, as one YAML stream."""
-    return "---\n".join([_CONFIGURATION, _NODE_READY, _NODE_HEARTBEAT, _POD_RUNNING, _POD_DONE, _POD_GONE,
+    return "---\n".join([_CONFIGURATION, _NODE_READY, _NODE_BOOTED, _NODE_HEARTBEAT, _POD_RUNNING, _POD_DONE, _POD_GONE,
                          _RESOURCE_METRICS, _USAGE_FROM_ANNOTATIONS])
 
 
-def node_object(spec: NodeSpec) -> dict[str, Any]:
-    """The Node KWOK will play for `spec`: its group and power curve on it, its capacity."""
+def node_object(spec: NodeSpec, boot_delay_s: float | None = None) -> dict[str, Any]:
+    """The Node KWOK will play for `spec`: its group and power curve on it, its capacity; with
+    `boot_delay_s`, Ready only that long after it appears (BOOT_ANNOTATION)."""
     capacity = {
         "cpu": f"{round(spec.cpu_cores * 1000)}m",
         "memory": f"{round(spec.memory_gib * 1024)}Mi",
         "pods": str(spec.max_pods),
     }
-    return {
+    node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
@@ -304,4 +323,12 @@ def node_object(spec: NodeSpec) -> dict[str, Any]:
         "spec": {},
         "status": {"capacity": capacity, "allocatable": dict(capacity)},
     }
+    if boot_delay_s is not None:
+        node["metadata"]["annotations"][BOOT_ANNOTATION] = go_duration(boot_delay_s)
+    return node
+
+
+def go_duration(seconds: float) -> str:
+    """`seconds` as a Go duration in whole milliseconds (at least 1 ms)."""
+    return f"{max(1, round(seconds * 1000))}ms"
 

@@ -246,7 +246,7 @@ def command(args: argparse.Namespace) -> int:
     if not policies:
         return usage("--policies is empty")
     expanders = [e.strip() for e in (args.expanders or "").split(",") if e.strip()]
-    if args.on_cluster and (args.autoscaler or expanders or any("@" in p for p in policies)):
+    if args.on_cluster and args.ca_bin is None and (args.autoscaler or expanders or any("@" in p for p in policies)):
         return usage(on_cluster_cli.AUTOSCALER_BLOCKED)
     if args.power_off_visible and args.autoscaler:
         return usage("--power-off-visible is an ablation of --autoscaler: give one of them")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rl.cluster.autoscaler import CA_BIN_ENV
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, assemble, run_plan
 from rl.evaluation.fidelity import fidelity, format_fidelity, without_agents
 from rl.evaluation.on_cluster import (
@@ -37,7 +38,7 @@ DEFAULT_SPEEDUP = 60.0
 
 
 def add_arguments(bench: argparse.ArgumentParser) -> None:
-    group = bench.add_argument_group("on a real control plane (static cluster; docs/how-to/real-kubernetes.md)")
+    group = bench.add_argument_group("on a real control plane (docs/how-to/real-kubernetes.md)")
     group.add_argument("--on-cluster", action="store_true",
                        help="run the policies' real schedulers on a real control plane with KWOK nodes")
     group.add_argument("--speedup", type=float, default=DEFAULT_SPEEDUP,
@@ -46,6 +47,10 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
                        help="with --on-cluster: also simulate the same plan (every node without an agent, as the KWOK nodes) and report the differences")
     group.add_argument("--bin-dir", type=Path, default=os.environ.get(BIN_ENV),
                        help=f"the components' binaries (default ${BIN_ENV}; `make -s k8s-bin-dir` prints it)")
+    group.add_argument("--ca-bin", type=Path, default=os.environ.get(CA_BIN_ENV),
+                       help=f"a cluster-autoscaler binary built from its GitHub source (default ${CA_BIN_ENV}; "
+                       "tools/k8s/build-ca-from-source.sh builds one): with it --autoscaler, --expanders and "
+                       "POLICY@EXPANDER run on the real cluster-autoscaler; without it --on-cluster is static only")
     group.add_argument("--cluster-dir", type=Path,
                        help="where the control plane keeps its files and logs (default: a temporary directory)")
 
@@ -64,7 +69,7 @@ def progress(message: str) -> None:
 def run(args: argparse.Namespace, plan: BenchmarkPlan, cluster: ClusterModel, expanders: Sequence[str],
         policies: Sequence[str]) -> OnClusterRun:
     """The plan on the cluster (and in the simulator with --fidelity). ValueError on bad input."""
-    check_static(cluster, expanders, policies)
+    check_static(cluster, expanders, policies, args.ca_bin, [p for s in range(plan.seeds) for p in plan.pods_of(s)])
     if args.shard is not None:
         raise ValueError("--on-cluster runs the whole plan: no --shard")
     if args.bin_dir is None:
@@ -74,11 +79,11 @@ def run(args: argparse.Namespace, plan: BenchmarkPlan, cluster: ClusterModel, ex
     simulated = run_plan(without_agents(plan), None, 1, False) if args.fidelity else None
     if args.cluster_dir is not None:
         outcomes, partial = run_on_cluster(plan, cluster.daemonsets, args.bin_dir, args.cluster_dir, args.speedup,
-                                           progress)
+                                           progress, args.ca_bin)
     else:
         with tempfile.TemporaryDirectory(prefix="kj-on-cluster-") as tmp:
             outcomes, partial = run_on_cluster(plan, cluster.daemonsets, args.bin_dir, Path(tmp), args.speedup,
-                                               progress)
+                                               progress, args.ca_bin)
     return OnClusterRun(outcomes, partial, simulated)
 
 
@@ -86,7 +91,10 @@ def document(plan: BenchmarkPlan, run: OnClusterRun, description: dict[str, Any]
     """The results document of the complete runs, marked (module docstring)."""
     complete = [k for k in plan.keys if any(o.summary.policy == k for o in run.outcomes)]
     result = assemble(complete, plan.seeds, plan.oracle, run.outcomes)
-    doc = results_json(result, {**description, "engine": "real control plane (KWOK nodes)", "speedup": speedup})
+    engine = "real control plane (KWOK nodes)"
+    if any(t.expander is not None for t in plan.tasks):
+        engine += ", real cluster-autoscaler (its kwok cloud provider)"
+    doc = results_json(result, {**description, "engine": engine, "speedup": speedup})
     doc["complete"] = run.partial is None
     if run.partial is not None:
         doc["partial"] = run.partial.as_json()

@@ -1,7 +1,9 @@
 """Fidelity: the same plan (policies × seeds, each seed's workload) in the simulator and on the
 real control plane (`kubejoule-rl benchmark --on-cluster --fidelity`), side by side per policy,
 means over seeds: energy (kWh), busy node-hours (Σ over nodes of the time a node ran at least
-one workload pod), pending p99 (s), pods placed — and the cluster's difference from the
+one workload pod), node-hours (nodes on or booting: what the autoscaler's nodes cost), pending
+p99 (s), pods placed, and the autoscaler's scale-ups, scale-downs (nodes removed) and evictions
+— and the cluster's difference from the
 simulator in percent, `100 × (cluster − sim) / sim`. The real components are the reference:
 where they differ, the simulator's model is what is questioned.
 
@@ -22,7 +24,8 @@ from typing import Any
 
 from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkPlan, BenchmarkResult, RunSummary
 
-AXES = ("energy_kwh", "busy_node_hours", "pending_p99_s", "pods_placed")
+AXES = ("energy_kwh", "busy_node_hours", "node_hours", "pending_p99_s", "pods_placed", "scale_ups", "scale_downs",
+        "evictions")
 
 
 def without_agents(plan: BenchmarkPlan) -> BenchmarkPlan:
@@ -40,8 +43,12 @@ def axes_of(runs: Sequence[RunSummary], pods: int) -> dict[str, float]:
     return {
         "energy_kwh": _mean([r.energy_joules / JOULES_PER_KWH for r in runs]),
         "busy_node_hours": _mean([r.busy_node_seconds / 3600.0 for r in runs]),
+        "node_hours": _mean([r.node_seconds / 3600.0 for r in runs]),
         "pending_p99_s": _mean([r.pending_p99_s or 0.0 for r in runs]),
         "pods_placed": _mean([float(pods - r.never_scheduled) for r in runs]),
+        "scale_ups": _mean([float(r.scale_ups) for r in runs]),
+        "scale_downs": _mean([float(r.scale_downs) for r in runs]),
+        "evictions": _mean([float(r.evictions) for r in runs]),
     }
 
 
@@ -72,19 +79,26 @@ def fidelity(sim: BenchmarkResult, cluster: BenchmarkResult, pods: int) -> dict[
 
 
 def format_fidelity(rows: dict[str, Any]) -> str:
-    lines = [
-        "| policy | energy kWh sim / cluster (Δ %) | busy node-h sim / cluster (Δ %) | pending p99 s sim / cluster | pods placed sim / cluster |",
-        "|---|---|---|---|---|",
-    ]
+    autoscaled = any(row["simulator"].get("scale_ups") or row["cluster"].get("scale_ups") for row in rows.values())
+    head = ("| policy | energy kWh sim / cluster (Δ %) | busy node-h sim / cluster (Δ %) | node-h sim / cluster (Δ %) "
+            "| pending p99 s sim / cluster | pods placed sim / cluster |")
+    if autoscaled:
+        head += " scale-ups / downs / evictions sim; cluster |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for key, row in rows.items():
         s, c, d = row["simulator"], row["cluster"], row["difference_pct"]
 
         def pct(axis: str, d: dict[str, float | None] = d) -> str:
-            return "—" if d[axis] is None else f"{d[axis]:+.2f}"
+            return "—" if d.get(axis) is None else f"{d[axis]:+.2f}"
 
-        lines.append(
+        line = (
             f"| {key} | {s['energy_kwh']:.4f} / {c['energy_kwh']:.4f} ({pct('energy_kwh')}) | "
             f"{s['busy_node_hours']:.3f} / {c['busy_node_hours']:.3f} ({pct('busy_node_hours')}) | "
+            f"{s.get('node_hours', 0.0):.3f} / {c.get('node_hours', 0.0):.3f} ({pct('node_hours')}) | "
             f"{s['pending_p99_s']:.1f} / {c['pending_p99_s']:.1f} | {s['pods_placed']:.0f} / {c['pods_placed']:.0f} |"
         )
+        if autoscaled:
+            line += (f" {s['scale_ups']:g} / {s['scale_downs']:g} / {s['evictions']:g}; "
+                     f"{c['scale_ups']:g} / {c['scale_downs']:g} / {c['evictions']:g} |")
+        lines.append(line)
     return "\n".join(lines)

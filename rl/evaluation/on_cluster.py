@@ -13,9 +13,11 @@ A run that fails (module docstring of replay.py) stops the benchmark: the runs b
 kept as the results, the failed one is kept apart, marked partial, with its reason
 (`PartialRun`); nothing partial enters the results' table.
 
-Blocked: cluster-autoscaler (issue 35's autoscaled runs). The Go module proxy answers 403 "This
-module version is not available" for k8s.io/autoscaler/cluster-autoscaler at every version, so
-it cannot be built here; `--autoscaler` and expanders are refused with that reason."""
+With the autoscaler (`--autoscaler`, expanders, POLICY@EXPANDER) the runs need a
+cluster-autoscaler binary (`ca_bin`): the Go module proxy answers 403 "This module version is not
+available" for k8s.io/autoscaler/cluster-autoscaler at every version, so no registry builds it;
+one built from its GitHub source is given with `--ca-bin` (rl/cluster/autoscaler.py). Without
+it they are refused with that reason; with it each run is rl/evaluation/autoscaled.py's."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.cluster.api import Api, ApiError
+from rl.cluster.autoscaler import CA_BLOCKED, CA_HOW, ON_CLUSTER_EXPANDERS
 from rl.cluster.controlplane import (
     Cluster,
     ClusterOptions,
@@ -37,6 +40,12 @@ from rl.cluster.controlplane import (
 )
 from rl.cluster.processes import ComponentError
 from rl.cluster.schedulers import check_policy, start_policy
+from rl.evaluation.autoscaled import (
+    autoscaled_result,
+    check_autoscaled,
+    prepare_nodes,
+    run_autoscaled,
+)
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, RunSummary, RunTask
 from rl.evaluation.replay import Recording, replay
 from rl.simulation.cluster import ClusterModel
@@ -46,10 +55,8 @@ from rl.simulation.traces.kubeobjects import requests_object
 from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
 
 AUTOSCALER_BLOCKED = (
-    "--on-cluster runs a static cluster only: cluster-autoscaler cannot be built here (the Go module "
-    "proxy answers 403 'This module version is not available' for k8s.io/autoscaler/cluster-autoscaler "
-    "at every version), so --autoscaler, --expanders and POLICY@EXPANDER are not available on the cluster; "
-    "see docs/how-to/real-kubernetes.md"
+    f"--on-cluster without a cluster-autoscaler binary runs a static cluster only: {CA_BLOCKED}, so "
+    f"--autoscaler, --expanders and POLICY@EXPANDER need one: {CA_HOW}; see docs/how-to/real-kubernetes.md"
 )
 DAEMONSET_NAMESPACE = "kj-daemonsets"
 
@@ -72,14 +79,26 @@ class PartialRun:
         return out
 
 
-def check_static(cluster: ClusterModel, expanders: Sequence[str], policies: Sequence[str]) -> None:
-    """ValueError unless the run is one the cluster can do: static, real schedulers only."""
-    if cluster.autoscaler is not None or expanders or any("@" in p for p in policies):
+def check_static(cluster: ClusterModel, expanders: Sequence[str], policies: Sequence[str],
+                 ca_bin: Path | None = None, pods: Sequence[PodSpec] = ()) -> None:
+    """ValueError unless the run is one the cluster can do: real schedulers only, and the
+    autoscaler only with a cluster-autoscaler binary and its expanders."""
+    autoscaled = cluster.autoscaler is not None or bool(expanders) or any("@" in p for p in policies)
+    if autoscaled and ca_bin is None:
         raise ValueError(AUTOSCALER_BLOCKED)
+    if autoscaled:
+        if ca_bin is not None and not ca_bin.is_file():
+            raise ValueError(f"--ca-bin {ca_bin}: no such file")
+        named = [*expanders, *(p.split("@", 1)[1] for p in policies if "@" in p)]
+        known = (*ON_CLUSTER_EXPANDERS, "kubejoule")
+        unknown = next((e for e in named if e not in known), None)
+        if unknown is not None:
+            raise ValueError(f"--on-cluster: expander {unknown!r} is not run on the cluster; known: {', '.join(known)}")
+        check_autoscaled(cluster, pods)
     if cluster.power_off is not None:
         raise ValueError("--on-cluster: --power-off-visible / --power-off-after are simulator ablations (no real node powers off here)")
     for policy in policies:
-        check_policy(policy)
+        check_policy(policy.split("@", 1)[0])
 
 
 def check_fits(nodes: Sequence[NodeSpec], pods: Sequence[PodSpec], daemonsets: Sequence[DaemonSetSpec]) -> None:
@@ -119,16 +138,27 @@ def create_daemonsets(api: Api, daemonsets: Sequence[DaemonSetSpec], nodes: int,
                                 "resources": {"requests": requests_object(ds.cpu_request, ds.mem_request_gib)}}],
                 "tolerations": [{"operator": "Exists"}]}}},
         })
-    want = nodes * len(daemonsets)
+    _wait_running(api, lambda pod: True, nodes * len(daemonsets), timeout_s)
+
+
+def wait_daemonset_pods(api: Api, node_names: Sequence[str], per_node: int, timeout_s: float = 120.0) -> None:
+    """The DaemonSet pods Running on each of `node_names` (nodes just created)."""
+    names = set(node_names)
+    _wait_running(api, lambda pod: pod.get("spec", {}).get("nodeName") in names, len(names) * per_node, timeout_s)
+
+
+def _wait_running(api: Api, which: Callable[[dict[str, Any]], bool], want: int, timeout_s: float) -> None:
+    if want <= 0:
+        return
     deadline = time.monotonic() + timeout_s
     while True:
         items = api.request("GET", f"/api/v1/namespaces/{DAEMONSET_NAMESPACE}/pods")["items"]
-        running = sum(1 for p in items if p.get("status", {}).get("phase") == "Running")
+        running = sum(1 for p in items if p.get("status", {}).get("phase") == "Running" and which(p))
         if running >= want:
             return
         if time.monotonic() > deadline:
             raise ComponentError("kube-controller-manager", f"DaemonSet pods: {running} of {want} Running after {timeout_s:g} s")
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def result_of(recording: Recording, nodes: Sequence[NodeSpec], pods: Sequence[PodSpec],
@@ -138,15 +168,29 @@ def result_of(recording: Recording, nodes: Sequence[NodeSpec], pods: Sequence[Po
     return recorded_result(nodes, pods, recording.lives(), daemonsets, recording.unschedulable, end)
 
 
+def run_tag(task: RunTask) -> str:
+    """The run's name in the cluster (namespace, processes, logs): its key and seed, DNS-safe."""
+    return "".join(c if c.isalnum() else "-" for c in f"{task.key}-s{task.seed}".lower())
+
+
 def run_task(cluster: Cluster, bin_dir: Path, plan: BenchmarkPlan, task: RunTask, daemonsets: Sequence[DaemonSetSpec],
-             speedup: float, progress: Callable[[str], None]) -> tuple[SimResult, Recording]:
+             speedup: float, progress: Callable[[str], None],
+             ca_bin: Path | None = None) -> tuple[SimResult, Recording]:
     """One run of the plan on the cluster; its result and its recording (failure set when it
     stopped early)."""
     api = cluster.admin()
-    tag = f"{task.policy.replace('+', '-').replace(':', '-').replace('.', '-')}-s{task.seed}".lower()
+    tag = run_tag(task)
     namespace = f"kj-run-{tag}"
     _namespace(api, namespace)
     pods = plan.pods_of(task.seed)
+    if task.expander is not None:
+        assert ca_bin is not None
+        recording, lives, scale_ups = run_autoscaled(
+            cluster, bin_dir, ca_bin, plan, task, namespace, tag, speedup, progress,
+            lambda names: wait_daemonset_pods(api, names, len(daemonsets)))
+        with contextlib.suppress(ApiError, OSError):
+            api.request("DELETE", f"/api/v1/namespaces/{namespace}")
+        return autoscaled_result(recording, lives, scale_ups, plan, task, daemonsets), recording
     served = start_policy(cluster, bin_dir, task.policy, plan.nodes, tag)
     try:
         recording = replay(api, namespace, pods, served.scheduler_name, speedup,
@@ -159,23 +203,32 @@ def run_task(cluster: Cluster, bin_dir: Path, plan: BenchmarkPlan, task: RunTask
 
 
 def run_on_cluster(plan: BenchmarkPlan, daemonsets: Sequence[DaemonSetSpec], bin_dir: Path, directory: Path,
-                   speedup: float, progress: Callable[[str], None]) -> tuple[list[RunOutcome], PartialRun | None]:
+                   speedup: float, progress: Callable[[str], None],
+                   ca_bin: Path | None = None) -> tuple[list[RunOutcome], PartialRun | None]:
     """Every task of the plan, in order, on one control plane brought up in `directory` (and
-    stopped on return); the complete runs' outcomes and the run that failed, if one did."""
+    stopped on return); the complete runs' outcomes and the run that failed, if one did. Tasks
+    with an expander run with the cluster-autoscaler at `ca_bin`."""
     if speedup <= 0:
         raise ValueError(f"--speedup {speedup:g}: must be > 0")
-    progress(f"bringing up the control plane with {len(plan.nodes)} KWOK nodes")
+    autoscaled = any(t.expander is not None for t in plan.tasks)
+    if autoscaled and ca_bin is None:
+        raise ValueError(AUTOSCALER_BLOCKED)
+    progress(f"bringing up the control plane ({'autoscaled node groups' if autoscaled else f'{len(plan.nodes)} KWOK nodes'})")
     cluster = up(ClusterOptions(directory / "plane", bin_dir), progress)
     outcomes: list[RunOutcome] = []
     try:
-        create_nodes(cluster.admin(), plan.nodes)
-        wait_nodes_ready(cluster.admin(), [n.name for n in plan.nodes], 120.0)
-        create_daemonsets(cluster.admin(), daemonsets, len(plan.nodes))
+        if autoscaled:
+            initial = prepare_nodes(cluster.admin(), plan.nodes, 0.0, "start")
+            create_daemonsets(cluster.admin(), daemonsets, len(initial))
+        else:
+            create_nodes(cluster.admin(), plan.nodes)
+            wait_nodes_ready(cluster.admin(), [n.name for n in plan.nodes], 120.0)
+            create_daemonsets(cluster.admin(), daemonsets, len(plan.nodes))
         for number, task in enumerate(plan.tasks, 1):
             progress(f"run {number}/{len(plan.tasks)}: {task.key} seed {task.seed} at {speedup:g}× speed")
             try:
                 result, recording = run_task(cluster, bin_dir, plan, task, daemonsets, speedup,
-                                             _prefixed(progress, task.key))
+                                             _prefixed(progress, task.key), ca_bin)
             except (ComponentError, ApiError, OSError) as exc:
                 return outcomes, PartialRun(task, f"{type(exc).__name__}: {exc}")
             if recording.failure is not None:

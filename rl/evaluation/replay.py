@@ -1,12 +1,14 @@
 """One trace replayed on a real control plane, and every pod's life recorded from the API.
 
 Each trace pod becomes a bare v1.Pod (its requests, the trace's kube objects:
-rl/simulation/traces/kubeobjects.py) named `p-<row>` in a namespace of the run's own, created at its
+rl/simulation/traces/kubeobjects.py, and its `safe-to-evict` annotation when the trace gives one)
+named `p-<row>` in a namespace of the run's own, created at its
 arrival ÷ `speedup` after the replay starts, for the policy's `schedulerName`, with KWOK's
 `kubejoule.io/duration` annotation set to its duration ÷ `speedup` (KWOK ends it Succeeded then:
 rl/cluster/kwok.py). A watch on the namespace (listed first, then watched from the list's
 resourceVersion and resumed from the last one seen when the server ends it) notes when each
-pod is first seen bound, Running, Unschedulable and Succeeded, on this process's monotonic
+pod is first seen bound, Running, Unschedulable, Succeeded and deleted before it ended (evicted:
+cluster-autoscaler's drain), on this process's monotonic
 clock; the record is in trace seconds: (seen − replay start) × speedup.
 
 Faults stop the replay with what was recorded so far and the reason (`Recording.failure`): a
@@ -26,6 +28,7 @@ from typing import Any
 from rl.cluster.api import Api, ApiError
 from rl.cluster.kwok import DURATION_ANNOTATION
 from rl.simulation.recorded import PodLife
+from rl.simulation.traces.kubeobjects import SAFE_TO_EVICT_ANNOTATION
 from rl.simulation.traces.scenario import PodSpec
 
 RUN_LABEL = "kubejoule.io/replay"
@@ -47,6 +50,7 @@ class Recording:
     running: dict[int, float] = field(default_factory=dict)
     ended: dict[int, float] = field(default_factory=dict)
     unschedulable: set[int] = field(default_factory=set)
+    evicted: dict[int, float] = field(default_factory=dict)  # deleted before it ended
     created: int = 0
     failure: str | None = None
     end_s: float = 0.0
@@ -54,10 +58,17 @@ class Recording:
     def trace_s(self, monotonic_s: float) -> float:
         return (monotonic_s - self.t0) * self.speedup
 
+    @property
+    def done(self) -> int:
+        """Pods that will not run again: ended, or evicted (a bare pod is not recreated)."""
+        return len(self.ended) + len(self.evicted)
+
     def lives(self) -> list[PodLife]:
-        """Every bound pod's life: its start is when it was seen Running (else bound)."""
+        """Every bound pod's life: its start is when it was seen Running (else bound); an evicted
+        pod's ends at its eviction."""
         return [
-            PodLife(row, node, self.running.get(row, at), self.ended.get(row))
+            PodLife(row, node, self.running.get(row, at), self.ended.get(row, self.evicted.get(row)),
+                    evicted=row in self.evicted)
             for row, (at, node) in sorted(self.bound.items())
         ]
 
@@ -69,22 +80,26 @@ def pod_manifest(pod: PodSpec, scheduler_name: str, speedup: float, run: str) ->
         "labels": {RUN_LABEL: run},
         "annotations": {DURATION_ANNOTATION: f"{max(1, round(pod.duration_s / speedup * 1000))}ms"},
     }
+    if pod.safe_to_evict is not None:  # what cluster-autoscaler's drain reads, as the simulator does
+        body["metadata"]["annotations"][SAFE_TO_EVICT_ANNOTATION] = str(pod.safe_to_evict).lower()
     body["spec"]["schedulerName"] = scheduler_name
     body["spec"]["containers"][0]["image"] = "registry.invalid/replay"
     body["spec"].pop("nodeName", None)
     return body
 
 
-class PodWatch:
-    """The namespace's pods, watched in a thread into a Recording (module docstring)."""
+class ResourceWatch:
+    """A collection listed, then watched from the list's resourceVersion (resumed from the last
+    one seen when the server ends the watch), in a thread; each object seen goes to `_note`. Any
+    failure sets `error` (events may have been lost: the record can no longer be trusted)."""
 
-    def __init__(self, api: Api, namespace: str, recording: Recording, timeout_s: int) -> None:
+    def __init__(self, api: Api, path: str, recording: Recording, timeout_s: int) -> None:
         self._api = api
-        self._path = f"/api/v1/namespaces/{namespace}/pods"
+        self._path = path
         self._recording = recording
         self._timeout_s = timeout_s
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"watch {namespace}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
         self.error: str | None = None
 
     def start(self) -> None:
@@ -93,7 +108,39 @@ class PodWatch:
     def stop(self) -> None:
         self._stopped.set()
 
-    def _note(self, pod: dict[str, Any]) -> None:
+    def _note(self, obj: dict[str, Any], event: str) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        try:
+            listed = self._api.request("GET", self._path)
+            for obj in listed.get("items", []):
+                self._note(obj, "LISTED")
+            version = listed["metadata"]["resourceVersion"]
+            while not self._stopped.is_set():
+                for event in self._api.watch(f"{self._path}?resourceVersion={version}&allowWatchBookmarks=true",
+                                             timeout_seconds=self._timeout_s):
+                    if event.get("type") == "ERROR":
+                        message = event.get("object", {}).get("message", event)
+                        raise RuntimeError(f"error event: {message}")
+                    version = event.get("object", {}).get("metadata", {}).get("resourceVersion", version)
+                    if event.get("type") != "BOOKMARK":
+                        self._note(event.get("object", {}), str(event.get("type")))
+                    if self._stopped.is_set():
+                        return
+                self._stopped.wait(POLL_WALL_S)  # the server ended the watch: resume where it was
+        except Exception as exc:  # noqa: BLE001 (any failure of the watch ends the record)
+            if not self._stopped.is_set():
+                self.error = f"the watch of {self._path} dropped: {exc}"
+
+
+class PodWatch(ResourceWatch):
+    """The namespace's pods into a Recording (module docstring)."""
+
+    def __init__(self, api: Api, namespace: str, recording: Recording, timeout_s: int) -> None:
+        super().__init__(api, f"/api/v1/namespaces/{namespace}/pods", recording, timeout_s)
+
+    def _note(self, pod: dict[str, Any], event: str) -> None:
         name = pod.get("metadata", {}).get("name", "")
         if not name.startswith("p-"):
             return
@@ -108,31 +155,12 @@ class PodWatch:
             record.running[row] = at
         if phase == "Succeeded" and row not in record.ended:
             record.ended[row] = at
+        going = event == "DELETED" or pod.get("metadata", {}).get("deletionTimestamp")
+        if going and row not in record.ended and row not in record.evicted:
+            record.evicted[row] = at  # deleted before it ended: cluster-autoscaler's drain
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
                 record.unschedulable.add(row)
-
-    def _run(self) -> None:
-        try:
-            listed = self._api.request("GET", self._path)
-            for pod in listed.get("items", []):
-                self._note(pod)
-            version = listed["metadata"]["resourceVersion"]
-            while not self._stopped.is_set():
-                for event in self._api.watch(f"{self._path}?resourceVersion={version}&allowWatchBookmarks=true",
-                                             timeout_seconds=self._timeout_s):
-                    if event.get("type") == "ERROR":
-                        message = event.get("object", {}).get("message", event)
-                        raise RuntimeError(f"error event: {message}")
-                    version = event.get("object", {}).get("metadata", {}).get("resourceVersion", version)
-                    if event.get("type") != "BOOKMARK":
-                        self._note(event.get("object", {}))
-                    if self._stopped.is_set():
-                        return
-                self._stopped.wait(POLL_WALL_S)  # the server ended the watch: resume where it was
-        except Exception as exc:  # noqa: BLE001 (any failure of the watch ends the record)
-            if not self._stopped.is_set():
-                self.error = f"the watch of {self._path} dropped: {exc}"
 
 
 def replay(
@@ -143,10 +171,15 @@ def replay(
     speedup: float,
     dead: Callable[[], list[str]],
     progress: Callable[[str], None] = lambda _m: None,
+    recording: Recording | None = None,
+    watches: Sequence[ResourceWatch] = (),
+    stuck_wall_s: float = STUCK_WALL_S,
 ) -> Recording:
     """Replay `pods` into `namespace` (which exists) for `scheduler_name` (module docstring);
-    `dead()` names the components that have exited (checked throughout)."""
-    recording = Recording(speedup)
+    `dead()` names the components that have exited (checked throughout). `watches`: more
+    watches into `recording` (the nodes', rl/evaluation/node_watch.py), started and stopped with
+    the pods'; `stuck_wall_s`: how long nothing may run while pods wait."""
+    recording = recording or Recording(speedup)
     horizon_s = max((p.submit_s + p.duration_s for p in pods), default=0.0)
     deadline_wall_s = horizon_s / speedup + END_MARGIN_WALL_S
     watch = PodWatch(api, namespace, recording, int(deadline_wall_s + 120))
@@ -161,7 +194,9 @@ def replay(
             errors.append(f"creating pod p-{pod.index}: {exc}")
 
     recording.t0 = time.monotonic()
-    watch.start()
+    everything = [watch, *watches]
+    for each in everything:
+        each.start()
     last_report = 0.0
     stuck_since: float | None = None
     with ThreadPoolExecutor(4) as pool:
@@ -170,8 +205,8 @@ def replay(
             while recording.created < len(order) and order[recording.created].submit_s / speedup <= now - recording.t0:
                 pool.submit(create, order[recording.created])
                 recording.created += 1
-            failure = _failure(dead(), watch.error, errors)
-            ended = len(recording.ended)
+            failure = _failure(dead(), next((w.error for w in everything if w.error), None), errors)
+            ended = recording.done
             if failure is None and ended == len(pods):
                 break
             if failure is None and now - recording.t0 > deadline_wall_s:
@@ -180,7 +215,7 @@ def replay(
             active = len(recording.bound) - ended
             if recording.created == len(order) and active == 0 and ended < len(pods):
                 stuck_since = stuck_since or now
-                if failure is None and now - stuck_since > STUCK_WALL_S:
+                if failure is None and now - stuck_since > stuck_wall_s:
                     failure = (f"{len(pods) - ended} pods were never bound by {scheduler_name} and nothing "
                                f"else runs ({len(recording.unschedulable)} reported Unschedulable)")
             else:
@@ -193,9 +228,10 @@ def replay(
                 progress(f"{recording.created}/{len(pods)} created, {len(recording.bound)} bound, {ended} ended, "
                          f"trace t={recording.trace_s(now):.0f} s")
             time.sleep(POLL_WALL_S)
-    recording.end_s = max(recording.ended.values(), default=0.0) if recording.failure is None else \
-        recording.trace_s(time.monotonic())
-    watch.stop()
+    recording.end_s = max([*recording.ended.values(), *recording.evicted.values()], default=0.0) \
+        if recording.failure is None else recording.trace_s(time.monotonic())
+    for each in everything:
+        each.stop()
     return recording
 
 

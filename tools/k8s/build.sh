@@ -23,6 +23,7 @@
 #
 # cluster-autoscaler is not built: the Go module proxy refuses k8s.io/autoscaler/cluster-autoscaler
 # at every version asked (403 "This module version is not available"; see docs/how-to/real-kubernetes.md).
+# Where GitHub is reachable, tools/k8s/build-ca-from-source.sh builds it from a checkout of its source.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

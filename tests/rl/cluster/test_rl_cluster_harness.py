@@ -21,21 +21,21 @@ from rl.simulation.traces.scenario import load_node_groups, scenario_path
 from tests.helpers.e2e_cluster import leftover_processes
 
 
-def test_kwok_configuration_is_its_options_our_five_stages_and_the_resource_metrics() -> None:
+def test_kwok_configuration_is_its_options_our_six_stages_and_the_resource_metrics() -> None:
     docs = list(yaml.safe_load_all(kwok.configuration()))
     assert docs[0]["kind"] == "KwokConfiguration"
     assert docs[0]["options"]["manageNodesWithAnnotationSelector"] == "kwok.x-k8s.io/node=fake"
     assert docs[0]["options"]["nodeIP"] == "127.0.0.1"  # where KWOK's server, the nodes' kubelet, listens
-    assert [d["kind"] for d in docs[1:]] == ["Stage"] * 5 + ["Metric", "ClusterResourceUsage"]
-    stages = {d["metadata"]["name"]: d["spec"] for d in docs[1:6]}
-    metric = docs[6]["spec"]
+    assert [d["kind"] for d in docs[1:]] == ["Stage"] * 6 + ["Metric", "ClusterResourceUsage"]
+    stages = {d["metadata"]["name"]: d["spec"] for d in docs[1:7]}
+    metric = docs[7]["spec"]
     assert metric["path"] == "/metrics/nodes/{nodeName}/metrics/resource"
     # The series metrics-server decodes, and nothing it would not read.
     assert {m["name"] for m in metric["metrics"]} == {
         "node_cpu_usage_seconds_total", "node_memory_working_set_bytes", "container_start_time_seconds",
         "container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
     }
-    usage = docs[7]["spec"]["usages"][0]["usage"]
+    usage = docs[8]["spec"]["usages"][0]["usage"]
     assert '"kwok.x-k8s.io/usage-cpu" in pod.metadata.annotations' in usage["cpu"]["expression"]
     assert 'pod.metadata.annotations["kwok.x-k8s.io/usage-memory"]' in usage["memory"]["expression"]
     done = stages["kubejoule-pod-done"]
@@ -43,6 +43,14 @@ def test_kwok_configuration_is_its_options_our_five_stages_and_the_resource_metr
     assert done["delay"]["durationFrom"]["expressionFrom"] == '.metadata.annotations["kubejoule.io/duration"]'
     assert "jitterDurationMilliseconds" not in done["delay"] and "jitterDurationFrom" not in done["delay"]
     assert "phase: Succeeded" in done["next"]["statusTemplate"]
+    # A node is Ready at once unless it boots: then after the delay its annotation gives.
+    ready, booted = stages["kubejoule-node-ready"], stages["kubejoule-node-booted"]
+    boot_key = '.metadata.annotations["kubejoule.io/boot-delay"]'
+    assert {"key": boot_key, "operator": "DoesNotExist"} in ready["selector"]["matchExpressions"]
+    assert "delay" not in ready
+    assert {"key": boot_key, "operator": "Exists"} in booted["selector"]["matchExpressions"]
+    assert booted["delay"]["durationFrom"]["expressionFrom"] == boot_key
+    assert booted["next"] == ready["next"]
     assert stages["kubejoule-pod-gone"]["next"]["delete"] is True
 
 
