@@ -40,12 +40,13 @@ def _simulate(monkeypatch: pytest.MonkeyPatch, model: AutoscalerModel, expander:
     boot, power_down = ClusterActions.boot, NodeLifecycle.power_down
 
     def seen_boot(sim: Any, node: Any, seconds: float, joules: float | None) -> None:
-        created[node.spec.name] = sim.now
+        created[node.spec.name] = sim.state.now
         boot(sim, node, seconds, joules)
 
     def seen_power_down(sim: Any, node: Any) -> None:
         start = created.pop(node.spec.name, 0.0)
-        lives.append(NodeLife(f"{node.spec.name}@{start}", node.spec.group, start, start + model.boot_seconds if start else 0.0, sim.now))
+        lives.append(NodeLife(f"{node.spec.name}@{start}", node.spec.group, start,
+                              start + model.boot_seconds if start else 0.0, sim.state.now))
         power_down(sim, node)
 
     monkeypatch.setattr(ClusterActions, "boot", seen_boot)
