@@ -72,7 +72,7 @@ class MetricsServerData:
         stamp = self.node.timestamp if self.node is not None and self.node.timestamp is not None else self.read_at
         return max(0.0, now - stamp)
 
-    def to_record(self, now: float) -> dict[str, Any]:
+    def to_record(self, now: float) -> dict[str, object]:
         """The sample record's `metrics_server` section."""
         node = None
         if self.node is not None:

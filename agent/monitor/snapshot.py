@@ -34,7 +34,7 @@ class ZonePower:
     watts: float | None
     energy_joules: float | None  # energy in this interval; None on a gap
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {"zone": self.zone, "socket": self.socket, "path": self.path, "watts": self.watts}
 
 
@@ -45,7 +45,7 @@ class ContainerPower:
     watts: float | None
     name: str | None = None
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {"id": self.id, "cpu_seconds": self.cpu_seconds, "watts": self.watts}
 
 
@@ -61,8 +61,8 @@ class PodPower:
     gpu_watts: float | None = None  # its share of the GPUs (component "gpu"); None: none, or unknown
     gpu: bool = False  # it holds or used a GPU: then gpu_watts None means unknown (a gap says why)
 
-    def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {
+    def to_record(self) -> dict[str, object]:
+        record: dict[str, object] = {
             "uid": self.uid,
             "namespace": self.namespace,
             "name": self.name,
@@ -85,7 +85,7 @@ class VMPower:
     cpu_seconds: float | None  # None: its process could not be read this interval
     watts: float | None
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {
             "name": self.name,
             "uuid": self.uuid,
@@ -103,7 +103,7 @@ class ProcessPower:
     cpu_seconds: float
     watts: float | None
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {"pid": self.pid, "comm": self.comm, "cpu_seconds": self.cpu_seconds, "watts": self.watts}
 
 
@@ -120,7 +120,7 @@ class PlatformPower:
     gpu_watts: float | None  # the GPUs inside it
     energy_kwh: float | None = None  # the BMC's own energy counter, where it has one
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {"watts": self.watts, "age_seconds": self.age_seconds, "reading": self.reading,
                 "chassis": self.chassis, "other_watts": self.other_watts, "cpu_watts": self.cpu_watts,
                 "gpu_watts": self.gpu_watts, "energy_kwh": self.energy_kwh}
@@ -175,8 +175,8 @@ class Snapshot:
             return None
         return self.node_watts * self.interval_seconds
 
-    def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {
+    def to_record(self) -> dict[str, object]:
+        record: dict[str, object] = {
             "schema": SCHEMA,
             "node": self.node,
             "interval_seconds": self.interval_seconds,

@@ -46,8 +46,8 @@ class AblationRow:
     vs_packing_interval_pct: Interval | None = None
     vs_packing_axes: dict[str, Interval] | None = None
 
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name not in _OPTIONAL:
@@ -81,7 +81,7 @@ class AblationDocument:
     oracle_kwh: float
     results: dict[str, BenchmarkDocument]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "schema": SCHEMA,
             "source": self.source,

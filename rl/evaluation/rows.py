@@ -23,17 +23,17 @@ SCHEMA = "kubejoule.rl-benchmark/v1"
 Split = dict[str, float | None]  # kWh by where the energy goes (rl/simulation/engine/energy.py)
 
 
-def _digits(digits: int) -> dict[str, Any]:
+def _digits(digits: int) -> dict[str, object]:
     """A field's metadata: written rounded to `digits`."""
     return {"digits": digits}
 
 
-def _carbon(digits: int | None = None) -> dict[str, Any]:
+def _carbon(digits: int | None = None) -> dict[str, object]:
     """A field's metadata: written only with a carbon intensity series."""
     return {"carbon": True, "digits": digits}
 
 
-def _mean(digits: int) -> dict[str, Any]:
+def _mean(digits: int) -> dict[str, object]:
     """A `PolicyRow` field's metadata: the mean of the same field of its runs (before they
     are rounded), at its own `digits`."""
     return {"digits": digits, "mean": True}
@@ -59,7 +59,7 @@ def rounded(row: R) -> R:
     })
 
 
-def _written(row: RunRow | PolicyRow, carbon: bool) -> dict[str, Any]:
+def _written(row: RunRow | PolicyRow, carbon: bool) -> dict[str, object]:
     return {
         f.name: getattr(row, f.name)
         for f in fields(row)
@@ -93,7 +93,7 @@ class RunRow:
     carbon_g: float | None = field(default=None, metadata=_carbon(3))
     carbon_gap: str | None = field(default=None, metadata=_carbon())
 
-    def as_json(self, carbon: bool) -> dict[str, Any]:
+    def as_json(self, carbon: bool) -> dict[str, object]:
         return _written(self, carbon)
 
     @classmethod
@@ -112,8 +112,8 @@ class Paired:
     energy_vs_baseline_pct: Interval | None = None
     vs_packing: dict[str, Interval] | None = None
 
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         if self.energy_vs_baseline_pct is not None:
             out["energy_vs_baseline_pct"] = self.energy_vs_baseline_pct.as_json()
         if self.vs_packing is not None:
@@ -163,7 +163,7 @@ class PolicyRow:
     def mean_fields(cls) -> list[str]:
         return [f.name for f in fields(cls) if f.metadata.get("mean")]
 
-    def as_json(self, carbon: bool) -> dict[str, Any]:
+    def as_json(self, carbon: bool) -> dict[str, object]:
         out = _written(self, carbon)
         out.pop("carbon_g", None)
         out["runs"] = [r.as_json(carbon) for r in self.runs]
@@ -193,7 +193,7 @@ class OracleRow:
     horizon_s: float | None = None
     split_kwh: Split | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
@@ -221,7 +221,7 @@ class BenchmarkDocument:
             **({"carbon": "gCO2eq"} if self.carbon else {}),
         }
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "schema": SCHEMA,
             "scenario": dict(self.scenario),

@@ -33,7 +33,7 @@ class ShardError(ValueError):
 
 
 def shard_document(
-    schema: str, shard: Shard, plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
+    schema: str, shard: Shard, plan: Mapping[str, object], runs: Sequence[Mapping[str, object]]
 ) -> dict[str, Any]:
     return {
         "schema": schema,
@@ -43,7 +43,7 @@ def shard_document(
     }
 
 
-def benchmark_plan(plan: BenchmarkPlan, scenario: Mapping[str, Any]) -> dict[str, Any]:
+def benchmark_plan(plan: BenchmarkPlan, scenario: Mapping[str, object]) -> dict[str, Any]:
     """The part of a benchmark every shard shares."""
     return {
         "keys": list(plan.keys),
@@ -65,7 +65,7 @@ def benchmark_runs(indices: Sequence[int], outcomes: Sequence[RunOutcome]) -> li
     return runs
 
 
-def write(path: str, document: Mapping[str, Any]) -> None:
+def write(path: str, document: Mapping[str, object]) -> None:
     Path(path).write_text(json.dumps(document, indent=2) + "\n")
 
 

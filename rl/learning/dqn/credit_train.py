@@ -110,7 +110,7 @@ def _q(task: RolloutTask, rows: np.ndarray) -> np.ndarray:
     return mlp_forward(task.weights, (rows - task.mean) / task.scale)
 
 
-def credit_episode(_context: Any, task: RolloutTask) -> RolloutResult:
+def credit_episode(_context: object, task: RolloutTask) -> RolloutResult:
     """One rollout (module docstring, step 1); a module-level function for the process pool."""
     from rl.policies.catalog import make_policy
 
