@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ def pod_manifest(pod: PodSpec, scheduler_name: str, speedup: float, run: str) ->
     return body
 
 
-class ResourceWatch:
+class ResourceWatch(ABC):
     """A collection listed, then watched from the list's resourceVersion (resumed from the last
     one seen when the server ends the watch), in a thread; each object seen goes to `_note`. Any
     failure sets `error` (events may have been lost: the record can no longer be trusted)."""
@@ -108,8 +109,9 @@ class ResourceWatch:
     def stop(self) -> None:
         self._stopped.set()
 
+    @abstractmethod
     def _note(self, obj: dict[str, Any], event: str) -> None:
-        raise NotImplementedError
+        """Record what `obj` (seen in an `event`: ADDED, MODIFIED, DELETED, or LISTED) tells."""
 
     def _run(self) -> None:
         try:

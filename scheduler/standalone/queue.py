@@ -87,14 +87,16 @@ class SchedulingQueue:
         self._active = _ActiveQueue()
         self._priority: dict[str, int] = {}  # key → the pod's priority (spec.priority)
         self._timestamp: dict[str, float] = {}  # key → when added, refreshed at each failure
-        self._backoff: list[tuple[float, int, str]] = []  # (ready_at, seq, key), lazily pruned
-        self._backoff_ready: dict[str, float] = {}
+        # (ready_at, seq, key), lazily pruned: pods moved after they found no room, and pods
+        # backing off after a transient error (never tried early), as kube-scheduler's podBackoffQ
+        # and podErrorBackoffQ
+        self._backoff: list[tuple[float, int, str]] = []
+        self._error_backoff: list[tuple[float, int, str]] = []
+        self._backoff_ready: dict[str, int] = {}  # key → the seq of its live entry
         self._unschedulable: dict[str, float] = {}  # key → parked at
         self._in_flight: dict[str, int] = {}  # key → move generation when popped
         self._requeue_after_flight: set[str] = set()
         self._attempts: dict[str, int] = {}
-        self._failed_at: dict[str, float] = {}  # key → when its last attempt failed
-        self._error_backoff: set[str] = set()  # backing off after a transient error
         self._moves = 0  # bumped by every cluster change
         self._seq = itertools.count()
 
@@ -160,8 +162,6 @@ class SchedulingQueue:
             self._in_flight.pop(key, None)
             self._requeue_after_flight.discard(key)
             self._attempts.pop(key, None)
-            self._failed_at.pop(key, None)
-            self._error_backoff.discard(key)
             self._priority.pop(key, None)
             self._timestamp.pop(key, None)
 
@@ -182,8 +182,9 @@ class SchedulingQueue:
                 wait = deadline - now
                 if wait <= 0:
                     return None
-                if self._backoff:
-                    wait = min(wait, max(0.0, self._backoff[0][0] - now))
+                for heap in (self._backoff, self._error_backoff):
+                    if heap:
+                        wait = min(wait, max(0.0, heap[0][0] - now))
                 self._cond.wait(wait)
 
     def done(self, key: str) -> None:
@@ -195,17 +196,15 @@ class SchedulingQueue:
         with self._cond:
             self._in_flight.pop(key, None)
             self._requeue_after_flight.discard(key)
-            self._failed_at[key] = self._timestamp[key] = self._clock()
-            self._error_backoff.add(key)
-            self._to_backoff(key)
+            self._timestamp[key] = self._clock()
+            self._to_backoff(key, error=True)
             self._cond.notify()
 
     def unschedulable(self, key: str) -> None:
         """Nothing fits now: park until the cluster changes (or the timeout)."""
         with self._cond:
             popped_at = self._in_flight.pop(key, None)
-            self._failed_at[key] = self._timestamp[key] = self._clock()
-            self._error_backoff.discard(key)
+            self._timestamp[key] = self._clock()
             changed_meanwhile = popped_at is not None and popped_at != self._moves
             if changed_meanwhile or key in self._requeue_after_flight:
                 self._requeue_after_flight.discard(key)
@@ -233,36 +232,36 @@ class SchedulingQueue:
         attempts = max(1, self._attempts.get(key, 1))
         return min(self.max_backoff_seconds, self.initial_backoff_seconds * 2 ** (attempts - 1))
 
-    def _to_backoff(self, key: str) -> None:
+    def _to_backoff(self, key: str, error: bool = False) -> None:
+        """Back off from the pod's last failed attempt (its timestamp): to the active queue at
+        once if that backoff is already over (kube-scheduler's requeuePodWithQueueingStrategy)."""
         now = self._clock()
-        ready_at = self._failed_at.get(key, now) + self._backoff_seconds(key)
-        if ready_at <= now and key not in self._error_backoff:
+        ready_at = self._timestamp.get(key, now) + self._backoff_seconds(key)
+        if ready_at <= now and not error:
             self._activate(key)  # its backoff ran out while it was parked
             return
-        self._backoff_ready[key] = ready_at
-        heapq.heappush(self._backoff, (ready_at, next(self._seq), key))
+        seq = self._backoff_ready[key] = next(self._seq)
+        heapq.heappush(self._error_backoff if error else self._backoff, (ready_at, seq, key))
 
     def _next(self) -> str | None:
         """The pod to try now: the first active one, else (nothing active) the one whose backoff
         ends first, unless it backs off after an error."""
         if self._active:
             return self._active.pop()
-        early = [(ready_at, seq, key) for ready_at, seq, key in self._backoff
-                 if self._backoff_ready.get(key) == ready_at and key not in self._error_backoff]
-        if not early:
-            return None
-        ready_at, seq, key = min(early)
-        del self._backoff_ready[key]
-        self._backoff.remove((ready_at, seq, key))
-        heapq.heapify(self._backoff)
-        return key
+        while self._backoff:
+            _, seq, key = heapq.heappop(self._backoff)
+            if self._backoff_ready.get(key) == seq:
+                del self._backoff_ready[key]
+                return key
+        return None
 
     def _promote(self, now: float) -> None:
-        while self._backoff and self._backoff[0][0] <= now:
-            ready_at, _, key = heapq.heappop(self._backoff)
-            if self._backoff_ready.get(key) == ready_at:
-                del self._backoff_ready[key]
-                self._activate(key)
+        for heap in (self._backoff, self._error_backoff):
+            while heap and heap[0][0] <= now:
+                _, seq, key = heapq.heappop(heap)
+                if self._backoff_ready.get(key) == seq:
+                    del self._backoff_ready[key]
+                    self._activate(key)
         if self._unschedulable:
             horizon = now - self.unschedulable_timeout_seconds
             for key in [k for k, t in self._unschedulable.items() if t <= horizon]:
