@@ -333,12 +333,16 @@ def create_nodes(api: Api, specs: Sequence[NodeSpec]) -> None:
 NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 
 
+def node_ready(node: dict[str, Any]) -> bool:
+    """Its Ready condition is True."""
+    conditions = node.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def node_schedulable(node: dict[str, Any]) -> bool:
     """Ready, and the controller has taken its not-ready taints away: pods can land on it."""
-    conditions = node.get("status", {}).get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     taints = node.get("spec", {}).get("taints") or []
-    return ready and not any(t.get("key") in NOT_READY_TAINTS for t in taints)
+    return node_ready(node) and not any(t.get("key") in NOT_READY_TAINTS for t in taints)
 
 
 def wait_nodes_ready(api: Api, names: Sequence[str], timeout: float) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rl.cluster.api import Api
+from rl.cluster.controlplane import node_ready
 from rl.cluster.kwok import GROUP_LABEL
 from rl.evaluation.replay import Recording, ResourceWatch
 from rl.simulation.recorded import NodeLife
@@ -22,11 +23,6 @@ class _Seen:
     created_s: float
     ready_s: float | None = None
     deleted_s: float | None = None
-
-
-def is_ready(node: dict[str, Any]) -> bool:
-    conditions = node.get("status", {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 class NodeWatch(ResourceWatch):
@@ -44,7 +40,7 @@ class NodeWatch(ResourceWatch):
         at = max(0.0, self._recording.trace_s(time.monotonic()))
         name = metadata.get("name", "")
         seen = self._seen.setdefault(name, _Seen(group, 0.0 if event == "LISTED" else at))
-        if seen.ready_s is None and is_ready(node):
+        if seen.ready_s is None and node_ready(node):
             seen.ready_s = at
         if seen.deleted_s is None and (event == "DELETED" or metadata.get("deletionTimestamp")):
             seen.deleted_s = at
