@@ -31,6 +31,7 @@ from typing import Any
 from rl.cluster.api import Api, ApiError
 from rl.cluster.autoscaler import CA_BLOCKED, CA_HOW, ON_CLUSTER_EXPANDERS
 from rl.cluster.controlplane import (
+    REPLAYED_CONTROLLERS,
     Cluster,
     ClusterOptions,
     create_nodes,
@@ -214,7 +215,8 @@ def run_on_cluster(plan: BenchmarkPlan, daemonsets: Sequence[DaemonSetSpec], bin
     if autoscaled and ca_bin is None:
         raise ValueError(AUTOSCALER_BLOCKED)
     progress(f"bringing up the control plane ({'autoscaled node groups' if autoscaled else f'{len(plan.nodes)} KWOK nodes'})")
-    cluster = up(ClusterOptions(directory / "plane", bin_dir), progress)
+    # The replay stands in for the workload controllers (rl/evaluation/owners.py).
+    cluster = up(ClusterOptions(directory / "plane", bin_dir, disabled_controllers=REPLAYED_CONTROLLERS), progress)
     outcomes: list[RunOutcome] = []
     try:
         if autoscaled:
