@@ -117,11 +117,11 @@ def recorded_result(
     node_lives: Sequence[NodeLife] | None = None,
     boot: BootModel = BootModel(),
     scale_ups: int = 0,
-    workloads: WorkloadModel = WorkloadModel(),
+    workloads: WorkloadModel | None = None,
 ) -> SimResult:
     """The simulator's result of the recorded run (module docstring); `waited`: the pods the
     scheduler found no room for at least once; `scale_ups`: cluster-autoscaler's, counted by the
-    caller; `workloads`: the model whose pod startup the replacements ran. ValueError on a life that names an unknown node or pod, or ends before it
+    caller; `workloads`: the model whose pod startup the replacements ran (None: the default's). ValueError on a life that names an unknown node or pod, or ends before it
     starts."""
     static = node_lives is None
     if node_lives is None:
@@ -225,7 +225,7 @@ def recorded_result(
     ledger.advance(end_s - now)
     for node in sim_nodes:
         ledger.settle(node, end_s)
-    ledger_of_pods, outcomes = _disruptions(pods, lives, end_s, waited, workloads)
+    ledger_of_pods, outcomes = _disruptions(pods, lives, end_s, waited, workloads or WorkloadModel())
     return SimResult(
         energy_joules=ledger.energy_joules,
         end_s=end_s,

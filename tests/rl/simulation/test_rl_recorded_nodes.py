@@ -37,7 +37,7 @@ def _pods() -> list[PodSpec]:
 
 def _simulate(monkeypatch: pytest.MonkeyPatch, model: AutoscalerModel, expander: str,
               pods: list[PodSpec] | None = None,
-              workloads: WorkloadModel = WorkloadModel()) -> tuple[Any, list[NodeLife]]:
+              workloads: WorkloadModel | None = None) -> tuple[Any, list[NodeLife]]:
     """An autoscaled simulation and its nodes' lives, seen through the simulation's boot and
     power_down (what a Node watch sees on the cluster)."""
     created: dict[str, float] = {}
@@ -57,7 +57,8 @@ def _simulate(monkeypatch: pytest.MonkeyPatch, model: AutoscalerModel, expander:
     monkeypatch.setattr(ClusterActions, "boot", seen_boot)
     monkeypatch.setattr(NodeLifecycle, "power_down", seen_power_down)
     cluster = ClusterModel(autoscaler=AutoscalerModel(**{**model.__dict__, "expander": expander}),
-                           daemonsets=DAEMONSETS, telemetry=None, workloads=workloads)
+                           daemonsets=DAEMONSETS, telemetry=None,
+                           workloads=workloads or WorkloadModel())
     sim = run_once(NODES, pods or _pods(), "default", 0, cluster=cluster)
     monkeypatch.undo()
     still_on = {n: t for n, t in created.items()}
