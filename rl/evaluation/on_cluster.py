@@ -17,7 +17,11 @@ With the autoscaler (`--autoscaler`, expanders, POLICY@EXPANDER) the runs need a
 cluster-autoscaler binary (`ca_bin`): the Go module proxy answers 403 "This module version is not
 available" for k8s.io/autoscaler/cluster-autoscaler at every version, so no registry builds it;
 one built from its GitHub source is given with `--ca-bin` (rl/cluster/autoscaler.py). Without
-it they are refused with that reason; with it each run is rl/evaluation/autoscaled.py's."""
+it they are refused with that reason; with it each run is rl/evaluation/autoscaled.py's.
+
+The plane's kube-controller-manager runs without the workload controllers (ReplicaSet, Job,
+StatefulSet…: `REPLAYED_CONTROLLERS`): the replay creates every trace pod, and in the autoscaled
+runs stands in for an owned pod's controller (rl/evaluation/owners.py)."""
 
 from __future__ import annotations
 
