@@ -74,9 +74,14 @@ def check_owned(pods: Sequence[PodSpec], pdbs: Sequence[PdbSpec]) -> None:
     """ValueError unless the cluster can stand for these owners and PDBs as the simulator does
     (module docstring)."""
     kinds: dict[str, str] = {}
+    named: dict[str, str] = {}
     for pod in pods:
         if pod.owner_kind is None:
             continue
+        workload = pod.workload or f"pod-{pod.index}"
+        if named.setdefault(workload_name(pod), workload) != workload:
+            raise ValueError(f"--on-cluster: workloads {named[workload_name(pod)]!r} and {workload!r} have one object "
+                             f"name ({workload_name(pod)!r}; trace row {pod.index})")
         if pod.owner_kind not in OWNER_API:
             raise ValueError(f"--on-cluster with the autoscaler: trace row {pod.index} is owned by a {pod.owner_kind}; "
                              f"the cluster stands in for {', '.join(OWNER_API)} only (rl/evaluation/owners.py)")

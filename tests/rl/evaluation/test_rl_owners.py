@@ -12,6 +12,7 @@ import pytest
 from rl.evaluation.owners import (
     Incarnation,
     Workloads,
+    check_owned,
     owner_manifest,
     parse_name,
     pdb_manifest,
@@ -57,6 +58,20 @@ def test_owner_objects_are_what_the_disruption_controller_and_cluster_autoscaler
     assert pdb["spec"] == {"selector": {"matchLabels": {"kubejoule.io/workload": "svc-a"}}, "maxUnavailable": 1}
     assert pdb_manifest(PdbSpec("w", min_available="50%"))["spec"]["minAvailable"] == "50%"
     assert workload_name(PODS[3]) == "pod-3" and workload_name(PODS[0]) == "svc-a"
+
+
+def test_workloads_the_cluster_cannot_tell_apart_or_stand_for_are_refused() -> None:
+    check_owned(PODS, MODEL.pdbs)
+    clash = [*PODS, PodSpec(4, 5.0, 100.0, 1.0, 1.0, 0.5, owner_kind="ReplicaSet", workload="svc-a")]
+    with pytest.raises(ValueError, match="'svc_A' and 'svc-a' have one object name"):
+        check_owned(clash, ())
+    with pytest.raises(ValueError, match="workload 'job-1' has pods of two owner kinds"):
+        check_owned([*PODS, PodSpec(4, 5.0, 100.0, 1.0, 1.0, 0.5, owner_kind="StatefulSet", workload="job-1")], ())
+    with pytest.raises(ValueError, match="owned by a DaemonSet"):
+        check_owned([PodSpec(0, 0.0, 1.0, 1.0, 1.0, 1.0, owner_kind="DaemonSet", workload="d")], ())
+    check_owned(PODS, (PdbSpec("job-1", min_available=1),))  # an integer count needs no scale
+    with pytest.raises(ValueError, match="Job's scale"):
+        check_owned(PODS, (PdbSpec("job-1", min_available="50%"),))
 
 
 def test_a_replacement_is_named_scaled_owned_and_ready_only_after_its_startup() -> None:
