@@ -17,6 +17,9 @@ from rl.cluster import aggregation, controlplane, kwok, pki
 from rl.cluster.controlplane import ClusterError, ClusterOptions, node_schedulable, scheduler_config
 from rl.cluster.processes import ComponentError, free_port, pid_alive, start, stop, wait_ready
 from rl.cmd import cli
+from rl.evaluation import on_cluster
+from rl.evaluation.benchmark import plan_benchmark
+from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import load_node_groups, scenario_path
 from tests.helpers.e2e_cluster import leftover_processes
 
@@ -131,6 +134,30 @@ def test_up_names_the_missing_binaries_and_starts_nothing(tmp_path: Path) -> Non
     with pytest.raises(ClusterError, match="no etcd, kube-apiserver.*make k8s-tools"):
         controlplane.up(ClusterOptions(tmp_path / "c", tmp_path / "bin"))
     assert not (tmp_path / "c").exists()
+
+
+def test_only_the_benchmarks_plane_leaves_the_workload_controllers_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `kubejoule-rl cluster` and the e2e tests: every controller (no --controllers flag at all).
+    assert ClusterOptions(tmp_path, tmp_path).disabled_controllers == ()
+    assert controlplane.controllers_flag(()) == []
+    assert controlplane.controllers_flag(("job-controller", "replicaset-controller")) == [
+        "--controllers=*,-job-controller,-replicaset-controller"]
+    # The benchmark's plane: the replay stands in for the controllers that create workloads' pods.
+    seen: list[ClusterOptions] = []
+
+    def up(options: ClusterOptions, progress: object) -> None:
+        seen.append(options)
+        raise ClusterError("stop here")
+
+    monkeypatch.setattr(on_cluster, "up", up)
+    plan = plan_benchmark(load_node_groups(scenario_path("fidelity-small-nodes.yaml")), [], ["default"], 1,
+                          ClusterModel(), (), False)
+    with pytest.raises(ClusterError, match="stop here"):
+        on_cluster.run_on_cluster(plan, (), tmp_path, tmp_path / "run", 30.0, lambda _m: None)
+    assert seen[0].disabled_controllers == controlplane.REPLAYED_CONTROLLERS
+    assert {"replicaset-controller", "statefulset-controller", "job-controller"} <= set(seen[0].disabled_controllers)
+    assert not {"disruption-controller", "garbage-collector-controller", "daemonset-controller"} & set(
+        seen[0].disabled_controllers)
 
 
 def test_up_with_the_autoscaler_says_why_it_cannot(tmp_path: Path) -> None:
