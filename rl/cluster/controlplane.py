@@ -3,6 +3,8 @@ tokens, the default admission plugins), kube-controller-manager (Deployments, Jo
 collection, the disruption controller that PodDisruptionBudgets need), kube-scheduler, KWOK
 for fake nodes and, on request, metrics-server behind the aggregation layer
 (rl/cluster/aggregation.py) — each started, waited for and stopped by `up()` and `down()`.
+`ClusterOptions.disabled_controllers` leaves some of kube-controller-manager's controllers off
+(the benchmark's replay stands in for the workload controllers: `REPLAYED_CONTROLLERS`).
 
 Everything lives in one directory: certificates, kubeconfigs, etcd's data, each component's log
 (`logs/<name>.log`) and `cluster.json` (what runs, for `down`). Ports are the kernel's free picks;
@@ -38,6 +40,10 @@ STATE_FILE = "cluster.json"
 READY_TIMEOUT_S = 180.0
 SERVICE_CIDR = "10.0.0.0/24"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
+# The controllers that create and delete a workload's pods: the benchmark's replay creates them
+# instead (rl/evaluation/owners.py), with the trace's lifetimes, which no controller can replay.
+REPLAYED_CONTROLLERS = ("replicaset-controller", "replicationcontroller-controller", "statefulset-controller",
+                        "job-controller", "deployment-controller", "cronjob-controller")
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 METRICS_SERVER = "metrics-server"  # built with the others, started on request
 
@@ -55,6 +61,9 @@ class ClusterOptions:
     autoscaler: bool = False
     ready_timeout_s: float = READY_TIMEOUT_S
     metrics_server: bool = False  # off by default: it adds a process and 10 s scrapes
+    # kube-controller-manager's controllers to leave off (names as its --controllers lists them):
+    # the benchmark's replay stands in for the workload controllers (REPLAYED_CONTROLLERS).
+    disabled_controllers: tuple[str, ...] = ()
 
 
 @dataclass
@@ -239,6 +248,7 @@ def up(options: ClusterOptions, progress: Callable[[str], None] = lambda _m: Non
                 f"--secure-port={p}", f"--root-ca-file={ca}", f"--service-account-private-key-file={sa.key}",
                 "--use-service-account-credentials=true", "--leader-elect=false",
                 f"--cert-dir={directory / 'controller-manager'}", "--profiling=false", "--v=1",
+                *controllers_flag(options.disabled_controllers),
             ],
             lambda p: lambda: probe_https_anonymous("127.0.0.1", p, "/healthz"),
         )
@@ -272,6 +282,11 @@ def up(options: ClusterOptions, progress: Callable[[str], None] = lambda _m: Non
         raise
     _save(cluster)
     return cluster
+
+
+def controllers_flag(disabled: Sequence[str]) -> list[str]:
+    """kube-controller-manager's --controllers: every default one but `disabled` (none: no flag)."""
+    return [f"--controllers={','.join(['*', *(f'-{name}' for name in disabled)])}"] if disabled else []
 
 
 def start_metrics_server(cluster: Cluster, bin_dir: Path, timeout: float = READY_TIMEOUT_S) -> None:

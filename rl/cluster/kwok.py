@@ -4,7 +4,10 @@ KWOK (sigs.k8s.io/kwok) plays the kubelet for Nodes carrying its annotation: the
 make such a node Ready — at once, or after the delay in its `kubejoule.io/boot-delay`
 annotation (a booting node of an autoscaled group) — (and keep its Lease), run each pod bound to it, end a pod whose
 `kubejoule.io/duration` annotation (a Go duration: "90s", "2m") has passed since it started
-(Succeeded), and remove a pod being deleted. No jitter is set: KWOK turns a jitter at or below
+(Succeeded), and remove a pod being deleted. A pod with a `kubejoule.io/startup` annotation (a
+replacement starting: rl/evaluation/owners.py) runs at once but is Ready only that long later,
+and its duration counts from its Ready (KWOK plays a stage's delay from the object's last
+change). No jitter is set: KWOK turns a jitter at or below
 the delay into the delay itself.
 
 KWOK's server is every fake node's kubelet endpoint: the nodes' InternalIP is 127.0.0.1, where
@@ -26,6 +29,8 @@ from rl.simulation.traces.scenario import NodeSpec
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_ANNOTATION_VALUE = "fake"
 DURATION_ANNOTATION = "kubejoule.io/duration"
+# A pod that starts before it is Ready (a Go duration): Running at once, Ready that long later.
+STARTUP_ANNOTATION = "kubejoule.io/startup"
 # A node that boots (an autoscaled group's, rl/cluster/autoscaler.py): KWOK makes it Ready only
 # this long (a Go duration) after it appears; a node without it is Ready at once.
 BOOT_ANNOTATION = "kubejoule.io/boot-delay"
@@ -134,34 +139,39 @@ spec:
     statusTemplate: |
 """ + _NODE_CONDITIONS + """"""
 
-_POD_RUNNING = """\
+_POD_RUNNING_HEAD = """\
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: kubejoule-pod-running
+  name: {name}
 spec:
-  resourceRef: {apiGroup: v1, kind: Pod}
+  resourceRef: {{apiGroup: v1, kind: Pod}}
   selector:
     matchExpressions:
-    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
-    - {key: '.status.phase', operator: In, values: ['Pending']}
+    - {{key: '.metadata.deletionTimestamp', operator: DoesNotExist}}
+    - {{key: '.status.phase', operator: In, values: ['Pending']}}
+    - {{key: '.metadata.annotations["{startup}"]', operator: {exists}}}
   next:
     statusTemplate: |
-      {{ $now := Now }}
+      {{{{ $now := Now }}}}
+"""
+_POD_CONDITIONS = """\
       conditions:
-      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Initialized}
-      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Ready}
-      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: ContainersReady}
-      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: PodScheduled}
+      - {{lastTransitionTime: {{{{ $now | Quote }}}}, status: "True", type: Initialized}}
+      - {{lastTransitionTime: {{{{ $now | Quote }}}}, status: "{ready}", type: Ready}}
+      - {{lastTransitionTime: {{{{ $now | Quote }}}}, status: "{ready}", type: ContainersReady}}
+      - {{lastTransitionTime: {{{{ $now | Quote }}}}, status: "True", type: PodScheduled}}
       containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: true
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: {ready_lower}
         restartCount: 0
         started: true
-        state: {running: {startedAt: {{ $now | Quote }}}}
-      {{ end }}
+        state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
+      {{{{ end }}}}
+"""
+_POD_PLACE = """\
       {{ with NodeIPWith .spec.nodeName }}
       hostIP: {{ . | Quote }}
       {{ end }}
@@ -171,6 +181,39 @@ spec:
       phase: Running
       startTime: {{ $now | Quote }}
 """
+
+
+def _pod_conditions(ready: bool) -> str:
+    return _POD_CONDITIONS.format(ready=str(ready), ready_lower=str(ready).lower())
+
+
+# Pending → Running: Ready at once, or (a starting replacement) not Ready yet.
+_POD_RUNNING = _POD_RUNNING_HEAD.format(name="kubejoule-pod-running", startup=STARTUP_ANNOTATION,
+                                        exists="DoesNotExist") + _pod_conditions(True) + _POD_PLACE
+_POD_STARTING = _POD_RUNNING_HEAD.format(name="kubejoule-pod-starting", startup=STARTUP_ANNOTATION,
+                                         exists="Exists") + _pod_conditions(False) + _POD_PLACE
+# A starting pod's Ready, its startup after it began running.
+_POD_STARTED = """\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: kubejoule-pod-started
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
+    - {key: '.status.phase', operator: In, values: ['Running']}
+    - {key: '.metadata.annotations["STARTUP"]', operator: Exists}
+    - {key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: NotIn, values: ['True']}
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["STARTUP"]'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+""".replace("STARTUP", STARTUP_ANNOTATION) + _pod_conditions(True)
 
 _POD_DONE = f"""\
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -183,6 +226,7 @@ spec:
     matchExpressions:
     - {{key: '.metadata.deletionTimestamp', operator: DoesNotExist}}
     - {{key: '.status.phase', operator: In, values: ['Running']}}
+    - {{key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: In, values: ['True']}}
     - {{key: '.metadata.annotations["{DURATION_ANNOTATION}"]', operator: Exists}}
   delay:
     durationMilliseconds: 0
@@ -290,7 +334,7 @@ spec:
 def configuration() -> str:
     """KWOK's --config file: its options, the stages, the resource metrics and the usage rule
     above, as one YAML stream."""
-    return "---\n".join([_CONFIGURATION, _NODE_READY, _NODE_BOOTED, _NODE_HEARTBEAT, _POD_RUNNING, _POD_DONE, _POD_GONE,
+    return "---\n".join([_CONFIGURATION, _NODE_READY, _NODE_BOOTED, _NODE_HEARTBEAT, _POD_RUNNING, _POD_STARTING, _POD_STARTED, _POD_DONE, _POD_GONE,
                          _RESOURCE_METRICS, _USAGE_FROM_ANNOTATIONS])
 
 

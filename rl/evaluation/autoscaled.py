@@ -11,12 +11,14 @@ cluster-autoscaler (and expander) are its own processes, started for it and stop
 and the nodes it left are deleted before the next run. It ends when every pod has ended (or
 was evicted), as a simulation does (its energy counted to its last pod's end).
 
-Workloads: the trace's pods are bare pods on the cluster. The simulator treats a bare pod as
-cluster-autoscaler does (rl/simulation/engine/workloads.py: `NotReplicated`, it blocks its node's
-removal; with `safe_to_evict: true` it may be drained and is then deleted, not recreated), and
-so does the real one with the same annotation, so the two agree without controllers. Pods with
-an owner (a ReplicaSet's, a Job's) would need their controller's replacement after an eviction:
-such traces, and PodDisruptionBudgets, are refused here (`check_autoscaled`)."""
+Workloads: a trace pod without an owner is a bare pod, as the simulator treats it
+(rl/simulation/engine/workloads.py: `NotReplicated`, it blocks its node's removal; with
+`safe_to_evict: true` it may be drained and is then deleted, not recreated), and so does the real
+cluster-autoscaler with the same annotation. A pod with an owner (a ReplicaSet's, a Job's, a
+StatefulSet's) has a real owner object, and the trace's PodDisruptionBudgets are real policy/v1
+PDBs, so the real drain rules, disruption controller and Eviction API decide which pods may
+go; the replay stands in for the workload controllers (off on this cluster) and replaces an
+evicted pod as the simulator does (rl/evaluation/owners.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from rl.cluster.processes import ComponentError, Process, free_port, log_tail, s
 from rl.cluster.schedulers import start_policy
 from rl.evaluation.benchmark import BenchmarkPlan, RunTask
 from rl.evaluation.node_watch import NodeWatch
+from rl.evaluation.owners import Workloads, check_owned
 from rl.evaluation.replay import END_MARGIN_WALL_S, STUCK_WALL_S, Recording, replay
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.engine.simrecords import SimResult
@@ -49,14 +52,7 @@ def check_autoscaled(cluster: ClusterModel, plan_pods: Sequence[PodSpec]) -> Non
     if model.utilization_threshold is None:
         raise ValueError("--on-cluster: the only-empty-nodes ablation (--old-autoscaler-defaults, threshold off) "
                          "has no cluster-autoscaler flag")
-    if cluster.workloads.pdbs:
-        raise ValueError("--on-cluster with the autoscaler: PodDisruptionBudgets are not replayed on the cluster yet")
-    owned = next((p for p in plan_pods if p.owner_kind is not None), None)
-    if owned is not None:
-        raise ValueError(
-            f"--on-cluster with the autoscaler: trace row {owned.index} has an owner ({owned.owner_kind}); "
-            "an evicted owned pod needs its controller's replacement, which the replay does not do yet "
-            "(bare pods only: rl/evaluation/autoscaled.py)")
+    check_owned(plan_pods, cluster.workloads.pdbs)
 
 
 def _delete_group_nodes(api: Api, timeout_s: float = 60.0) -> None:
@@ -94,10 +90,13 @@ def run_autoscaled(cluster: Cluster, bin_dir: Path, ca_bin: Path, plan: Benchmar
     """One run with cluster-autoscaler (module docstring): its recording, its nodes' lives and
     cluster-autoscaler's scale-ups (from its log). `ready(names)` waits for the initial nodes'
     DaemonSet pods."""
-    model = plan.cluster_of(task.expander, task.seed).autoscaler
+    cluster_model = plan.cluster_of(task.expander, task.seed)
+    model = cluster_model.autoscaler
     assert model is not None
     api = cluster.admin()
     ready(prepare_nodes(api, plan.nodes, model.boot_seconds / speedup, tag))
+    workloads = Workloads(plan.pods_of(task.seed), cluster_model.workloads)
+    workloads.install(api, namespace)
     processes: list[Process] = []
     ca_name = f"cluster-autoscaler-{tag}"
     try:
@@ -118,6 +117,7 @@ def run_autoscaled(cluster: Cluster, bin_dir: Path, ca_bin: Path, plan: Benchmar
                 lambda: cluster.dead() + served.dead() + [p.name for p in processes if not p.alive()], progress,
                 recording=recording, watches=[nodes],
                 stuck_wall_s=STUCK_WALL_S + (model.boot_seconds + 30 * model.scan_interval_s) / speedup,
+                workloads=workloads,
             )
         finally:
             served.stop()
@@ -142,9 +142,10 @@ def _keep_record(path: Path, recording: Recording, lives: Sequence[NodeLife]) ->
 def autoscaled_result(recording: Recording, lives: Sequence[NodeLife], scale_ups: int, plan: BenchmarkPlan,
                       task: RunTask, daemonsets: Sequence[DaemonSetSpec]) -> SimResult:
     """The recorded run through the simulator's power and boot model."""
-    model = plan.cluster_of(task.expander, task.seed).autoscaler
+    cluster = plan.cluster_of(task.expander, task.seed)
+    model = cluster.autoscaler
     assert model is not None
     end = recording.end_s
     return recorded_result(plan.nodes, plan.pods_of(task.seed), recording.lives(), daemonsets,
                            recording.unschedulable, end, lives, BootModel(model.boot_seconds, model.boot_joules),
-                           scale_ups)
+                           scale_ups, cluster.workloads)

@@ -17,7 +17,11 @@ With the autoscaler (`--autoscaler`, expanders, POLICY@EXPANDER) the runs need a
 cluster-autoscaler binary (`ca_bin`): the Go module proxy answers 403 "This module version is not
 available" for k8s.io/autoscaler/cluster-autoscaler at every version, so no registry builds it;
 one built from its GitHub source is given with `--ca-bin` (rl/cluster/autoscaler.py). Without
-it they are refused with that reason; with it each run is rl/evaluation/autoscaled.py's."""
+it they are refused with that reason; with it each run is rl/evaluation/autoscaled.py's.
+
+The plane's kube-controller-manager runs without the workload controllers (ReplicaSet, Job,
+StatefulSet…: `REPLAYED_CONTROLLERS`): the replay creates every trace pod, and in the autoscaled
+runs stands in for an owned pod's controller (rl/evaluation/owners.py)."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from typing import Any
 from rl.cluster.api import Api, ApiError
 from rl.cluster.autoscaler import CA_BLOCKED, CA_HOW, ON_CLUSTER_EXPANDERS
 from rl.cluster.controlplane import (
+    REPLAYED_CONTROLLERS,
     Cluster,
     ClusterOptions,
     create_nodes,
@@ -214,7 +219,8 @@ def run_on_cluster(plan: BenchmarkPlan, daemonsets: Sequence[DaemonSetSpec], bin
     if autoscaled and ca_bin is None:
         raise ValueError(AUTOSCALER_BLOCKED)
     progress(f"bringing up the control plane ({'autoscaled node groups' if autoscaled else f'{len(plan.nodes)} KWOK nodes'})")
-    cluster = up(ClusterOptions(directory / "plane", bin_dir), progress)
+    # The replay stands in for the workload controllers (rl/evaluation/owners.py).
+    cluster = up(ClusterOptions(directory / "plane", bin_dir, disabled_controllers=REPLAYED_CONTROLLERS), progress)
     outcomes: list[RunOutcome] = []
     try:
         if autoscaled:

@@ -1,33 +1,39 @@
 """One trace replayed on a real control plane, and every pod's life recorded from the API.
 
-Each trace pod becomes a bare v1.Pod (its requests, the trace's kube objects:
+Each trace pod becomes a v1.Pod (its requests, the trace's kube objects:
 rl/simulation/traces/kubeobjects.py, and its `safe-to-evict` annotation when the trace gives one)
 named `p-<row>` in a namespace of the run's own, created at its
 arrival ÷ `speedup` after the replay starts, for the policy's `schedulerName`, with KWOK's
 `kubejoule.io/duration` annotation set to its duration ÷ `speedup` (KWOK ends it Succeeded then:
-rl/cluster/kwok.py). A watch on the namespace (listed first, then watched from the list's
-resourceVersion and resumed from the last one seen when the server ends it) notes when each
-pod is first seen bound, Running, Unschedulable, Succeeded and deleted before it ended (evicted:
-cluster-autoscaler's drain), on this process's monotonic
-clock; the record is in trace seconds: (seen − replay start) × speedup.
+rl/cluster/kwok.py). Without `workloads` it is a bare pod; with them (the autoscaled benchmark:
+rl/evaluation/owners.py) an owned pod carries an ownerReference to its workload's real
+controller object, and a pod deleted before it ended is replaced as its owner would (a pod
+`p-<row>-<n>`, created at once; a bare pod is not). A watch on the namespace (listed first, then
+watched from the list's resourceVersion and resumed from the last one seen when the server ends
+it) notes when each pod object is first seen bound, Running, Unschedulable, Succeeded and deleted
+before it ended (evicted: cluster-autoscaler's drain), on this process's monotonic clock; the
+record is in trace seconds: (seen − replay start) × speedup. The replay ends when every trace
+row has ended (its last incarnation Succeeded) or is gone (a bare pod evicted).
 
 Faults stop the replay with what was recorded so far and the reason (`Recording.failure`): a
 component of the cluster or of the policy that exits, a watch that fails (an error event, a
 broken connection: events may have been lost, so the record can no longer be trusted), pods that
-do not end within the trace's time (with a margin)."""
+do not end within the trace's time (replacements' included, with a margin)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from rl.cluster.api import Api, ApiError
-from rl.cluster.kwok import DURATION_ANNOTATION
+from rl.cluster.kwok import DURATION_ANNOTATION, STARTUP_ANNOTATION, go_duration
+from rl.evaluation.owners import WORKLOAD_LABEL, Incarnation, Workloads, parse_name
 from rl.simulation.recorded import PodLife
 from rl.simulation.traces.kubeobjects import SAFE_TO_EVICT_ANNOTATION
 from rl.simulation.traces.scenario import PodSpec
@@ -40,19 +46,25 @@ STUCK_WALL_S = 20.0
 POLL_WALL_S = 0.2
 
 
+Key = tuple[int, int]  # (trace row, incarnation: 0 the trace's pod, n its n-th replacement)
+
+
 @dataclass
 class Recording:
-    """What the watch saw, in trace seconds, and why the replay stopped early (None: it ran
-    to its end)."""
+    """What the watch saw, in trace seconds, per pod object (`Key`), and why the replay stopped
+    early (None: it ran to its end)."""
 
     speedup: float
     t0: float = 0.0
-    bound: dict[int, tuple[float, str]] = field(default_factory=dict)  # row → (time, node)
-    running: dict[int, float] = field(default_factory=dict)
-    ended: dict[int, float] = field(default_factory=dict)
-    unschedulable: set[int] = field(default_factory=set)
-    evicted: dict[int, float] = field(default_factory=dict)  # deleted before it ended
-    created: int = 0
+    bound: dict[Key, tuple[float, str]] = field(default_factory=dict)  # → (time, node)
+    running: dict[Key, float] = field(default_factory=dict)
+    ended: dict[Key, float] = field(default_factory=dict)
+    unschedulable: set[int] = field(default_factory=set)  # rows
+    evicted: dict[Key, float] = field(default_factory=dict)  # deleted before it ended
+    gone: set[int] = field(default_factory=set)  # rows that will not run again
+    replacements: deque[Incarnation] = field(default_factory=deque)  # to create, oldest first
+    horizon_s: float = 0.0  # when the last pod should end, replacements included
+    created: int = 0  # the trace's pods created
     failure: str | None = None
     end_s: float = 0.0
 
@@ -61,26 +73,35 @@ class Recording:
 
     @property
     def done(self) -> int:
-        """Pods that will not run again: ended, or evicted (a bare pod is not recreated)."""
-        return len(self.ended) + len(self.evicted)
+        """Rows that will not run again: ended, or evicted and not replaced (a bare pod)."""
+        return len(self.gone)
 
     def lives(self) -> list[PodLife]:
         """Every bound pod's life: its start is when it was seen Running (else bound); an evicted
         pod's ends at its eviction."""
         return [
-            PodLife(row, node, self.running.get(row, at), self.ended.get(row, self.evicted.get(row)),
-                    evicted=row in self.evicted)
-            for row, (at, node) in sorted(self.bound.items())
+            PodLife(key[0], node, self.running.get(key, at), self.ended.get(key, self.evicted.get(key)),
+                    evicted=key in self.evicted)
+            for key, (at, node) in sorted(self.bound.items())
         ]
 
 
-def pod_manifest(pod: PodSpec, scheduler_name: str, speedup: float, run: str) -> dict[str, Any]:
+def pod_manifest(pod: PodSpec, scheduler_name: str, speedup: float, run: str,
+                 incarnation: Incarnation | None = None, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The trace pod (or its replacement `incarnation`) as a v1.Pod; `owner`: its ownerReference
+    (rl/evaluation/owners.py), None: a bare pod."""
+    life = incarnation or Incarnation(pod.index, 0, 0.0, pod.duration_s)
     body = pod.pod_object()
     body["metadata"] = {
-        "name": f"p-{pod.index}",
+        "name": life.name,
         "labels": {RUN_LABEL: run},
-        "annotations": {DURATION_ANNOTATION: f"{max(1, round(pod.duration_s / speedup * 1000))}ms"},
+        "annotations": {DURATION_ANNOTATION: go_duration(life.lifetime_s / speedup)},
     }
+    if life.startup_s > 0:
+        body["metadata"]["annotations"][STARTUP_ANNOTATION] = go_duration(life.startup_s / speedup)
+    if owner is not None:
+        body["metadata"]["ownerReferences"] = [owner]
+        body["metadata"]["labels"][WORKLOAD_LABEL] = owner["name"]
     if pod.safe_to_evict is not None:  # what cluster-autoscaler's drain reads, as the simulator does
         body["metadata"]["annotations"][SAFE_TO_EVICT_ANNOTATION] = str(pod.safe_to_evict).lower()
     body["spec"]["schedulerName"] = scheduler_name
@@ -137,29 +158,45 @@ class ResourceWatch(ABC):
 
 
 class PodWatch(ResourceWatch):
-    """The namespace's pods into a Recording (module docstring)."""
+    """The namespace's pods into a Recording (module docstring); with `workloads`, each start,
+    end and eviction also goes to them, and an evicted pod's replacement is queued in the
+    recording."""
 
-    def __init__(self, api: Api, namespace: str, recording: Recording, timeout_s: int) -> None:
+    def __init__(self, api: Api, namespace: str, recording: Recording, timeout_s: int,
+                 workloads: Workloads | None = None) -> None:
         super().__init__(api, f"/api/v1/namespaces/{namespace}/pods", recording, timeout_s)
+        self._workloads = workloads
 
     def _note(self, pod: dict[str, Any], event: str) -> None:
-        name = pod.get("metadata", {}).get("name", "")
-        if not name.startswith("p-"):
+        key = parse_name(pod.get("metadata", {}).get("name", ""))
+        if key is None:
             return
-        row, seen, record = int(name[2:]), time.monotonic(), self._recording
-        at = record.trace_s(seen)
+        row, record, workloads = key[0], self._recording, self._workloads
+        at = record.trace_s(time.monotonic())
         node = pod.get("spec", {}).get("nodeName")
-        if node and row not in record.bound:
-            record.bound[row] = (at, node)
+        if node and key not in record.bound:
+            record.bound[key] = (at, node)
         status = pod.get("status", {})
         phase = status.get("phase")
-        if phase in ("Running", "Succeeded") and row not in record.running:
-            record.running[row] = at
-        if phase == "Succeeded" and row not in record.ended:
-            record.ended[row] = at
+        if phase in ("Running", "Succeeded") and key not in record.running:
+            record.running[key] = at
+            if workloads is not None:
+                workloads.started(row, key[1], at)
+        if phase == "Succeeded" and key not in record.ended:
+            record.ended[key] = at
+            record.gone.add(row)
+            if workloads is not None:
+                workloads.ended(row)
         going = event == "DELETED" or pod.get("metadata", {}).get("deletionTimestamp")
-        if going and row not in record.ended and row not in record.evicted:
-            record.evicted[row] = at  # deleted before it ended: cluster-autoscaler's drain
+        if going and key not in record.ended and key not in record.evicted:
+            # Deleted before it ended (cluster-autoscaler's drain): replaced as its owner would.
+            record.evicted[key] = at
+            following = workloads.evicted(row, key[1], at) if workloads is not None else None
+            if following is None:
+                record.gone.add(row)
+            else:
+                record.horizon_s = max(record.horizon_s, at + following.startup_s + following.lifetime_s)
+                record.replacements.append(following)
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
                 record.unschedulable.add(row)
@@ -176,24 +213,35 @@ def replay(
     recording: Recording | None = None,
     watches: Sequence[ResourceWatch] = (),
     stuck_wall_s: float = STUCK_WALL_S,
+    workloads: Workloads | None = None,
 ) -> Recording:
     """Replay `pods` into `namespace` (which exists) for `scheduler_name` (module docstring);
     `dead()` names the components that have exited (checked throughout). `watches`: more
     watches into `recording` (the nodes', rl/evaluation/node_watch.py), started and stopped with
-    the pods'; `stuck_wall_s`: how long nothing may run while pods wait."""
+    the pods'; `stuck_wall_s`: how long nothing may run while pods wait; `workloads`: the
+    trace's owners, installed in `namespace` (rl/evaluation/owners.py: the replay creates an
+    evicted owned pod's replacement, and keeps the owners' scale), None: bare pods."""
     recording = recording or Recording(speedup)
-    horizon_s = max((p.submit_s + p.duration_s for p in pods), default=0.0)
-    deadline_wall_s = horizon_s / speedup + END_MARGIN_WALL_S
-    watch = PodWatch(api, namespace, recording, int(deadline_wall_s + 120))
+    recording.horizon_s = max((p.submit_s + p.duration_s for p in pods), default=0.0)
+    watch = PodWatch(api, namespace, recording, int(recording.horizon_s / speedup + END_MARGIN_WALL_S + 120),
+                     workloads)
     order = sorted(pods, key=lambda p: p.submit_s)
     path = f"/api/v1/namespaces/{namespace}/pods"
     errors: list[str] = []
 
-    def create(pod: PodSpec) -> None:
+    def create(pod: PodSpec, incarnation: Incarnation) -> None:
+        owner = workloads.owner_reference(pod) if workloads is not None else None
         try:
-            api.request("POST", path, pod_manifest(pod, scheduler_name, speedup, namespace))
+            api.request("POST", path, pod_manifest(pod, scheduler_name, speedup, namespace, incarnation, owner))
         except (ApiError, OSError) as exc:
-            errors.append(f"creating pod p-{pod.index}: {exc}")
+            errors.append(f"creating pod {incarnation.name}: {exc}")
+
+    def sync() -> None:
+        try:
+            if workloads is not None:
+                workloads.sync(api, namespace)
+        except (ApiError, OSError) as exc:
+            errors.append(f"scaling the workloads' owners: {exc}")
 
     recording.t0 = time.monotonic()
     everything = [watch, *watches]
@@ -201,20 +249,29 @@ def replay(
         each.start()
     last_report = 0.0
     stuck_since: float | None = None
-    with ThreadPoolExecutor(4) as pool:
+    syncing: Future[None] | None = None
+    with ThreadPoolExecutor(4) as pool, ThreadPoolExecutor(1) as scaler:
         while True:
             now = time.monotonic()
             while recording.created < len(order) and order[recording.created].submit_s / speedup <= now - recording.t0:
-                pool.submit(create, order[recording.created])
+                pod = order[recording.created]
+                first = workloads.arrived(pod.index) if workloads is not None else Incarnation(pod.index, 0, 0.0,
+                                                                                               pod.duration_s)
+                pool.submit(create, pod, first)
                 recording.created += 1
+            while recording.replacements:
+                following = recording.replacements.popleft()
+                pool.submit(create, pods[following.row], following)
+            if syncing is None or syncing.done():
+                syncing = scaler.submit(sync)
             failure = _failure(dead(), next((w.error for w in everything if w.error), None), errors)
             ended = recording.done
             if failure is None and ended == len(pods):
                 break
-            if failure is None and now - recording.t0 > deadline_wall_s:
+            if failure is None and now - recording.t0 > recording.horizon_s / speedup + END_MARGIN_WALL_S:
                 failure = (f"{len(pods) - ended} of {len(pods)} pods had not ended {END_MARGIN_WALL_S:g} s "
                            "(wall) after the trace's end")
-            active = len(recording.bound) - ended
+            active = sum(1 for key in list(recording.bound) if key not in recording.ended and key not in recording.evicted)
             if recording.created == len(order) and active == 0 and ended < len(pods):
                 stuck_since = stuck_since or now
                 if failure is None and now - stuck_since > stuck_wall_s:

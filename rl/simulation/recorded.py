@@ -18,8 +18,13 @@ simulator's `initially_on` nodes; node-hours count booting and ready time, as th
 
 Pods. A pod adds its trace `cpu_usage` to its node from its start to its end; the end is what
 was recorded (on the cluster a pod runs exactly its duration, there is no contention to
-stretch it), or its eviction (`evicted`: deleted by cluster-autoscaler's drain; a bare pod is not
-recreated, so it is gone, as the simulator's `deleted`). A pod seen running on a node whose
+stretch it), or its eviction (`evicted`: deleted by cluster-autoscaler's drain). A trace row
+may have several lives: an evicted owned pod's replacement is another life of its row (its
+startup and the lifetime it has left, or all of it again, as the simulator runs it:
+rl/evaluation/owners.py), and a bare pod's eviction is its last, as the simulator's `deleted`.
+The disruption counts (evictions, pods restarted or deleted, CPU-seconds lost, workloads
+disrupted) are the simulator's own `PodLedger` told the recorded lives in order, and a row's
+outcome is its last life's, its pending time to its first start. A pod seen running on a node whose
 Ready the node watch has not shown yet makes it ready then (the two watches are separate
 streams). The run ends when the last recorded pod ends (as a simulation ends when its last
 pod finishes, whatever nodes are still on), or at `end_s` when given (a partial run: pods still running then are counted up to it and are not
@@ -40,6 +45,7 @@ from rl.simulation.engine.energy import (
 )
 from rl.simulation.engine.node import BOOTING, OFF, ON, SimNode
 from rl.simulation.engine.simrecords import PodOutcome, SimResult, boot_joules_for
+from rl.simulation.engine.workloads import PodLedger, WorkloadModel
 from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
 from scheduler.domain.cluster_defaults import BOOT_SECONDS
 
@@ -111,10 +117,11 @@ def recorded_result(
     node_lives: Sequence[NodeLife] | None = None,
     boot: BootModel = BootModel(),
     scale_ups: int = 0,
+    workloads: WorkloadModel | None = None,
 ) -> SimResult:
     """The simulator's result of the recorded run (module docstring); `waited`: the pods the
     scheduler found no room for at least once; `scale_ups`: cluster-autoscaler's, counted by the
-    caller. ValueError on a life that names an unknown node or pod, or ends before it
+    caller; `workloads`: the model whose pod startup the replacements ran (None: the default's). ValueError on a life that names an unknown node or pod, or ends before it
     starts."""
     static = node_lives is None
     if node_lives is None:
@@ -184,7 +191,7 @@ def recorded_result(
         if seen.created_s <= 0:
             make_ready(by_name[slot_of[seen.name]])
             draw(by_name[slot_of[seen.name]])
-    boots = deleted_nodes = evictions = 0
+    boots = deleted_nodes = 0
     for t, kind, index, name in events:
         if t > end_s:
             break
@@ -218,30 +225,54 @@ def recorded_result(
     ledger.advance(end_s - now)
     for node in sim_nodes:
         ledger.settle(node, end_s)
-    outcomes = [
-        PodOutcome(
-            index=life.index, node=life.node or "", submit_s=pods[life.index].submit_s,
-            start_s=life.start_s, finish_s=life.end_s, duration_s=pods[life.index].duration_s,
-            waited=life.index in waited,
-        )
-        for life in lives
-        if life.start_s is not None and life.end_s is not None and life.end_s <= end_s and not life.evicted
-    ]
-    evictions = sum(1 for life in lives if life.evicted and life.end_s is not None and life.end_s <= end_s)
+    ledger_of_pods, outcomes = _disruptions(pods, lives, end_s, waited, workloads or WorkloadModel())
     return SimResult(
         energy_joules=ledger.energy_joules,
         end_s=end_s,
         node_energy_joules={n.spec.name: n.energy_joules for n in sim_nodes},
-        outcomes=sorted(outcomes, key=lambda o: o.index),
+        outcomes=outcomes,
         unschedulable=len(set(waited)),
-        never_scheduled=len(pods) - len(outcomes) - evictions,
+        never_scheduled=len(pods) - len(outcomes) - ledger_of_pods.deleted_pods,
         boots=0 if static else boots,
         timeline=list(ledger.timeline),
         energy_split_joules=total_split(sim_nodes),
         node_seconds=sum(n.powered_seconds for n in sim_nodes),
         scale_ups=scale_ups,
         scale_downs=deleted_nodes,
-        evictions=evictions,
-        deleted_pods=evictions,
+        evictions=ledger_of_pods.evictions,
+        restarted_pods=ledger_of_pods.restarted_pods,
+        deleted_pods=ledger_of_pods.deleted_pods,
+        lost_cpu_seconds=ledger_of_pods.lost_cpu_seconds,
+        disrupted_workloads=ledger_of_pods.disrupted_workloads,
         energy_lumps=list(ledger.lumps),
     )
+
+
+def _disruptions(pods: Sequence[PodSpec], lives: Sequence[PodLife], end_s: float, waited: Collection[int],
+                 model: WorkloadModel) -> tuple[PodLedger, list[PodOutcome]]:
+    """The simulator's ledger told each row's lives up to `end_s`, in order, and each row's
+    outcome (its last life, when it ended by then; module docstring)."""
+    ledger = PodLedger(pods, model)
+    rows: dict[int, list[PodLife]] = {}
+    for life in lives:
+        if life.start_s is not None:
+            rows.setdefault(life.index, []).append(life)
+    outcomes = []
+    for index, row in sorted(rows.items()):
+        row.sort(key=lambda life: life.start_s or 0.0)
+        ledger.arrived(index)
+        for life in row:
+            assert life.start_s is not None
+            run_s = ledger.started(index, life.start_s)
+            if life.end_s is None or life.end_s > end_s:
+                break
+            if life.evicted:
+                ledger.evicted(index, max(0.0, run_s - (life.end_s - life.start_s)))
+                continue
+            ledger.finished(index)
+            outcomes.append(PodOutcome(
+                index=index, node=life.node or "", submit_s=pods[index].submit_s, start_s=life.start_s,
+                finish_s=life.end_s, duration_s=pods[index].duration_s, waited=index in waited,
+                first_start_s=row[0].start_s,
+            ))
+    return ledger, outcomes

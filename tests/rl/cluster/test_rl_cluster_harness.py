@@ -17,25 +17,28 @@ from rl.cluster import aggregation, controlplane, kwok, pki
 from rl.cluster.controlplane import ClusterError, ClusterOptions, node_schedulable, scheduler_config
 from rl.cluster.processes import ComponentError, free_port, pid_alive, start, stop, wait_ready
 from rl.cmd import cli
+from rl.evaluation import on_cluster
+from rl.evaluation.benchmark import plan_benchmark
+from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import load_node_groups, scenario_path
 from tests.helpers.e2e_cluster import leftover_processes
 
 
-def test_kwok_configuration_is_its_options_our_six_stages_and_the_resource_metrics() -> None:
+def test_kwok_configuration_is_its_options_our_eight_stages_and_the_resource_metrics() -> None:
     docs = list(yaml.safe_load_all(kwok.configuration()))
     assert docs[0]["kind"] == "KwokConfiguration"
     assert docs[0]["options"]["manageNodesWithAnnotationSelector"] == "kwok.x-k8s.io/node=fake"
     assert docs[0]["options"]["nodeIP"] == "127.0.0.1"  # where KWOK's server, the nodes' kubelet, listens
-    assert [d["kind"] for d in docs[1:]] == ["Stage"] * 6 + ["Metric", "ClusterResourceUsage"]
-    stages = {d["metadata"]["name"]: d["spec"] for d in docs[1:7]}
-    metric = docs[7]["spec"]
+    assert [d["kind"] for d in docs[1:]] == ["Stage"] * 8 + ["Metric", "ClusterResourceUsage"]
+    stages = {d["metadata"]["name"]: d["spec"] for d in docs[1:9]}
+    metric = docs[9]["spec"]
     assert metric["path"] == "/metrics/nodes/{nodeName}/metrics/resource"
     # The series metrics-server decodes, and nothing it would not read.
     assert {m["name"] for m in metric["metrics"]} == {
         "node_cpu_usage_seconds_total", "node_memory_working_set_bytes", "container_start_time_seconds",
         "container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
     }
-    usage = docs[8]["spec"]["usages"][0]["usage"]
+    usage = docs[10]["spec"]["usages"][0]["usage"]
     assert '"kwok.x-k8s.io/usage-cpu" in pod.metadata.annotations' in usage["cpu"]["expression"]
     assert 'pod.metadata.annotations["kwok.x-k8s.io/usage-memory"]' in usage["memory"]["expression"]
     done = stages["kubejoule-pod-done"]
@@ -52,6 +55,19 @@ def test_kwok_configuration_is_its_options_our_six_stages_and_the_resource_metri
     assert booted["delay"]["durationFrom"]["expressionFrom"] == boot_key
     assert booted["next"] == ready["next"]
     assert stages["kubejoule-pod-gone"]["next"]["delete"] is True
+    # A replacement (the startup annotation) runs at once, not Ready; Ready after its startup;
+    # only a Ready pod's duration runs, so its life is startup + lifetime. One stage per state.
+    startup_key = '.metadata.annotations["kubejoule.io/startup"]'
+    ready_key = '.status.conditions.[] | select( .type == "Ready" ) | .status'
+    running, starting, started = (stages[f"kubejoule-pod-{s}"] for s in ("running", "starting", "started"))
+    assert {"key": startup_key, "operator": "DoesNotExist"} in running["selector"]["matchExpressions"]
+    assert {"key": startup_key, "operator": "Exists"} in starting["selector"]["matchExpressions"]
+    assert 'status: "True", type: Ready' in running["next"]["statusTemplate"]
+    assert 'status: "False", type: Ready' in starting["next"]["statusTemplate"]
+    assert started["delay"]["durationFrom"]["expressionFrom"] == startup_key
+    assert {"key": ready_key, "operator": "NotIn", "values": ["True"]} in started["selector"]["matchExpressions"]
+    assert 'status: "True", type: Ready' in started["next"]["statusTemplate"]
+    assert {"key": ready_key, "operator": "In", "values": ["True"]} in done["selector"]["matchExpressions"]
 
 
 def test_nodes_from_the_headline_groups_carry_capacity_group_and_curve() -> None:
@@ -118,6 +134,30 @@ def test_up_names_the_missing_binaries_and_starts_nothing(tmp_path: Path) -> Non
     with pytest.raises(ClusterError, match="no etcd, kube-apiserver.*make k8s-tools"):
         controlplane.up(ClusterOptions(tmp_path / "c", tmp_path / "bin"))
     assert not (tmp_path / "c").exists()
+
+
+def test_only_the_benchmarks_plane_leaves_the_workload_controllers_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `kubejoule-rl cluster` and the e2e tests: every controller (no --controllers flag at all).
+    assert ClusterOptions(tmp_path, tmp_path).disabled_controllers == ()
+    assert controlplane.controllers_flag(()) == []
+    assert controlplane.controllers_flag(("job-controller", "replicaset-controller")) == [
+        "--controllers=*,-job-controller,-replicaset-controller"]
+    # The benchmark's plane: the replay stands in for the controllers that create workloads' pods.
+    seen: list[ClusterOptions] = []
+
+    def up(options: ClusterOptions, progress: object) -> None:
+        seen.append(options)
+        raise ClusterError("stop here")
+
+    monkeypatch.setattr(on_cluster, "up", up)
+    plan = plan_benchmark(load_node_groups(scenario_path("fidelity-small-nodes.yaml")), [], ["default"], 1,
+                          ClusterModel(), (), False)
+    with pytest.raises(ClusterError, match="stop here"):
+        on_cluster.run_on_cluster(plan, (), tmp_path, tmp_path / "run", 30.0, lambda _m: None)
+    assert seen[0].disabled_controllers == controlplane.REPLAYED_CONTROLLERS
+    assert {"replicaset-controller", "statefulset-controller", "job-controller"} <= set(seen[0].disabled_controllers)
+    assert not {"disruption-controller", "garbage-collector-controller", "daemonset-controller"} & set(
+        seen[0].disabled_controllers)
 
 
 def test_up_with_the_autoscaler_says_why_it_cannot(tmp_path: Path) -> None:

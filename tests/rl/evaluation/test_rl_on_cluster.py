@@ -47,10 +47,10 @@ def test_a_pod_no_node_can_hold_is_named_before_anything_starts() -> None:
     check_fits(NODES, [too_big], [])
 
 
-def test_a_replayed_pod_is_bare_scaled_and_named_by_its_row() -> None:
+def test_a_replayed_pod_without_its_owners_object_is_bare_scaled_and_named_by_its_row() -> None:
     pod = pod_manifest(PodSpec(7, 60.0, 90.0, 0.5, 0.25, 0.3, owner_kind="Job", workload="j"), "kj-x", 30.0, "ns")
     assert pod["metadata"]["name"] == "p-7"
-    assert "ownerReferences" not in pod["metadata"]  # no owner exists: the collector would delete it
+    assert "ownerReferences" not in pod["metadata"]  # no owner object given: the collector would delete it
     assert pod["metadata"]["annotations"]["kubejoule.io/duration"] == "3000ms"
     assert pod["spec"]["schedulerName"] == "kj-x"
     assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
@@ -59,9 +59,9 @@ def test_a_replayed_pod_is_bare_scaled_and_named_by_its_row() -> None:
 def test_a_recording_gives_lives_in_trace_seconds_started_when_running() -> None:
     record = Recording(speedup=10.0, t0=100.0)
     assert record.trace_s(101.5) == pytest.approx(15.0)
-    record.bound = {0: (1.0, "n-0"), 1: (2.0, "n-1")}
-    record.running = {0: 1.5}
-    record.ended = {0: 9.0}
+    record.bound = {(0, 0): (1.0, "n-0"), (1, 0): (2.0, "n-1")}
+    record.running = {(0, 0): 1.5}
+    record.ended = {(0, 0): 9.0}
     lives = record.lives()
     assert [(x.index, x.node, x.start_s, x.end_s) for x in lives] == [(0, "n-0", 1.5, 9.0), (1, "n-1", 2.0, None)]
 

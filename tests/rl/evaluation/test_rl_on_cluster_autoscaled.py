@@ -50,11 +50,16 @@ def test_with_a_binary_only_what_the_cluster_reproduces_is_accepted(tmp_path: Pa
     check_static(AUTOSCALED, ["least-waste", "random"], ["default", "kubejoule@kubejoule"], ca_bin, BARE)
     with pytest.raises(ValueError, match="expander 'priority' is not run on the cluster"):
         check_static(AUTOSCALED, ["priority"], ["default"], ca_bin, BARE)
-    with pytest.raises(ValueError, match="trace row 0 has an owner"):
-        check_static(AUTOSCALED, [], ["default@least-waste"], ca_bin, [PodSpec(0, 0.0, 10.0, 1.0, 1.0, 1.0, owner_kind="Job")])
+    # Owned pods and PDBs are replayed (rl/evaluation/owners.py); what the cluster cannot stand for is refused.
+    owned = [PodSpec(0, 0.0, 10.0, 1.0, 1.0, 1.0, owner_kind="ReplicaSet", workload="w"),
+             PodSpec(1, 0.0, 10.0, 1.0, 1.0, 1.0, owner_kind="Job", workload="j")]
     pdbs = ClusterModel(autoscaler=AutoscalerModel(), workloads=WorkloadModel(pdbs=(PdbSpec("w", max_unavailable=1),)))
-    with pytest.raises(ValueError, match="PodDisruptionBudgets"):
-        check_static(pdbs, [], ["default@least-waste"], ca_bin, BARE)
+    check_static(pdbs, [], ["default@least-waste"], ca_bin, owned)
+    with pytest.raises(ValueError, match="trace row 0 is owned by a CronJob"):
+        check_static(AUTOSCALED, [], ["default@least-waste"], ca_bin, [PodSpec(0, 0.0, 10.0, 1.0, 1.0, 1.0, owner_kind="CronJob")])
+    job_pdb = ClusterModel(autoscaler=AutoscalerModel(), workloads=WorkloadModel(pdbs=(PdbSpec("j", max_unavailable=1),)))
+    with pytest.raises(ValueError, match="PDB of j .*Job's scale"):
+        check_static(job_pdb, [], ["default@least-waste"], ca_bin, owned)
     with pytest.raises(ValueError, match="only-empty-nodes"):
         check_static(ClusterModel(autoscaler=AutoscalerModel(utilization_threshold=None)), [], ["default"], ca_bin, BARE)
 
@@ -95,7 +100,7 @@ def test_the_node_watch_records_each_nodes_creation_ready_and_deletion(monkeypat
     assert watch.alive() == {"hot": 1}
 
 
-def test_a_pod_deleted_before_it_ended_is_evicted_and_done() -> None:
+def test_a_bare_pod_deleted_before_it_ended_is_evicted_and_done() -> None:
     recording = Recording(speedup=10.0, t0=0.0)
     watch = PodWatch(None, "ns", recording, 60)  # type: ignore[arg-type]
     running = {"metadata": {"name": "p-4"}, "spec": {"nodeName": "lean-a"}, "status": {"phase": "Running"}}
@@ -104,9 +109,9 @@ def test_a_pod_deleted_before_it_ended_is_evicted_and_done() -> None:
     done = {"metadata": {"name": "p-5"}, "spec": {"nodeName": "lean-a"}, "status": {"phase": "Succeeded"}}
     watch._note(done, "MODIFIED")
     watch._note(done, "DELETED")  # deleted after it ended: not an eviction
-    assert set(recording.evicted) == {4} and set(recording.ended) == {5} and recording.done == 2
+    assert set(recording.evicted) == {(4, 0)} and set(recording.ended) == {(5, 0)} and recording.done == 2
     lives = {life.index: life for life in recording.lives()}
-    assert lives[4].evicted and lives[4].end_s == recording.evicted[4]
+    assert lives[4].evicted and lives[4].end_s == recording.evicted[(4, 0)]
     assert not lives[5].evicted
 
 
