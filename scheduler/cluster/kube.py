@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from kubernetes import client, config
 
+from common.jsonvalue import subobjects
 from scheduler.cluster.kube_http import ApiError
 from scheduler.cluster.kube_request import (
     WatchStream,
@@ -25,7 +26,6 @@ from scheduler.cluster.kube_request import (
     send,
     watch,
 )
-from scheduler.cluster.kubejson import subobjects
 
 __all__ = ["PERMISSIONS", "ApiClient", "ApiError", "WatchStream"]  # with the calls below
 

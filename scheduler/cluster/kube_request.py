@@ -22,8 +22,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from common.jsonvalue import subobject, subobjects
 from scheduler.cluster.kube_http import ApiError, Call, error_of, lean_request, transport_of
-from scheduler.cluster.kubejson import subobject, subobjects
 
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 

@@ -11,15 +11,14 @@ where used.
 it (metav1.Time).
 
 Objects read as plain JSON (the API's answers that no struct here describes: lists, Leases,
-PodDisruptionBudgets) are `JsonObject`s, their values `object` until narrowed: `field`,
-`subobject` and `subobjects` narrow one level, an absent key, `null` or another shape reading as
-empty.
+PodDisruptionBudgets) are `common.jsonvalue.JsonObject`s, their values `object` until narrowed:
+`subobject` and `subobjects` there narrow one level, an absent key, `null` or another
+shape reading as empty.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -29,21 +28,6 @@ from msgspec import Struct
 from scheduler.domain.model import ShapeError
 
 Map = dict[str, object]
-
-# A Kubernetes object as the API's JSON (camelCase keys), not yet narrowed.
-JsonObject = dict[str, object]
-
-
-def subobject(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
-    """`obj[key]` when it is a JSON object; else (absent, null, another shape) empty."""
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def subobjects(obj: Mapping[str, object], key: str) -> list[JsonObject]:
-    """The JSON objects of the list `obj[key]` (elements of another shape skipped); else empty."""
-    value = obj.get(key)
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 # -- the structs: only what is read --------------------------------------------------------------
 

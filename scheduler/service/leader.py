@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from common.jsonvalue import subobject
 from scheduler.cluster import kube
-from scheduler.cluster.kubejson import subobject
 
 log = logging.getLogger(__name__)
 

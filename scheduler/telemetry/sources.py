@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import msgspec
 
+from common.jsonvalue import subobject
 from common.quantity import parse_quantity
-from scheduler.cluster.kubejson import subobject
 from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (

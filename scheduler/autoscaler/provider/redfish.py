@@ -16,9 +16,9 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from common.jsonvalue import subobject
 from scheduler.autoscaler.provider.backend import BackendError
 from scheduler.autoscaler.provider.settings import Machine, read_credentials
-from scheduler.cluster.kubejson import subobject
 from scheduler.config.basics import ConfigError
 
 RESET_ACTION = "#ComputerSystem.Reset"

@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 from google.protobuf import message as pb_message
 
+from common.jsonvalue import subobject, subobjects
 from scheduler.autoscaler.protos import externalgrpc_pb2 as pb
 from scheduler.autoscaler.protos import k8s_core_v1_pb2
 from scheduler.autoscaler.provider.machines import (
@@ -30,7 +31,6 @@ from scheduler.autoscaler.provider.machines import (
 )
 from scheduler.autoscaler.provider.safety import CA_DELETION_TAINT
 from scheduler.autoscaler.tls import serve_tls
-from scheduler.cluster.kubejson import subobject, subobjects
 
 log = logging.getLogger("kubejoule.cloudprovider")
 
