@@ -1,4 +1,4 @@
-"""JSON as the code reads and writes it, without `Any`.
+"""JSON as the code reads and writes it, typed: no escape from the type checker.
 
 Read side: a parsed JSON object is a `JsonObject` (`Mapping[str, object]`), its values `object`
 until narrowed, one level at a time: `subobject` and `subobjects` narrow to objects, an absent

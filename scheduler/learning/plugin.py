@@ -45,6 +45,7 @@ NAME = "learned"
 UNMEASURED_SCORE = float(MIN_NODE_SCORE)
 
 WorkloadLookup = Callable[[str], NodeWorkload | None]
+LifetimesLookup = Callable[[], LifetimePredictor | None]
 
 
 class LearnedPlugin:
@@ -56,7 +57,7 @@ class LearnedPlugin:
         energy: EnergyPlugin | None = None,
         workload: WorkloadLookup | None = None,
         workloads: Callable[[], Mapping[str, NodeWorkload] | None] | None = None,
-        lifetimes: Callable[[], LifetimePredictor | None] | None = None,
+        lifetimes: LifetimesLookup | None = None,
     ) -> None:
         """`model`: a model file (or one loaded); `energy`: the plugin the v1 features are
         computed with (default: a default EnergyPlugin, which the scheduler replaces by its
