@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,13 +66,13 @@ _NUMBERS = {
 _COUNTS = ("max_evictions_per_interval", "max_nodes_per_interval")
 
 
-def rebalancer_config(data: Any) -> RebalancerConfig:
+def rebalancer_config(data: object) -> RebalancerConfig:
     """The `rebalancer:` section; ConfigError naming the key on a bad value."""
     allowed = {
         *_NUMBERS, *_COUNTS, "mode", "scale_down_utilization_threshold", "annotate_nodes",
         "lease_namespace", "lease_name",
     }
-    section: Mapping[str, Any] = _section(data, "rebalancer", allowed)
+    section = _section(data, "rebalancer", allowed)
     given: dict[str, Any] = {}
     for key, positive in _NUMBERS.items():
         if key in section:
@@ -83,24 +82,25 @@ def rebalancer_config(data: Any) -> RebalancerConfig:
             given[key] = value
     for key in _COUNTS:
         if key in section:
-            value = section[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"rebalancer.{key}: expected an integer >= 1, got {value!r}")
-            given[key] = value
+            count = section[key]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ConfigError(f"rebalancer.{key}: expected an integer >= 1, got {count!r}")
+            given[key] = count
     if "mode" in section:
         mode = section["mode"]
         if mode not in MODES:
             raise ConfigError(f"rebalancer.mode: expected one of {list(MODES)}, got {mode!r}")
         given["mode"] = mode
     if "scale_down_utilization_threshold" in section:
-        value = section["scale_down_utilization_threshold"]
-        if value is not None:
-            value = _number(value, "rebalancer.scale_down_utilization_threshold", positive=False)
-            if not 0 <= value <= 1:
+        raw = section["scale_down_utilization_threshold"]
+        threshold = None
+        if raw is not None:
+            threshold = _number(raw, "rebalancer.scale_down_utilization_threshold", positive=False)
+            if not 0 <= threshold <= 1:
                 raise ConfigError(
-                    f"rebalancer.scale_down_utilization_threshold: must be in [0, 1], got {value!r}"
+                    f"rebalancer.scale_down_utilization_threshold: must be in [0, 1], got {threshold!r}"
                 )
-        given["scale_down_utilization_threshold"] = value
+        given["scale_down_utilization_threshold"] = threshold
     if "annotate_nodes" in section:
         given["annotate_nodes"] = _bool(section["annotate_nodes"], "rebalancer.annotate_nodes")
     for key in ("lease_namespace", "lease_name"):
