@@ -4,8 +4,8 @@ extender's words. Turned into PodInfo / NodeInfo by `scheduler.cluster.kubeobjec
 
 Absent and `null` are the same (empty). Maps (labels, requests, allocatable…) stay dicts so
 that a message can name the key. Where the API is lenient the structs are too: an owner
-reference's `controller`, a condition's `status` and `lastTransitionTime` are `Any`, read only
-where used.
+reference's `controller`, a condition's `status` and `lastTransitionTime` are `object`s (any JSON
+value), narrowed where used.
 
 `rfc3339` is the other way: a time as the objects the scheduler writes (Events, conditions) carry
 it (metav1.Time).
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 from msgspec import Struct
@@ -33,16 +33,16 @@ Map = dict[str, object]
 
 
 class OwnerReference(Struct):
-    kind: Any = None
-    name: Any = None
-    controller: Any = None
+    kind: object = None
+    name: object = None
+    controller: object = None
 
 
 class ObjectMeta(Struct):
     name: str | None = None
     namespace: str | None = None
     uid: str | None = None
-    resourceVersion: Any = None  # noqa: N815 (Kubernetes' key)
+    resourceVersion: object = None  # noqa: N815 (Kubernetes' key)
     labels: Map | None = None
     annotations: Map | None = None
     ownerReferences: list[OwnerReference] | None = None  # noqa: N815
@@ -132,8 +132,8 @@ class NodeSpec(Struct):
 
 class Condition(Struct):
     type: str | None = None
-    status: Any = None
-    lastTransitionTime: Any = None  # noqa: N815
+    status: object = None
+    lastTransitionTime: object = None  # noqa: N815
 
 
 class NodeStatus(Struct):
