@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from scheduler.config.fields import ConfigError, _bool, _number, _section, _str
 from scheduler.domain.cluster_defaults import (
@@ -73,24 +72,25 @@ def rebalancer_config(data: object) -> RebalancerConfig:
         "lease_namespace", "lease_name",
     }
     section = _section(data, "rebalancer", allowed)
-    given: dict[str, Any] = {}
+    default = RebalancerConfig()
+    numbers: dict[str, float] = {}
     for key, positive in _NUMBERS.items():
         if key in section:
             value = _number(section[key], f"rebalancer.{key}", positive=positive)
             if value < 0:
                 raise ConfigError(f"rebalancer.{key}: must be >= 0, got {section[key]!r}")
-            given[key] = value
+            numbers[key] = value
+    counts: dict[str, int] = {}
     for key in _COUNTS:
         if key in section:
             count = section[key]
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ConfigError(f"rebalancer.{key}: expected an integer >= 1, got {count!r}")
-            given[key] = count
-    if "mode" in section:
-        mode = section["mode"]
-        if mode not in MODES:
-            raise ConfigError(f"rebalancer.mode: expected one of {list(MODES)}, got {mode!r}")
-        given["mode"] = mode
+            counts[key] = count
+    mode = section.get("mode", default.mode)
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ConfigError(f"rebalancer.mode: expected one of {list(MODES)}, got {mode!r}")
+    threshold = default.scale_down_utilization_threshold
     if "scale_down_utilization_threshold" in section:
         raw = section["scale_down_utilization_threshold"]
         threshold = None
@@ -100,13 +100,26 @@ def rebalancer_config(data: object) -> RebalancerConfig:
                 raise ConfigError(
                     f"rebalancer.scale_down_utilization_threshold: must be in [0, 1], got {threshold!r}"
                 )
-        given["scale_down_utilization_threshold"] = threshold
+    annotate = default.annotate_nodes
     if "annotate_nodes" in section:
-        given["annotate_nodes"] = _bool(section["annotate_nodes"], "rebalancer.annotate_nodes")
-    for key in ("lease_namespace", "lease_name"):
-        if key in section:
-            given[key] = _str(section[key], f"rebalancer.{key}")
-    return RebalancerConfig(**given)
+        annotate = _bool(section["annotate_nodes"], "rebalancer.annotate_nodes")
+    lease = {key: _str(section[key], f"rebalancer.{key}") for key in ("lease_namespace", "lease_name") if key in section}
+    return RebalancerConfig(
+        mode=mode,
+        interval_seconds=numbers.get("interval_seconds", default.interval_seconds),
+        max_evictions_per_interval=counts.get("max_evictions_per_interval", default.max_evictions_per_interval),
+        max_nodes_per_interval=counts.get("max_nodes_per_interval", default.max_nodes_per_interval),
+        margin=numbers.get("margin", default.margin),
+        balanced_k=numbers.get("balanced_k", default.balanced_k),
+        node_cooldown_seconds=numbers.get("node_cooldown_seconds", default.node_cooldown_seconds),
+        pod_startup_seconds=numbers.get("pod_startup_seconds", default.pod_startup_seconds),
+        scale_down_utilization_threshold=threshold,
+        scale_down_unneeded_seconds=numbers.get("scale_down_unneeded_seconds", default.scale_down_unneeded_seconds),
+        max_clock_jump_seconds=numbers.get("max_clock_jump_seconds", default.max_clock_jump_seconds),
+        annotate_nodes=annotate,
+        lease_namespace=lease.get("lease_namespace", default.lease_namespace),
+        lease_name=lease.get("lease_name", default.lease_name),
+    )
 
 
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "RebalancerConfig", "rebalancer_config"]
