@@ -288,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=getattr(logging, str(getattr(args, "log_level", "info")).upper()),
+        level=getattr(logging, args.log_level.upper()),  # every subcommand has --log-level
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
