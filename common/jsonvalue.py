@@ -22,9 +22,6 @@ JsonScalar: TypeAlias = str | int | float | bool | None
 # A JSON document the code builds (to `json.dumps` it or hand it to a client).
 JsonValue: TypeAlias = "JsonScalar | Sequence[JsonValue] | Mapping[str, JsonValue]"
 
-# A JSON object the code builds.
-JsonMapping: TypeAlias = Mapping[str, JsonValue]
-
 
 def subobject(obj: JsonObject, key: str) -> JsonObject:
     """`obj[key]` when it is a JSON object; else (absent, null, another shape) empty."""
@@ -37,13 +34,3 @@ def subobjects(obj: JsonObject, key: str) -> list[dict[str, object]]:
     value = obj.get(key)
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
-
-def as_object(value: object) -> JsonObject:
-    """`value` when it is a JSON object; else (null, another shape) empty."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def string(obj: JsonObject, key: str) -> str | None:
-    """`obj[key]` when it is a string; else (absent, null, another shape) None."""
-    value = obj.get(key)
-    return value if isinstance(value, str) else None

@@ -32,6 +32,7 @@ from scheduler.telemetry.discovery import parse_static_targets
 
 log = logging.getLogger("kubejoule.scheduler")
 
+
 def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="YAML configuration (see docs/scheduler.md)")
     parser.add_argument(
