@@ -23,6 +23,11 @@ def add_carbon_arguments(parser: argparse.ArgumentParser, constant: bool = True,
     """--carbon-intensity (with `constant`), --carbon-intensity-csv, --carbon-intensity-basis,
     --carbon-max-age and (with `start`, the benchmark's) --carbon-start."""
     group = parser.add_argument_group("carbon")
+    # The options a command leaves out read as not given, so every command's arguments have them all.
+    if not constant:
+        parser.set_defaults(carbon_intensity=None)
+    if not start:
+        parser.set_defaults(carbon_start=None)
     if constant:
         group.add_argument(
             "--carbon-intensity", type=non_negative_float, default=None, metavar="G_PER_KWH",
@@ -50,9 +55,9 @@ def add_carbon_arguments(parser: argparse.ArgumentParser, constant: bool = True,
 
 
 def intensity_from_args(args: argparse.Namespace) -> CarbonIntensity | None:
-    """The intensity the options give (None: none asked for). CarbonIntensityError for a bad
+    """From the arguments of a parser `add_carbon_arguments` built: the intensity the options give (None: none asked for). CarbonIntensityError for a bad
     file or both a constant and a file."""
-    value: float | None = getattr(args, "carbon_intensity", None)
+    value: float | None = args.carbon_intensity
     path: Path | None = args.carbon_intensity_csv
     if value is not None and path is not None:
         raise CarbonIntensityError("give --carbon-intensity or --carbon-intensity-csv, not both")
@@ -66,14 +71,14 @@ def intensity_from_args(args: argparse.Namespace) -> CarbonIntensity | None:
 def live_intensity_from_args(args: argparse.Namespace) -> CarbonIntensity | IntensityFile | None:
     """As `intensity_from_args`, for a long-running agent: a CSV is re-read when it changes
     (common/carbon_file.py)."""
-    if args.carbon_intensity_csv is not None and getattr(args, "carbon_intensity", None) is None:
+    if args.carbon_intensity_csv is not None and args.carbon_intensity is None:
         return IntensityFile(args.carbon_intensity_csv, args.carbon_intensity_basis, args.carbon_max_age)
     return intensity_from_args(args)
 
 
 def carbon_start(args: argparse.Namespace, intensity: CarbonIntensity) -> float:
     """Where --carbon-start puts the trace's t=0 (Unix seconds): the series' first row by default."""
-    text: str | None = getattr(args, "carbon_start", None)
+    text: str | None = args.carbon_start
     if text is None:
         first = intensity.start()
         return 0.0 if first is None else first

@@ -7,9 +7,9 @@ linear, Fan et al. (`P_idle + (P_max - P_idle)(2u - u^r)`), and 11 points at 0%,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, SupportsFloat
 
 if TYPE_CHECKING:  # numpy is imported where the array functions run: the agent never needs it
     import numpy as np  # (about 20 MB of its RSS and a quarter second of its start-up)
@@ -54,19 +54,19 @@ class PowerCurve:
         return cls("points", values[0], values[-1], points=values)
 
     @classmethod
-    def from_mapping(cls, spec: Mapping[str, Any]) -> PowerCurve:
+    def from_mapping(cls, spec: Mapping[str, object]) -> PowerCurve:
         """Build from a node-group `power:` block or a power profile."""
         if spec.get("points") is not None and spec.get("model") in (None, "points", "piecewise"):
-            return cls.from_points(spec["points"])
+            return cls.from_points(_floats(spec["points"]))
         model = spec.get("model", spec.get("curve", "linear"))
-        idle = float(spec["idle_watts"])
-        peak = float(spec["max_watts"])
+        idle = _float(spec["idle_watts"])
+        peak = _float(spec["max_watts"])
         if model == "fan":
-            return cls.fan(idle, peak, float(spec.get("r", 1.4)))
+            return cls.fan(idle, peak, _float(spec.get("r", 1.4)))
         if model == "linear":
             return cls.linear(idle, peak)
         if model in ("points", "piecewise"):
-            return cls.from_points(spec["points"])
+            return cls.from_points(_floats(spec["points"]))
         raise ValueError(f"unknown power curve model {model!r}")
 
     def watts(self, utilization: float) -> float:
@@ -94,6 +94,20 @@ class PowerCurve:
     def as_points(self) -> tuple[float, ...]:
         """The curve sampled at 0%, 10% … 100%."""
         return tuple(self.watts(u) for u in UTILIZATION_LEVELS)
+
+
+def _float(value: object) -> float:
+    """`float(value)` for what float() reads (a number or its text); TypeError for anything else."""
+    if isinstance(value, str | SupportsFloat):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not {type(value).__name__!r}")
+
+
+def _floats(value: object) -> tuple[float, ...]:
+    """Each item as `_float`; TypeError when `value` is not iterable."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{type(value).__name__!r} object is not iterable")
+    return tuple(_float(item) for item in value)
 
 
 def top_slope(full_watts: float, ninety_watts: float) -> float:

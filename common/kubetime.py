@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Any
 
 
-def parse_timestamp(value: Any) -> float | None:
+def parse_timestamp(value: object) -> float | None:
     """RFC 3339 as Unix seconds; None when absent, not a string or unreadable."""
     if not value or not isinstance(value, str):
         return None

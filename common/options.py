@@ -12,7 +12,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeAlias
 
 
 def positive_float(text: str) -> float:
@@ -63,14 +63,25 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 
+# What `parser.add_subparsers()` returns, for the functions that add a subcommand to it (argparse
+# names its class privately, so it is named once here).
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
 
 class _DeprecatedFlag(argparse.Action):
-    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: Any) -> None:
+    # argparse builds it with what `deprecated_alias` gives `add_argument`; `convert` is the new
+    # flag's `type` (None: the text as it is).
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, new: str = "",
+        convert: Callable[[str], object] | argparse.FileType | None = None,
+        metavar: str | tuple[str, ...] | None = None, default: str | None = None, help: str | None = None,
+    ) -> None:
         self.new = new
-        super().__init__(option_strings, dest, **kwargs)
+        super().__init__(option_strings, dest, type=convert, metavar=metavar, default=default, help=help)
 
     def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+        values: str | Sequence[object] | None, option_string: str | None = None,
     ) -> None:
         print(f"{parser.prog}: warning: {option_string} is deprecated, use {self.new}", file=sys.stderr)
         setattr(namespace, self.dest, values)
@@ -79,10 +90,9 @@ class _DeprecatedFlag(argparse.Action):
 def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
     """Accept `old` for the already-declared flag `new`, warning when it is used; hidden from --help."""
     target = next(action for action in parser._actions if new in action.option_strings)
-    typed: dict[str, Any] = {"type": target.type} if target.type is not None else {}
     parser.add_argument(
-        old, dest=target.dest, new=new, action=_DeprecatedFlag, metavar=target.metavar,
-        default=argparse.SUPPRESS, help=argparse.SUPPRESS, **typed,
+        old, dest=target.dest, new=new, convert=target.type, action=_DeprecatedFlag, metavar=target.metavar,
+        default=argparse.SUPPRESS, help=argparse.SUPPRESS,
     )
 
 

@@ -27,7 +27,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -81,7 +80,7 @@ class PowerProfile:
     cores: int | None = None
     example: bool = False
     path: str | None = None
-    document: Mapping[str, Any] = field(default_factory=dict)
+    document: Mapping[str, object] = field(default_factory=dict)
     reading: str = READING_RAPL  # what the curve measures: RAPL's node power, or the whole platform
     rapl: PowerProfile | None = None  # with reading platform: the CPU side's own fit
     # A curve estimated from published coefficients, not measured: its provenance, e.g.
@@ -125,7 +124,7 @@ class PowerProfile:
         return self.wall.wall_watts(node_watts)
 
 
-def _number(doc: Mapping[str, Any], key: str, where: str, *, minimum: float | None = 0.0) -> float | None:
+def _number(doc: Mapping[str, object], key: str, where: str, *, minimum: float | None = 0.0) -> float | None:
     if key not in doc or doc[key] is None:
         return None
     value = doc[key]
@@ -139,7 +138,7 @@ def _number(doc: Mapping[str, Any], key: str, where: str, *, minimum: float | No
     return number
 
 
-def _points(doc: Mapping[str, Any], where: str) -> tuple[float, ...] | None:
+def _points(doc: Mapping[str, object], where: str) -> tuple[float, ...] | None:
     raw = doc.get("points")
     if raw is None:
         return None
@@ -159,7 +158,7 @@ def _points(doc: Mapping[str, Any], where: str) -> tuple[float, ...] | None:
     return tuple(values)
 
 
-def _wall(doc: Mapping[str, Any], where: str) -> WallCorrection | None:
+def _wall(doc: Mapping[str, object], where: str) -> WallCorrection | None:
     raw = doc.get("wall_correction")
     if raw is None:
         return None
@@ -182,7 +181,7 @@ def _wall(doc: Mapping[str, Any], where: str) -> WallCorrection | None:
     )
 
 
-def _fan_r(doc: Mapping[str, Any], where: str) -> float:
+def _fan_r(doc: Mapping[str, object], where: str) -> float:
     parameters = doc.get("parameters") or {}
     if not isinstance(parameters, Mapping):
         raise PowerProfileError(f"{where}: field 'parameters' must be a mapping, got {parameters!r}")
@@ -195,7 +194,7 @@ def _fan_r(doc: Mapping[str, Any], where: str) -> float:
     return r
 
 
-def parse_power_profile(doc: Any, where: str = "power profile") -> PowerProfile:
+def parse_power_profile(doc: object, where: str = "power profile") -> PowerProfile:
     """Validate a loaded YAML document and build the profile."""
     if not isinstance(doc, Mapping):
         raise PowerProfileError(f"{where}: expected a mapping of fields, got {type(doc).__name__}")
@@ -255,7 +254,7 @@ def parse_power_profile(doc: Any, where: str = "power profile") -> PowerProfile:
     )
 
 
-def _optional_str(doc: Mapping[str, Any], key: str, where: str) -> str | None:
+def _optional_str(doc: Mapping[str, object], key: str, where: str) -> str | None:
     value = doc.get(key)
     if value is None:
         return None

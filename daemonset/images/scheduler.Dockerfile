@@ -16,7 +16,7 @@ FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY daemonset/images/locks/scheduler.txt ./requirements.lock
-COPY common/__init__.py common/cloud_estimates.py common/curves.py common/kubetime.py common/metrics.py common/options.py common/power_profile.py common/protoc.py common/quantity.py ./common/
+COPY common/__init__.py common/cloud_estimates.py common/curves.py common/jsonvalue.py common/kubetime.py common/metrics.py common/options.py common/power_profile.py common/protoc.py common/quantity.py ./common/
 COPY common/cloud/instances.csv ./common/cloud/
 COPY scheduler ./scheduler
 # The dependencies exactly as locked, versions and hashes (daemonset/images/locks/scheduler.txt,

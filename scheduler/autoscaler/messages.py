@@ -18,11 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
-from scheduler.autoscaler.protos import expander_pb2, k8s_core_v1_pb2, k8s_resource_pb2
+from scheduler.autoscaler.protos import (
+    expander_pb2,
+    k8s_core_v1_pb2,
+    k8s_meta_v1_pb2,
+    k8s_resource_pb2,
+)
 from scheduler.cluster.kubeobjects import effective_requests, node_info_from_k8s, nonzero_requests
 from scheduler.decisions.expansion import GroupOption
 from scheduler.domain.model import NodeInfo, PodInfo, Resources, ShapeError
@@ -44,11 +49,17 @@ class ParsedRequest:
     form: str  # "messages" (fields 2/4), "bytes" (3/5), "both"
 
 
+# Containers as far as they count for requests: each one's sorted (resource, quantity) requests
+# and its restart policy.
+ContainersKey = tuple[tuple[tuple[tuple[str, str], ...], str], ...]
+M = TypeVar("M", bound=Message)
+
+
 def _quantities(values: Mapping[str, k8s_resource_pb2.Quantity]) -> dict[str, str]:
     return {name: quantity.string for name, quantity in values.items()}
 
 
-def _meta(meta: Any) -> dict[str, object]:
+def _meta(meta: k8s_meta_v1_pb2.ObjectMeta) -> dict[str, object]:
     return {
         "name": meta.name,
         "namespace": meta.namespace,
@@ -73,14 +84,14 @@ def node_json(node: k8s_core_v1_pb2.Node) -> dict[str, object]:
     return {"metadata": _meta(node.metadata), "spec": spec, "status": status}
 
 
-def _requests_key(containers: Iterable[Any]) -> tuple[tuple[tuple[tuple[str, str], ...], str], ...]:
+def _requests_key(containers: Iterable[k8s_core_v1_pb2.Container]) -> ContainersKey:
     return tuple(
         (tuple(sorted((name, q.string) for name, q in c.resources.requests.items())), c.restartPolicy)
         for c in containers
     )
 
 
-def _spec_json(key: tuple[Any, Any, Any]) -> dict[str, object]:
+def _spec_json(key: tuple[ContainersKey, ContainersKey, tuple[tuple[str, str], ...]]) -> dict[str, object]:
     containers, init_containers, overhead = key
     return {
         "containers": [{"resources": {"requests": dict(r)}, "restartPolicy": p} for r, p in containers],
@@ -98,7 +109,7 @@ def node_info(node: k8s_core_v1_pb2.Node, where: str) -> NodeInfo:
         raise RequestError(f"{where}: {exc}") from exc
 
 
-def _decode(message_type: Any, data: bytes, where: str) -> Any:
+def _decode(message_type: type[M], data: bytes, where: str) -> M:
     message = message_type()
     try:
         message.ParseFromString(data)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from common.curves import PowerCurve
-from scheduler.cluster.kubejson import subobject
+from common.jsonvalue import subobject
 from scheduler.telemetry.samples import NodeSample
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from scheduler.cluster.kubejson import subobject
+from common.jsonvalue import subobject
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.cluster.node_table import (
     NodePods,

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from kubernetes import client, config
 
+from common.jsonvalue import subobjects
 from scheduler.cluster.kube_http import ApiError
 from scheduler.cluster.kube_request import (
     WatchStream,
@@ -23,9 +24,9 @@ from scheduler.cluster.kube_request import (
     request_json,
     segment,
     send,
+    unread,
     watch,
 )
-from scheduler.cluster.kubejson import subobjects
 
 __all__ = ["PERMISSIONS", "ApiClient", "ApiError", "WatchStream"]  # with the calls below
 
@@ -93,7 +94,7 @@ def list_endpoint_slices(
         _preload_content=False,
         _request_timeout=timeout_seconds,
     )
-    return subobjects(json_object(response), "items")
+    return subobjects(json_object(unread(response)), "items")
 
 
 def list_node_metrics(api: client.ApiClient, timeout_seconds: float = 10.0) -> list[dict[str, object]]:
@@ -101,7 +102,7 @@ def list_node_metrics(api: client.ApiClient, timeout_seconds: float = 10.0) -> l
     response = client.CustomObjectsApi(api).list_cluster_custom_object(
         "metrics.k8s.io", "v1beta1", "nodes", _preload_content=False, _request_timeout=timeout_seconds
     )
-    return subobjects(json_object(response), "items")
+    return subobjects(json_object(unread(response)), "items")
 
 
 def list_nodes_json(api: client.ApiClient, timeout_seconds: float = 10.0) -> list[dict[str, object]]:
@@ -109,7 +110,7 @@ def list_nodes_json(api: client.ApiClient, timeout_seconds: float = 10.0) -> lis
     response = client.CoreV1Api(api).list_node(
         _preload_content=False, _request_timeout=timeout_seconds
     )
-    return subobjects(json_object(response), "items")
+    return subobjects(json_object(unread(response)), "items")
 
 
 # -- standalone scheduler (issue 7): pods, nodes, binding, events, leases ------------------------

@@ -20,8 +20,9 @@ import ssl
 import threading
 import urllib.parse
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import msgspec
 
@@ -31,9 +32,44 @@ _DROPPED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeErro
 _ENCODER = msgspec.json.Encoder()
 
 
-def usable(configuration: Any) -> bool:
+class ClientConfiguration(Protocol):
+    """The `kubernetes` client's `Configuration`, as far as this transport reads it."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def ssl_ca_cert(self) -> str | None: ...
+    @property
+    def verify_ssl(self) -> bool: ...
+    @property
+    def cert_file(self) -> str | None: ...
+    @property
+    def key_file(self) -> str | None: ...
+
+    def auth_settings(self) -> Mapping[str, Mapping[str, str]]: ...
+
+
+class Client(Protocol):
+    """The `kubernetes` client's `ApiClient`, as far as this transport reads it."""
+
+    @property
+    def configuration(self) -> ClientConfiguration: ...
+    @property
+    def user_agent(self) -> str: ...
+    @property
+    def default_headers(self) -> Mapping[str, str]: ...
+
+
+# Query parameters, in order (a key may repeat).
+Query = list[tuple[str, str]]
+
+
+def usable(configuration: ClientConfiguration) -> bool:
     """Whether this transport reproduces the client's connection for `configuration`."""
     scheme = urllib.parse.urlsplit(configuration.host).scheme
+    # getattr: the client's Configuration is a foreign object whose connection settings came in
+    # over its releases (proxy, assert_hostname, tls_server_name, socket_options, ca_cert_data);
+    # one of a release without a setting, or built by hand, does not use it.
     return (
         scheme in ("http", "https")
         and not getattr(configuration, "proxy", None)
@@ -43,8 +79,8 @@ def usable(configuration: Any) -> bool:
     )
 
 
-def _ssl_context(configuration: Any) -> ssl.SSLContext:
-    context = ssl.create_default_context(
+def _ssl_context(configuration: ClientConfiguration) -> ssl.SSLContext:
+    context = ssl.create_default_context(  # getattr: as in `usable`
         cafile=configuration.ssl_ca_cert, cadata=getattr(configuration, "ca_cert_data", None)
     )
     if not configuration.verify_ssl:
@@ -77,7 +113,7 @@ class _ThreadConnection(threading.local):
 class Transport:
     """Keep-alive connections to one API server, one per calling thread."""
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: Client) -> None:
         configuration = api.configuration
         url = urllib.parse.urlsplit(configuration.host)
         self._https = url.scheme == "https"
@@ -127,7 +163,7 @@ class Transport:
         method: str,
         path: str,
         query: str = "",
-        body: Any = None,
+        body: object = None,
         content_type: str = "application/json",
         timeout: float = 10.0,
     ) -> Response:
@@ -186,11 +222,11 @@ def error_of(status: int, reason: str, body: bytes) -> ApiError:
     return ApiError(status, reason, message)
 
 
-_TRANSPORTS: weakref.WeakKeyDictionary[Any, Transport | None] = weakref.WeakKeyDictionary()
+_TRANSPORTS: weakref.WeakKeyDictionary[Client, Transport | None] = weakref.WeakKeyDictionary()
 _TRANSPORTS_LOCK = threading.Lock()
 
 
-def transport_of(api: Any) -> Transport | None:
+def transport_of(api: Client) -> Transport | None:
     """The lean transport of `api` (kube_http.py), None where it cannot stand in."""
     try:
         return _TRANSPORTS[api]
@@ -209,8 +245,8 @@ class Call:
 
     method: str
     path: str
-    query: list[tuple[str, Any]] | None = None
-    body: Any = None
+    query: Query | None = None
+    body: object = None  # what msgspec encodes (JSON objects, a patch's list)
     content_type: str = "application/json"
     timeout: float | tuple[float, float] | None = 10.0
 

@@ -15,17 +15,33 @@ import contextlib
 import json
 import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Protocol, cast
 
 import msgspec
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.cluster.kube_http import ApiError, Call, error_of, lean_request, transport_of
-from scheduler.cluster.kubejson import subobject, subobjects
+from common.jsonvalue import subobject, subobjects
+from scheduler.cluster.kube_http import ApiError, Call, Query, error_of, lean_request, transport_of
 
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+class RawResponse(Protocol):
+    """The client's answer unread (urllib3's response, `_preload_content=False`), as read here."""
+
+    status: int
+    reason: str | None
+
+    @property
+    def data(self) -> bytes: ...
+
+    def stream(self, amt: int | None = ..., decode_content: bool | None = ...) -> Iterator[bytes]: ...
+
+    def release_conn(self) -> None: ...
+
+    def shutdown(self) -> None: ...
 
 
 def segment(value: str) -> str:
@@ -33,7 +49,13 @@ def segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")
 
 
-def json_object(response: Any) -> dict[str, object]:
+def unread(response: object) -> RawResponse:
+    """The answer of one of the client's typed calls made with `_preload_content=False`: the
+    raw response, unread (the call's annotation names the model it would have built)."""
+    return cast(RawResponse, response)
+
+
+def json_object(response: RawResponse) -> dict[str, object]:
     """The JSON object a response of the client holds."""
     data = json.loads(response.data)
     if not isinstance(data, dict):
@@ -41,7 +63,7 @@ def json_object(response: Any) -> dict[str, object]:
     return data
 
 
-def request(api: client.ApiClient, call: Call) -> Any:
+def request(api: client.ApiClient, call: Call) -> RawResponse:
     """One API request through the client; returns the raw urllib3 response (unread) of a 2xx
     answer."""
     headers = {"Accept": "application/json"}
@@ -73,9 +95,15 @@ def request(api: client.ApiClient, call: Call) -> Any:
     return response
 
 
-def request_json(api: client.ApiClient, method: str, path: str, **kwargs: Any) -> dict[str, object]:
+def request_json(
+    api: client.ApiClient, method: str, path: str, *, body: object = None,
+    content_type: str = "application/json", timeout: float | None = 10.0,
+) -> dict[str, object]:
     """One API request (`Call`'s fields); the JSON object of its 2xx answer."""
-    call = Call(method, path, **kwargs)
+    return _json(api, Call(method, path, body=body, content_type=content_type, timeout=timeout))
+
+
+def _json(api: client.ApiClient, call: Call) -> dict[str, object]:
     transport = transport_of(api)
     if transport is not None:
         data = msgspec.json.decode(lean_request(transport, call))
@@ -101,7 +129,7 @@ def get_or_none(api: client.ApiClient, path: str, timeout_seconds: float) -> dic
         raise
 
 
-def send(api: client.ApiClient, method: str, path: str, body: Any, timeout_seconds: float) -> None:
+def send(api: client.ApiClient, method: str, path: str, body: object, timeout_seconds: float) -> None:
     """A request whose answer is not needed (it is not parsed, the connection goes back)."""
     call = Call(method, path, body=body, timeout=timeout_seconds)
     transport = transport_of(api)
@@ -112,10 +140,10 @@ def send(api: client.ApiClient, method: str, path: str, body: Any, timeout_secon
 
 
 def list_items(
-    api: client.ApiClient, path: str, query: list[tuple[str, Any]], timeout_seconds: float
+    api: client.ApiClient, path: str, query: Query, timeout_seconds: float
 ) -> tuple[list[dict[str, object]], str | None]:
     """A list's items and its resourceVersion."""
-    data = request_json(api, "GET", path, query=query, timeout=timeout_seconds)
+    data = _json(api, Call("GET", path, query=query, timeout=timeout_seconds))
     version = subobject(data, "metadata").get("resourceVersion")
     return subobjects(data, "items"), version if isinstance(version, str) else None
 
@@ -131,7 +159,7 @@ class WatchStream:
     thread ends the iteration. A read timeout or a dropped connection ends it too (the caller
     watches again); an ERROR event raises ApiError (410 Gone: list again)."""
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: RawResponse) -> None:
         self._response = response
         self._closed = False
 
@@ -173,7 +201,7 @@ class WatchStream:
 def watch(
     api: client.ApiClient,
     path: str,
-    query: list[tuple[str, Any]],
+    query: Query,
     resource_version: str | None,
     timeout_seconds: int,
     read_timeout_seconds: float,

@@ -4,24 +4,23 @@ extender's words. Turned into PodInfo / NodeInfo by `scheduler.cluster.kubeobjec
 
 Absent and `null` are the same (empty). Maps (labels, requests, allocatable…) stay dicts so
 that a message can name the key. Where the API is lenient the structs are too: an owner
-reference's `controller`, a condition's `status` and `lastTransitionTime` are `Any`, read only
-where used.
+reference's `controller`, a condition's `status` and `lastTransitionTime` are `object`s (any JSON
+value), narrowed where used.
 
 `rfc3339` is the other way: a time as the objects the scheduler writes (Events, conditions) carry
 it (metav1.Time).
 
 Objects read as plain JSON (the API's answers that no struct here describes: lists, Leases,
-PodDisruptionBudgets) are `JsonObject`s, their values `object` until narrowed: `field`,
-`subobject` and `subobjects` narrow one level, an absent key, `null` or another shape reading as
-empty.
+PodDisruptionBudgets) are `common.jsonvalue.JsonObject`s, their values `object` until narrowed:
+`subobject` and `subobjects` there narrow one level, an absent key, `null` or another
+shape reading as empty.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 from msgspec import Struct
@@ -30,35 +29,20 @@ from scheduler.domain.model import ShapeError
 
 Map = dict[str, object]
 
-# A Kubernetes object as the API's JSON (camelCase keys), not yet narrowed.
-JsonObject = dict[str, object]
-
-
-def subobject(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
-    """`obj[key]` when it is a JSON object; else (absent, null, another shape) empty."""
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def subobjects(obj: Mapping[str, object], key: str) -> list[JsonObject]:
-    """The JSON objects of the list `obj[key]` (elements of another shape skipped); else empty."""
-    value = obj.get(key)
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
 # -- the structs: only what is read --------------------------------------------------------------
 
 
 class OwnerReference(Struct):
-    kind: Any = None
-    name: Any = None
-    controller: Any = None
+    kind: object = None
+    name: object = None
+    controller: object = None
 
 
 class ObjectMeta(Struct):
     name: str | None = None
     namespace: str | None = None
     uid: str | None = None
-    resourceVersion: Any = None  # noqa: N815 (Kubernetes' key)
+    resourceVersion: object = None  # noqa: N815 (Kubernetes' key)
     labels: Map | None = None
     annotations: Map | None = None
     ownerReferences: list[OwnerReference] | None = None  # noqa: N815
@@ -148,8 +132,8 @@ class NodeSpec(Struct):
 
 class Condition(Struct):
     type: str | None = None
-    status: Any = None
-    lastTransitionTime: Any = None  # noqa: N815
+    status: object = None
+    lastTransitionTime: object = None  # noqa: N815
 
 
 class NodeStatus(Struct):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from common.kubetime import parse_timestamp
 from common.quantity import quantity_units
@@ -74,12 +73,14 @@ def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def amount(value: Any, scale: int, where: str) -> int:
+def amount(value: object, scale: int, where: str) -> int:
     """A quantity in whole units (`scale` of them per base unit: 1000 for millicores), rounded up
     as Kubernetes' MilliValue()/Value() round it (0.0005 CPU is 1m, never 0). Refused (a
     ShapeError): a negative quantity — the API server accepts none in requests, limits,
     overhead, capacity or allocatable — and one past int64 in its unit (2^63 − 1 millicores,
     bytes, pods), where Kubernetes' own MilliValue()/Value() would overflow."""
+    if not isinstance(value, str | int | float):  # null, a list, an object: as parse_decimal says
+        raise ShapeError(f"{where}: {_clip(f'not a Kubernetes quantity: {value!r}')}")
     try:
         units = _units(type(value).__name__, value, scale) if type(value) in _CACHED else quantity_units(value, scale)
     except ValueError as exc:

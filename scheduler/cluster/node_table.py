@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.jsonvalue import subobject, subobjects
 from common.kubetime import parse_timestamp
-from scheduler.cluster.kubejson import subobject, subobjects
 from scheduler.domain.model import (
     NodeInfo,
     NodeState,

@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
+from common.jsonvalue import subobject
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
-from scheduler.cluster.kubejson import subobject
 from scheduler.domain.model import NodeState, NodeTelemetry
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,8 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
-from common.options import deprecated_alias
+from common.options import Subparsers, deprecated_alias
 from scheduler.cmd.expander_cli import add_autoscaler_expander_command
 from scheduler.cmd.provider_cli import add_cloud_provider_command
 from scheduler.cmd.rebalancer_cli import add_rebalancer_command
@@ -31,12 +30,7 @@ from scheduler.config.parse import MODES, Config, ConfigError, load_config, pars
 from scheduler.extender.wiring import build_extender
 from scheduler.telemetry.discovery import parse_static_targets
 
-if TYPE_CHECKING:
-    pass
-
 log = logging.getLogger("kubejoule.scheduler")
-
-Subparsers = Any  # argparse's _SubParsersAction is private
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
@@ -47,14 +41,15 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> Config:
-    config = load_config(args.config)
-    if getattr(args, "mode", None):
-        config = replace(config, mode=args.mode)
-    if getattr(args, "listen", None):
-        parse_listen(args.listen)
-        config = replace(config, listen=args.listen)
-    agents = getattr(args, "agent", None)
+def _load(path: str | None, mode: str | None, listen: str | None = None, agents: Sequence[str] = ()) -> Config:
+    """The configuration file (defaults without one) with the command line's --mode, --listen and
+    --agent over it."""
+    config = load_config(path)
+    if mode:
+        config = replace(config, mode=mode)
+    if listen:
+        parse_listen(listen)
+        config = replace(config, listen=listen)
     if agents:
         try:
             static = {**config.telemetry.agents.static, **parse_static_targets(agents)}
@@ -102,7 +97,7 @@ def add_extender_command(subparsers: Subparsers) -> None:
 def _extender_tls(args: argparse.Namespace) -> dict[str, str]:
     """uvicorn's TLS arguments from --tls-cert/--tls-key (both or neither); ConfigError when
     they are not a usable pair, before anything is served."""
-    cert, key = getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    cert, key = args.tls_cert, args.tls_key
     if cert is None and key is None:
         return {}
     if cert is None or key is None:
@@ -132,16 +127,16 @@ def run_extender(args: argparse.Namespace) -> int:
     from scheduler.extender.app import create_app
     from scheduler.extender.remote import RemoteStates
 
-    config = _load(args)
+    config = _load(args.config, args.mode, args.listen, args.agent or ())
     tls = _extender_tls(args)
-    if getattr(args, "watch_cluster", None) is not None:
+    if args.watch_cluster is not None:
         config = replace(config, extender=replace(config.extender, watch_cluster=args.watch_cluster))
     host, port = parse_listen(config.listen)
     sources = source_names(config)
     if not sources:
         log.warning("no telemetry source configured: every node is priced at its worst state (0 without a configured curve)")
     extender = build_extender(
-        config, getattr(args, "decision_log", None), refresh_process=True, log_level=args.log_level.upper()
+        config, args.decision_log, refresh_process=True, log_level=args.log_level.upper()
     )
     log.info(
         "extender on %s:%d, mode %s, telemetry source(s) %s refreshed in process %s",
@@ -229,7 +224,7 @@ def run_standalone(args: argparse.Namespace) -> int:
     from scheduler.standalone.process import RunOptions, run_process
     from scheduler.standalone.settings import StandaloneConfig
 
-    config = _load(argparse.Namespace(**{**vars(args), "listen": None}))
+    config = _load(args.config, args.mode)  # --listen here is the metrics address
     parse_listen(args.listen)
     try:
         leader = LeaderElectionConfig(
@@ -294,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=getattr(logging, str(getattr(args, "log_level", "info")).upper()),
+        level=getattr(logging, args.log_level.upper()),  # every subcommand has --log-level
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:

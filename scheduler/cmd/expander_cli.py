@@ -16,11 +16,17 @@ import argparse
 import logging
 import signal
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
+from common.options import Subparsers
 from scheduler.autoscaler import DEFAULT_MAX_REQUEST_BYTES
 from scheduler.autoscaler.tls import read_tls
 from scheduler.config.parse import Config, ConfigError, load_config, parse_listen
+
+if TYPE_CHECKING:
+    from scheduler.autoscaler.running import RunningCurves
+    from scheduler.autoscaler.server import Expander
+    from scheduler.telemetry.store import TelemetryStore
 
 log = logging.getLogger("kubejoule.expander")
 
@@ -28,7 +34,7 @@ DEFAULT_LISTEN = "0.0.0.0:8443"
 DEFAULT_METRICS_LISTEN = "0.0.0.0:8890"
 
 
-def add_autoscaler_expander_command(subparsers: Any) -> None:
+def add_autoscaler_expander_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "autoscaler-expander",
         help="serve cluster-autoscaler's gRPC expander (least-energy node group)",
@@ -67,7 +73,7 @@ def add_autoscaler_expander_command(subparsers: Any) -> None:
     parser.set_defaults(func=run_autoscaler_expander)
 
 
-def build_expander(config: Config) -> Any:
+def build_expander(config: Config) -> Expander:
     from scheduler.autoscaler.server import Expander
 
     return Expander(
@@ -77,7 +83,7 @@ def build_expander(config: Config) -> Any:
     )
 
 
-def start_running_curves(config: Config, expander: Any) -> tuple[Any, Any]:
+def start_running_curves(config: Config, expander: Expander) -> tuple[TelemetryStore, RunningCurves]:
     """The telemetry store (started) whose refreshes publish the running nodes' curves to the
     expander, and the RunningCurves; ConfigError when the config has no telemetry source."""
     from scheduler.autoscaler.running import NodeLabelsFromKubernetes, RunningCurves

@@ -16,12 +16,16 @@ import argparse
 import logging
 import signal
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
+from common.options import Subparsers
 from scheduler.autoscaler.provider.backend import BackendError, PowerBackend
 from scheduler.autoscaler.provider.settings import ProviderSettings, load_settings
 from scheduler.autoscaler.tls import read_tls
 from scheduler.config.basics import ConfigError, parse_listen
+
+if TYPE_CHECKING:
+    from scheduler.autoscaler.provider.kubeside import KubeSide
 
 log = logging.getLogger("kubejoule.cloudprovider")
 
@@ -29,7 +33,7 @@ DEFAULT_LISTEN = "0.0.0.0:8086"
 DEFAULT_METRICS_LISTEN = "0.0.0.0:8891"
 
 
-def add_cloud_provider_command(subparsers: Any) -> None:
+def add_cloud_provider_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "cloud-provider",
         help="serve cluster-autoscaler's externalgrpc cloud provider (bare metal through BMCs)",
@@ -54,7 +58,7 @@ def add_cloud_provider_command(subparsers: Any) -> None:
     parser.set_defaults(func=run_cloud_provider)
 
 
-def build_backend(settings: ProviderSettings, kube: Any) -> PowerBackend:
+def build_backend(settings: ProviderSettings, kube: KubeSide) -> PowerBackend:
     if settings.backend == "simulated":
         from scheduler.autoscaler.provider.simulated import on_the_api
 

@@ -11,10 +11,15 @@ import os
 import signal
 import threading
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
+from common.options import Subparsers
 from scheduler.config.parse import ConfigError, load_config, parse_listen
 from scheduler.framework.decision import MODES
+
+if TYPE_CHECKING:
+    from scheduler.config.parse import Config
+    from scheduler.config.rebalancer import RebalancerConfig
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +27,7 @@ DEFAULT_LISTEN = "0.0.0.0:10262"
 STATE_SAVE_ROUNDS = 10  # the predictor's state file is written every this many intervals
 
 
-def add_rebalancer_command(subparsers: Any) -> None:
+def add_rebalancer_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "rebalancer",
         help="empty inefficient nodes onto efficient ones when it saves energy",
@@ -63,7 +68,7 @@ def run_rebalancer(args: argparse.Namespace) -> int:
     return serve(config, settings, args, host, port, stop)
 
 
-def serve(config: Any, settings: Any, args: argparse.Namespace, host: str, port: int,
+def serve(config: Config, settings: RebalancerConfig, args: argparse.Namespace, host: str, port: int,
           stop: threading.Event) -> int:
     from scheduler.config.build import build_api_client, build_store
     from scheduler.lifetimes import LifetimeCollector, LifetimePredictor, load_state

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scheduler.config.parse import Config
 from scheduler.framework.interface import ScorePlugin
@@ -24,6 +24,7 @@ from scheduler.telemetry.store import TelemetryStore
 
 if TYPE_CHECKING:
     from scheduler.cluster.kube import ApiClient
+    from scheduler.learning.plugin import LifetimesLookup, WorkloadLookup
 
 
 def build_energy_plugin(config: Config) -> EnergyPlugin:
@@ -42,8 +43,8 @@ def build_energy_plugin(config: Config) -> EnergyPlugin:
 def build_profile(
     config: Config,
     energy: ScorePlugin,
-    workload: Callable[[str], Any] | None = None,
-    lifetimes: Callable[[], Any] | None = None,
+    workload: WorkloadLookup | None = None,
+    lifetimes: LifetimesLookup | None = None,
 ) -> SchedulingProfile:
     """The standalone scheduler's profile: the configured entries, else the shipped `kubejoule`
     profile (shipped_kubejoule_profile: the energy plugin with its v3 levers).

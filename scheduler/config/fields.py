@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from scheduler.config.basics import ConfigError  # the sections' error (config/basics: the leaf)
 from scheduler.telemetry.discovery import parse_static_targets
@@ -42,7 +41,7 @@ class TelemetryConfig:
     node_cores: dict[str, float] = field(default_factory=dict)  # or node cores given here, by node name
 
 
-def _section(data: Any, where: str, allowed: set[str]) -> dict[str, Any]:
+def _section(data: object, where: str, allowed: set[str]) -> dict[str, object]:
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -53,7 +52,12 @@ def _section(data: Any, where: str, allowed: set[str]) -> dict[str, Any]:
     return dict(data)
 
 
-def _number(value: Any, where: str, positive: bool = True) -> float:
+def _keys(data: object) -> set[str]:
+    """The keys of a mapping whose keys are names (node names, curve names), as text; else none."""
+    return set(map(str, data)) if isinstance(data, Mapping) else set()
+
+
+def _number(value: object, where: str, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{where}: expected a number, got {value!r}")
     if positive and value <= 0:
@@ -61,23 +65,23 @@ def _number(value: Any, where: str, positive: bool = True) -> float:
     return float(value)
 
 
-def _bool(value: Any, where: str) -> bool:
+def _bool(value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: expected true or false, got {value!r}")
     return value
 
 
-def _str(value: Any, where: str) -> str:
+def _str(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
     return value
 
 
-def _opt_str(value: Any, where: str) -> str | None:
+def _opt_str(value: object, where: str) -> str | None:
     return None if value is None else _str(value, where)
 
 
-def _agents(data: Any) -> AgentsConfig:
+def _agents(data: object) -> AgentsConfig:
     d = _section(data, "telemetry.agents", {"static", "endpoint_slices", "timeout_seconds", "max_parallel"})
     static_raw = d.get("static") or {}
     try:
@@ -105,7 +109,7 @@ def _agents(data: Any) -> AgentsConfig:
     )
 
 
-def _telemetry(data: Any) -> TelemetryConfig:
+def _telemetry(data: object) -> TelemetryConfig:
     d = _section(
         data,
         "telemetry",
@@ -114,7 +118,7 @@ def _telemetry(data: Any) -> TelemetryConfig:
     cores_raw = d.get("node_cores") or {}
     node_cores = {
         str(node): _number(value, f"telemetry.node_cores.{node}")
-        for node, value in _section(cores_raw, "telemetry.node_cores", set(map(str, cores_raw))).items()
+        for node, value in _section(cores_raw, "telemetry.node_cores", _keys(cores_raw)).items()
     }
     prometheus = None
     if d.get("prometheus") is not None:

@@ -60,7 +60,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -71,6 +70,7 @@ from scheduler.config.basics import ConfigError, parse_listen  # re-exported: th
 from scheduler.config.fields import (  # the sections' types and checkers, re-exported here
     TelemetryConfig,
     _bool,
+    _keys,
     _number,
     _opt_str,
     _section,
@@ -143,7 +143,7 @@ class Config:
     extender: ExtenderConfig = field(default_factory=ExtenderConfig)  # the extender's HTTP limits and cluster watch
     # the standalone scheduler's Score plugins, a list of {name, weight, args} checked when parsed
     # (scheduler/config/registry.py; docs/standalone.md); null: kubejoule's energy plugin alone
-    profile: tuple[Mapping[str, Any], ...] | None = None
+    profile: tuple[Mapping[str, object], ...] | None = None
     # the standalone scheduler scores only the feasible nodes kube-scheduler's rule finds (0: its
     # adaptive default); null: all
     percentage_of_nodes_to_score: int | None = None
@@ -166,11 +166,11 @@ class Config:
 # -- parsing -------------------------------------------------------------------------------------
 
 
-def _curves(data: Any, where: str = "curves", profiles: bool = False) -> dict[str, PowerCurve]:
+def _curves(data: object, where: str = "curves", profiles: bool = False) -> dict[str, PowerCurve]:
     """Curves by name; with `profiles`, a value may also be `{power_profile: FILE}` or a bare
     FILE (a power profile with a curve). The old key `profile` still works, with a warning."""
     curves = {}
-    for name, spec in _section(data, where, set(map(str, data or {}))).items():
+    for name, spec in _section(data, where, _keys(data)).items():
         if profiles and isinstance(spec, str):
             spec = {POWER_PROFILE_KEY: spec}
         if not isinstance(spec, Mapping):
@@ -192,7 +192,7 @@ def _curves(data: Any, where: str = "curves", profiles: bool = False) -> dict[st
     return curves
 
 
-def _profile_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
+def _profile_curve(spec: Mapping[str, object], where: str) -> PowerCurve:
     _section(spec, where, {POWER_PROFILE_KEY})
     try:
         profile = load_power_profile(_str(spec[POWER_PROFILE_KEY], f"{where}.{POWER_PROFILE_KEY}"))
@@ -203,7 +203,7 @@ def _profile_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
     return profile.curve
 
 
-def _instance_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
+def _instance_curve(spec: Mapping[str, object], where: str) -> PowerCurve:
     """An unknown or malformed type is a ConfigError naming it, never a similar type's curve."""
     _section(spec, where, {INSTANCE_TYPE_KEY})
     try:
@@ -212,7 +212,7 @@ def _instance_curve(spec: Mapping[str, Any], where: str) -> PowerCurve:
         raise ConfigError(f"{where}: {exc}") from exc
 
 
-def _labels(value: Any) -> tuple[str, ...]:
+def _labels(value: object) -> tuple[str, ...]:
     if value is None:
         return DEFAULT_GROUP_LABELS
     if not isinstance(value, list):
@@ -220,7 +220,7 @@ def _labels(value: Any) -> tuple[str, ...]:
     return tuple(_str(v, "node_group_labels[]") for v in value)
 
 
-def config_from_dict(data: Mapping[str, Any] | None) -> Config:
+def config_from_dict(data: Mapping[str, object] | None) -> Config:
     top = _section(
         data,
         "config",
@@ -231,7 +231,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
         },
     )
     mode = top.get("mode", "shadow")
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise ConfigError(f"mode: expected one of {list(MODES)}, got {mode!r}")
     listen = str(top.get("listen", "0.0.0.0:8888"))
     parse_listen(listen)
@@ -257,7 +257,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
     caps_raw = top.get("power_caps_watts") or {}
     caps = {
         str(node): _number(cap, f"power_caps_watts.{node}")
-        for node, cap in _section(caps_raw, "power_caps_watts", set(map(str, caps_raw))).items()
+        for node, cap in _section(caps_raw, "power_caps_watts", _keys(caps_raw)).items()
     }
     default_cap = top.get("default_power_cap_watts")
     k = _section(top.get("kubernetes"), "kubernetes", {"host", "kubeconfig"})
@@ -302,7 +302,7 @@ def config_from_dict(data: Mapping[str, Any] | None) -> Config:
     )
 
 
-def _profile(data: Any, curves: Mapping[str, PowerCurve]) -> tuple[Mapping[str, Any], ...] | None:
+def _profile(data: object, curves: Mapping[str, PowerCurve]) -> tuple[Mapping[str, object], ...] | None:
     """The profile entries, checked by building them once (with a stand-in energy plugin)."""
     if data is None:
         return None
@@ -312,13 +312,16 @@ def _profile(data: Any, curves: Mapping[str, PowerCurve]) -> tuple[Mapping[str, 
         score_entries(data, PluginContext(EnergyPlugin(), curves))
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    return tuple(data)
+    # score_entries took it: a list of mappings
+    return tuple(entry for entry in data if isinstance(entry, Mapping)) if isinstance(data, list) else ()
 
 
-def _percentage(value: Any) -> int | None:
+def _percentage(value: object) -> int | None:
     if value is None:
         return None
     try:
+        if not isinstance(value, int):  # as num_feasible_nodes_to_find says of it
+            raise ValueError(f"percentageOfNodesToScore must be an integer, got {value!r}")
         num_feasible_nodes_to_find(value, 0)
     except ValueError as exc:
         raise ConfigError(f"percentage_of_nodes_to_score: {exc}") from exc

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from scheduler.config.fields import ConfigError, _bool, _number, _section, _str
 from scheduler.domain.cluster_defaults import (
@@ -67,46 +65,61 @@ _NUMBERS = {
 _COUNTS = ("max_evictions_per_interval", "max_nodes_per_interval")
 
 
-def rebalancer_config(data: Any) -> RebalancerConfig:
+def rebalancer_config(data: object) -> RebalancerConfig:
     """The `rebalancer:` section; ConfigError naming the key on a bad value."""
     allowed = {
         *_NUMBERS, *_COUNTS, "mode", "scale_down_utilization_threshold", "annotate_nodes",
         "lease_namespace", "lease_name",
     }
-    section: Mapping[str, Any] = _section(data, "rebalancer", allowed)
-    given: dict[str, Any] = {}
+    section = _section(data, "rebalancer", allowed)
+    default = RebalancerConfig()
+    numbers: dict[str, float] = {}
     for key, positive in _NUMBERS.items():
         if key in section:
             value = _number(section[key], f"rebalancer.{key}", positive=positive)
             if value < 0:
                 raise ConfigError(f"rebalancer.{key}: must be >= 0, got {section[key]!r}")
-            given[key] = value
+            numbers[key] = value
+    counts: dict[str, int] = {}
     for key in _COUNTS:
         if key in section:
-            value = section[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"rebalancer.{key}: expected an integer >= 1, got {value!r}")
-            given[key] = value
-    if "mode" in section:
-        mode = section["mode"]
-        if mode not in MODES:
-            raise ConfigError(f"rebalancer.mode: expected one of {list(MODES)}, got {mode!r}")
-        given["mode"] = mode
+            count = section[key]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ConfigError(f"rebalancer.{key}: expected an integer >= 1, got {count!r}")
+            counts[key] = count
+    mode = section.get("mode", default.mode)
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ConfigError(f"rebalancer.mode: expected one of {list(MODES)}, got {mode!r}")
+    threshold = default.scale_down_utilization_threshold
     if "scale_down_utilization_threshold" in section:
-        value = section["scale_down_utilization_threshold"]
-        if value is not None:
-            value = _number(value, "rebalancer.scale_down_utilization_threshold", positive=False)
-            if not 0 <= value <= 1:
+        raw = section["scale_down_utilization_threshold"]
+        threshold = None
+        if raw is not None:
+            threshold = _number(raw, "rebalancer.scale_down_utilization_threshold", positive=False)
+            if not 0 <= threshold <= 1:
                 raise ConfigError(
-                    f"rebalancer.scale_down_utilization_threshold: must be in [0, 1], got {value!r}"
+                    f"rebalancer.scale_down_utilization_threshold: must be in [0, 1], got {threshold!r}"
                 )
-        given["scale_down_utilization_threshold"] = value
+    annotate = default.annotate_nodes
     if "annotate_nodes" in section:
-        given["annotate_nodes"] = _bool(section["annotate_nodes"], "rebalancer.annotate_nodes")
-    for key in ("lease_namespace", "lease_name"):
-        if key in section:
-            given[key] = _str(section[key], f"rebalancer.{key}")
-    return RebalancerConfig(**given)
+        annotate = _bool(section["annotate_nodes"], "rebalancer.annotate_nodes")
+    lease = {key: _str(section[key], f"rebalancer.{key}") for key in ("lease_namespace", "lease_name") if key in section}
+    return RebalancerConfig(
+        mode=mode,
+        interval_seconds=numbers.get("interval_seconds", default.interval_seconds),
+        max_evictions_per_interval=counts.get("max_evictions_per_interval", default.max_evictions_per_interval),
+        max_nodes_per_interval=counts.get("max_nodes_per_interval", default.max_nodes_per_interval),
+        margin=numbers.get("margin", default.margin),
+        balanced_k=numbers.get("balanced_k", default.balanced_k),
+        node_cooldown_seconds=numbers.get("node_cooldown_seconds", default.node_cooldown_seconds),
+        pod_startup_seconds=numbers.get("pod_startup_seconds", default.pod_startup_seconds),
+        scale_down_utilization_threshold=threshold,
+        scale_down_unneeded_seconds=numbers.get("scale_down_unneeded_seconds", default.scale_down_unneeded_seconds),
+        max_clock_jump_seconds=numbers.get("max_clock_jump_seconds", default.max_clock_jump_seconds),
+        annotate_nodes=annotate,
+        lease_namespace=lease.get("lease_namespace", default.lease_namespace),
+        lease_name=lease.get("lease_name", default.lease_name),
+    )
 
 
 __all__ = ["MODE_ACTIVE", "MODE_SHADOW", "RebalancerConfig", "rebalancer_config"]

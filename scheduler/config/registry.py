@@ -19,11 +19,11 @@ kube-scheduler's defaults (`scheduler.plugins.defaults.default_filters()`).
 Each plugin has a frozen `Args` dataclass beside it (`TargetLoadPackingArgs`, `PeaksArgs`,
 `NodeResourcesFitArgs`, `EnergyArgs`, …: defaults, and validation in `__post_init__`) that
 `Args.from_config(mapping)` reads from the entry's `args`; `REGISTRY` maps each name to its
-factory and that type, for the standalone scheduler's `profile:`, the configuration check and the
+factory with that type, for the standalone scheduler's `profile:`, the configuration check and the
 simulator's profiles alike. Building a plugin never changes another: `KubejouleEnergy` with args
 is a new energy plugin set up as the given one, with its levers from construction.
 
-Any entry may set `extender: true`: the plugin then enters as kube-scheduler sees it through
+An entry may set `extender: true`: the plugin then enters as kube-scheduler sees it through
 the extender (0–10 rounded, × weight × 10; `scheduler.plugins.extender.ExtenderScore`).
 Errors are ValueErrors naming the entry (`profile[2] (Peaks): …`).
 """
@@ -33,13 +33,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 from common.curves import PowerCurve
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.scheduling_profile import SchedulingProfile, plugin_weight
 from scheduler.learning.plugin import NAME as LEARNED
-from scheduler.learning.plugin import LearnedArgs, LearnedPlugin
+from scheduler.learning.plugin import LearnedArgs, LearnedPlugin, LifetimesLookup, WorkloadLookup
 from scheduler.plugins import loadvariation, peaks, trimaran
 from scheduler.plugins.defaults import default_filters
 from scheduler.plugins.energy import EnergyPlugin
@@ -56,6 +56,9 @@ from scheduler.plugins.noderesources import (
 from scheduler.plugins.tainttoleration import TaintToleration
 
 ENERGY = "KubejouleEnergy"
+
+A = TypeVar("A")
+A_co = TypeVar("A_co", covariant=True)
 ENTRY_KEYS = ("name", "weight", "args", "extender")
 
 
@@ -68,24 +71,34 @@ class PluginContext:
 
     energy: ScorePlugin | None = None
     curves: Mapping[str, PowerCurve] = field(default_factory=dict)
-    workload: Callable[[str], Any] | None = None
-    lifetimes: Callable[[], Any] | None = None  # the lifetime predictor (feature schema v3)
+    workload: WorkloadLookup | None = None
+    lifetimes: LifetimesLookup | None = None  # the lifetime predictor (feature schema v3)
 
 
-class ArgsType(Protocol):
+class ArgsType(Protocol[A_co]):
     """A plugin's frozen `Args` dataclass: `from_config(mapping)` reads a profile entry's `args`
     (its defaults for what they leave out, ValueError for a bad key or value)."""
 
-    def from_config(self, config: Mapping[str, object]) -> Any: ...
+    def from_config(self, config: Mapping[str, object]) -> A_co: ...
 
 
 @dataclass(frozen=True)
 class Registration:
-    """How a named Score plugin is built: `factory(args, context)` from its `Args` (`args`,
-    the type whose `from_config` reads the entry's args); `args` None: it takes none."""
+    """How a named Score plugin is built: `build(args, context)` from the entry's `args`
+    mapping; `takes_args` False: it takes none."""
 
-    factory: Callable[[Any, PluginContext], ScorePlugin]
-    args: ArgsType | None = None
+    build: Callable[[Mapping[str, object], PluginContext], ScorePlugin]
+    takes_args: bool = True
+
+
+def _with_args(args: ArgsType[A], factory: Callable[[A, PluginContext], ScorePlugin]) -> Registration:
+    """A plugin built by `factory` from its `Args` (`args`, the type whose `from_config` reads
+    the entry's args)."""
+    return Registration(lambda config, context: factory(args.from_config(config), context))
+
+
+def _no_args(factory: Callable[[PluginContext], ScorePlugin]) -> Registration:
+    return Registration(lambda _config, context: factory(context), takes_args=False)
 
 
 def _energy(args: EnergyArgs, context: PluginContext) -> ScorePlugin:
@@ -111,17 +124,17 @@ def _learned(args: LearnedArgs, context: PluginContext) -> ScorePlugin:
 
 # Every Score plugin a profile may name: name → (factory, Args type).
 REGISTRY: Mapping[str, Registration] = MappingProxyType({
-    ENERGY: Registration(_energy, EnergyArgs),
-    FIT: Registration(lambda a, _: NodeResourcesFit(a.strategy, a.resources), NodeResourcesFitArgs),
-    BALANCED: Registration(lambda _a, _c: NodeResourcesBalancedAllocation()),
-    "TaintToleration": Registration(lambda _a, _c: TaintToleration()),
-    "NodeAffinity": Registration(lambda _a, _c: NodeAffinity()),
-    peaks.NAME: Registration(lambda a, c: peaks.Peaks(peaks.power_models(a, c.curves)), peaks.PeaksArgs),
-    trimaran.NAME: Registration(lambda a, _: trimaran.TargetLoadPacking(a), trimaran.TargetLoadPackingArgs),
-    loadvariation.NAME: Registration(
-        lambda a, _: loadvariation.LoadVariationRiskBalancing(a), loadvariation.LoadVariationArgs
+    ENERGY: _with_args(EnergyArgs, _energy),
+    FIT: _with_args(NodeResourcesFitArgs, lambda a, _: NodeResourcesFit(a.strategy, a.resources)),
+    BALANCED: _no_args(lambda _: NodeResourcesBalancedAllocation()),
+    "TaintToleration": _no_args(lambda _: TaintToleration()),
+    "NodeAffinity": _no_args(lambda _: NodeAffinity()),
+    peaks.NAME: _with_args(peaks.PeaksArgs, lambda a, c: peaks.Peaks(peaks.power_models(a, c.curves))),
+    trimaran.NAME: _with_args(trimaran.TargetLoadPackingArgs, lambda a, _: trimaran.TargetLoadPacking(a)),
+    loadvariation.NAME: _with_args(
+        loadvariation.LoadVariationArgs, lambda a, _: loadvariation.LoadVariationRiskBalancing(a)
     ),
-    LEARNED: Registration(_learned, LearnedArgs),
+    LEARNED: _with_args(LearnedArgs, _learned),
 })
 
 
@@ -130,11 +143,9 @@ def build_plugin(name: str, args: Mapping[str, object], context: PluginContext) 
     registration = REGISTRY.get(name)
     if registration is None:
         raise ValueError(f"unknown Score plugin {name!r}; known: {sorted(REGISTRY)}")
-    if registration.args is None:
-        if args:
-            raise ValueError(f"{name} takes no args, got {sorted(args)}")
-        return registration.factory(None, context)
-    return registration.factory(registration.args.from_config(args), context)
+    if not registration.takes_args and args:
+        raise ValueError(f"{name} takes no args, got {sorted(args)}")
+    return registration.build(args, context)
 
 
 def _built(label: str, name: str, args: Mapping[str, object], weight: object, context: PluginContext) -> ScorePlugin:
@@ -146,7 +157,7 @@ def _built(label: str, name: str, args: Mapping[str, object], weight: object, co
 
 
 def score_entries(
-    entries: Any, context: PluginContext, where: str = "profile"
+    entries: object, context: PluginContext, where: str = "profile"
 ) -> list[tuple[ScorePlugin, int]]:
     """The weighted Score plugins of configuration `entries` (module docstring). `learned` is
     built last, with the energy plugin the profile's `KubejouleEnergy` entry built (its features
@@ -154,7 +165,7 @@ def score_entries(
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{where}: expected a non-empty list of {{name, weight, args}}, got {entries!r}")
     built: list[tuple[ScorePlugin, int] | None] = []
-    deferred: list[tuple[int, str, str, Mapping[str, object], bool, Any]] = []
+    deferred: list[tuple[int, str, str, Mapping[str, object], bool, object]] = []
     for i, entry in enumerate(entries):
         label = f"{where}[{i}]"
         if not isinstance(entry, Mapping):

@@ -33,12 +33,18 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec
 
-from scheduler.decisionlog.schema import abandoned_record, decision_record, outcome_record
+from scheduler.decisionlog.schema import (
+    CandidateRecord,
+    abandoned_record,
+    decision_record,
+    outcome_record,
+)
+from scheduler.domain.model import PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -228,10 +234,27 @@ class DecisionLog:
 
     # -- the record kinds (scheduler.decisionlog.schema builds them) --
 
-    def record_decision(self, **fields: Any) -> str:
+    def record_decision(
+        self,
+        *,
+        source: str,
+        mode: str,
+        pod: PodInfo,
+        candidates: Sequence[CandidateRecord],
+        chosen: str | None,
+        recommended: str | None,
+        default_choice: str | None,
+        scorer: str,
+        wall_time: float | None = None,
+        extra: Mapping[str, object] | None = None,
+    ) -> str:
         """Write one decision line (`schema.decision_record`'s keywords but `max_candidates`,
         which is this log's); returns its id (for the outcome line)."""
-        record = decision_record(max_candidates=self.config.max_candidates, **fields)
+        record = decision_record(
+            source=source, mode=mode, pod=pod, candidates=candidates, chosen=chosen,
+            recommended=recommended, default_choice=default_choice, scorer=scorer,
+            max_candidates=self.config.max_candidates, wall_time=wall_time, extra=extra,
+        )
         self.write(record)
         return str(record["id"])
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, overload
 
 from scheduler.domain.model import (
     NodeInfo,
@@ -44,6 +44,9 @@ from scheduler.domain.model import (
     Taint,
     Toleration,
 )
+
+if TYPE_CHECKING:
+    import numpy as np  # the vectorized filter's columns, as a type only: the domain imports no array library
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -177,13 +180,21 @@ def matches_node_selector(pod: PodInfo, node: NodeInfo) -> bool:
 # --- resource fit ------------------------------------------------------------------------------
 
 
-def too_many_pods(pods_on_node: Any, allowed_pods: Any) -> Any:
+@overload
+def too_many_pods(pods_on_node: int, allowed_pods: int) -> bool: ...
+@overload
+def too_many_pods(pods_on_node: np.ndarray, allowed_pods: np.ndarray) -> np.ndarray: ...
+def too_many_pods(pods_on_node: int | np.ndarray, allowed_pods: int | np.ndarray) -> bool | np.ndarray:
     """NodeResourcesFit's pod count check: one more pod would pass allocatable `pods`.
     For ints or numpy arrays alike (the vectorized filter uses the same rule)."""
     return pods_on_node + 1 > allowed_pods
 
 
-def lacks(want: int, allocatable: Any, requested: Any) -> Any:
+@overload
+def lacks(want: int, allocatable: int, requested: int) -> bool: ...
+@overload
+def lacks(want: int, allocatable: np.ndarray, requested: np.ndarray) -> np.ndarray: ...
+def lacks(want: int, allocatable: int | np.ndarray, requested: int | np.ndarray) -> bool | np.ndarray:
     """NodeResourcesFit's check of one resource: a request above what is free. A zero request
     never fails, even on an over-committed node. For ints or numpy arrays alike."""
     return (want > 0) & (want > allocatable - requested)

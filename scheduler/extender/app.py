@@ -14,10 +14,9 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, nullcontext
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -56,7 +55,7 @@ def create_app(
     pools = _Pools()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> Any:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL_SECONDS))
         if manage_store:
@@ -76,7 +75,7 @@ def create_app(
     metrics = extender.metrics
 
     def work(
-        body: bytearray, answer: Callable[[ExtenderArgs], Any], raw_nodes: bool
+        body: bytearray, answer: Callable[[ExtenderArgs], object], raw_nodes: bool
     ) -> tuple[Response, list[Pending]]:
         # A large body's objects live until its answer is encoded: the cyclic collector stays
         # off for all of it, or a full collection walks them all (~0.1 s, the GIL held).
@@ -85,7 +84,7 @@ def create_app(
             response = json_response(answer(parse_args(body, extender.states.node_info, raw_nodes)))
         return response, pending
 
-    async def handle(verb: str, request: Request, answer: Callable[[ExtenderArgs], Any]) -> Response:
+    async def handle(verb: str, request: Request, answer: Callable[[ExtenderArgs], object]) -> Response:
         started = time.perf_counter()
         try:
             async with admitted_body(request, extender.body_limit(), budget) as body:

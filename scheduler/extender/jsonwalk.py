@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import NoReturn
 
 WALKED_DEPTH = 3
 # A walked container whose elements turn out small (a NodeNames list, an object of many keys) is
@@ -32,7 +32,7 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _SURROGATE = re.compile(r"\\u([dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
-def _refuse(name: str) -> Any:
+def _refuse(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
@@ -44,13 +44,13 @@ def _finite(text: str) -> float:
 
 
 # The standard library's C scanners (not in its type stubs): one JSON value from an index.
-_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(  # type: ignore[attr-defined]
+_scan: Callable[[str, int], tuple[object, int]] = json.JSONDecoder(  # type: ignore[attr-defined]
     parse_constant=_refuse, parse_float=_finite
 ).scan_once
 scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
-def loads(data: bytes | bytearray) -> Any:
+def loads(data: bytes | bytearray) -> object:
     """The JSON value of `data`; ValueError (with the position) for anything that is not JSON."""
     text = bytes(data).decode("utf-8")
     _check_surrogates(text)
@@ -96,7 +96,7 @@ def _skip(text: str, index: int) -> int:
     return match.end() if match else index
 
 
-def _value(text: str, index: int, depth: int) -> tuple[Any, int]:
+def _value(text: str, index: int, depth: int) -> tuple[object, int]:
     if depth > 0:
         if text.startswith("{", index):
             return _object(text, index + 1, depth - 1)
@@ -105,7 +105,7 @@ def _value(text: str, index: int, depth: int) -> tuple[Any, int]:
     return _scan(text, index)
 
 
-def _object(text: str, index: int, depth: int) -> tuple[Any, int]:
+def _object(text: str, index: int, depth: int) -> tuple[object, int]:
     result: dict[str, object] = {}
 
     def member(index: int) -> int:
@@ -121,8 +121,8 @@ def _object(text: str, index: int, depth: int) -> tuple[Any, int]:
     return _container(text, index, "}", result, member)
 
 
-def _array(text: str, index: int, depth: int) -> tuple[Any, int]:
-    result: list[Any] = []
+def _array(text: str, index: int, depth: int) -> tuple[object, int]:
+    result: list[object] = []
 
     def element(index: int) -> int:
         value, index = _value(text, index, depth)
@@ -133,8 +133,8 @@ def _array(text: str, index: int, depth: int) -> tuple[Any, int]:
 
 
 def _container(
-    text: str, index: int, close: str, result: Any, element: Callable[[int], int]
-) -> tuple[Any, int]:
+    text: str, index: int, close: str, result: object, element: Callable[[int], int]
+) -> tuple[object, int]:
     """An object's or an array's elements from `index` (past its opening bracket) to `close`,
     each read by `element` (into `result`, from its index to the index past it); or the whole
     container again by the C scanner once its elements turn out small."""

@@ -18,7 +18,6 @@ import mmap
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -45,6 +44,15 @@ class Column(msgspec.Struct, array_like=True):
     offset: int
 
 
+class Meta(msgspec.Struct):
+    """What the refresher says with a generation of its telemetry store and cluster view."""
+
+    refreshes: int = 0  # the store's refreshes so far (ready after the first)
+    errors: list[tuple[str, str, int]] = msgspec.field(default_factory=list)  # (source, kind, count)
+    cluster: bool = False  # it watches the cluster
+    cluster_synced: bool = True  # its cluster view had listed everything (or there is none)
+
+
 class Header(msgspec.Struct):
     """What comes with a generation's file descriptor."""
 
@@ -55,7 +63,7 @@ class Header(msgspec.Struct):
     names_offset: int = -1  # -1: the names of the last layout
     names_size: int = 0
     sources: list[str] = msgspec.field(default_factory=lambda: list(SOURCES))
-    meta: dict[str, Any] = msgspec.field(default_factory=dict)
+    meta: Meta = msgspec.field(default_factory=Meta)
 
 
 _HEADER = msgspec.json.Decoder(Header)
@@ -133,7 +141,7 @@ def write_generation(
     columns: Mapping[str, np.ndarray],
     names: Sequence[str] | None,
     sources: list[str],
-    meta: Mapping[str, Any],
+    meta: Meta,
 ) -> tuple[bytes, int]:
     """(header, memfd) of one generation: the columns (and `names` when the layout changed)
     written into a new memfd, sealed against writes. The caller sends and closes the fd."""
@@ -162,7 +170,7 @@ def write_generation(
     except BaseException:
         os.close(fd)
         raise
-    header = Header(generation, layout, size, table, names_offset, len(names_blob), sources, dict(meta))
+    header = Header(generation, layout, size, table, names_offset, len(names_blob), sources, meta)
     return msgspec.json.encode(header), fd
 
 

@@ -7,7 +7,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any
 
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.schema import (
@@ -17,7 +16,7 @@ from scheduler.decisionlog.schema import (
     kept_candidates,
 )
 from scheduler.domain.model import REASONS, PodInfo
-from scheduler.extender.calls import ExtenderCall, Pending, expect_write
+from scheduler.extender.calls import CallRecorder, ExtenderCall, Pending, expect_write
 from scheduler.framework.batch import CandidateBatch
 from scheduler.learning.features import Features, telemetry_ages
 from scheduler.plugins.energy import EnergyPlugin
@@ -52,7 +51,7 @@ class ExtenderRecorder:
         self,
         decision_log: DecisionLog,
         energy: EnergyPlugin,
-        also: Any = None,
+        also: CallRecorder | None = None,
         features: Callable[[PodInfo, CandidateBatch], Sequence[Features]] | None = None,
         scorer: str = "heuristic",
         feature_schema: str | None = None,

@@ -26,16 +26,22 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from scheduler.extender.publish import (
     MAX_MESSAGE_BYTES,
     SOURCES,
+    Meta,
     all_columns,
     raw_columns,
     write_generation,
 )
 from scheduler.extender.state import NodeStates, Prepared
+
+if TYPE_CHECKING:
+    from scheduler.config.parse import Config
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +49,7 @@ log = logging.getLogger(__name__)
 class Publisher:
     """Writes each snapshot NodeStates prepares as a generation and sends it (refresher side)."""
 
-    def __init__(self, sock: socket.socket, states: NodeStates, meta: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, sock: socket.socket, states: NodeStates, meta: Callable[[], Meta]) -> None:
         self.sock = sock
         self.states = states
         self.meta = meta
@@ -71,7 +77,7 @@ class Publisher:
                 self.layout += 1
                 self._names = list(names)
             raw = raw_columns(states, self._sources, seqs, cluster)
-            meta = {**self.meta(), "cluster_synced": prepared.cluster_synced}
+            meta = msgspec.structs.replace(self.meta(), cluster_synced=prepared.cluster_synced)
             header, fd = write_generation(
                 self.generation, self.layout, all_columns(batch, self.states.energy, raw),
                 names if changed else None, self._sources, meta,
@@ -84,18 +90,18 @@ class Publisher:
                 os.close(fd)
 
 
-def _serve(sock: socket.socket, config: Any) -> None:
+def _serve(sock: socket.socket, config: Config) -> None:
     """The refresher's main loop: start the parts, publish, take specs, until the socket ends."""
     from scheduler.extender.wiring import build_refresh_parts
 
     energy, store, states, on_start, on_stop = build_refresh_parts(config)
 
-    def meta() -> dict[str, Any]:
-        return {
-            "refreshes": store.refreshes,
-            "errors": [[source, kind, count] for (source, kind), count in sorted(store.errors.items())],
-            "cluster": states.cluster is not None,
-        }
+    def meta() -> Meta:
+        return Meta(
+            refreshes=store.refreshes,
+            errors=[(source, kind, count) for (source, kind), count in sorted(store.errors.items())],
+            cluster=states.cluster is not None,
+        )
 
     publisher = Publisher(sock, states, meta)
     states.on_prepared.append(publisher.publish)

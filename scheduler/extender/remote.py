@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from scheduler.framework.batch import CORE_COLUMNS, Builder, CandidateBatch, Col
 from scheduler.learning.features import VALUES_KEY, node_values
 from scheduler.plugins.energy import EnergyPlugin
 
+if TYPE_CHECKING:
+    from scheduler.config.parse import Config
+
 log = logging.getLogger(__name__)
 
 # The refresher's command (`python -c`: `-m` would import its module twice, once through the
@@ -51,7 +54,7 @@ class RemoteStates:
     answers what the extender asks of its node states (`NodeStates`' reading methods) from the
     newest one. Also the telemetry view the metrics read (ages, errors, readiness)."""
 
-    def __init__(self, energy: EnergyPlugin, config: Any, clock: Callable[[], float] = time.time,
+    def __init__(self, energy: EnergyPlugin, config: Config, clock: Callable[[], float] = time.time,
                  log_level: str = "WARNING") -> None:
         self.energy = energy
         self.config = config
@@ -72,7 +75,7 @@ class RemoteStates:
         self.node_info = RememberedNodes()
         self._unapplied: set[str] = set()  # names whose spec sent no generation has yet
         self._seq = itertools.count(1)
-        self._listeners: list[Callable[[Any], None]] = []
+        self._listeners: list[Callable[[None], None]] = []  # told of each generation adopted
         self._first = threading.Event()
         self._stopping = threading.Event()
         self._life = threading.Lock()  # starting or ending the refresher process
@@ -212,7 +215,7 @@ class RemoteStates:
             if row is not None and (in_cluster[row] or spec_numbers[row] == sent[name][0]):
                 self._unapplied.discard(name)
         self._generation = generation
-        self._current = Prepared({}, {}, batch, cluster_synced=bool(meta.get("cluster_synced", True)),
+        self._current = Prepared({}, {}, batch, cluster_synced=meta.cluster_synced,
                                  index=index)
         self.generations += 1
         self._first.set()
@@ -305,29 +308,29 @@ class RemoteStates:
 
     # -- the telemetry view for the metrics --
 
-    def add_listener(self, listener: Callable[[Any], None]) -> None:
+    def add_listener(self, listener: Callable[[None], None]) -> None:
         self._listeners.append(listener)
 
     def has_cluster(self) -> bool:
         """Whether the refresher watches the cluster."""
         generation = self._generation
-        return generation is not None and bool(generation.header.meta.get("cluster"))
+        return generation is not None and generation.header.meta.cluster
 
     def cluster_synced(self) -> bool:
         generation = self._generation
-        return generation is not None and bool(generation.header.meta.get("cluster_synced"))
+        return generation is not None and generation.header.meta.cluster_synced
 
     @property
     def ready(self) -> bool:
         generation = self._generation
-        return generation is not None and generation.header.meta.get("refreshes", 0) > 0
+        return generation is not None and generation.header.meta.refreshes > 0
 
     @property
     def errors(self) -> Mapping[tuple[str, str], int]:
         generation = self._generation
         if generation is None:
             return {}
-        return {(source, kind): count for source, kind, count in generation.header.meta.get("errors", [])}
+        return {(source, kind): count for source, kind, count in generation.header.meta.errors}
 
     def ages(self, now: float | None = None) -> dict[str, float]:
         generation = self._generation

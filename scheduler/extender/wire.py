@@ -23,7 +23,6 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -85,8 +84,8 @@ class _Args(msgspec.Struct):
 
 
 class _Identity(msgspec.Struct):
-    name: Any = None
-    resourceVersion: Any = None  # noqa: N815
+    name: object = None
+    resourceVersion: object = None  # noqa: N815
 
 
 class _Identified(msgspec.Struct):
@@ -341,7 +340,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def json_response(
-    payload: Any, status: int = 200, headers: Mapping[str, str] | None = None
+    payload: object, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
     """A JSON answer (msgspec: a /filter answer's Nodes go back as the raw JSON they came in)."""
     body = payload.to_json() if isinstance(payload, HostPriorityList) else _ENCODER.encode(payload)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scheduler.config.build import (
     build_api_client,
@@ -27,6 +27,7 @@ from scheduler.telemetry.store import TelemetryStore
 if TYPE_CHECKING:
     from scheduler.cluster.kube import ApiClient
     from scheduler.cluster.watch import ClusterWatch
+    from scheduler.extender.recorder import ExtenderRecorder
 
 Hooks = list[Callable[[], None]]
 
@@ -97,7 +98,8 @@ def build_extender(
         store = build_store(config, api)
         if watch is not None:
             _watch_hooks(watch, on_start, on_stop)
-    recorder: Any = MemoryRecorder(config.extender.shadow_log_size)
+    memory = MemoryRecorder(config.extender.shadow_log_size)
+    logged: ExtenderRecorder | None = None
     decision_log = None
     if decision_log_path:
         from scheduler.decisionlog.logfile import DecisionLog, DecisionLogConfig
@@ -112,10 +114,10 @@ def build_extender(
         workload = cache.workload if cache is not None else None
         lifetimes = cache.lifetimes if cache is not None else None
         decision_log = DecisionLog(DecisionLogConfig(path=decision_log_path))
-        recorder = ExtenderRecorder(
+        logged = ExtenderRecorder(
             decision_log,
             energy,
-            also=recorder,
+            also=memory,
             features=lambda pod, batch: batch_features_v3(
                 pod, batch, energy, workload, lifetimes
             ),
@@ -128,17 +130,17 @@ def build_extender(
         mode=config.mode,
         power_caps_watts=config.power_caps_watts,
         default_power_cap_watts=config.default_power_cap_watts,
-        recorder=recorder,
+        recorder=logged if logged is not None else memory,
         max_body_bytes=config.extender.max_body_bytes,
         cluster=watch,
         states=remote,
     )
     extender.on_start.extend(on_start)
     extender.on_stop.extend(on_stop)
-    if decision_log is not None:
+    if decision_log is not None and logged is not None:
         # Batches reach the disk at least once per telemetry refresh, and all of them on exit:
         # the recorder first writes what its queue still holds, then the decision log closes.
         store.add_listener(lambda _view: decision_log.flush_if_due())
-        extender.on_stop.append(recorder.close)
+        extender.on_stop.append(logged.close)
         extender.on_stop.append(decision_log.close)
     return extender

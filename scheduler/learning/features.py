@@ -35,9 +35,8 @@ requests nothing, as kube-scheduler scores it), `memory_request_gib` (GiB).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -80,6 +79,13 @@ class SchemaMismatch(ValueError):
     """A checkpoint was built for another feature schema."""
 
 
+def _names(value: object) -> tuple[str, ...]:
+    """A schema's feature names (each item as text); TypeError when `value` is not a list of them."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{type(value).__name__!r} object is not iterable")
+    return tuple(str(n) for n in value)
+
+
 @dataclass(frozen=True)
 class FeatureSchema:
     version: str
@@ -94,17 +100,19 @@ class FeatureSchema:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FeatureSchema:
+    def from_dict(cls, data: object) -> FeatureSchema:
         try:
+            if not isinstance(data, Mapping):
+                raise TypeError(f"{type(data).__name__!r} object is not a mapping")
             return cls(
                 version=str(data["version"]),
-                node_features=tuple(str(n) for n in data["node_features"]),
-                pod_features=tuple(str(n) for n in data["pod_features"]),
+                node_features=_names(data["node_features"]),
+                pod_features=_names(data["pod_features"]),
             )
         except (KeyError, TypeError) as exc:
             raise SchemaMismatch(f"not a feature schema: {exc}") from exc
 
-    def check(self, other: Mapping[str, object] | FeatureSchema) -> None:
+    def check(self, other: object) -> None:
         """Raise SchemaMismatch unless `other` (e.g. a checkpoint's schema) is this one."""
         theirs = other if isinstance(other, FeatureSchema) else FeatureSchema.from_dict(other)
         if theirs.version != self.version:

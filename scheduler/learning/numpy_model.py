@@ -28,7 +28,6 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -150,7 +149,7 @@ SERVED_SCHEMAS: tuple[FeatureSchema, ...] = (FEATURE_SCHEMA_V3, FEATURE_SCHEMA_V
 
 
 def _schema_for(
-    theirs: Any, schemas: FeatureSchema | Sequence[FeatureSchema]
+    theirs: object, schemas: FeatureSchema | Sequence[FeatureSchema]
 ) -> FeatureSchema:
     """The served schema named by a model's metadata; SchemaMismatch naming what is served."""
     served = (schemas,) if isinstance(schemas, FeatureSchema) else tuple(schemas)

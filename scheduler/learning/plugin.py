@@ -27,14 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from scheduler.domain.model import NodeState, NodeWorkload, PodInfo
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.interface import MIN_NODE_SCORE
-from scheduler.learning.features_v2 import V2
+from scheduler.learning.features_v2 import V2, Workloads
 from scheduler.learning.features_v3 import V3
 from scheduler.learning.numpy_model import NumpyModel, load_numpy_model
 from scheduler.lifetimes import LifetimePredictor
@@ -45,6 +44,7 @@ NAME = "learned"
 UNMEASURED_SCORE = float(MIN_NODE_SCORE)
 
 WorkloadLookup = Callable[[str], NodeWorkload | None]
+LifetimesLookup = Callable[[], LifetimePredictor | None]
 
 
 class LearnedPlugin:
@@ -56,7 +56,7 @@ class LearnedPlugin:
         energy: EnergyPlugin | None = None,
         workload: WorkloadLookup | None = None,
         workloads: Callable[[], Mapping[str, NodeWorkload] | None] | None = None,
-        lifetimes: Callable[[], LifetimePredictor | None] | None = None,
+        lifetimes: LifetimesLookup | None = None,
     ) -> None:
         """`model`: a model file (or one loaded); `energy`: the plugin the v1 features are
         computed with (default: a default EnergyPlugin, which the scheduler replaces by its
@@ -98,7 +98,7 @@ class LearnedPlugin:
         """The rows of every candidate in the model's feature schema (v3 or v2), as the model
         sees them (`scores`: the energy plugin's evaluation of `pod` over `batch`, when
         already computed)."""
-        known: Any
+        known: Workloads
         if self.workload is not None:
             known = self._read_workloads(batch)
         else:
@@ -137,7 +137,8 @@ class LearnedArgs:
             raise ValueError(f"learned takes args {{model: PATH}}, got {{'model': {self.model!r}}}")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> LearnedArgs:
-        if set(config) != {"model"}:
+    def from_config(cls, config: Mapping[str, object]) -> LearnedArgs:
+        model = config.get("model")
+        if set(config) != {"model"} or not isinstance(model, str):
             raise ValueError(f"learned takes args {{model: PATH}}, got {dict(config)!r}")
-        return cls(config["model"])
+        return cls(model)

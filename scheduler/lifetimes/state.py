@@ -25,7 +25,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from scheduler.lifetimes.predictor import (
     FALLBACK_STATE_CORRUPT,
@@ -77,7 +76,7 @@ class StateError(ValueError):
         self.reason = reason
 
 
-def _histories(document: Any) -> list[tuple[WorkloadKey, list[float]]]:
+def _histories(document: object) -> list[tuple[WorkloadKey, list[float]]]:
     if not isinstance(document, dict):
         raise StateError(FALLBACK_STATE_CORRUPT, "not a JSON object")
     if document.get("schema") != STATE_SCHEMA:

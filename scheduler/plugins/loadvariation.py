@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -55,21 +54,24 @@ class LoadVariationArgs:
 
     def __post_init__(self) -> None:
         for key, field in zip(ARG_KEYS, ("safe_variance_margin", "safe_variance_sensitivity"), strict=True):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{NAME}: {key} must be a number, got {value!r}")
-            object.__setattr__(self, field, float(value))
+            object.__setattr__(self, field, _number(key, getattr(self, field)))
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> LoadVariationArgs:
+    def from_config(cls, config: Mapping[str, object]) -> LoadVariationArgs:
         """The original's keys; ValueError for anything else."""
         unknown = sorted(set(config) - set(ARG_KEYS))
         if unknown:
             raise ValueError(f"{NAME}: unknown args {unknown}; known: {list(ARG_KEYS)}")
         return cls(
-            config.get(ARG_KEYS[0], DEFAULT_SAFE_VARIANCE_MARGIN),
-            config.get(ARG_KEYS[1], DEFAULT_SAFE_VARIANCE_SENSITIVITY),
+            _number(ARG_KEYS[0], config.get(ARG_KEYS[0], DEFAULT_SAFE_VARIANCE_MARGIN)),
+            _number(ARG_KEYS[1], config.get(ARG_KEYS[1], DEFAULT_SAFE_VARIANCE_SENSITIVITY)),
         )
+
+
+def _number(key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{NAME}: {key} must be a number, got {value!r}")
+    return float(value)
 
 
 def effective_request(pod: PodInfo) -> tuple[int, int]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -59,16 +58,14 @@ class TargetLoadPackingArgs:
     default_requests_multiplier: float = DEFAULT_REQUESTS_MULTIPLIER
 
     def __post_init__(self) -> None:
-        target = self.target_utilization_pct
-        if isinstance(target, bool) or not isinstance(target, int):
-            raise ValueError(f"{NAME}: targetUtilization must be an integer percent, got {target!r}")
+        target = _percent(self.target_utilization_pct)
         if not 0 < target <= 100:
             raise ValueError(f"target utilization must be in (0, 100] percent, got {target}")
         if self.default_requests_millicores < 0 or self.default_requests_multiplier < 0:
             raise ValueError("default requests and their multiplier must be >= 0")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> TargetLoadPackingArgs:
+    def from_config(cls, config: Mapping[str, object]) -> TargetLoadPackingArgs:
         """The keys of the original's KubeSchedulerConfiguration: `targetUtilization` (percent),
         `defaultRequests` ({cpu: "1000m"}), `defaultRequestsMultiplier` (a string, as there:
         "1.5"). ValueError for anything else."""
@@ -80,15 +77,22 @@ class TargetLoadPackingArgs:
         if not isinstance(requests, Mapping) or set(requests) - {"cpu"}:
             raise ValueError(f"{NAME}: defaultRequests must be {{cpu: QUANTITY}}, got {requests!r}")
         try:
-            default_millicores = (
-                quantity_units(requests["cpu"], 1000)  # MilliValue()
-                if "cpu" in requests
-                else DEFAULT_REQUESTS_MILLICORES
-            )
+            default_millicores = DEFAULT_REQUESTS_MILLICORES
+            if "cpu" in requests:
+                cpu = requests["cpu"]
+                if not isinstance(cpu, str | int | float):  # as quantity_units refuses it
+                    raise ValueError(f"not a Kubernetes quantity: {cpu!r}")
+                default_millicores = quantity_units(cpu, 1000)  # MilliValue()
             multiplier = float(str(config.get("defaultRequestsMultiplier", "1.5")))
         except ValueError as exc:
             raise ValueError(f"{NAME}: {exc}") from exc
-        return cls(target, default_millicores, multiplier)
+        return cls(_percent(target), default_millicores, multiplier)
+
+
+def _percent(target: object) -> int:
+    if isinstance(target, bool) or not isinstance(target, int):
+        raise ValueError(f"{NAME}: targetUtilization must be an integer percent, got {target!r}")
+    return target
 
 
 def predicted_pod_millicores(pod: PodInfo, args: TargetLoadPackingArgs) -> int:

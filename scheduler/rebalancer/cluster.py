@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from common.curves import PowerCurve
+from common.jsonvalue import subobject
 from scheduler.cluster.cache import TERMINAL_PHASES, ClusterCache
-from scheduler.cluster.kubejson import subobject
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.cluster.node_table import placed_time
 from scheduler.cluster.podfacts import KEEPS_LIFETIME, PodFacts, never_evict_reason, node_bound

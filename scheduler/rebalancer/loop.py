@@ -32,9 +32,10 @@ import time
 from collections.abc import Callable, Mapping
 
 from common.curves import PowerCurve
+from common.jsonvalue import subobject, subobjects
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
-from scheduler.cluster.kubejson import rfc3339, subobject, subobjects
+from scheduler.cluster.kubejson import rfc3339
 from scheduler.config.rebalancer import RebalancerConfig
 from scheduler.decisions.rebalance import Move, Plan, plan
 from scheduler.domain.model import NodeTelemetry

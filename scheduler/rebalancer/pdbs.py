@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scheduler.cluster.kubejson import subobject, subobjects
+from common.jsonvalue import subobject, subobjects
 from scheduler.domain.filters import requirement_matches
 from scheduler.domain.model import SelectorRequirement
 

@@ -26,10 +26,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from common.jsonvalue import subobject
 from scheduler.cluster import kube
-from scheduler.cluster.kubejson import subobject
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class LeaderElector:
         self._wall = wall_clock
         self._valid_until = -math.inf  # leader until then (monotonic)
         self._leading = False
-        self._observed: tuple[Any, ...] | None = None
+        self._observed: tuple[object, ...] | None = None  # the Lease last seen: holder, renewTime, resourceVersion
         self._observed_at = -math.inf
         self.transitions_seen = 0
         self.errors = 0

@@ -6,13 +6,15 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any, Protocol
+from typing import ParamSpec, Protocol
 
 from scheduler.cluster import kube
 from scheduler.cluster.watch import KubeWatchApi, WatchApi
 from scheduler.decisions.placement import Decision
 from scheduler.domain.model import PodInfo
 from scheduler.standalone.settings import EVENT_MESSAGE_MAX_CHARS, RECOMMENDED_SCORES
+
+P = ParamSpec("P")
 
 
 class ClusterApi(WatchApi, Protocol):
@@ -65,8 +67,8 @@ class BinderPool:
         self._inflight: set[Future[str]] = set()
         self._lock = threading.Lock()
 
-    def submit(self, bind: Callable[..., str], *args: Any) -> None:
-        future = self._pool.submit(bind, *args)
+    def submit(self, bind: Callable[P, str], /, *args: P.args, **kwargs: P.kwargs) -> None:
+        future = self._pool.submit(bind, *args, **kwargs)
         with self._lock:
             self._inflight.add(future)
         future.add_done_callback(self._forget)

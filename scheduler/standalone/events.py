@@ -13,7 +13,8 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scheduler.cluster import kube
 from scheduler.cluster.kubejson import rfc3339
@@ -41,6 +42,14 @@ def side_effects(size: int) -> BackgroundQueue[Callable[[], None]]:
     return BackgroundQueue("scheduler-events", size, lambda work: work(), _side_effect_failed)
 
 
+@dataclass(slots=True)
+class _Sent:
+    """An Event sent: its name, and how many times it happened (its `count`)."""
+
+    name: str
+    count: int = 1
+
+
 class PodEvents:
     """What the scheduler tells about a pod: Events, and the PodScheduled condition when the pod
     cannot be placed (patched again only when the message changes). Inline until `start`."""
@@ -59,8 +68,8 @@ class PodEvents:
         self._seq = itertools.count()
         self._queue: BackgroundQueue[Callable[[], None]] | None = None
         self._unschedulable_messages: dict[str, str] = {}
-        # (namespace, pod, uid, type, reason, message) → [event name, count], oldest first
-        self._sent: OrderedDict[tuple[str, ...], list[Any]] = OrderedDict()
+        # (namespace, pod, uid, type, reason, message) → its Event's name and count, oldest first
+        self._sent: OrderedDict[tuple[str, ...], _Sent] = OrderedDict()
 
     def start(self, size: int) -> None:
         self._queue = side_effects(size)
@@ -99,13 +108,13 @@ class PodEvents:
         seen = self._sent.get(key)
         if seen is not None:
             self._sent.move_to_end(key)
-            seen[1] += 1
-            name, count = seen
+            seen.count += 1
+            name, count = seen.name, seen.count
             patch = {"count": count, "lastTimestamp": rfc3339(wall)}
             self._submit(lambda: self._repeat(pod, type_, reason, message, name, patch))
             return
         name = f"{pod.name}.{time.time_ns():x}{next(self._seq):x}"
-        self._sent[key] = [name, 1]
+        self._sent[key] = _Sent(name)
         if len(self._sent) > SENT_EVENTS_KEPT:
             self._sent.popitem(last=False)
         event = self._event(pod, type_, reason, message, name, wall)

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
+from common.jsonvalue import subobject
 from scheduler.cluster import kube
 from scheduler.cluster.cache import ClusterCache
-from scheduler.cluster.kubejson import subobject
 from scheduler.cluster.watch import ClusterWatch
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.outcomes import OutcomeTracker

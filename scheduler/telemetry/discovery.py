@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from common.jsonvalue import subobject, subobjects
 from common.quantity import parse_quantity
-from scheduler.cluster.kubejson import subobject, subobjects
 
 if TYPE_CHECKING:
     from scheduler.cluster.kube import ApiClient

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Protocol, overload
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -137,7 +137,10 @@ _POINTS = itemgetter(*range(POINT_COUNT))  # a curve's points by level, at C spe
 class Labels(Protocol):
     """A series' labels: a dict, or the Prometheus source's decoded struct."""
 
-    def get(self, key: str, default: Any = None, /) -> Any: ...
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+    @overload
+    def get(self, key: str, default: str, /) -> str: ...
 
 
 class SeriesFolder:

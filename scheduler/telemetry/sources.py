@@ -6,13 +6,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, overload
 
 import httpx
 import msgspec
 
+from common.jsonvalue import subobject
 from common.quantity import parse_quantity
-from scheduler.cluster.kubejson import subobject
 from scheduler.domain.model import NodeTelemetry
 from scheduler.telemetry.discovery import cores_from_nodes
 from scheduler.telemetry.exposition import (
@@ -125,8 +125,14 @@ class _Labels(msgspec.Struct):
     utilization: str | None = None
     reading: str | None = None
 
-    def get(self, key: str, default: Any = None, /) -> Any:
-        value = getattr(self, key, None)
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+    @overload
+    def get(self, key: str, default: str, /) -> str: ...
+
+    def get(self, key: str, default: str | None = None, /) -> str | None:
+        """As a dict of the labels read: a label not read (or absent) is `default`."""
+        value: str | None = getattr(self, key) if key in self.__struct_fields__ else None
         return default if value is None else value
 
 
@@ -143,7 +149,7 @@ class _Data(msgspec.Struct):
 class _Answer(msgspec.Struct):
     status: str = ""
     data: _Data | None = None
-    error: Any = None
+    error: object = None  # Prometheus' message (a string)
 
 
 # The /api/v1/query answer, decoded by msgspec into the few fields read: at 5,000 nodes a

@@ -147,7 +147,7 @@ def _base(annotation: Any) -> tuple[Any, bool]:
 def type_name(annotation: Any) -> str:
     base, optional = _base(annotation)
     origin = typing.get_origin(base)
-    if base is Any:
+    if base is Any or base is object:  # a value the parser narrows
         text = "any value"
     elif base is bool:
         text = "true/false"
@@ -157,7 +157,7 @@ def type_name(annotation: Any) -> str:
         text = "text"
     elif origin in (dict, Mapping) or base is dict:
         value = typing.get_args(base)[1] if typing.get_args(base) else Any
-        text = "map" if value is Any else f"map of name → {type_name(value)}"
+        text = "map" if value is Any or value is object else f"map of name → {type_name(value)}"
     elif origin in (tuple, list):
         text = f"list of {type_name(typing.get_args(base)[0])}"
     else:

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
+from common.jsonvalue import subobject
 from scheduler.autoscaler.provider.backend import (
     OFF,
     ON,
@@ -37,7 +38,6 @@ from scheduler.autoscaler.provider.backend import (
 from scheduler.autoscaler.provider.metrics import ProviderMetrics
 from scheduler.autoscaler.provider.safety import blocking_pods, cordoned, most_efficient, ready
 from scheduler.autoscaler.provider.settings import GROUP_LABEL, Group, Machine, ProviderSettings
-from scheduler.cluster.kubejson import subobject
 
 log = logging.getLogger("kubejoule.cloudprovider")
 

@@ -11,14 +11,14 @@ ResetType the system does not list), or an answer that is not a Redfish Computer
 from __future__ import annotations
 
 import ssl
-from typing import Any
+from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from common.jsonvalue import subobject
 from scheduler.autoscaler.provider.backend import BackendError
 from scheduler.autoscaler.provider.settings import Machine, read_credentials
-from scheduler.cluster.kubejson import subobject
 from scheduler.config.basics import ConfigError
 
 RESET_ACTION = "#ComputerSystem.Reset"
@@ -30,7 +30,9 @@ class RedfishBackend:
     def __init__(self, timeout_seconds: float = 10.0) -> None:
         self.timeout_seconds = timeout_seconds
 
-    def _request(self, machine: Machine, method: str, url: str, body: Any = None) -> httpx.Response:
+    def _request(
+        self, machine: Machine, method: str, url: str, body: Mapping[str, str] | None = None
+    ) -> httpx.Response:
         try:
             username, password = read_credentials(machine.credentials, machine.node)
         except ConfigError as exc:

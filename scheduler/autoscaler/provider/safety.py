@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from common.curves import PowerCurve
+from common.jsonvalue import subobject, subobjects
 from scheduler.autoscaler.provider.settings import Machine
-from scheduler.cluster.kubejson import subobject, subobjects
 
 CA_DELETION_TAINT = "ToBeDeletedByClusterAutoscaler"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

@@ -13,11 +13,12 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent import futures
-from typing import Any
+from typing import TypeVar
 
 import grpc
 from google.protobuf import message as pb_message
 
+from common.jsonvalue import subobject, subobjects
 from scheduler.autoscaler.protos import externalgrpc_pb2 as pb
 from scheduler.autoscaler.protos import k8s_core_v1_pb2
 from scheduler.autoscaler.provider.machines import (
@@ -30,7 +31,6 @@ from scheduler.autoscaler.provider.machines import (
 )
 from scheduler.autoscaler.provider.safety import CA_DELETION_TAINT
 from scheduler.autoscaler.tls import serve_tls
-from scheduler.cluster.kubejson import subobject, subobjects
 
 log = logging.getLogger("kubejoule.cloudprovider")
 
@@ -41,6 +41,23 @@ _STATE = {
     FAILED: pb.InstanceStatus.instanceCreating,
     STOPPING: pb.InstanceStatus.instanceDeleting,
 }
+# One RPC's answer to the request gRPC decoded; what gRPC calls with it and the call's context.
+Answer = Callable[[pb_message.Message], pb_message.Message]
+Handler = Callable[[pb_message.Message, grpc.ServicerContext], pb_message.Message]
+Request = TypeVar("Request", bound=pb_message.Message)
+
+
+def _answering(request_type: type[Request], method: Callable[[Request], pb_message.Message]) -> Answer:
+    """`method` as an RPC's answer: gRPC decodes its request with `request_type` (generic_handler)."""
+
+    def answer(request: pb_message.Message) -> pb_message.Message:
+        if not isinstance(request, request_type):
+            raise ProviderError("INTERNAL", f"expected a {request_type.DESCRIPTOR.name}, got {type(request).__name__}")
+        return method(request)
+
+    return answer
+
+
 OTHER_ERROR_CLASS = 99
 # Taints of a node's present, not of the group: left off the template.
 _PASSING_TAINTS = (CA_DELETION_TAINT, "DeletionCandidateOfClusterAutoscaler", "node.kubernetes.io/unschedulable",
@@ -148,10 +165,10 @@ class CloudProviderService:
 
     # -- gRPC ---------------------------------------------------------------------------------
 
-    def _wrap(self, name: str, method: Callable[[Any], pb_message.Message]) -> Callable[[Any, grpc.ServicerContext], Any]:
+    def _wrap(self, name: str, method: Answer) -> Handler:
         metrics = self.fleet.metrics
 
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
+        def handle(request: pb_message.Message, context: grpc.ServicerContext) -> pb_message.Message:
             try:
                 answer = method(request)
             except ProviderError as exc:
@@ -167,30 +184,30 @@ class CloudProviderService:
 
         return handle
 
-    def _unimplemented(self, name: str) -> Callable[[Any, grpc.ServicerContext], Any]:
-        def handle(_request: Any, context: grpc.ServicerContext) -> Any:
+    def _unimplemented(self, name: str) -> Handler:
+        def handle(_request: pb_message.Message, context: grpc.ServicerContext) -> pb_message.Message:
             self.fleet.metrics.requests.labels(name, "UNIMPLEMENTED").inc()
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{name}: not offered by kubejoule")
 
         return handle
 
-    def answers(self) -> dict[str, Callable[[Any], pb_message.Message]]:
+    def answers(self) -> dict[str, Answer]:
         """The RPCs this provider answers, by name; the service's others (its pricing ones)
         answer UNIMPLEMENTED."""
         return {
-            "NodeGroups": self.NodeGroups,
-            "NodeGroupForNode": self.NodeGroupForNode,
-            "GPULabel": self.GPULabel,
-            "GetAvailableGPUTypes": self.GetAvailableGPUTypes,
-            "Cleanup": self.Cleanup,
-            "Refresh": self.Refresh,
-            "NodeGroupTargetSize": self.NodeGroupTargetSize,
-            "NodeGroupIncreaseSize": self.NodeGroupIncreaseSize,
-            "NodeGroupDeleteNodes": self.NodeGroupDeleteNodes,
-            "NodeGroupDecreaseTargetSize": self.NodeGroupDecreaseTargetSize,
-            "NodeGroupNodes": self.NodeGroupNodes,
-            "NodeGroupTemplateNodeInfo": self.NodeGroupTemplateNodeInfo,
-            "NodeGroupGetOptions": self.NodeGroupGetOptions,
+            "NodeGroups": _answering(pb.NodeGroupsRequest, self.NodeGroups),
+            "NodeGroupForNode": _answering(pb.NodeGroupForNodeRequest, self.NodeGroupForNode),
+            "GPULabel": _answering(pb.GPULabelRequest, self.GPULabel),
+            "GetAvailableGPUTypes": _answering(pb.GetAvailableGPUTypesRequest, self.GetAvailableGPUTypes),
+            "Cleanup": _answering(pb.CleanupRequest, self.Cleanup),
+            "Refresh": _answering(pb.RefreshRequest, self.Refresh),
+            "NodeGroupTargetSize": _answering(pb.NodeGroupTargetSizeRequest, self.NodeGroupTargetSize),
+            "NodeGroupIncreaseSize": _answering(pb.NodeGroupIncreaseSizeRequest, self.NodeGroupIncreaseSize),
+            "NodeGroupDeleteNodes": _answering(pb.NodeGroupDeleteNodesRequest, self.NodeGroupDeleteNodes),
+            "NodeGroupDecreaseTargetSize": _answering(pb.NodeGroupDecreaseTargetSizeRequest, self.NodeGroupDecreaseTargetSize),
+            "NodeGroupNodes": _answering(pb.NodeGroupNodesRequest, self.NodeGroupNodes),
+            "NodeGroupTemplateNodeInfo": _answering(pb.NodeGroupTemplateNodeInfoRequest, self.NodeGroupTemplateNodeInfo),
+            "NodeGroupGetOptions": _answering(pb.NodeGroupAutoscalingOptionsRequest, self.NodeGroupGetOptions),
         }
 
     def generic_handler(self) -> grpc.GenericRpcHandler:

@@ -10,7 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from scheduler.autoscaler.provider.backend import (
     OFF,
@@ -22,6 +22,9 @@ from scheduler.autoscaler.provider.backend import (
     BackendError,
 )
 from scheduler.autoscaler.provider.settings import GROUP_LABEL, Machine
+
+if TYPE_CHECKING:
+    from scheduler.autoscaler.provider.kubeside import KubeSide
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 CURVE_ANNOTATION = "kubejoule.io/power-curve"
@@ -89,7 +92,7 @@ class SimulatedBackend:
                 raise BackendError(f"simulated BMC: ResetType {reset_type} not supported", refused=True)
 
 
-def on_the_api(side: Any, boot_seconds: float) -> SimulatedBackend:
+def on_the_api(side: KubeSide, boot_seconds: float) -> SimulatedBackend:
     """The simulated backend on a loopback control plane (`kubejoule-rl cluster`): KWOK Nodes
     created through the API with the credentials the command was given. Never the shipped
     ServiceAccount's: its role has no `nodes create` (tests/helpers/rbac_calls.py leaves this

@@ -51,8 +51,8 @@ timer; a live scheduler sees only the taint CA puts on the nodes it marks unneed
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -99,14 +99,10 @@ class Levers:
     def __post_init__(self) -> None:
         for key, field in ((LIFETIMES, "lifetimes"), (PROTECT_REMOVAL, "protect_removal"),
                            (EFFICIENCY, "efficiency")):
-            if not isinstance(getattr(self, field), bool):
-                raise ValueError(f"{key} must be true or false, got {getattr(self, field)!r}")
+            _flag(key, getattr(self, field))
         for key, field in ((THRESHOLD, "scale_down_utilization_threshold"),
                            (EFFICIENCY_UTILIZATION, "efficiency_utilization")):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{key} must be a number, got {value!r}")
-            object.__setattr__(self, field, float(value))
+            object.__setattr__(self, field, _number(key, getattr(self, field)))
         if self.scale not in SCALES:
             raise ValueError(f"{SCALE} must be one of {list(SCALES)}, got {self.scale!r}")
         if not 0.0 <= self.scale_down_utilization_threshold <= 1.0:
@@ -115,17 +111,23 @@ class Levers:
             raise ValueError(f"{EFFICIENCY_UTILIZATION} must be in (0, 1], got {self.efficiency_utilization}")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], base: Levers | None = None) -> Levers:
+    def from_config(cls, config: Mapping[str, object], base: Levers | None = None) -> Levers:
         """Levers from `KubejouleEnergy`'s profile args; what they leave out is `base`'s
         (DEFAULT_ARGS_LEVERS: every lever on). ValueError names a bad key or value."""
         unknown = sorted(set(config) - set(LEVER_ARGS))
         if unknown:
             raise ValueError(f"unknown args {unknown}; known: {list(LEVER_ARGS)}")
-        fields = {LIFETIMES: "lifetimes", PROTECT_REMOVAL: "protect_removal", EFFICIENCY: "efficiency",
-                  SCALE: "scale", THRESHOLD: "scale_down_utilization_threshold",
-                  EFFICIENCY_UTILIZATION: "efficiency_utilization"}
-        given = {fields[key]: value for key, value in config.items()}
-        return replace(DEFAULT_ARGS_LEVERS if base is None else base, **given)
+        base = DEFAULT_ARGS_LEVERS if base is None else base
+        # Checked in __post_init__'s order: the switches, the numbers, the scale.
+        lifetimes = _flag(LIFETIMES, config.get(LIFETIMES, base.lifetimes))
+        protect_removal = _flag(PROTECT_REMOVAL, config.get(PROTECT_REMOVAL, base.protect_removal))
+        efficiency = _flag(EFFICIENCY, config.get(EFFICIENCY, base.efficiency))
+        threshold = _number(THRESHOLD, config.get(THRESHOLD, base.scale_down_utilization_threshold))
+        utilization = _number(EFFICIENCY_UTILIZATION, config.get(EFFICIENCY_UTILIZATION, base.efficiency_utilization))
+        scale = config.get(SCALE, base.scale)
+        if not isinstance(scale, str):
+            raise ValueError(f"{SCALE} must be one of {list(SCALES)}, got {scale!r}")
+        return cls(lifetimes, protect_removal, efficiency, scale, threshold, utilization)
 
     @property
     def v3(self) -> bool:
@@ -135,6 +137,18 @@ class Levers:
     @property
     def needs_outlook(self) -> bool:
         return self.lifetimes or self.protect_removal
+
+
+def _flag(key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
+def _number(key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{key} must be a number, got {value!r}")
+    return float(value)
 
 
 # The shipped `kubejoule` profile's levers (chosen by measurement: docs/standalone.md).
@@ -153,7 +167,7 @@ class EnergyArgs:
     levers: Levers | None = None
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> EnergyArgs:
+    def from_config(cls, config: Mapping[str, object]) -> EnergyArgs:
         return cls(Levers.from_config(config) if config else None)
 
 

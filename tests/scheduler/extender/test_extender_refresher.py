@@ -24,7 +24,15 @@ from benchmarks.harness.sched_sources import FixedSource
 from common.curves import PowerCurve
 from scheduler.config.parse import config_from_dict
 from scheduler.extender.app import create_app
-from scheduler.extender.publish import ENERGY, RAW, VALUES, read_generation, split, telemetry_of
+from scheduler.extender.publish import (
+    ENERGY,
+    RAW,
+    VALUES,
+    Meta,
+    read_generation,
+    split,
+    telemetry_of,
+)
 from scheduler.extender.refresher import Publisher
 from scheduler.extender.state import NodeStates
 from scheduler.extender.wiring import build_extender
@@ -46,7 +54,7 @@ def test_a_generation_reads_back_column_for_column() -> None:
     states = NodeStates(energy, store, None)
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with mine, theirs:
-        publisher = Publisher(mine, states, lambda: {"refreshes": store.refreshes})
+        publisher = Publisher(mine, states, lambda: Meta(refreshes=store.refreshes))
         states.on_prepared.append(publisher.publish)
         store.refresh_once()
         header, fds, _, _ = socket.recv_fds(theirs, 1 << 20, 1)
