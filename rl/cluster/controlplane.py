@@ -360,6 +360,9 @@ def node_schedulable(node: dict[str, Any]) -> bool:
     return node_ready(node) and not any(t.get("key") in NOT_READY_TAINTS for t in taints)
 
 
+NODES_READY_TIMEOUT_S = 120.0  # the harness's wait for the nodes it creates to be schedulable (wall seconds)
+
+
 def wait_nodes_ready(api: Api, names: Sequence[str], timeout: float) -> None:
     """Until every node in `names` is schedulable (`node_schedulable`): Ready is not enough, a pod
     created between Ready and the taint's removal would be placed elsewhere."""

@@ -35,6 +35,7 @@ from typing import Any
 from rl.cluster.api import Api, ApiError
 from rl.cluster.autoscaler import CA_BLOCKED, CA_HOW, ON_CLUSTER_EXPANDERS
 from rl.cluster.controlplane import (
+    NODES_READY_TIMEOUT_S,
     REPLAYED_CONTROLLERS,
     Cluster,
     ClusterOptions,
@@ -129,7 +130,10 @@ def _namespace(api: Api, name: str) -> None:
         time.sleep(0.2)
 
 
-def create_daemonsets(api: Api, daemonsets: Sequence[DaemonSetSpec], nodes: int, timeout_s: float = 120.0) -> None:
+DAEMONSET_TIMEOUT_S = 120.0  # wall seconds for the DaemonSets' pods to be Running
+
+
+def create_daemonsets(api: Api, daemonsets: Sequence[DaemonSetSpec], nodes: int, timeout_s: float = DAEMONSET_TIMEOUT_S) -> None:
     """The DaemonSets, their pods Running on every node on return."""
     if not daemonsets:
         return
@@ -146,7 +150,7 @@ def create_daemonsets(api: Api, daemonsets: Sequence[DaemonSetSpec], nodes: int,
     _wait_running(api, lambda pod: True, nodes * len(daemonsets), timeout_s)
 
 
-def wait_daemonset_pods(api: Api, node_names: Sequence[str], per_node: int, timeout_s: float = 120.0) -> None:
+def wait_daemonset_pods(api: Api, node_names: Sequence[str], per_node: int, timeout_s: float = DAEMONSET_TIMEOUT_S) -> None:
     """The DaemonSet pods Running on each of `node_names` (nodes just created)."""
     names = set(node_names)
     _wait_running(api, lambda pod: pod.get("spec", {}).get("nodeName") in names, len(names) * per_node, timeout_s)
@@ -228,7 +232,7 @@ def run_on_cluster(plan: BenchmarkPlan, daemonsets: Sequence[DaemonSetSpec], bin
             create_daemonsets(cluster.admin(), daemonsets, len(initial))
         else:
             create_nodes(cluster.admin(), plan.nodes)
-            wait_nodes_ready(cluster.admin(), [n.name for n in plan.nodes], 120.0)
+            wait_nodes_ready(cluster.admin(), [n.name for n in plan.nodes], NODES_READY_TIMEOUT_S)
             create_daemonsets(cluster.admin(), daemonsets, len(plan.nodes))
         for number, task in enumerate(plan.tasks, 1):
             progress(f"run {number}/{len(plan.tasks)}: {task.key} seed {task.seed} at {speedup:g}× speed")

@@ -41,6 +41,7 @@ from rl.simulation.traces.scenario import PodSpec
 RUN_LABEL = "kubejoule.io/replay"
 # Past the trace's end (÷ speedup), how long pods may still take to end before the run fails.
 END_MARGIN_WALL_S = 60.0
+WATCH_SLACK_WALL_S = 120  # the pod watch outlives the replay's end by this much (wall seconds)
 # Pods that never bind stop the run once nothing else runs and this long has passed.
 STUCK_WALL_S = 20.0
 POLL_WALL_S = 0.2
@@ -223,7 +224,7 @@ def replay(
     evicted owned pod's replacement, and keeps the owners' scale), None: bare pods."""
     recording = recording or Recording(speedup)
     recording.horizon_s = max((p.submit_s + p.duration_s for p in pods), default=0.0)
-    watch = PodWatch(api, namespace, recording, int(recording.horizon_s / speedup + END_MARGIN_WALL_S + 120),
+    watch = PodWatch(api, namespace, recording, int(recording.horizon_s / speedup + END_MARGIN_WALL_S + WATCH_SLACK_WALL_S),
                      workloads)
     order = sorted(pods, key=lambda p: p.submit_s)
     path = f"/api/v1/namespaces/{namespace}/pods"

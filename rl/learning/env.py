@@ -36,7 +36,7 @@ from rl.simulation.engine.simulator import PlacementRequest, PowerOffModel, Simu
 from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.learning.features import FEATURE_SCHEMA, candidate_matrix
 
-# Every v1 feature is far below this (watts of one server, ages capped at 3,600 s, ≤ 110 pods);
+# Every v1 feature is far below this (watts of one server, ages capped at an hour, ≤ 110 pods);
 # a finite bound keeps the space well defined and values are clipped to it all the same.
 FEATURE_CEILING = 1e6
 
