@@ -55,6 +55,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        # logging sets `extra`'s keys as attributes only on the records that pass them
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             entry.update(fields)
@@ -69,6 +70,7 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = f"{datetime.fromtimestamp(record.created).strftime('%H:%M:%S')} {record.levelname.lower():<7} {record.getMessage()}"
+        # logging sets `extra`'s keys as attributes only on the records that pass them
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict) and fields:
             line += " " + " ".join(f"{k}={v}" for k, v in fields.items())
