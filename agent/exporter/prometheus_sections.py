@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client.core import Metric
 
+from agent.device.jsonvalue import number, subobject, subobjects
 from agent.exporter import metrics as m
 from agent.monitor.energy_ledger import gpu_key
 from agent.monitor.snapshot import Snapshot
@@ -85,7 +86,7 @@ def _label(value: object) -> str:
 def metrics_server_families(snap: Snapshot, pods: bool) -> Iterator[Metric]:
     """Metrics Server's node and pod usage (agent/kube/metrics_server.py, in record form in Snapshot.metrics_server)."""
     section = snap.metrics_server or {}
-    node_usage = section.get("node") or {}
+    node_usage = subobject(section, "node")
     specs = {
         "node_cpu_usage_cores": m.NODE_CPU_USAGE,
         "node_memory_working_set_bytes": m.NODE_MEMORY_WORKING_SET,
@@ -94,18 +95,20 @@ def metrics_server_families(snap: Snapshot, pods: bool) -> Iterator[Metric]:
         "metrics_server_age_seconds": m.METRICS_SERVER_AGE,
     }
     out = {name: spec.gauge_family() for name, spec in specs.items()}
-    if section:
-        out["metrics_server_age_seconds"].add_metric([snap.node], section["age_seconds"])
+    age = number(section, "age_seconds")
+    if section and age is not None:
+        out["metrics_server_age_seconds"].add_metric([snap.node], age)
     for key, name in (("cpu_cores", "node_cpu_usage_cores"), ("memory_working_set_bytes", "node_memory_working_set_bytes")):
-        if node_usage.get(key) is not None:
-            out[name].add_metric([snap.node], node_usage[key])
+        value = number(node_usage, key)
+        if value is not None:
+            out[name].add_metric([snap.node], value)
     if pods:
-        for pod in section.get("pods") or []:
-            values = [snap.node, _label(pod["namespace"]), _label(pod["name"]), pod["uid"]]
-            if pod.get("cpu_cores") is not None:
-                out["pod_cpu_usage_cores"].add_metric(values, pod["cpu_cores"])
-            if pod.get("memory_working_set_bytes") is not None:
-                out["pod_memory_working_set_bytes"].add_metric(values, pod["memory_working_set_bytes"])
+        for pod in subobjects(section, "pods"):
+            values = [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), _label(pod.get("uid"))]
+            for key, name in (("cpu_cores", "pod_cpu_usage_cores"), ("memory_working_set_bytes", "pod_memory_working_set_bytes")):
+                value = number(pod, key)
+                if value is not None:
+                    out[name].add_metric(values, value)
     yield from out.values()
 
 
@@ -113,20 +116,23 @@ def network_families(snap: Snapshot, pods: bool) -> Iterator[Metric]:
     """Interface byte counters of the node and of each pod (agent/device/network.py, in record form in Snapshot.network)."""
     section = snap.network or {}
     node_bytes = m.NODE_NETWORK_BYTES.counter_family()
-    for interface in section.get("interfaces") or []:
+    for interface in subobjects(section, "interfaces"):
         for direction in ("rx", "tx"):
-            node_bytes.add_metric([snap.node, interface["interface"], direction], interface[f"{direction}_bytes"])
+            value = number(interface, f"{direction}_bytes")
+            if value is not None:
+                node_bytes.add_metric([snap.node, _label(interface.get("interface")), direction], value)
     yield node_bytes
     if not pods:
         return
     pod_bytes = m.POD_NETWORK_BYTES.counter_family()
-    for pod in section.get("pods") or []:
+    for pod in subobjects(section, "pods"):
         if pod.get("host_network"):
             continue
         for direction in ("rx", "tx"):
-            value = pod.get(f"{direction}_bytes")
+            value = number(pod, f"{direction}_bytes")
             if value is not None:
                 pod_bytes.add_metric(
-                    [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), pod["uid"], direction], value
+                    [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), _label(pod.get("uid")), direction],
+                    value,
                 )
     yield pod_bytes
