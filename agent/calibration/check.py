@@ -13,7 +13,6 @@ import pwd
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent.device.energy import CounterError, energy_delta, uj_to_joules, wrap_period_seconds
 from agent.device.hostfs import HostFS
@@ -56,7 +55,7 @@ class ZoneCheck:
     wrap_seconds: float | None = None
     verdict: str = OK
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
@@ -80,7 +79,7 @@ class CheckResult:
         node = [z for z in self.zones if z.node_power]
         return bool(node) and all(z.verdict != FAIL for z in node)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {
             "sysfs": self.sysfs,
             "user": self.user,
