@@ -29,7 +29,7 @@ from rl.evaluation.ablation import (
 from rl.evaluation.ablation_report import write_ablation
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "ablation",
         help="each lever alone and together, beside the baseline, bin packing, hindsight and "

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.policies.scheduling_profiles import heuristic_energy
-from rl.policies.sim_features import SimLifetimes
+from rl.policies.sim_features import SimLifetimes, sim_lifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.engine.simrecords import PlacementRequest
 from rl.simulation.engine.simulator import Simulation
@@ -33,6 +33,7 @@ from scheduler.domain.model import REASONS, NodeTelemetry
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, V3Features
+from scheduler.lifetimes import LifetimePredictor
 
 SOURCE = "simulated"
 
@@ -54,7 +55,7 @@ class SimDecisionLog:
         self._sim: Simulation | None = None
         self._energy = heuristic_energy(self.nodes, cluster.policy_power_off())
         self._workloads: dict[str, Any] = {}
-        self._lifetimes: SimLifetimes | None = None
+        self._lifetimes: SimLifetimes[LifetimePredictor] | None = None
         self._features = V3Features(
             self._energy,
             lambda name: self._workloads.get(name),
@@ -63,7 +64,7 @@ class SimDecisionLog:
 
     def start(self, sim: Simulation, label: str, seed: int) -> None:
         self._sim, self._run, self._pending = sim, f"{label}#{seed}", []
-        self._lifetimes = SimLifetimes(sim)
+        self._lifetimes = sim_lifetimes(sim)
 
     def _telemetry(self, node: str) -> NodeTelemetry:
         sim = self._sim
