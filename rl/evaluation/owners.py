@@ -46,7 +46,7 @@ from typing import Any
 
 from rl.cluster.api import Api
 from rl.simulation.engine.workloads import DELETED, PodLedger, WorkloadModel
-from rl.simulation.traces.kubeobjects import CONTAINER
+from rl.simulation.traces.kubeobjects import CONTAINER, OwnerReference
 from rl.simulation.traces.trace import PdbSpec, PodSpec
 
 WORKLOAD_LABEL = "kubejoule.io/workload"
@@ -175,7 +175,7 @@ class Workloads:
         for pdb in self._model.pdbs:
             api.request("POST", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", pdb_manifest(pdb))
 
-    def owner_reference(self, pod: PodSpec) -> dict[str, Any] | None:
+    def owner_reference(self, pod: PodSpec) -> OwnerReference | None:
         if pod.owner_kind is None:
             return None
         name = workload_name(pod)

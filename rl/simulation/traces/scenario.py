@@ -34,7 +34,7 @@ import yaml
 
 from common.curves import PowerCurve
 from rl.simulation.traces.headline import HEADLINE_POLICIES
-from rl.simulation.traces.kubeobjects import GIB_BYTES, pod_object
+from rl.simulation.traces.kubeobjects import GIB_BYTES, PodObject, pod_object
 from rl.simulation.traces.trace import (  # noqa: F401  (re-exported: the trace format's names)
     TRACE_HEADER,
     TRACE_OPTIONAL,
@@ -180,7 +180,7 @@ class DaemonSetSpec:
     cpu_usage: float
     mem_request_gib: float = 0.0
 
-    def pod_object(self, node_name: str | None = None) -> dict[str, Any]:
+    def pod_object(self, node_name: str | None = None) -> PodObject:
         """The DaemonSet's pod (on `node_name`) as the Kubernetes API would show it."""
         name = self.name if node_name is None else f"{self.name}-{node_name}"
         return pod_object(
