@@ -18,8 +18,7 @@ ones unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from rl.policies.scheduling_profiles import heuristic_energy
 from rl.policies.sim_features import SimLifetimes, sim_lifetimes
@@ -29,7 +28,7 @@ from rl.simulation.engine.simulator import Simulation
 from rl.simulation.traces.scenario import NodeSpec
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
-from scheduler.domain.model import REASONS, NodeTelemetry
+from scheduler.domain.model import REASONS, NodeTelemetry, NodeWorkload
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, V3Features
@@ -54,7 +53,7 @@ class SimDecisionLog:
         self._run = ""
         self._sim: Simulation | None = None
         self._energy = heuristic_energy(self.nodes, cluster.policy_power_off())
-        self._workloads: dict[str, Any] = {}
+        self._workloads: dict[str, NodeWorkload] = {}
         self._lifetimes: SimLifetimes[LifetimePredictor] | None = None
         self._features = V3Features(
             self._energy,
@@ -142,8 +141,8 @@ def write_training_log(
     seed: int,
     policies: Sequence[str] = TRAINING_LOG_POLICIES,
     hours: float = 1.0,
-    on_cluster: Any = None,
-) -> list[dict[str, Any]]:
+    on_cluster: Callable[[int, dict[str, object]], None] | None = None,
+) -> list[dict[str, object]]:
     """The decision log of `policies` on `clusters` random training clusters and traces (the
     DQN's draws: rl/learning/dqn/episodes.py, from `random.Random(seed)`), under the gate's cluster rules
     (autoscaler with the kubejoule expander, the bundled DaemonSets, lagging telemetry). Node
@@ -159,7 +158,7 @@ def write_training_log(
     rng = random.Random(seed)
     cluster = training_cluster()
     decision_log = DecisionLog(DecisionLogConfig(path, max_candidates=4, max_bytes=2**40))
-    draws = []
+    draws: list[dict[str, object]] = []
     try:
         for index in range(clusters):
             draw = draw_episode(rng, hours)
