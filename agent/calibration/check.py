@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from agent.device.energy import CounterError, energy_delta, uj_to_joules, wrap_period_seconds
 from agent.device.hostfs import HostFS
-from agent.device.rapl import POWERCAP_CLASS, Zone, discover_zones, node_zone_ids
+from agent.device.rapl import POWERCAP_CLASS, Zone, discover_zones
+from agent.monitor.rapl_power import node_zone_ids
 
 OK = "ok"
 WARN = "warn"

@@ -62,7 +62,8 @@ def _measured(args: argparse.Namespace) -> bool:
     """Node power is measured here: RAPL has a package zone, or (a VM node) the agent reads its
     host's counter (`--host-energy`, resolved into args.host_energy_dir where that option exists)."""
     from agent.device.hostfs import HostFS
-    from agent.device.rapl import discover_zones, node_zone_ids
+    from agent.device.rapl import discover_zones
+    from agent.monitor.rapl_power import node_zone_ids
 
     if args.host_energy_dir is not None:
         return True

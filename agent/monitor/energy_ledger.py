@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from agent.device.energy import zone_kind
 from agent.device.gaps import GAP_IMPLAUSIBLE, Gap, Subject
-from agent.device.rapl import zone_kind
 from agent.monitor.energy_totals import Totals, TotalsView, add_energy
 from agent.monitor.gpu_power import GpuPower
 from agent.monitor.snapshot import PodPower, Snapshot, VMPower, ZonePower
