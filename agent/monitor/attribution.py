@@ -12,7 +12,11 @@ Pure arithmetic on one interval's numbers, exactly as DESIGN.md defines it:
 * views (containers in a pod, VMs and processes in a pod or in the host part): the part's watts
   shared by CPU time; if the members' CPU adds up to more than the part's (clock-tick rounding,
   read skew) they are scaled to fit, so a view never exceeds what contains it.
-* the invariant Σpods + host + idle = node, to 1e-6 relative, checked every interval.
+* `attribute_pods`: one interval's pods and containers from two reads' cgroups, their CPU time
+  through the per-entity baselines (agent/monitor/baselines.py), their watts by the rules above.
+
+The invariant Σpods + host + idle = node is checked where node power is complete, after its
+composition (agent/monitor/composition.py).
 """
 
 from __future__ import annotations
@@ -20,9 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent.monitor.snapshot import IDLE_FROM_CALIBRATION, IDLE_FROM_UTILIZATION
-
-INVARIANT_RELATIVE_TOLERANCE = 1e-6
+from agent.device.gaps import GAP_INCOMPLETE, GAP_UNREADABLE, Gap, Subject
+from agent.monitor.baselines import ABSENT, interval_cpu
+from agent.monitor.raw_sample import RawSample
+from agent.monitor.snapshot import (
+    IDLE_FROM_CALIBRATION,
+    IDLE_FROM_UTILIZATION,
+    ContainerPower,
+    PodPower,
+)
 
 
 @dataclass(frozen=True)
@@ -92,18 +102,75 @@ def share_within(
     return {key: part_watts * (cpu / denominator) for key, cpu in member_cpu_seconds.items()}
 
 
-def invariant_error(
-    node_watts: float, idle_watts: float, pod_watts: list[float], host_watts: float
-) -> float:
-    """Relative error of Σpods + host + idle against node power."""
-    total = sum(pod_watts) + host_watts + idle_watts
-    scale = max(abs(node_watts), 1e-12)
-    return abs(total - node_watts) / scale
 
-
-def invariant_holds(
-    node_watts: float, idle_watts: float, pod_watts: list[float], host_watts: float
-) -> bool:
-    if node_watts == 0.0:
-        return abs(sum(pod_watts) + host_watts + idle_watts) <= 1e-9
-    return invariant_error(node_watts, idle_watts, pod_watts, host_watts) <= INVARIANT_RELATIVE_TOLERANCE
+def attribute_pods(
+    before: RawSample,
+    after: RawSample,
+    active_watts: float | None,
+    busy: float | None,
+    cpu_bound: float | None,
+    gaps: list[Gap],
+) -> tuple[
+    tuple[PodPower, ...], float | None, bool, dict[str | None, float | None],
+    dict[str | None, float | None], dict[int, str],
+]:
+    """Pods and containers by cgroup CPU time; returns the pods, host watts, the skew flag,
+    and per part (pod uid, or None for the host) its watts, its CPU seconds, and which
+    process is in which pod. A pod whose CPU time is unknown this interval is listed with
+    null CPU and watts (so its energy counter holds), and the host is then unknown too."""
+    now = after.cgroups.pods if after.cgroups is not None else {}
+    then = before.cgroups.pods if before.cgroups is not None else {}
+    for reading in (before.cgroups, after.cgroups):
+        if reading is not None:
+            for reason in reading.errors:
+                if Gap(Subject.CGROUPS, reason, GAP_UNREADABLE) not in gaps:
+                    gaps.append(Gap(Subject.CGROUPS, reason, GAP_UNREADABLE))
+    then_complete = before.cgroups is None or not before.cgroups.incomplete
+    children_complete = then_complete and (before.cgroups is None or not before.cgroups.membership_incomplete)
+    pod_cpu: dict[str, float | None] = {}
+    for uid, pod in now.items():
+        pod_cpu[uid] = interval_cpu(Subject.POD, uid, then.get(uid, ABSENT), pod, then_complete, cpu_bound, gaps)
+    # Pods missing from an incomplete read still exist as far as we know: unknown, not gone.
+    unseen = {} if after.cgroups is None or not after.cgroups.incomplete else {
+        uid: pod for uid, pod in then.items() if uid not in now
+    }
+    for uid in unseen:
+        gaps.append(Gap(Subject.POD, "missing from this read, which was incomplete (see the cgroups gap)", GAP_INCOMPLETE, name=uid))
+    known = {uid: cpu for uid, cpu in pod_cpu.items() if cpu is not None}
+    unknown = [uid for uid, cpu in pod_cpu.items() if cpu is None] + list(unseen)
+    split = split_pods(active_watts, busy, known)
+    pod_watts: dict[str, float | None] = dict(split.pod_watts)
+    host_watts, host_cpu = split.host_watts, split.host_cpu_seconds
+    if unknown:
+        host_watts = host_cpu = None  # B − Σc_i needs every c_i
+        if split.skew_scaled:  # the scaling needs every c_i too
+            pod_watts = dict.fromkeys(pod_watts)
+        if active_watts is not None and busy is not None:
+            gaps.append(Gap(Subject.HOST, f"unknown because {len(unknown)} pod(s) have unknown CPU time, e.g. "
+                                    f"{unknown[0]}", GAP_INCOMPLETE))
+    pods: list[PodPower] = []
+    membership: dict[int, str] = {}
+    for uid, pod in now.items():
+        earlier = then.get(uid)
+        previous = {c.id: c for c in earlier.containers} if earlier is not None else {}
+        container_cpu = {
+            c.id: interval_cpu(Subject.CONTAINER, c.id, previous.get(c.id, ABSENT), c,
+                                children_complete or earlier is None, cpu_bound, gaps)
+            for c in pod.containers
+        }
+        shares = share_within(pod_watts.get(uid), pod_cpu[uid],
+                              {cid: cpu for cid, cpu in container_cpu.items() if cpu is not None})
+        containers = tuple(
+            ContainerPower(c.id, container_cpu[c.id], shares.get(c.id)) for c in pod.containers
+        )
+        pods.append(PodPower(uid, pod.qos, pod_cpu[uid], pod_watts.get(uid), containers))
+        for pid in pod.pids:
+            membership[pid] = uid
+    pods.extend(PodPower(uid, pod.qos, None, None) for uid, pod in unseen.items())
+    part_watts: dict[str | None, float | None] = {uid: w for uid, w in pod_watts.items()}
+    # Views need to know which processes are the host's: not when a cgroup.procs was unreadable.
+    membership_known = after.cgroups is None or not (after.cgroups.membership_incomplete or after.cgroups.incomplete)
+    part_watts[None] = host_watts if membership_known else None
+    part_cpu: dict[str | None, float | None] = {uid: c for uid, c in known.items()}
+    part_cpu[None] = host_cpu
+    return tuple(pods), host_watts, split.skew_scaled, part_watts, part_cpu, membership
