@@ -415,6 +415,8 @@ class Walk:
                 frame.taint[func.value.id] = _join(frame.taint.get(func.value.id, NONE), handed)
             return _join(receiver, handed)
         callee, bound = resolved
+        if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in callee.node.decorator_list):
+            bound = False  # called through its object, given none
         handed = _join(receiver if bound else NONE, *args, *(t for t in keywords.values()))
         if not handed and not self.heap and not self.reaches_source(callee):
             return NONE  # nothing of node power can reach it (no attribute holds any yet)
