@@ -11,8 +11,14 @@ from prometheus_client.core import Metric
 
 from agent.device.jsonvalue import number, subobject, subobjects
 from agent.exporter import metrics as m
-from agent.monitor.energy_ledger import gpu_key, one_per_series, pod_components, vm_key, zone_series
-from agent.monitor.energy_totals import TotalsView
+from agent.monitor.energy_ledger import (
+    TotalsView,
+    gpu_key,
+    one_per_series,
+    pod_components,
+    vm_key,
+    zone_series,
+)
 from agent.monitor.snapshot import SOURCE_ESTIMATED, Snapshot
 from common.metrics import MetricSpec
 

@@ -45,7 +45,7 @@ from agent.device.procstat import (
 )
 from agent.device.rapl import NO_POWERCAP_HINT, RaplReading, read_rapl
 from agent.device.vms import VMIdentity, is_qemu_comm, read_vm_identity
-from agent.monitor.attribution import attribute_pods, split_idle
+from agent.monitor.attribution import attribute_pods, process_views, split_idle
 from agent.monitor.baselines import CPU_SKEW_MARGIN, CPU_SKEW_SLACK_SECONDS, check_elapsed
 from agent.monitor.composition import check_invariant, compose
 from agent.monitor.gpu_power import compute_gpus
@@ -56,7 +56,6 @@ from agent.monitor.snapshot import (
     SOURCE_NONE,
     Snapshot,
 )
-from agent.monitor.views import process_views
 from common.power_profile import PowerProfile
 
 log = logging.getLogger("kubejoule.agent.sampler")

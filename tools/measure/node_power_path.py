@@ -21,12 +21,14 @@ followed as a value through the calls, in the order in which the code is written
   (`SnapshotCollector.collect`: the accounts read, the families written); the route is counted
   from the RAPL reader on (the loop's calls that lead to it are not node power yet).
 
-Every function entered is an event in its module; consecutive events in one module are one
-stay. `modules` is the number of distinct modules, `stays` the number of stays, `returns` the
-stays in a module entered before.
+Every function entered is an event in its module — a function already walked is not walked
+again, but handed node power again it is an event again; consecutive events in one module are
+one stay. `modules` is the number of distinct modules, `stays` the number of stays, `returns`
+the stays in a module entered before.
 
     python tools/measure/node_power_path.py          # the counts
     python tools/measure/node_power_path.py --route  # and the stays, one a line
+    python tools/measure/node_power_path.py --root DIR  # another checkout (an older commit's)
 
 Tooling, not product code; tests/tools/test_node_power_path.py pins the count.
 """
@@ -287,6 +289,7 @@ class Walk:
     heap: dict[tuple[str, str], Taint] = field(default_factory=dict)  # (class, attribute) → taint
     _memo: dict[tuple[str, tuple[tuple[str, Taint], ...]], Taint] = field(default_factory=dict)
     _reaches: dict[str, bool] = field(default_factory=dict)
+    _used: set[tuple[str, tuple[tuple[str, Taint], ...]]] = field(default_factory=set)
     _depth: int = 0
 
     # entering a function
@@ -296,9 +299,11 @@ class Walk:
         node power (its events, and its callees', are kept only then)."""
         key = (f"{function.module}:{function.qualname}", tuple(sorted(taint.items())))
         source = (function.module, function.qualname) == SOURCE
-        if key in self._memo or self._depth > MAX_DEPTH:  # passed before: its route is drawn
-            result = self._memo.get(key, NONE)
-            return result, bool(result)
+        if key in self._memo or self._depth > MAX_DEPTH:  # passed before: its route is drawn,
+            result = self._memo.get(key, NONE)  # but handed node power again it is a stop again
+            if taint and key in self._used:
+                self.events.append((function.module, function.qualname))
+            return result, key in self._used
         self._memo[key] = NONE  # a recursion reads as nothing new
         mark = len(self.events)
         self.events.append((function.module, function.qualname))
@@ -309,7 +314,9 @@ class Walk:
         finally:
             self._depth -= 1
         result = ALL if source else frame.returned
-        if not frame.used:  # handed on without being read: no stop (what it hands back stands)
+        if frame.used:
+            self._used.add(key)
+        else:  # handed on without being read: no stop (what it hands back stands)
             del self.events[mark:]
         self._memo[key] = result
         return result, frame.used
@@ -435,9 +442,9 @@ class Walk:
             names = names[1:]
         for name, value in zip(names, args, strict=False):
             taint[name] = value
-        for name, value in keywords.items():
-            if name is not None:
-                taint[name] = value
+        for keyword, value in keywords.items():
+            if keyword is not None:
+                taint[keyword] = value
         return {k: v for k, v in taint.items() if v}, self.param_types(callee)
 
     def construct(self, frame: Frame, key: str, node: ast.Call, args: list[Taint],
@@ -508,7 +515,7 @@ class Walk:
     def branches(self, frame: Frame, bodies: Sequence[Sequence[ast.stmt]]) -> None:
         """Each body from the same start, in the order written; after them, a name holds what
         any of them left in it."""
-        start, merged = dict(frame.taint), {}
+        start, merged = dict(frame.taint), dict[str, Taint]()
         for body in bodies:
             frame.taint = dict(start)
             self.block(frame, body)
@@ -626,8 +633,9 @@ def follow(root: Path = REPO, packages: Sequence[str] = PACKAGES,
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--route", action="store_true", help="print every stay, one a line")
+    parser.add_argument("--root", type=Path, default=REPO, help="the checkout to measure (default: this one)")
     args = parser.parse_args(argv)
-    route = follow()
+    route = follow(args.root)
     if args.route:
         seen: set[str] = set()
         for number, (module, functions) in enumerate(route.stays, 1):
