@@ -13,11 +13,11 @@ import pwd
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent.device.energy import CounterError, energy_delta, uj_to_joules, wrap_period_seconds
 from agent.device.hostfs import HostFS
-from agent.device.rapl import POWERCAP_CLASS, Zone, discover_zones, node_zone_ids
+from agent.device.rapl import POWERCAP_CLASS, Zone, discover_zones
+from agent.monitor.rapl_power import node_zone_ids
 
 OK = "ok"
 WARN = "warn"
@@ -56,7 +56,7 @@ class ZoneCheck:
     wrap_seconds: float | None = None
     verdict: str = OK
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
@@ -80,7 +80,7 @@ class CheckResult:
         node = [z for z in self.zones if z.node_power]
         return bool(node) and all(z.verdict != FAIL for z in node)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {
             "sysfs": self.sysfs,
             "user": self.user,

@@ -137,12 +137,15 @@ def _yes_no(value: bool | None) -> str:
     return "-" if value is None else "yes" if value else "NO"
 
 
+SECONDS_SHOWN_BELOW = 120  # a duration under two minutes reads in seconds, then in minutes
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     if seconds < 1:
         return f"{1000 * seconds:.1f} ms"
-    if seconds < 120:
+    if seconds < SECONDS_SHOWN_BELOW:
         return f"{seconds:.1f} s"
     if seconds < 7200:
         return f"{seconds / 60:.1f} min"

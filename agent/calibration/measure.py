@@ -16,8 +16,8 @@ from agent.calibration.fit import Window
 from agent.calibration.load import LoadGenerator
 from agent.device.hostfs import HostFS
 from agent.device.procstat import CpuTimes, cpu_delta, read_cpu_times
-from agent.device.rapl import RaplReading, node_zone_ids, read_rapl
-from agent.monitor.rapl_power import compute_power
+from agent.device.rapl import RaplReading, read_rapl
+from agent.monitor.rapl_power import compute_power, node_zone_ids
 
 FEEDBACK_GAIN = 0.8  # duty change per unit of utilization error, each window
 DEFAULT_QUIET_UTILIZATION = 0.05

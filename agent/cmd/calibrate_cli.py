@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,7 +304,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _print_estimate(args: argparse.Namespace, profile: PowerProfile) -> None:
     """With --instance-type: the published estimate beside the measured CPU side."""
-    if getattr(args, "estimate", None) is None:
+    if args.estimate is None:
         return
     cpu = profile.cpu
     if cpu is None or cpu.curve is None:
@@ -322,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kubejoule-calibrate",
         description="Check RAPL, measure idle power, sweep load and fit the node's power curve.",
     )
+    # what a subcommand has no option for reads as its default (a subcommand's own values replace these)
+    parser.set_defaults(validate=None, estimate=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     host = argparse.ArgumentParser(add_help=False)
     host.add_argument("--procfs", type=Path, default=Path("/proc"), help="host procfs root (default /proc)")
@@ -385,7 +387,7 @@ def _validate_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    validate = getattr(args, "validate", None)
+    validate: Callable[[argparse.ArgumentParser, argparse.Namespace], None] | None = args.validate
     if validate is not None:
         validate(parser, args)
     result: int = args.func(args)

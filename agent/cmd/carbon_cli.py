@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 
 from agent.monitor.carbon_ledger import CarbonLedger
-from common.carbon import CarbonIntensityError
+from common.carbon import CarbonIntensity, CarbonIntensityError
+from common.carbon_file import IntensityFile
 from common.carbon_options import live_intensity_from_args
 
 
@@ -20,13 +21,13 @@ def validate_carbon(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def carbon_ledger(args: argparse.Namespace) -> CarbonLedger | None:
-    intensity = getattr(args, "carbon", None)
+    intensity: CarbonIntensity | IntensityFile | None = args.carbon
     return CarbonLedger(intensity) if intensity is not None else None
 
 
 def describe(args: argparse.Namespace) -> str | None:
     """The intensity for the start-up log line."""
-    intensity = getattr(args, "carbon", None)
+    intensity: CarbonIntensity | IntensityFile | None = args.carbon
     if intensity is None:
         return None
     if args.carbon_intensity is not None:

@@ -13,13 +13,18 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent import __version__
 from agent.cmd.carbon_cli import carbon_ledger, validate_carbon
 from agent.cmd.carbon_cli import describe as describe_carbon
-from agent.cmd.cloud_cli import add_instance_type_option, resolve_from_node, validate_instance_type
+from agent.cmd.cloud_cli import (
+    NONE,
+    add_instance_type_option,
+    resolve_from_node,
+    validate_instance_type,
+)
 from agent.cmd.cluster_cli import (
     attach_cluster_data,
     cluster_data_once,
@@ -77,26 +82,27 @@ def make_sampler(args: argparse.Namespace, fs: HostFS | None = None, gpus: GpuSo
     later parts (Kubernetes metadata, estimation) extend it here for every command at once.
     GPUs and the BMC are opened by the commands that read them (`once`, `run`)."""
     host = fs if fs is not None else HostFS(args.procfs, args.sysfs)
-    profile: PowerProfile | None = getattr(args, "profile", None)
+    profile: PowerProfile | None = args.profile
     sampler = Sampler(
         host,
         args.node or default_node_name(),
         profile=profile,
-        process_top=getattr(args, "process_top", DEFAULT_PROCESS_TOP),
+        process_top=args.process_top,
         # `run` reads containers' CPU only when it exports them; the records always list them
-        containers=getattr(args, "containers", True),
+        containers=args.containers,
         gpus=gpus,
         platform=platform.state if platform is not None else None,
         host_energy=open_host_energy(args, host),
     )
-    sampler.estimate_gap = getattr(args, "estimate_gap", None)  # an unknown cloud instance type
+    estimate_gap: str | None = args.estimate_gap  # an unknown cloud instance type
+    sampler.estimate_gap = estimate_gap
     return sampler
 
 
 def _validate_sampling(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Load the power profile once, at parse time: a bad profile is a usage error."""
     args.profile = None
-    path: Path | None = getattr(args, "power_profile", None)
+    path: Path | None = args.power_profile
     if path is not None:
         try:
             args.profile = load_power_profile(path)
@@ -248,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kubejoule-agent",
         description="Measure node, pod, VM and process energy from RAPL counters.",
     )
+    # What a subcommand has no option for reads as its default, so every command's namespace has
+    # every attribute the shared code reads (a subcommand's own values replace these).
+    parser.set_defaults(
+        validate=None, power_profile=None, profile=None, estimate_gap=None, instance_type=NONE,
+        process_top=DEFAULT_PROCESS_TOP, containers=True, host_energy=None, host_energy_dir=None,
+        vm_energy_dir=None, carbon=None, no_kube=True,
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = host_options()
     sampling = attribution_options()
@@ -311,9 +324,9 @@ def _validate_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    validate = getattr(args, "validate", None)
+    validate: Callable[[argparse.ArgumentParser, argparse.Namespace], None] | None = args.validate
     if validate is not None:
-        validate(getattr(args, "command_parser", parser), args)
+        validate(args.command_parser, args)
     try:
         result: int = args.func(args)
     except BrokenPipeError:  # `kubejoule-agent once | head`: the reader left; not an error

@@ -21,6 +21,7 @@ from common.cloud_estimates import (
     node_instance_type,
     parse_instance_type,
 )
+from common.power_profile import PowerProfile
 
 AUTO = "auto"
 NONE = "none"
@@ -38,14 +39,14 @@ def validate_instance_type(parser: argparse.ArgumentParser, args: argparse.Names
     """Parse time: a malformed value is a usage error; a well-formed type the data lacks is a
     gap (args.estimate_gap), as it is when read from the Node."""
     args.estimate_gap = None
-    text: str = getattr(args, "instance_type", NONE)
+    text: str = args.instance_type
     if text in (AUTO, NONE):
         return
     try:
         provider, name = parse_instance_type(text)
     except CloudEstimateError as exc:
         parser.error(f"--instance-type: {exc}")
-    if getattr(args, "profile", None) is not None:
+    if args.profile is not None:
         parser.error("--instance-type and --power-profile: give one curve (a measured profile is better)")
     use_instance_type(args, provider, name)
 
@@ -61,9 +62,10 @@ def _measured(args: argparse.Namespace) -> bool:
     """Node power is measured here: RAPL has a package zone, or (a VM node) the agent reads its
     host's counter (`--host-energy`, resolved into args.host_energy_dir where that option exists)."""
     from agent.device.hostfs import HostFS
-    from agent.device.rapl import discover_zones, node_zone_ids
+    from agent.device.rapl import discover_zones
+    from agent.monitor.rapl_power import node_zone_ids
 
-    if getattr(args, "host_energy_dir", None) is not None:
+    if args.host_energy_dir is not None:
         return True
     present, zones, _ = discover_zones(HostFS(args.procfs, args.sysfs))
     return present and bool(node_zone_ids(zones)[1])
@@ -74,15 +76,15 @@ def resolve_from_node(args: argparse.Namespace, node: str, say: Callable[[str], 
     (measured power, and its curve is not exported as the node's). `--instance-type auto`: read
     this Node once; a Node of no known cloud (bare metal, kind) or without the label changes
     nothing; an API that cannot be read is said (once) and changes nothing."""
-    profile = getattr(args, "profile", None)
+    profile: PowerProfile | None = args.profile
     if profile is not None and profile.estimate is not None and _measured(args):
         say(f"node power is measured here (RAPL or the host's counter): {profile.estimate}'s coefficients "
             "are not used")
         args.profile = None
         return
-    if getattr(args, "instance_type", NONE) != AUTO or profile is not None:
+    if args.instance_type != AUTO or profile is not None:
         return
-    if getattr(args, "no_kube", True) or _measured(args):
+    if args.no_kube or _measured(args):
         return
     from agent.kube.client import KubeClient, KubeError
 

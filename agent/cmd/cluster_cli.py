@@ -8,11 +8,15 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent.device.hostfs import HostFS
+from agent.monitor.raw_sample import RawSample
 from agent.monitor.snapshot import Snapshot
 from common.options import positive_float
+
+if TYPE_CHECKING:  # the server imports nothing of this module; only its type is named here
+    from agent.cmd.server import AgentService
 
 
 def kubernetes_options(run: bool = True) -> argparse.ArgumentParser:
@@ -42,7 +46,7 @@ def kubernetes_options(run: bool = True) -> argparse.ArgumentParser:
     return options
 
 
-def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
+def attach_cluster_data(args: argparse.Namespace, service: AgentService) -> None:
     """Start what `run` adds to each snapshot: pod names from a watch of this node's pods,
     Metrics Server usage, network counters. Nothing here can stop the energy series: without
     an API the agent logs it once and exports pod-UID series as before."""
@@ -90,7 +94,7 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
         network = NetworkReader(args.procfs, sysfs=args.sysfs)
         pod_processes = PodProcesses(HostFS(args.procfs, args.sysfs))  # one live process per pod, when the read had no cgroup.procs
 
-        def add_network(snapshot: Snapshot, raw: Any) -> Snapshot:
+        def add_network(snapshot: Snapshot, raw: RawSample) -> Snapshot:
             pids = pod_processes.pids(raw.cgroups)
             return with_network(snapshot, network.read(pids, pod_processes.namespaces))
 
@@ -98,7 +102,7 @@ def attach_cluster_data(args: argparse.Namespace, service: Any) -> None:
         service.stoppers.append(pod_processes.close)
 
 
-def cluster_data_once(args: argparse.Namespace, snapshot: Snapshot, raw: Any) -> Snapshot:
+def cluster_data_once(args: argparse.Namespace, snapshot: Snapshot, raw: RawSample) -> Snapshot:
     """`once`: pod names from one list of this node's pods, one Metrics Server read, network
     counters. Quiet when no API is configured; a configured API that fails is said on stderr."""
     from agent.device.network import NetworkReader

@@ -9,7 +9,6 @@ import argparse
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from agent.device.gpu_source import GpuSource, NvmlUnavailable
 from agent.device.platform import DEFAULT_INTERVAL_SECONDS, PlatformPoller
@@ -94,7 +93,7 @@ def validate_bmc(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("--bmc-url https://…: give the CA that signed the BMC's certificate with --bmc-ca-bundle FILE")
 
 
-def open_gpus(args: argparse.Namespace, say: Any = None) -> GpuSource | None:
+def open_gpus(args: argparse.Namespace, say: Callable[[str], None] | None = None) -> GpuSource | None:
     """The GPUs, or None and one line saying why not (to `say`, else the log)."""
     if args.gpu is False:
         return None

@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -49,12 +48,13 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, msg, then the record's `fields`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        # logging sets `extra`'s keys as attributes only on the records that pass them
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             entry.update(fields)
@@ -69,6 +69,7 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = f"{datetime.fromtimestamp(record.created).strftime('%H:%M:%S')} {record.levelname.lower():<7} {record.getMessage()}"
+        # logging sets `extra`'s keys as attributes only on the records that pass them
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict) and fields:
             line += " " + " ".join(f"{k}={v}" for k, v in fields.items())
@@ -118,6 +119,9 @@ HTTP_IDLE_TIMEOUT_SECONDS = 15.0
 # kubelet's probes and the schedulers' telemetry reads need a handful).
 HTTP_MAX_CONNECTIONS = 32
 
+# what socketserver hands a stream server per connection (its typeshed `_RequestType`)
+_Request = socket.socket | tuple[bytes, socket.socket]
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -130,7 +134,7 @@ class _Server(ThreadingHTTPServer):
         self._slots = threading.BoundedSemaphore(max_connections)
         self.refused = 0
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def process_request(self, request: _Request, client_address: object) -> None:
         if not self._slots.acquire(blocking=False):
             self.refused += 1
             self.shutdown_request(request)  # at the cap: closed, not queued
@@ -141,7 +145,7 @@ class _Server(ThreadingHTTPServer):
             self._slots.release()
             raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def process_request_thread(self, request: _Request, client_address: object) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
@@ -181,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the http.server API
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the http.server API
         log.debug("http " + format % args)
 
 
@@ -271,21 +275,21 @@ class AgentService:
             probe.settimeout(0.2)
             probe.connect((host, address[1]))
 
-    def health(self) -> tuple[bool, dict[str, Any]]:
+    def health(self) -> tuple[bool, dict[str, object]]:
         last_sample = self._last_sample
         now = time.monotonic()
         age = now - self._last_loop
         healthy = self._thread.is_alive() and age <= self.stale_after_seconds
-        body: dict[str, Any] = {"status": "ok" if healthy else "stuck", "samples": self.samples,
+        body: dict[str, object] = {"status": "ok" if healthy else "stuck", "samples": self.samples,
                                 "seconds_since_last_read": round(age, 3)}
         if last_sample is not None:
             # with the read's age: a read younger than the latest sample is in progress
             body["seconds_since_last_sample"] = round(now - last_sample, 3)
         return healthy, body
 
-    def readiness(self) -> tuple[bool, dict[str, Any]]:
+    def readiness(self) -> tuple[bool, dict[str, object]]:
         ready = self.samples > 0 and not self._stop.is_set()
-        body: dict[str, Any] = {"status": "ready" if ready else "not ready", "samples": self.samples}
+        body: dict[str, object] = {"status": "ready" if ready else "not ready", "samples": self.samples}
         if self._last_sample is not None:
             body["seconds_since_last_sample"] = round(time.monotonic() - self._last_sample, 3)
         return ready, body

@@ -38,11 +38,11 @@ def host_energy_options(run: bool) -> argparse.ArgumentParser:
 def validate_vm_energy(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Resolve where the guest's counter is (given, or found at the mount point); the host's
     directory must be one the agent can make (a usage error otherwise, exit 2)."""
-    given: Path | None = getattr(args, "host_energy", None)
+    given: Path | None = args.host_energy
     if given is not None and given.exists() and not given.is_dir():
         parser.error(f"--host-energy {given} is not a directory")
     args.host_energy_dir = given if given is not None else found_at_mount_point(args.sysfs)
-    directory: Path | None = getattr(args, "vm_energy_dir", None)
+    directory: Path | None = args.vm_energy_dir
     if directory is not None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -54,11 +54,11 @@ def validate_vm_energy(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 def open_host_energy(args: argparse.Namespace, fs: HostFS) -> HostEnergyReader | None:
     """The guest's reader of its host's counter, or None where there is none."""
-    directory: Path | None = getattr(args, "host_energy_dir", None)
+    directory: Path | None = args.host_energy_dir
     if directory is None:
         return None
     log.info("node power from the host's counter", extra={"fields": {
-        "host_energy": str(directory), "found": getattr(args, "host_energy", None) is None,
+        "host_energy": str(directory), "found": args.host_energy is None,
         "mount_point": str(mount_point(args.sysfs))}})
     return HostEnergyReader(fs, directory)
 
@@ -87,7 +87,7 @@ def filesystem_type(path: Path, mounts: Path = Path("/proc/self/mounts")) -> str
 def attach_vm_energy(args: argparse.Namespace, enrichers: list[Callable[[Snapshot, RawSample], Snapshot]],
                      stoppers: list[Callable[[], None]]) -> VmEnergyWriter | None:
     """On a VM host: publish each snapshot's VMs (after the snapshot is made, before it is served)."""
-    directory: Path | None = getattr(args, "vm_energy_dir", None)
+    directory: Path | None = args.vm_energy_dir
     if directory is None:
         return None
     writer = VmEnergyWriter(directory)

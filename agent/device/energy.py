@@ -13,6 +13,8 @@ with kind `implausible`, never a number (DESIGN.md, "Plausibility").
 
 from __future__ import annotations
 
+import re
+
 MICRO = 1e-6
 MILLI = 1e-3
 
@@ -94,8 +96,19 @@ def interval_ceiling_watts(kind_ceiling_watts: float, hint_watts: float | None, 
     return kind_ceiling_watts
 
 
+# A RAPL package zone's name: `package-0`, `package-1-die-0` (AMD's is plain `package`).
+PACKAGE_NAME = re.compile(r"^package-(?P<socket>\d+)(?:-die-\d+)?$")
+
+
+def zone_kind(name: str) -> str:
+    """The kind of a zone for the `zone` label and its ceiling: `package-0`, `package-1-die-0` and
+    AMD's `package` are all `package` (the socket is its own label); `core`, `uncore`, `dram`,
+    `psys` as named."""
+    return "package" if PACKAGE_NAME.match(name) else name
+
+
 def power_ceiling_watts(kind: str, max_power_uw: int | None, counter_fell: bool = True) -> float:
-    """interval_ceiling_watts() of a RAPL zone of this kind (`agent.device.rapl.zone_kind`: package,
+    """interval_ceiling_watts() of a RAPL zone of this kind (`zone_kind`: package,
     core, uncore, dram, psys) with its usable `max_power_uw` (or None)."""
     hint = uj_to_joules(max_power_uw) if max_power_uw else None
     return interval_ceiling_watts(ZONE_CEILING_WATTS.get(kind, DEFAULT_ZONE_CEILING_WATTS), hint, counter_fell)

@@ -29,7 +29,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agent.device.gaps import Gap, Subject
 
@@ -67,7 +66,7 @@ class NetworkSample:
     pods: tuple[PodNetwork, ...] = ()
     node_error: str | None = None
 
-    def to_record(self, names: Mapping[str, tuple[str | None, str | None]] | None = None) -> dict[str, Any]:
+    def to_record(self, names: Mapping[str, tuple[str | None, str | None]] | None = None) -> dict[str, object]:
         """The sample record's `network` section; NAMES: pod uid → (namespace, name)."""
         names = names or {}
         return {

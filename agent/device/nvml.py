@@ -24,7 +24,7 @@ import ctypes
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 # NVML's return codes (nvml.h, nvmlReturn_t) the agent tells apart.
 NVML_ERROR_NOT_SUPPORTED = 3
@@ -92,9 +92,17 @@ class GpuReading:
     devices: tuple[GpuRead, ...]
 
 
+
+@runtime_checkable
+class NvmlErrorValue(Protocol):
+    """pynvml's NVMLError: its NVML return code (an error raised elsewhere has none)."""
+
+    value: int
+
+
 def describe(exc: Exception, what: str) -> str:
     """An NVML error in words, with what was being read."""
-    value = getattr(exc, "value", None)
+    value = exc.value if isinstance(exc, NvmlErrorValue) else None
     if value == NVML_ERROR_NOT_SUPPORTED:
         return f"{what}: not supported by this GPU (NVML_ERROR_NOT_SUPPORTED)"
     if value == NVML_ERROR_GPU_IS_LOST:

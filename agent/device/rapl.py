@@ -28,9 +28,11 @@ from pathlib import Path
 
 from agent.device.energy import (
     COUNTER_LIMIT_UJ,
+    PACKAGE_NAME,
     ImplausibleError,
     check_counter_uj,
     usable_max_power_uw,
+    zone_kind,
 )
 from agent.device.gaps import GAP_IMPLAUSIBLE
 from agent.device.hostfs import HostFS
@@ -39,7 +41,6 @@ POWERCAP_CLASS = ("class", "powercap")
 # The key of RaplReading.errors when class/powercap itself cannot be listed (no zone is known).
 CLASS_LISTING = "class/powercap"
 _ZONE_ID = re.compile(r"^(?P<control>[a-z0-9_-]+)(?P<indices>(?::[0-9a-f]+)+)$")
-_PACKAGE_NAME = re.compile(r"^package-(?P<socket>\d+)(?:-die-\d+)?$")
 _ZONE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _CONSTRAINT_MAX_POWER = re.compile(r"^constraint_\d+_max_power_uw$")
 
@@ -87,7 +88,7 @@ class Zone:
 
     @property
     def is_package(self) -> bool:
-        return self.is_top_level and (self.name == "package" or bool(_PACKAGE_NAME.match(self.name)))
+        return self.is_top_level and (self.name == "package" or bool(PACKAGE_NAME.match(self.name)))
 
 
 @dataclass(frozen=True)
@@ -105,19 +106,13 @@ class RaplReading:
     @property
     def unidentified(self) -> list[str]:
         """Entries with an error, no Zone and no known name: what they are (a dram? a psys?) is
-        unknown. (Unplaced entries with a name are judged by that name: `_counts_in_node_power`.)"""
+        unknown. (Unplaced entries with a name are judged by that name: `agent.monitor.rapl_power.counts_in_node_power`.)"""
         return sorted(zid for zid in self.errors if zid not in self.zones and not self.unplaced.get(zid))
 
 
 def zone_id_for(control_type: str, indices: tuple[int, ...]) -> str:
     """The directory name the kernel gives a zone: `"%s:%x"` at every level."""
     return control_type + "".join(f":{i:x}" for i in indices)
-
-
-def zone_kind(name: str) -> str:
-    """The kind of a zone for the `zone` label: `package-0`, `package-1-die-0` and AMD's `package`
-    are all `package` (the socket is its own label); `core`, `uncore`, `dram`, `psys` as named."""
-    return "package" if _PACKAGE_NAME.match(name) else name
 
 
 def _read_int(fs: HostFS, path: Path) -> int:
@@ -158,7 +153,7 @@ def _read_hint(fs: HostFS, path: Path) -> int | None:
 def _socket_for(name: str, indices: tuple[int, ...], parent: Zone | None) -> int | None:
     if parent is not None:
         return parent.socket
-    match = _PACKAGE_NAME.match(name)
+    match = PACKAGE_NAME.match(name)
     if match:
         return int(match.group("socket"))
     if name == "package":
@@ -305,21 +300,3 @@ def read_counter(fs: HostFS, directory: Path) -> tuple[int | None, int | None, s
         return None, None, f"{path}: {exc}", None
     return value, max_range, None, None
 
-
-def counts_in_node_power(name: str) -> bool:
-    """Could a zone of this name be part of node power (psys, a package or its dram)?"""
-    return name in ("psys", "dram", "package") or bool(_PACKAGE_NAME.match(name))
-
-
-def node_zone_ids(zones: dict[str, Zone]) -> tuple[str, list[str]]:
-    """Which zones make up node power: ("psys", [psys]) or ("packages", [package…, dram…])."""
-    psys = [zid for zid, z in zones.items() if z.is_top_level and z.name == "psys"]
-    if psys:
-        return "psys", sorted(psys)
-    packages = [zid for zid, z in zones.items() if z.is_package]
-    drams = [
-        zid
-        for zid, z in zones.items()
-        if z.name == "dram" and (z.is_top_level or (z.parent_id in zones and zones[z.parent_id].is_package))
-    ]
-    return "packages", sorted(packages) + sorted(drams)

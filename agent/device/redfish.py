@@ -26,12 +26,13 @@ import math
 import socket
 import ssl
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_UNREADABLE
+from agent.device.jsonvalue import JsonObject, subobject, subobjects
 
 SERVICE_ROOT = "/redfish/v1/"
 MAX_BODY_BYTES = 1024 * 1024
@@ -93,7 +94,7 @@ class Reading:
     source: PowerSource
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: object, where: str) -> float:
     """A reading the BMC gave as a number: finite, positive, at most a platform's ceiling."""
     if value is None:
         raise RedfishError(f"{where} is null: the BMC has no value for it")
@@ -106,9 +107,8 @@ def _number(value: Any, where: str) -> float:
     return watts
 
 
-def _link(document: dict[str, Any], key: str) -> str | None:
-    value = document.get(key)
-    path = value.get("@odata.id") if isinstance(value, dict) else None
+def _link(document: JsonObject, key: str) -> str | None:
+    path = subobject(document, key).get("@odata.id")
     return path if isinstance(path, str) and path.startswith("/") else None
 
 
@@ -171,7 +171,7 @@ class RedfishClient:
                 self._connection = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_seconds)
         return self._connection
 
-    def get(self, path: str) -> dict[str, Any]:
+    def get(self, path: str) -> JsonObject:
         """The JSON object at PATH, within the deadline and the size limit, or RedfishError."""
         connection = self._connect()
         expired = threading.Event()
@@ -224,7 +224,7 @@ class RedfishClient:
             self.close()
         return response.status, response.headers, b"".join(chunks)
 
-    def _decode(self, path: str, status: int, headers: http.client.HTTPMessage, body: bytes) -> dict[str, Any]:
+    def _decode(self, path: str, status: int, headers: http.client.HTTPMessage, body: bytes) -> JsonObject:
         if status in (401, 403):
             raise RedfishError(f"GET {path}: the BMC refused the credentials (HTTP {status}): check the username and "
                                "password in the credentials file, and the account's Redfish privileges", refused=True)
@@ -255,7 +255,7 @@ def find_sources(client: RedfishClient, chassis_id: str | None = None) -> list[P
         raise RedfishError(f"{collection_path} has no Members list")
     ranked: list[tuple[int, str, list[PowerSource]]] = []
     for member in members[:MAX_MEMBERS]:
-        path = member.get("@odata.id") if isinstance(member, dict) else None
+        path = member.get("@odata.id") if isinstance(member, Mapping) else None
         if not isinstance(path, str) or not path.startswith("/"):
             continue
         if chassis_id is not None and path.rstrip("/").rsplit("/", 1)[-1] != chassis_id:
@@ -264,8 +264,7 @@ def find_sources(client: RedfishClient, chassis_id: str | None = None) -> list[P
         sources = [PowerSource(link, kind, path) for key, kind in
                    (("EnvironmentMetrics", READING_ENVIRONMENT), ("Power", READING_POWER_CONTROL))
                    if (link := _link(chassis, key)) is not None]
-        links = chassis.get("Links")
-        systems = links.get("ComputerSystems") if isinstance(links, dict) else None
+        systems = subobject(chassis, "Links").get("ComputerSystems")
         ranked.append((0 if systems else 1, path, sources))
     ranked.sort(key=lambda item: item[:2])
     sources = [source for _, _, found in ranked for source in found]
@@ -276,13 +275,14 @@ def find_sources(client: RedfishClient, chassis_id: str | None = None) -> list[P
     return sources
 
 
-def _power_control(document: dict[str, Any], where: str) -> Any:
+def _power_control(document: JsonObject, where: str) -> object:
     """PowerConsumedWatts of the entry for the whole system: the one named for the system, server
     or chassis where several are listed (some BMCs add CPU and memory sub-systems), else the first."""
-    entries = document.get("PowerControl")
-    if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+    listed = document.get("PowerControl")
+    entries = subobjects(document, "PowerControl")
+    if not isinstance(listed, list) or not entries or len(entries) != len(listed):
         raise RedfishError(f"{where} has no PowerControl entries")
-    def name(entry: dict[str, Any]) -> str:
+    def name(entry: JsonObject) -> str:
         return str(entry.get("Name", "")).lower()
 
     whole = [e for e in entries if not any(part in name(e) for part in _PART_NAMES)] or entries
@@ -294,11 +294,10 @@ def read_source(client: RedfishClient, source: PowerSource) -> Reading:
     document = client.get(source.path)
     if source.reading == READING_ENVIRONMENT:
         power = document.get("PowerWatts")
-        if not isinstance(power, dict):
+        if not isinstance(power, Mapping):
             raise RedfishError(f"{source.path} has no PowerWatts", rediscover=True)
         watts = _number(power.get("Reading"), f"{source.path} PowerWatts.Reading")
-        energy = document.get("EnergykWh")
-        kwh = energy.get("Reading") if isinstance(energy, dict) else None
+        kwh = subobject(document, "EnergykWh").get("Reading")
         if not isinstance(kwh, (int, float)) or isinstance(kwh, bool) or not math.isfinite(kwh) or kwh < 0:
             kwh = None  # a counter it does not keep, or one that cannot be right: the watts stand alone
         return Reading(watts, None if kwh is None else float(kwh), source)

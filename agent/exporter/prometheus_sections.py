@@ -1,17 +1,25 @@
-"""The exporter's families beside node, pod, container, VM and process power: the GPUs, the
-platform reading, Metrics Server and network counters. Each function reads one Snapshot (and
+"""The exporter's families, section by section: node, pod, container, VM and process power and
+energy, the GPUs, the platform reading, Metrics Server and network counters. Each function reads one Snapshot (and
 the energy totals) and yields its families; a section the snapshot does not have gives empty
 families or none — never zeros in place of unknowns."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import Metric
 
+from agent.device.jsonvalue import number, subobject, subobjects
 from agent.exporter import metrics as m
-from agent.monitor.energy_ledger import gpu_key
-from agent.monitor.snapshot import Snapshot
+from agent.monitor.energy_ledger import (
+    TotalsView,
+    gpu_key,
+    one_per_series,
+    pod_components,
+    vm_key,
+    zone_series,
+)
+from agent.monitor.snapshot import SOURCE_ESTIMATED, Snapshot
 from common.metrics import MetricSpec
 
 
@@ -85,7 +93,7 @@ def _label(value: object) -> str:
 def metrics_server_families(snap: Snapshot, pods: bool) -> Iterator[Metric]:
     """Metrics Server's node and pod usage (agent/kube/metrics_server.py, in record form in Snapshot.metrics_server)."""
     section = snap.metrics_server or {}
-    node_usage = section.get("node") or {}
+    node_usage = subobject(section, "node")
     specs = {
         "node_cpu_usage_cores": m.NODE_CPU_USAGE,
         "node_memory_working_set_bytes": m.NODE_MEMORY_WORKING_SET,
@@ -94,18 +102,20 @@ def metrics_server_families(snap: Snapshot, pods: bool) -> Iterator[Metric]:
         "metrics_server_age_seconds": m.METRICS_SERVER_AGE,
     }
     out = {name: spec.gauge_family() for name, spec in specs.items()}
-    if section:
-        out["metrics_server_age_seconds"].add_metric([snap.node], section["age_seconds"])
+    age = number(section, "age_seconds")
+    if section and age is not None:
+        out["metrics_server_age_seconds"].add_metric([snap.node], age)
     for key, name in (("cpu_cores", "node_cpu_usage_cores"), ("memory_working_set_bytes", "node_memory_working_set_bytes")):
-        if node_usage.get(key) is not None:
-            out[name].add_metric([snap.node], node_usage[key])
+        value = number(node_usage, key)
+        if value is not None:
+            out[name].add_metric([snap.node], value)
     if pods:
-        for pod in section.get("pods") or []:
-            values = [snap.node, _label(pod["namespace"]), _label(pod["name"]), pod["uid"]]
-            if pod.get("cpu_cores") is not None:
-                out["pod_cpu_usage_cores"].add_metric(values, pod["cpu_cores"])
-            if pod.get("memory_working_set_bytes") is not None:
-                out["pod_memory_working_set_bytes"].add_metric(values, pod["memory_working_set_bytes"])
+        for pod in subobjects(section, "pods"):
+            values = [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), _label(pod.get("uid"))]
+            for key, name in (("cpu_cores", "pod_cpu_usage_cores"), ("memory_working_set_bytes", "pod_memory_working_set_bytes")):
+                value = number(pod, key)
+                if value is not None:
+                    out[name].add_metric(values, value)
     yield from out.values()
 
 
@@ -113,20 +123,115 @@ def network_families(snap: Snapshot, pods: bool) -> Iterator[Metric]:
     """Interface byte counters of the node and of each pod (agent/device/network.py, in record form in Snapshot.network)."""
     section = snap.network or {}
     node_bytes = m.NODE_NETWORK_BYTES.counter_family()
-    for interface in section.get("interfaces") or []:
+    for interface in subobjects(section, "interfaces"):
         for direction in ("rx", "tx"):
-            node_bytes.add_metric([snap.node, interface["interface"], direction], interface[f"{direction}_bytes"])
+            value = number(interface, f"{direction}_bytes")
+            if value is not None:
+                node_bytes.add_metric([snap.node, _label(interface.get("interface")), direction], value)
     yield node_bytes
     if not pods:
         return
     pod_bytes = m.POD_NETWORK_BYTES.counter_family()
-    for pod in section.get("pods") or []:
+    for pod in subobjects(section, "pods"):
         if pod.get("host_network"):
             continue
         for direction in ("rx", "tx"):
-            value = pod.get(f"{direction}_bytes")
+            value = number(pod, f"{direction}_bytes")
             if value is not None:
                 pod_bytes.add_metric(
-                    [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), pod["uid"], direction], value
+                    [snap.node, _label(pod.get("namespace")), _label(pod.get("name")), _label(pod.get("uid")), direction],
+                    value,
                 )
     yield pod_bytes
+
+
+def node_families(snap: Snapshot, totals: TotalsView, provenance: str | None,
+                  model_points: Sequence[tuple[float, float]] = (), model_reading: str = "rapl") -> Iterator[Metric]:
+    """The node's families: power and energy (with their idle/active split), zones, host, CPU
+    utilization, the calibrated curve (`model_points`, of `model_reading`), wall power, the time."""
+    node = snap.node
+    # An estimate from published coefficients carries their provenance: estimate="ccf:aws:m5.xlarge"
+    extra, estimate = (["estimate"], [provenance]) if provenance else ([], [])
+    power = m.NODE_POWER.gauge_family(extra)
+    if snap.node_watts is not None:
+        power.add_metric([node, snap.source, *(estimate if snap.estimate else [""] * len(extra))], snap.node_watts)
+    yield power
+    energy = m.NODE_ENERGY.counter_family(extra)
+    for source, joules in sorted(totals.node.items()):
+        energy.add_metric([node, source, *(estimate if source == SOURCE_ESTIMATED else [""] * len(extra))], joules)
+    yield energy
+    idle = m.NODE_IDLE_POWER.gauge_family()
+    active = m.NODE_ACTIVE_POWER.gauge_family()
+    if snap.idle_watts is not None:
+        idle.add_metric([node, snap.source, snap.idle_source], snap.idle_watts)
+    if snap.active_watts is not None:
+        active.add_metric([node, snap.source, snap.idle_source], snap.active_watts)
+    yield idle
+    yield active
+    for spec, totals_of_part in ((m.NODE_IDLE_ENERGY, totals.idle), (m.NODE_ACTIVE_ENERGY, totals.active)):
+        part_energy = spec.counter_family()
+        for key, joules in sorted(totals_of_part.items()):
+            part_energy.add_metric([node, *key], joules)
+        yield part_energy
+    zone_power = m.ZONE_POWER.gauge_family()
+    for key, (watts, _) in zone_series(snap.zones).items():
+        if watts is not None:
+            zone_power.add_metric([node, *key], watts)
+    yield zone_power
+    zone_energy = m.ZONE_ENERGY.counter_family()
+    for key, joules in sorted(totals.zones.items()):
+        zone_energy.add_metric([node, *key], joules)
+    yield zone_energy
+    yield node_family(m.HOST_POWER, node, snap.host_watts)
+    yield node_family(m.HOST_ENERGY, node, totals.host.get(""))
+    yield node_family(m.NODE_CPU_UTILIZATION, node, snap.cpu_utilization)
+    if model_points:
+        model = m.NODE_POWER_MODEL.gauge_family()
+        for level, watts in model_points:
+            model.add_metric([node, f"{level:.1f}", model_reading], watts)
+        yield model
+    wall_watts = snap.wall_watts
+    if wall_watts is not None:  # only with a power profile's wall correction
+        wall = m.NODE_WALL_POWER.gauge_family()
+        wall.add_metric([node, SOURCE_ESTIMATED], wall_watts)
+        yield wall
+    timestamp = m.SAMPLE_TIMESTAMP.gauge_family()
+    timestamp.add_metric([node], snap.timestamp)
+    yield timestamp
+
+def pod_families(snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
+    yield from power_and_energy(
+        m.POD_POWER, m.POD_ENERGY,
+        (
+            ([snap.node, _label(pod.namespace), _label(pod.name), pod.uid, component], watts,
+             totals.pods.get((pod.uid, component)))
+            for pod in snap.pods
+            for component, watts in pod_components(pod)
+        ),
+    )
+
+def container_families(snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
+    yield from power_and_energy(
+        m.CONTAINER_POWER, m.CONTAINER_ENERGY,
+        (
+            ([snap.node, _label(pod.namespace), _label(pod.name), _label(container.name), container.id],
+             container.watts, totals.containers.get(container.id))
+            for pod in snap.pods
+            for container in pod.containers
+        ),
+    )
+
+def vm_families(snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
+    yield from power_and_energy(
+        m.VM_POWER, m.VM_ENERGY,
+        (([snap.node, *key], vm.watts, totals.vms.get(key)) for key, vm in one_per_series(snap.vms, vm_key).items()),
+    )
+
+def process_families(snap: Snapshot, totals: TotalsView, top: int) -> Iterator[Metric]:
+    yield from power_and_energy(
+        m.PROCESS_POWER, m.PROCESS_ENERGY,
+        (
+            ([snap.node, str(proc.pid), proc.comm], proc.watts, totals.processes.get((proc.pid, proc.comm)))
+            for proc in snap.processes[:top]
+        ),
+    )

@@ -17,15 +17,17 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import quote
 
 import kubernetes.client
 import kubernetes.config
 import urllib3
+
+from agent.device.jsonvalue import JsonObject, subobject, subobjects
 
 log = logging.getLogger("agent.kube")  # the name its log lines have always carried
 
@@ -65,7 +67,7 @@ class KubeConfigError(KubeError):
 
 @dataclass(frozen=True)
 class PodListing:
-    items: list[dict[str, Any]]
+    items: list[JsonObject]
     resource_version: str | None
 
 
@@ -95,7 +97,7 @@ class KubeClient:
         self._api.user_agent = "kubejoule-agent"
         self._timeout = request_timeout_seconds
         self._lock = threading.Lock()
-        self._watches: set[Any] = set()
+        self._watches: set[urllib3.BaseHTTPResponse] = set()
 
     @classmethod
     def connect(
@@ -133,7 +135,8 @@ class KubeClient:
             raise KubeConfigError(f"cannot load the Kubernetes configuration: {exc}") from exc
         return cls(configuration, request_timeout_seconds)
 
-    def _request(self, path: str, query: list[tuple[str, str]], timeout: Any, what: str) -> Any:
+    def _request(self, path: str, query: list[tuple[str, str]], timeout: float | tuple[float, float],
+                 what: str) -> urllib3.BaseHTTPResponse:
         """GET PATH; the raw urllib3 response (body not read yet) of a 2xx answer."""
         try:
             method, url, headers, body, post = self._api.param_serialize(
@@ -147,9 +150,10 @@ class KubeClient:
             with contextlib.suppress(*_TRANSPORT_ERRORS):
                 response.read()
             raise KubeError(f"{what}: HTTP {response.status} {response.reason or ''}".rstrip(), status=response.status)
-        return response.response
+        raw: urllib3.BaseHTTPResponse = response.response
+        return raw
 
-    def _get_json(self, path: str, query: list[tuple[str, str]], what: str) -> dict[str, Any]:
+    def _get_json(self, path: str, query: list[tuple[str, str]], what: str) -> JsonObject:
         raw = self._request(path, query, self._timeout, what)
         try:
             body = json.loads(raw.data)
@@ -172,13 +176,12 @@ class KubeClient:
         body = self._get_json(
             "/api/v1/pods", [("fieldSelector", self.node_selector(node))], f"listing the pods of node {node}"
         )
-        items = body.get("items") or []
-        resource_version = (body.get("metadata") or {}).get("resourceVersion")
-        return PodListing([item for item in items if isinstance(item, dict)], resource_version or None)
+        resource_version = subobject(body, "metadata").get("resourceVersion")
+        return PodListing(subobjects(body, "items"), str(resource_version) if resource_version else None)
 
     def watch_node_pods(
         self, node: str, resource_version: str | None, timeout_seconds: float
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
+    ) -> Iterator[tuple[str, JsonObject]]:
         """Watch events (type, pod JSON) for NODE's pods until the server ends the watch.
 
         An ERROR event raises KubeError with its code (410 Gone: the resourceVersion is too old,
@@ -218,15 +221,15 @@ class KubeClient:
             raw.release_conn()
 
     @staticmethod
-    def _watch_event(line: bytes, what: str) -> tuple[str, dict[str, Any]]:
+    def _watch_event(line: bytes, what: str) -> tuple[str, JsonObject]:
         try:
             event = json.loads(line)
         except ValueError as exc:
             raise KubeError(f"{what}: unreadable event: {exc}") from exc
+        if not isinstance(event, dict):
+            event = {}
         kind = str(event.get("type", ""))
-        obj = event.get("object")
-        if not isinstance(obj, dict):
-            obj = {}
+        obj = subobject(event, "object")
         if kind == "ERROR":
             code = obj.get("code")
             raise KubeError(
@@ -244,27 +247,27 @@ class KubeClient:
             with contextlib.suppress(Exception):
                 raw.shutdown()
 
-    def get_node(self, node: str) -> dict[str, Any]:
+    def get_node(self, node: str) -> JsonObject:
         """The agent's own Node (its instance-type label and providerID: common/cloud_estimates.py)."""
         return self._get_json(f"/api/v1/nodes/{quote(node, safe='')}", [], f"reading node {node}")
 
     # -- metrics.k8s.io --------------------------------------------------------------------
 
-    def get_node_metrics(self, node: str) -> dict[str, Any]:
+    def get_node_metrics(self, node: str) -> JsonObject:
         """NodeMetrics for NODE. KubeError(status=404) when Metrics Server or the node is absent."""
         return self._get_json(
             f"/apis/{METRICS_GROUP}/{METRICS_VERSION}/nodes/{quote(node, safe='')}", [],
             f"reading {METRICS_GROUP} for node {node}",
         )
 
-    def get_pod_metrics(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_pod_metrics(self, namespace: str, name: str) -> JsonObject:
         """PodMetrics for one pod. KubeError(status=404) when there is none (yet)."""
         return self._get_json(
             f"/apis/{METRICS_GROUP}/{METRICS_VERSION}/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}",
             [], f"reading {METRICS_GROUP} for pod {namespace}/{name}",
         )
 
-    def list_pod_metrics(self, namespace: str) -> list[dict[str, Any]]:
+    def list_pod_metrics(self, namespace: str) -> list[JsonObject]:
         """PodMetrics of every pod of NAMESPACE that Metrics Server has, in one GET."""
         what = f"listing {METRICS_GROUP} pods of namespace {namespace}"
         body = self._get_json(
@@ -273,7 +276,7 @@ class KubeClient:
         items = body.get("items")
         if not isinstance(items, list):
             raise KubeError(f"{what}: the answer has no items list")
-        return [item for item in items if isinstance(item, dict)]
+        return [item for item in items if isinstance(item, Mapping)]
 
     def close(self) -> None:
         self.stop_watches()
@@ -286,9 +289,9 @@ class KubeClient:
 class PodEvents(Protocol):
     """Where NodePodWatch delivers what it learns (podmeta.PodMetadataCache)."""
 
-    def replace(self, pods: list[dict[str, Any]]) -> None: ...
+    def replace(self, pods: list[JsonObject]) -> None: ...
 
-    def apply(self, event_type: str, pod: dict[str, Any]) -> None: ...
+    def apply(self, event_type: str, pod: JsonObject) -> None: ...
 
 
 @dataclass
@@ -399,6 +402,6 @@ class NodePodWatch:
             if event_type == "BOOKMARK":
                 continue
             # Defence in depth: the field selector should already have kept other nodes out.
-            if (pod.get("spec") or {}).get("nodeName") not in (None, self.node):
+            if subobject(pod, "spec").get("nodeName") not in (None, self.node):
                 continue
             self.sink.apply(event_type, pod)

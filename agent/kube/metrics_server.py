@@ -15,10 +15,11 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from agent.device.jsonvalue import JsonObject, subobject, subobjects, text
 from agent.kube.podmeta import PodMeta
 from agent.monitor.snapshot import Snapshot
 from common.kubetime import parse_timestamp
@@ -97,7 +98,7 @@ class MetricsServerData:
         }
 
 
-def _quantity(usage: Mapping[str, Any], key: str) -> float | None:
+def _quantity(usage: JsonObject, key: str) -> float | None:
     value = usage.get(key)
     if value is None:
         return None
@@ -107,39 +108,39 @@ def _quantity(usage: Mapping[str, Any], key: str) -> float | None:
         return None
 
 
-def node_usage(obj: Mapping[str, Any]) -> Usage:
+def node_usage(obj: JsonObject) -> Usage:
     """Usage from a NodeMetrics object."""
-    usage = obj.get("usage") or {}
+    usage = subobject(obj, "usage")
     return Usage(
         cpu_cores=_quantity(usage, "cpu"),
         memory_working_set_bytes=_quantity(usage, "memory"),
         timestamp=parse_timestamp(obj.get("timestamp")),
-        window_seconds=parse_duration_seconds(obj.get("window")),
+        window_seconds=parse_duration_seconds(text(obj, "window")),
     )
 
 
-def pod_usage(obj: Mapping[str, Any]) -> Usage:
+def pod_usage(obj: JsonObject) -> Usage:
     """Usage from a PodMetrics object: the sum over its containers (None if any is unreadable)."""
     cpu: float | None = 0.0
     memory: float | None = 0.0
-    for container in obj.get("containers") or []:
-        usage = container.get("usage") or {}
+    for container in subobjects(obj, "containers"):
+        usage = subobject(container, "usage")
         c, m = _quantity(usage, "cpu"), _quantity(usage, "memory")
         cpu = None if cpu is None or c is None else cpu + c
         memory = None if memory is None or m is None else memory + m
     if not obj.get("containers"):
         cpu = memory = None
-    return Usage(cpu, memory, parse_timestamp(obj.get("timestamp")), parse_duration_seconds(obj.get("window")))
+    return Usage(cpu, memory, parse_timestamp(obj.get("timestamp")), parse_duration_seconds(text(obj, "window")))
 
 
 class MetricsSource(Protocol):
     """What the reader needs from the API (agent.kube.client.KubeClient)."""
 
-    def get_node_metrics(self, node: str) -> dict[str, Any]: ...
+    def get_node_metrics(self, node: str) -> JsonObject: ...
 
-    def get_pod_metrics(self, namespace: str, name: str) -> dict[str, Any]: ...
+    def get_pod_metrics(self, namespace: str, name: str) -> JsonObject: ...
 
-    def list_pod_metrics(self, namespace: str) -> list[dict[str, Any]]: ...
+    def list_pod_metrics(self, namespace: str) -> list[JsonObject]: ...
 
 
 # A namespace with several of this node's pods is read with one list instead of a GET per pod
@@ -209,7 +210,7 @@ class MetricsServerReader:
             self._failing = False
         return True
 
-    def _namespace_metrics(self, namespace: str, metas: list[PodMeta]) -> dict[str, dict[str, Any]]:
+    def _namespace_metrics(self, namespace: str, metas: list[PodMeta]) -> dict[str, JsonObject]:
         """PodMetrics of these pods of one namespace by name; a pod without data is left out."""
         from agent.kube.client import KubeError
 
@@ -222,10 +223,10 @@ class MetricsServerReader:
                     raise
                 items = []  # 404, as for one pod: no data for them (yet)
             wanted = {m.name for m in metas}
-            found = {}
+            found: dict[str, JsonObject] = {}
             for item in items:
-                name = (item.get("metadata") or {}).get("name")
-                if name in wanted:
+                name = text(subobject(item, "metadata"), "name")
+                if name is not None and name in wanted:
                     found[name] = item
             if len(items) > LIST_WASTE_FACTOR * len(metas) + LIST_WASTE_SLACK:
                 self._per_pod_until[namespace] = now + PER_POD_SECONDS

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from agent.device.jsonvalue import JsonObject, subobject, subobjects, text
 from agent.monitor.snapshot import Snapshot
 
 DEFAULT_DELETED_TTL_SECONDS = 300.0
@@ -32,24 +32,23 @@ class PodMeta:
     phase: str | None = None
 
 
-def pod_meta(pod: Mapping[str, Any]) -> PodMeta | None:
+def pod_meta(pod: JsonObject) -> PodMeta | None:
     """PodMeta from a pod's JSON as the API sends it; None without a UID."""
-    metadata = pod.get("metadata") or {}
+    metadata = subobject(pod, "metadata")
     uid = metadata.get("uid")
     if not uid:
         return None
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    owners = [o for o in metadata.get("ownerReferences") or [] if isinstance(o, dict)]
+    spec = subobject(pod, "spec")
+    owners = subobjects(metadata, "ownerReferences")
     controller = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     return PodMeta(
         uid=str(uid),
         namespace=str(metadata.get("namespace") or ""),
         name=str(metadata.get("name") or ""),
         owner_kind=str(controller["kind"]) if controller and controller.get("kind") else None,
-        node=spec.get("nodeName"),
+        node=text(spec, "nodeName"),
         host_network=bool(spec.get("hostNetwork")),
-        phase=status.get("phase"),
+        phase=text(subobject(pod, "status"), "phase"),
     )
 
 
@@ -70,7 +69,7 @@ class PodMetadataCache:
 
     # -- writers (the watch thread) ----------------------------------------------------------
 
-    def replace(self, pods: list[dict[str, Any]]) -> None:
+    def replace(self, pods: list[JsonObject]) -> None:
         """A full list: pods missing from it were deleted while we were not watching."""
         metas = [m for m in (pod_meta(p) for p in pods) if m is not None]
         now = self._clock()
@@ -85,7 +84,7 @@ class PodMetadataCache:
             self._expire(now)
             self.synced = True
 
-    def apply(self, event_type: str, pod: dict[str, Any]) -> None:
+    def apply(self, event_type: str, pod: JsonObject) -> None:
         """One watch event: ADDED, MODIFIED or DELETED."""
         meta = pod_meta(pod)
         if meta is None:

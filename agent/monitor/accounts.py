@@ -13,8 +13,7 @@ import threading
 from dataclasses import dataclass
 
 from agent.monitor.carbon_ledger import CarbonLedger, CarbonView
-from agent.monitor.energy_ledger import EnergyLedger, ExportLevels
-from agent.monitor.energy_totals import TotalsView
+from agent.monitor.energy_ledger import EnergyLedger, ExportLevels, TotalsView
 from agent.monitor.snapshot import Snapshot
 
 

@@ -2,7 +2,7 @@
 energy counters add, agent/monitor/energy_ledger.py) times the grid's carbon intensity over the
 interval (common/carbon.py), summed for the node, each pod and each namespace.
 
-The rules of the energy counters (agent/monitor/energy_totals.py) hold for grams too, and one
+The rules of the energy counters (agent/monitor/energy_ledger.py) hold for grams too, and one
 more: an interval whose energy is known but whose intensity is not (before or after a CSV's
 rows, a stale or missing value, a negative one) adds nothing — the counters hold, `add` returns
 the reason, and the collector counts it (`kubejoule_agent_errors_total{kind="carbon"}`). A
@@ -15,8 +15,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent.monitor.energy_ledger import interval_joules, label, pod_components
-from agent.monitor.energy_totals import EntityTotals, add_energy
+from agent.monitor.energy_ledger import (
+    EntityTotals,
+    add_energy,
+    interval_joules,
+    label,
+    pod_components,
+)
 from agent.monitor.snapshot import Snapshot
 from common.carbon import JOULES_PER_KWH, CarbonIntensity, Reading, interval_grams
 from common.carbon_file import IntensityFile

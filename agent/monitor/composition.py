@@ -13,11 +13,13 @@ host and pods by CPU time exactly as before — and makes the node's (DESIGN.md,
 The GPUs' shares join the parts: pods' `gpu_watts`, the host, idle, and what could not be
 split (`gpu_unattributed_watts`). With node power known,
 `Σ pods (watts + gpu_watts) + host + idle + gpu_unattributed = node`; unknown, every share is
-unknown.
+unknown. `check_invariant` checks it every interval (to 1e-6 relative) on the composed Snapshot:
+a breach is logged with the numbers and flagged.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -25,6 +27,10 @@ from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, Gap, Subject
 from agent.device.platform import PlatformState
 from agent.monitor.gpu_power import GpuResult
 from agent.monitor.snapshot import SOURCE_NONE, SOURCE_PLATFORM, PlatformPower, PodPower, Snapshot
+
+log = logging.getLogger("kubejoule.agent.sampler")  # the name a breach was always logged under
+
+INVARIANT_RELATIVE_TOLERANCE = 1e-6
 
 # A platform reading may be this far below its parts before it is refused: a BMC's reading is
 # averaged over its own window (often a second or more) and lags the counters.
@@ -112,3 +118,42 @@ def compose(snapshot: Snapshot, gpus: GpuResult | None, platform: PlatformState 
         gpus=devices, platform=platform_record,
         gpu_unattributed_watts=gpus.unattributed_watts if gpus is not None else None,
     )
+
+
+def invariant_error(
+    node_watts: float, idle_watts: float, pod_watts: list[float], host_watts: float
+) -> float:
+    """Relative error of Σpods + host + idle against node power."""
+    total = sum(pod_watts) + host_watts + idle_watts
+    scale = max(abs(node_watts), 1e-12)
+    return abs(total - node_watts) / scale
+
+
+def invariant_holds(
+    node_watts: float, idle_watts: float, pod_watts: list[float], host_watts: float
+) -> bool:
+    if node_watts == 0.0:
+        return abs(sum(pod_watts) + host_watts + idle_watts) <= 1e-9
+    return invariant_error(node_watts, idle_watts, pod_watts, host_watts) <= INVARIANT_RELATIVE_TOLERANCE
+
+
+def check_invariant(snapshot: Snapshot) -> Snapshot:
+    """Σ pods (CPU and GPU shares) + host + idle + unattributed GPU power = node, when all are
+    known; a breach is logged with the numbers and flagged (the exporter counts it)."""
+    node, idle, host = snapshot.node_watts, snapshot.idle_watts, snapshot.host_watts
+    shares = [p.watts for p in snapshot.pods] + [p.gpu_watts for p in snapshot.pods if p.gpu]
+    unattributed = snapshot.gpu_unattributed_watts or 0.0
+    if node is None or idle is None or host is None or any(w is None for w in shares):
+        return snapshot
+    known = [w for w in shares if w is not None] + [unattributed]
+    if invariant_holds(node, idle, known, host):
+        return snapshot
+    log.warning(
+        "attribution invariant breached: pods + host + idle != node",
+        extra={"fields": {
+            "node_watts": node, "idle_watts": idle, "pods_watts": sum(known) - unattributed,
+            "gpu_unattributed_watts": unattributed, "host_watts": host,
+            "relative_error": invariant_error(node, idle, known, host),
+        }},
+    )
+    return replace(snapshot, invariant_breached=True)

@@ -20,7 +20,6 @@ Per GPU (DESIGN.md, "GPUs"):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from agent.device.energy import (
     CounterError,
@@ -40,6 +39,7 @@ from agent.device.gaps import (
 )
 from agent.device.gpu_source import GpuSample
 from agent.device.nvml import ENERGY_COUNTER_RANGE_MJ, VIRTUALIZATION_WHOLE, GpuRead
+from agent.device.podresources import Holder
 
 # No GPU board draws more (NVIDIA B200 1000 W, AMD MI300X 750 W): without a usable power limit,
 # an interval above this is not a reading.
@@ -66,7 +66,7 @@ class GpuPower:
     unattributed_watts: float = 0.0
     measurable: bool = True  # False: this GPU reports no power at all (left out of node power)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         return {"index": self.index, "uuid": self.uuid, "name": self.name, "watts": self.watts,
                 "method": self.method, "mode": self.mode}
 
@@ -134,7 +134,7 @@ def _which(read: GpuRead) -> str:
     return f"{read.device.index}" + (f" ({read.device.uuid})" if read.device.uuid else "")
 
 
-def _mode(read: GpuRead, holders: tuple[Any, ...], replicas: bool) -> str:
+def _mode(read: GpuRead, holders: tuple[Holder, ...], replicas: bool) -> str:
     if read.mig:
         return MODE_MIG
     if read.virtualization is not None and read.virtualization not in VIRTUALIZATION_WHOLE:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent.device.energy import (
+    PACKAGE_NAME,
     CounterError,
     ImplausibleError,
     check_power,
@@ -15,6 +16,7 @@ from agent.device.energy import (
     power_ceiling_watts,
     uj_to_joules,
     wrap_period_seconds,
+    zone_kind,
 )
 from agent.device.gaps import (
     GAP_IMPLAUSIBLE,
@@ -29,9 +31,6 @@ from agent.device.rapl import (
     NO_POWERCAP_HINT,
     RaplReading,
     Zone,
-    counts_in_node_power,
-    node_zone_ids,
-    zone_kind,
 )
 from agent.monitor.snapshot import ZonePower
 
@@ -81,6 +80,25 @@ def zone_delta(
     return joules, None, GAP_UNKNOWN
 
 
+def counts_in_node_power(name: str) -> bool:
+    """Could a zone of this name be part of node power (psys, a package or its dram)?"""
+    return name in ("psys", "dram", "package") or bool(PACKAGE_NAME.match(name))
+
+
+def node_zone_ids(zones: dict[str, Zone]) -> tuple[str, list[str]]:
+    """Which zones make up node power: ("psys", [psys]) or ("packages", [package…, dram…])."""
+    psys = [zid for zid, z in zones.items() if z.is_top_level and z.name == "psys"]
+    if psys:
+        return "psys", sorted(psys)
+    packages = [zid for zid, z in zones.items() if z.is_package]
+    drams = [
+        zid
+        for zid, z in zones.items()
+        if z.name == "dram" and (z.is_top_level or (z.parent_id in zones and zones[z.parent_id].is_package))
+    ]
+    return "packages", sorted(packages) + sorted(drams)
+
+
 def _unidentified_in_node(kind: str, unidentified: list[str]) -> list[str]:
     """Unidentified entries that may be part of node power: any of them when node power is
     packages + dram (each may be a dram, a package or a psys); only top-level ones under psys
@@ -99,6 +117,12 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
         if CLASS_LISTING in reading.errors:
             unlisted = Gap(Subject.NODE, reading.errors[CLASS_LISTING], GAP_UNREADABLE)
             return NodePower(None, (), (unlisted,), True, (), failing=True)
+    # Which zones make up node power, from both reads' zones: a contributing zone that vanished
+    # makes node power unknown, rather than silently smaller.
+    kind, ids = node_zone_ids({**before.zones, **after.zones})
+    unidentified = sorted(set(before.unidentified) | set(after.unidentified))
+    doubtful = _unidentified_in_node(kind, unidentified)
+    unplaced = sorted(e for e, name in {**before.unplaced, **after.unplaced}.items() if counts_in_node_power(name))
     zone_powers: list[ZonePower] = []
     known_joules: dict[str, float] = {}
     for zone_id in sorted(set(before.zones) | set(after.zones) | set(before.errors) | set(after.errors)):
@@ -119,11 +143,6 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
                     energy_joules=joules,
                 )
             )
-    # Zones from both reads: a contributing zone that vanished makes node power unknown,
-    # rather than silently smaller.
-    kind, ids = node_zone_ids({**before.zones, **after.zones})
-    unidentified = sorted(set(before.unidentified) | set(after.unidentified))
-    doubtful = _unidentified_in_node(kind, unidentified)
     watts: float | None = None
     if doubtful:
         gaps.append(Gap(Subject.NODE, (
@@ -135,7 +154,7 @@ def compute_power(before: RaplReading, after: RaplReading, interval_seconds: flo
     elif not all(zid in known_joules for zid in ids):
         missing = ", ".join(zid for zid in ids if zid not in known_joules)
         gaps.append(Gap(Subject.NODE, f"node power ({kind}) is unknown because zone(s) {missing} have gaps", GAP_INCOMPLETE))
-    elif unplaced := sorted(e for e, name in {**before.unplaced, **after.unplaced}.items() if counts_in_node_power(name)):
+    elif unplaced:
         gaps.append(Gap(Subject.NODE, f"node power ({kind}) is unknown: powercap entry(s) {', '.join(unplaced)} "
                                 "look like part of it but their ids cannot be placed", GAP_INCOMPLETE))
     else:

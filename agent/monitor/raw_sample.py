@@ -1,5 +1,5 @@
 """One read of the host (`RawSample`): everything the sampler (agent/monitor/sampler.py) reads at one
-instant. Two of them make a Snapshot; the process and VM views (agent/monitor/views.py) read them too."""
+instant. Two of them make a Snapshot; the process and VM views (agent/monitor/attribution.py: process_views) read them too."""
 
 from __future__ import annotations
 

@@ -8,37 +8,37 @@ and every null has a gap saying why; known shares add up to node power."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.monitor.snapshot import SCHEMA
+
+Schema = dict[str, object]  # a JSON Schema (sub)document
 
 _NULL_OR_WATTS = {"type": ["number", "null"], "minimum": 0}
 
 
-def _watts(description: str) -> dict[str, Any]:
+def _watts(description: str) -> Schema:
     return {**_NULL_OR_WATTS, "description": description}
 
 
-def _text_or_null(description: str) -> dict[str, Any]:
+def _text_or_null(description: str) -> Schema:
     return {"type": ["string", "null"], "description": description}
 
 
 def _cpu_seconds(description: str = "CPU time in the interval; null: unknown this interval (a gap says why)"
-                 ) -> dict[str, Any]:
+                 ) -> Schema:
     return {"type": ["number", "null"], "minimum": 0, "description": description}
 
 
-def _usage(description: str) -> dict[str, Any]:
+def _usage(description: str) -> Schema:
     return {"type": ["number", "null"], "minimum": 0, "description": description + " (null: not given)"}
 
 
-def _objects(description: str, properties: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+def _objects(description: str, properties: dict[str, Schema], optional: tuple[str, ...] = ()) -> Schema:
     return {"type": "array", "description": description,
             "items": {"type": "object", "properties": properties,
                       "required": sorted(set(properties) - set(optional)), "additionalProperties": False}}
 
 
-def _object(description: str, properties: dict[str, Any], nullable: bool = False) -> dict[str, Any]:
+def _object(description: str, properties: dict[str, Schema], nullable: bool = False) -> Schema:
     return {"type": ["object", "null"] if nullable else "object", "description": description,
             "properties": properties, "required": sorted(properties), "additionalProperties": False}
 
@@ -48,7 +48,7 @@ _POD_NAMES = {
     "name": _text_or_null("its name (null without the Kubernetes API)"),
 }
 
-SAMPLE_SCHEMA: dict[str, Any] = {
+SAMPLE_SCHEMA: Schema = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": SCHEMA,
     "type": "object",

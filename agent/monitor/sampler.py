@@ -26,12 +26,11 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 from agent.device.cgroupfs import KeptUsageFiles
 from agent.device.cgroups import process_pod, read_cgroups
 from agent.device.energy import ImplausibleError
-from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_INCOMPLETE, GAP_UNREADABLE, Gap, Subject
+from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_UNREADABLE, Gap, Subject
 from agent.device.gpu_source import GpuSource
 from agent.device.host_energy import HostEnergyReader
 from agent.device.hostfs import HostFS
@@ -46,32 +45,17 @@ from agent.device.procstat import (
 )
 from agent.device.rapl import NO_POWERCAP_HINT, RaplReading, read_rapl
 from agent.device.vms import VMIdentity, is_qemu_comm, read_vm_identity
-from agent.monitor.attribution import (
-    invariant_error,
-    invariant_holds,
-    share_within,
-    split_idle,
-    split_pods,
-)
-from agent.monitor.baselines import (
-    ABSENT,
-    CPU_SKEW_MARGIN,
-    CPU_SKEW_SLACK_SECONDS,
-    check_elapsed,
-    interval_cpu,
-)
-from agent.monitor.composition import compose
+from agent.monitor.attribution import attribute_pods, process_views, split_idle
+from agent.monitor.baselines import CPU_SKEW_MARGIN, CPU_SKEW_SLACK_SECONDS, check_elapsed
+from agent.monitor.composition import check_invariant, compose
 from agent.monitor.gpu_power import compute_gpus
 from agent.monitor.host_power import node_power
 from agent.monitor.raw_sample import RawSample
 from agent.monitor.snapshot import (
     SOURCE_ESTIMATED,
     SOURCE_NONE,
-    ContainerPower,
-    PodPower,
     Snapshot,
 )
-from agent.monitor.views import process_views
 from common.power_profile import PowerProfile
 
 log = logging.getLogger("kubejoule.agent.sampler")
@@ -230,7 +214,7 @@ class Sampler:
         cpu_bound = (
             CPU_SKEW_MARGIN * delta.elapsed_cpu_seconds + CPU_SKEW_SLACK_SECONDS if delta is not None else None
         )
-        pods, host_watts, skewed, part_watts, part_cpu, membership = self._pods(
+        pods, host_watts, skewed, part_watts, part_cpu, membership = attribute_pods(
             before, after, idle.active_watts, busy, cpu_bound, gaps
         )
         vms, busy_processes = process_views(before, after, part_watts, part_cpu, membership, cpu_bound, gaps,
@@ -256,7 +240,8 @@ class Sampler:
             busy_processes=busy_processes,
             live_pids=frozenset(after.processes) if self.process_top > 0 else frozenset(),
             skew_scaled=skewed,
-            wall_watts=self._wall_watts(node_watts),
+            # wall power from the profile's RAPL-to-wall correction (always an estimate)
+            wall_watts=self.profile.wall_watts(node_watts) if self.profile is not None else None,
             estimate=self.profile.estimate if source == SOURCE_ESTIMATED and self.profile is not None else None,
         )
         # The GPUs are read a few milliseconds after RAPL, every time: over the same interval, so
@@ -264,101 +249,4 @@ class Sampler:
         gpus = compute_gpus(before.gpus, after.gpus, interval) if before.gpus and after.gpus else None
         return check_invariant(compose(snapshot, gpus, after.platform))
 
-    def _wall_watts(self, node_watts: float | None) -> float | None:
-        """Wall power from the profile's RAPL-to-wall correction (always an estimate)."""
-        return self.profile.wall_watts(node_watts) if self.profile is not None else None
 
-    def _pods(
-        self,
-        before: RawSample,
-        after: RawSample,
-        active_watts: float | None,
-        busy: float | None,
-        cpu_bound: float | None,
-        gaps: list[Gap],
-    ) -> tuple[
-        tuple[PodPower, ...], float | None, bool, dict[str | None, float | None],
-        dict[str | None, float | None], dict[int, str],
-    ]:
-        """Pods and containers by cgroup CPU time; returns the pods, host watts, the skew flag,
-        and per part (pod uid, or None for the host) its watts, its CPU seconds, and which
-        process is in which pod. A pod whose CPU time is unknown this interval is listed with
-        null CPU and watts (so its energy counter holds), and the host is then unknown too."""
-        now = after.cgroups.pods if after.cgroups is not None else {}
-        then = before.cgroups.pods if before.cgroups is not None else {}
-        for reading in (before.cgroups, after.cgroups):
-            if reading is not None:
-                for reason in reading.errors:
-                    if Gap(Subject.CGROUPS, reason, GAP_UNREADABLE) not in gaps:
-                        gaps.append(Gap(Subject.CGROUPS, reason, GAP_UNREADABLE))
-        then_complete = before.cgroups is None or not before.cgroups.incomplete
-        children_complete = then_complete and (before.cgroups is None or not before.cgroups.membership_incomplete)
-        pod_cpu: dict[str, float | None] = {}
-        for uid, pod in now.items():
-            pod_cpu[uid] = interval_cpu(Subject.POD, uid, then.get(uid, ABSENT), pod, then_complete, cpu_bound, gaps)
-        # Pods missing from an incomplete read still exist as far as we know: unknown, not gone.
-        unseen = {} if after.cgroups is None or not after.cgroups.incomplete else {
-            uid: pod for uid, pod in then.items() if uid not in now
-        }
-        for uid in unseen:
-            gaps.append(Gap(Subject.POD, "missing from this read, which was incomplete (see the cgroups gap)", GAP_INCOMPLETE, name=uid))
-        known = {uid: cpu for uid, cpu in pod_cpu.items() if cpu is not None}
-        unknown = [uid for uid, cpu in pod_cpu.items() if cpu is None] + list(unseen)
-        split = split_pods(active_watts, busy, known)
-        pod_watts: dict[str, float | None] = dict(split.pod_watts)
-        host_watts, host_cpu = split.host_watts, split.host_cpu_seconds
-        if unknown:
-            host_watts = host_cpu = None  # B − Σc_i needs every c_i
-            if split.skew_scaled:  # the scaling needs every c_i too
-                pod_watts = dict.fromkeys(pod_watts)
-            if active_watts is not None and busy is not None:
-                gaps.append(Gap(Subject.HOST, f"unknown because {len(unknown)} pod(s) have unknown CPU time, e.g. "
-                                        f"{unknown[0]}", GAP_INCOMPLETE))
-        pods: list[PodPower] = []
-        membership: dict[int, str] = {}
-        for uid, pod in now.items():
-            earlier = then.get(uid)
-            previous = {c.id: c for c in earlier.containers} if earlier is not None else {}
-            container_cpu = {
-                c.id: interval_cpu(Subject.CONTAINER, c.id, previous.get(c.id, ABSENT), c,
-                                    children_complete or earlier is None, cpu_bound, gaps)
-                for c in pod.containers
-            }
-            shares = share_within(pod_watts.get(uid), pod_cpu[uid],
-                                  {cid: cpu for cid, cpu in container_cpu.items() if cpu is not None})
-            containers = tuple(
-                ContainerPower(c.id, container_cpu[c.id], shares.get(c.id)) for c in pod.containers
-            )
-            pods.append(PodPower(uid, pod.qos, pod_cpu[uid], pod_watts.get(uid), containers))
-            for pid in pod.pids:
-                membership[pid] = uid
-        pods.extend(PodPower(uid, pod.qos, None, None) for uid, pod in unseen.items())
-        part_watts: dict[str | None, float | None] = {uid: w for uid, w in pod_watts.items()}
-        # Views need to know which processes are the host's: not when a cgroup.procs was unreadable.
-        membership_known = after.cgroups is None or not (after.cgroups.membership_incomplete or after.cgroups.incomplete)
-        part_watts[None] = host_watts if membership_known else None
-        part_cpu: dict[str | None, float | None] = {uid: c for uid, c in known.items()}
-        part_cpu[None] = host_cpu
-        return tuple(pods), host_watts, split.skew_scaled, part_watts, part_cpu, membership
-
-
-def check_invariant(snapshot: Snapshot) -> Snapshot:
-    """Σ pods (CPU and GPU shares) + host + idle + unattributed GPU power = node, when all are
-    known; a breach is logged with the numbers and flagged (the exporter counts it)."""
-    node, idle, host = snapshot.node_watts, snapshot.idle_watts, snapshot.host_watts
-    shares = [p.watts for p in snapshot.pods] + [p.gpu_watts for p in snapshot.pods if p.gpu]
-    unattributed = snapshot.gpu_unattributed_watts or 0.0
-    if node is None or idle is None or host is None or any(w is None for w in shares):
-        return snapshot
-    known = [w for w in shares if w is not None] + [unattributed]
-    if invariant_holds(node, idle, known, host):
-        return snapshot
-    log.warning(
-        "attribution invariant breached: pods + host + idle != node",
-        extra={"fields": {
-            "node_watts": node, "idle_watts": idle, "pods_watts": sum(known) - unattributed,
-            "gpu_unattributed_watts": unattributed, "host_watts": host,
-            "relative_error": invariant_error(node, idle, known, host),
-        }},
-    )
-    return replace(snapshot, invariant_breached=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from agent.device.gaps import GAP_IMPLAUSIBLE, Gap, Subject
 from agent.monitor.gpu_power import GpuPower
@@ -166,8 +165,8 @@ class Snapshot:
     wall_watts: float | None = None
     # With source "estimated" from published coefficients: their provenance (`ccf:aws:m5.xlarge`)
     estimate: str | None = None
-    metrics_server: dict[str, Any] | None = None
-    network: dict[str, Any] | None = None
+    metrics_server: dict[str, object] | None = None
+    network: dict[str, object] | None = None
 
     @property
     def node_energy_joules(self) -> float | None:
@@ -208,13 +207,13 @@ class Snapshot:
         return strict_record(record)
 
 
-def strict_record(record: dict[str, Any]) -> dict[str, Any]:
+def strict_record(record: dict[str, object]) -> dict[str, object]:
     """The record with every non-finite number (NaN, ±Infinity) replaced by null and a gap
     saying where, so it is strict JSON whatever a bug upstream let through. The sampler's own
     checks should leave nothing for this to do."""
     found: list[str] = []
 
-    def clean(value: Any, where: str) -> Any:
+    def clean(value: object, where: str) -> object:
         if isinstance(value, float) and not math.isfinite(value):
             found.append(where)
             return None
@@ -224,9 +223,11 @@ def strict_record(record: dict[str, Any]) -> dict[str, Any]:
             return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
         return value
 
-    cleaned: dict[str, Any] = clean(record, "")
+    cleaned = {k: clean(v, k) for k, v in record.items()}
+    gaps = cleaned["gaps"]
+    assert isinstance(gaps, list)  # every record has its gaps
     for where in found:
-        cleaned["gaps"].append(Gap(Subject.FIELD, "not a finite number (NaN or infinity)", GAP_IMPLAUSIBLE, name=where).to_record())
+        gaps.append(Gap(Subject.FIELD, "not a finite number (NaN or infinity)", GAP_IMPLAUSIBLE, name=where).to_record())
     return cleaned
 
 

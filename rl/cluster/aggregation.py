@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rl.cluster import pki
 from rl.cluster.api import Api, ApiError
+from scheduler.cluster.kubejson import JsonObject, subobject, subobjects
 
 FRONT_PROXY_CLIENT = "front-proxy-client"
 METRICS_SERVER_USER = "system:metrics-server"
@@ -89,8 +90,8 @@ def metrics_server_argv(
     ]
 
 
-def _binding(kind: str, name: str, role_kind: str, role: str, namespace: str | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name}
+def _binding(kind: str, name: str, role_kind: str, role: str, namespace: str | None = None) -> JsonObject:
+    metadata: JsonObject = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
     return {
@@ -100,12 +101,12 @@ def _binding(kind: str, name: str, role_kind: str, role: str, namespace: str | N
     }
 
 
-def metrics_server_rbac() -> list[tuple[str, dict[str, Any]]]:
+def metrics_server_rbac() -> list[tuple[str, JsonObject]]:
     """(collection path, object) for what its upstream manifests grant metrics-server: read nodes,
     pods and nodes/metrics; delegate authentication and authorization; read the requestheader
     ConfigMap in kube-system (without it metrics-server cannot trust the aggregator)."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
-    role = {
+    role: JsonObject = {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": METRICS_SERVER_USER},
         "rules": [
             {"apiGroups": [""], "resources": ["nodes/metrics"], "verbs": ["get"]},
@@ -124,13 +125,13 @@ def metrics_server_rbac() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def metrics_server_route(port: int, ca: Path) -> list[tuple[str, dict[str, Any]]]:
+def metrics_server_route(port: int, ca: Path) -> list[tuple[str, JsonObject]]:
     """The Service (ExternalName 127.0.0.1) and the APIService that send metrics.k8s.io to PORT."""
-    service = {
+    service: JsonObject = {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVICE, "namespace": NAMESPACE},
         "spec": {"type": "ExternalName", "externalName": "127.0.0.1", "ports": [{"name": "https", "port": port}]},
     }
-    api_service = {
+    api_service: JsonObject = {
         "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": API_SERVICE},
         "spec": {
             "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
@@ -142,7 +143,7 @@ def metrics_server_route(port: int, ca: Path) -> list[tuple[str, dict[str, Any]]
             ("/apis/apiregistration.k8s.io/v1/apiservices", api_service)]
 
 
-def install(api: Api, objects: list[tuple[str, dict[str, Any]]]) -> None:
+def install(api: Api, objects: list[tuple[str, JsonObject]]) -> None:
     """Create each object, or replace the one already there (a metrics-server started again)."""
     for collection, obj in objects:
         try:
@@ -150,9 +151,10 @@ def install(api: Api, objects: list[tuple[str, dict[str, Any]]]) -> None:
         except ApiError as exc:
             if exc.status != 409:
                 raise
-            path = f"{collection}/{obj['metadata']['name']}"
+            metadata = subobject(obj, "metadata")
+            path = f"{collection}/{metadata.get('name')}"
             current = api.request("GET", path)
-            obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+            obj = {**obj, "metadata": {**metadata, "resourceVersion": current["metadata"]["resourceVersion"]}}
             api.request("PUT", path, obj)
 
 
@@ -184,9 +186,9 @@ def wait_available(api: Api, timeout: float) -> None:
     raise TimeoutError(f"APIService {API_SERVICE} not Available within {timeout:g} s ({reason})")
 
 
-def available(api_service: dict[str, Any]) -> tuple[bool, str]:
+def available(api_service: Mapping[str, object]) -> tuple[bool, str]:
     """Whether an APIService is Available, and the aggregator's reason when it is not."""
-    for condition in (api_service.get("status") or {}).get("conditions") or []:
+    for condition in subobjects(subobject(api_service, "status"), "conditions"):
         if condition.get("type") == "Available":
             return condition.get("status") == "True", f"{condition.get('reason')}: {condition.get('message')}"
     return False, "no Available condition yet"

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.cluster.kubejson import JsonObject
+
 
 class ApiError(RuntimeError):
     """An API answer outside 2xx: its status and the server's message."""
@@ -58,7 +60,7 @@ class Api:
         return headers
 
     def request(
-        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+        self, method: str, path: str, body: object = None, *, content_type: str = "application/json"
     ) -> Any:
         """The decoded JSON answer (or text for non-JSON answers); ApiError outside 2xx."""
         connection = self._connect(self.timeout)
@@ -83,7 +85,7 @@ class Api:
                 return text
         return text
 
-    def watch(self, path: str, timeout_seconds: int = 3600) -> Iterator[dict[str, Any]]:
+    def watch(self, path: str, timeout_seconds: int = 3600) -> Iterator[JsonObject]:
         """The events of a watch on `path` (a list URL), one decoded event at a time, until the
         server ends it (after `timeout_seconds`) or the caller stops iterating."""
         separator = "&" if "?" in path else "?"
@@ -96,7 +98,8 @@ class Api:
                 raise ApiError("GET", url, response.status, _message(response.read()))
             for line in response:
                 if line.strip():
-                    yield json.loads(line)
+                    event = json.loads(line)
+                    yield event if isinstance(event, dict) else {}
         finally:
             connection.close()
 

@@ -40,6 +40,15 @@ from rl.cluster.pki import Authority
 from rl.cluster.processes import Process, free_port, start, wait_ready
 from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.traces.scenario import NodeSpec
+from scheduler.domain.cluster_defaults import (
+    MAX_GRACEFUL_TERMINATION_S,
+    MAX_POD_EVICTION_S,
+    NODE_DELETION_DELAY_TIMEOUT_S,
+    SCALE_DOWN_DELAY_AFTER_ADD_S,
+    SCALE_DOWN_DELAY_AFTER_FAILURE_S,
+    SCALE_DOWN_UNNEEDED_S,
+    SCAN_INTERVAL_S,
+)
 
 CA_BIN_ENV = "KUBEJOULE_CA_BIN"
 CA_BLOCKED = (
@@ -78,18 +87,18 @@ class Timer:
 
 
 SCALED_TIMERS: tuple[Timer, ...] = (
-    Timer("scan-interval", "scan_interval_s", 10, "config/const.go DefaultScanInterval"),
-    Timer("scale-down-unneeded-time", "scale_down_unneeded_s", 600, "config/const.go DefaultScaleDownUnneededTime"),
-    Timer("scale-down-delay-after-add", "delay_after_add_s", 600, "config/flags/flags.go"),
+    Timer("scan-interval", "scan_interval_s", SCAN_INTERVAL_S, "config/const.go DefaultScanInterval"),
+    Timer("scale-down-unneeded-time", "scale_down_unneeded_s", SCALE_DOWN_UNNEEDED_S, "config/const.go DefaultScaleDownUnneededTime"),
+    Timer("scale-down-delay-after-add", "delay_after_add_s", SCALE_DOWN_DELAY_AFTER_ADD_S, "config/flags/flags.go"),
     # 0 makes cluster-autoscaler use the scan interval (already scaled)
     Timer("scale-down-delay-after-delete", "delay_after_delete_s", 0, "config/flags/flags.go"),
-    Timer("scale-down-delay-after-failure", "delay_after_failure_s", 180, "config/const.go DefaultScaleDownDelayAfterFailure"),
-    Timer("max-pod-eviction-time", "max_pod_eviction_s", 120, "config/flags/flags.go"),
+    Timer("scale-down-delay-after-failure", "delay_after_failure_s", SCALE_DOWN_DELAY_AFTER_FAILURE_S, "config/const.go DefaultScaleDownDelayAfterFailure"),
+    Timer("max-pod-eviction-time", "max_pod_eviction_s", MAX_POD_EVICTION_S, "config/flags/flags.go"),
     Timer("scale-down-unready-time", None, 1200, "config/const.go DefaultScaleDownUnreadyTime"),
     Timer("max-node-provision-time", None, 900, "config/flags/flags.go"),
     Timer("max-node-startup-time", None, 900, "config/flags/flags.go"),
     Timer("node-delete-delay-after-taint", None, 5, "config/flags/flags.go"),
-    Timer("node-deletion-delay-timeout", None, 120, "config/flags/flags.go"),
+    Timer("node-deletion-delay-timeout", None, NODE_DELETION_DELAY_TIMEOUT_S, "config/flags/flags.go"),
     Timer("unremovable-node-recheck-timeout", None, 300, "config/flags/flags.go"),
     Timer("initial-node-group-backoff-duration", None, 300, "config/flags/flags.go"),
     Timer("max-node-group-backoff-duration", None, 1800, "config/flags/flags.go"),
@@ -97,7 +106,7 @@ SCALED_TIMERS: tuple[Timer, ...] = (
 )
 # (flag or constant, value, why it is not divided by the speedup)
 UNSCALED: tuple[tuple[str, str, str], ...] = (
-    ("--max-graceful-termination-sec", "600 s", "whole seconds: ÷ speedup, at least 1 s"),
+    ("--max-graceful-termination-sec", f"{MAX_GRACEFUL_TERMINATION_S} s", "whole seconds: ÷ speedup, at least 1 s"),
     ("--new-pod-scale-up-delay", "0 s", "zero at its default"),
     ("--frequent-loops-enabled", "true", "a loop also starts at once on an unschedulable pod and after a "
      "scale-up (loop/trigger.go): no wait to scale; the simulator scans on its interval only"),
@@ -140,7 +149,7 @@ def ca_argv(ca_bin: Path, model: AutoscalerModel, speedup: float, kubeconfig: Pa
                          f"{', '.join((*ON_CLUSTER_EXPANDERS, 'kubejoule'))}")
     for timer in SCALED_TIMERS:
         argv.append(f"--{timer.flag}={seconds_flag(timer.trace_seconds(model) / speedup)}")
-    argv.append(f"--max-graceful-termination-sec={max(1, round(600 / speedup))}")
+    argv.append(f"--max-graceful-termination-sec={max(1, round(MAX_GRACEFUL_TERMINATION_S / speedup))}")
     if model.utilization_threshold is None:
         raise ValueError("the only-empty-nodes ablation has no cluster-autoscaler flag")
     argv += [f"--scale-down-utilization-threshold={model.utilization_threshold:g}",

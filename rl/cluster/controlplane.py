@@ -16,10 +16,9 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -35,6 +34,7 @@ from rl.cluster.processes import (
     wait_ready,
 )
 from rl.simulation.traces.scenario import NodeSpec, load_node_groups
+from scheduler.cluster.kubejson import JsonObject, subobject, subobjects
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT_S = 180.0
@@ -112,10 +112,10 @@ def _kubeconfig(path: Path, port: int, ca: Path, pair: pki.KeyPair, user: str) -
     return path
 
 
-def scheduler_config(kubeconfig: Path, source: Path | None) -> dict[str, Any]:
+def scheduler_config(kubeconfig: Path, source: Path | None) -> JsonObject:
     """The KubeSchedulerConfiguration to run: the user's (or a bare default), with our kubeconfig
     and, unless it says otherwise, no leader election (one replica on loopback)."""
-    config: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    config: JsonObject = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
     if source is not None:
         try:
             loaded = yaml.safe_load(source.read_text())
@@ -124,8 +124,8 @@ def scheduler_config(kubeconfig: Path, source: Path | None) -> dict[str, Any]:
         if not isinstance(loaded, dict) or loaded.get("kind") != "KubeSchedulerConfiguration":
             raise ClusterError(f"--scheduler-config {source}: not a KubeSchedulerConfiguration")
         config = loaded
-    config.setdefault("clientConnection", {})["kubeconfig"] = str(kubeconfig)
-    config.setdefault("leaderElection", {}).setdefault("leaderElect", False)
+    config["clientConnection"] = {**subobject(config, "clientConnection"), "kubeconfig": str(kubeconfig)}
+    config["leaderElection"] = {"leaderElect": False, **subobject(config, "leaderElection")}
     return config
 
 
@@ -348,16 +348,19 @@ def create_nodes(api: Api, specs: Sequence[NodeSpec]) -> None:
 NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 
 
-def node_ready(node: dict[str, Any]) -> bool:
+def node_ready(node: Mapping[str, object]) -> bool:
     """Its Ready condition is True."""
-    conditions = node.get("status", {}).get("conditions") or []
+    conditions = subobjects(subobject(node, "status"), "conditions")
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def node_schedulable(node: dict[str, Any]) -> bool:
+def node_schedulable(node: Mapping[str, object]) -> bool:
     """Ready, and the controller has taken its not-ready taints away: pods can land on it."""
-    taints = node.get("spec", {}).get("taints") or []
+    taints = subobjects(subobject(node, "spec"), "taints")
     return node_ready(node) and not any(t.get("key") in NOT_READY_TAINTS for t in taints)
+
+
+NODES_READY_TIMEOUT_S = 120.0  # the harness's wait for the nodes it creates to be schedulable (wall seconds)
 
 
 def wait_nodes_ready(api: Api, names: Sequence[str], timeout: float) -> None:

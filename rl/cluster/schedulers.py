@@ -19,7 +19,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -27,6 +26,7 @@ from rl.cluster.api import probe_http, probe_https_anonymous
 from rl.cluster.controlplane import Cluster
 from rl.cluster.processes import Process, free_port, start, stop, wait_ready
 from rl.simulation.traces.scenario import NodeSpec
+from scheduler.cluster.kubejson import JsonObject
 
 EXTENDER_PREFIX = "default+extender:"
 ON_CLUSTER_POLICIES = ("default", "mostallocated", f"{EXTENDER_PREFIX}W", "kubejoule")
@@ -63,13 +63,13 @@ def check_policy(policy: str) -> None:
     raise ValueError(f"--on-cluster: policy {policy!r} has no real scheduler here; known: {', '.join(ON_CLUSTER_POLICIES)}")
 
 
-def kube_scheduler_config(cluster: Cluster, policy: str, name: str, extender_port: int | None) -> dict[str, Any]:
+def kube_scheduler_config(cluster: Cluster, policy: str, name: str, extender_port: int | None) -> JsonObject:
     """The KubeSchedulerConfiguration of `policy` (module docstring) under schedulerName `name`."""
-    profile: dict[str, Any] = {"schedulerName": name}
+    profile: JsonObject = {"schedulerName": name}
     if policy == "mostallocated":
         profile["pluginConfig"] = [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
             "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}}]
-    config: dict[str, Any] = {
+    config: JsonObject = {
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(cluster.directory / "scheduler.kubeconfig"), "qps": 500, "burst": 500},
         "leaderElection": {"leaderElect": False}, "profiles": [profile],

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import asdict
-from typing import Any
 
 from rl.cmd.benchmark_cli import scenario_setup
 from rl.cmd.parallel_options import add_options
@@ -23,13 +22,15 @@ from rl.evaluation.ablation import (
     ROWS,
     AblationPlan,
     Case,
+    Row,
     ablation_document,
     plan_ablation,
 )
 from rl.evaluation.ablation_report import write_ablation
+from rl.evaluation.benchmark import RunOutcome
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "ablation",
         help="each lever alone and together, beside the baseline, bin packing, hindsight and "
@@ -81,7 +82,7 @@ def heldout_cases(directory: str) -> list[Case]:
     ]
 
 
-def _rows(text: str | None) -> tuple[Any, ...]:
+def _rows(text: str | None) -> tuple[Row, ...]:
     if text is None:
         return ROWS
     by_label = {r.label: r for r in ROWS}
@@ -95,7 +96,7 @@ def _rows(text: str | None) -> tuple[Any, ...]:
     return tuple(by_label[label] for label in labels)
 
 
-def _source(args: argparse.Namespace) -> dict[str, Any]:
+def _source(args: argparse.Namespace) -> dict[str, object]:
     if args.heldout:
         return {"heldout": str(args.heldout)}
     return {"scenario": args.scenario, "nodes": args.nodes, "trace": args.trace, "pdbs": args.pdbs}
@@ -124,7 +125,7 @@ def command(args: argparse.Namespace) -> int:
         bar = None if args.no_progress else ProgressBar(len(indices), "ablation")
         names = description["tasks"]
 
-        def done(position: int, outcome: Any) -> None:
+        def done(position: int, outcome: RunOutcome) -> None:
             if bar is not None:
                 case, key, seed = names[indices[position]]
                 bar.advance(1, f"{case}: {key} seed {seed}")

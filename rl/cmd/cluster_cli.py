@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from rl.cluster.controlplane import ClusterError, ClusterOptions, down, load, up
 from rl.cluster.processes import ComponentError
@@ -24,7 +23,7 @@ from rl.simulation.traces.scenario import ScenarioError
 BIN_ENV = "KUBEJOULE_K8S_BIN"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cluster = sub.add_parser("cluster", help="a real Kubernetes control plane on loopback (KWOK nodes)")
     verbs = cluster.add_subparsers(dest="cluster_command", required=True)
     start = verbs.add_parser("up", help="start it; prints the kubeconfig's path last")

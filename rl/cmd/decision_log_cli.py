@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rl.learning.sim_decision_log import TRAINING_LOG_POLICIES, write_training_log
 
@@ -33,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.out} exists: remove it first (the log is appended to)", file=sys.stderr)
         return 2
 
-    def progress(index: int, draw: dict[str, Any]) -> None:
+    def progress(index: int, draw: dict[str, object]) -> None:
         print(f"cluster {index + 1}/{args.clusters}: {json.dumps(draw)}", file=sys.stderr)
 
     write_training_log(args.out, args.clusters, args.seed, policies, args.hours, progress)

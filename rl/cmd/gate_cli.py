@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
 
 from rl.cmd.parallel_options import add_options
 from rl.evaluation.gate_run import (
@@ -24,7 +24,7 @@ from rl.simulation.traces.scenario import (
 )
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gate = sub.add_parser(
         "gate",
         help="promotion gate: a candidate against the baselines on held-out cases",
@@ -61,7 +61,7 @@ def add_parser(sub: Any) -> None:
     add_options(gate)
 
 
-def command(args: Any) -> int:
+def command(args: argparse.Namespace) -> int:
     import sys
     from dataclasses import asdict
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Any
 
 from rl.evaluation.ablation import merged_ablation
 from rl.evaluation.ablation_report import write_ablation
@@ -13,7 +13,7 @@ from rl.evaluation.results import results_json, write_results
 from rl.evaluation.shards import ABLATION_SHARD, BENCHMARK_SHARD, ShardError, join
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     merge = sub.add_parser(
         "merge",
         help="join the shard files of a `benchmark`, `gate` or `ablation` run with --shard",
@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
     merge.add_argument("--report", help="gate or ablation: Markdown path (report, table)")
 
 
-def command(args: Any) -> int:
+def command(args: argparse.Namespace) -> int:
     try:
         schema, plan, runs = join(args.shards)
         if schema == ABLATION_SHARD:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from rl.evaluation.parallel import default_jobs, parse_jobs, parse_shard
 
+T = TypeVar("T")
 
-def add_options(parser: Any) -> None:
+
+def add_options(parser: argparse.ArgumentParser) -> None:
     """`--jobs N` and `--shard K/N` on an argparse parser (bad values exit 2 with the reason)."""
-    import argparse
 
-    def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-        def checked(text: str) -> Any:
+    def argument(parse: Callable[[str], T]) -> Callable[[str], T]:
+        def checked(text: str) -> T:
             try:
                 return parse(text)
             except ValueError as exc:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from rl.simulation.traces.trace import ScenarioError, format_trace
 from rl.simulation.traces.trace_import import DEFAULT_OWNERS, ImportOptions, import_pods, read_rows
@@ -21,7 +21,7 @@ def _owners(entries: Iterable[str]) -> dict[str, str]:
     return owners
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`import` under `kubejoule-rl trace` (its options' dests are prefixed: the generator's
     options live on the same namespace)."""
     parser = sub.add_parser(
@@ -51,7 +51,7 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def command(args: Any) -> int:
+def command(args: argparse.Namespace) -> int:
     try:
         options = ImportOptions(
             args.from_day, args.to_day, args.request_scale, args.usage_ratio, args.max_cpu,

@@ -11,16 +11,16 @@ time, `git describe` of the code, torch version. torch is imported only when tra
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 ALGOS = ("dqn", "mlp")
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     train = sub.add_parser(
         "train", help="train a learned scorer (dqn placement policy, mlp energy model)"
     )
@@ -88,7 +88,7 @@ def code_version() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def command(args: Any) -> int:
+def command(args: argparse.Namespace) -> int:
     if not args.out.endswith(".pt"):
         print("kubejoule-rl train: --out must end in .pt", file=sys.stderr)
         return 2

@@ -3,10 +3,10 @@ the plot)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from rl.cmd.benchmark_cli import scenario_setup
 from rl.cmd.parallel_options import add_options
@@ -15,7 +15,7 @@ from rl.evaluation.whatif import plan_whatif, plot_whatif, run_whatif, whatif_ta
 from rl.simulation.traces.headline import RECOMMENDED
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     whatif = sub.add_parser(
         "whatif",
         help="cluster-autoscaler's unneeded time × utilization threshold for one setup: energy "
@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
     add_options(whatif)
 
 
-def command(args: Any) -> int:
+def command(args: argparse.Namespace) -> int:
     if args.shard is not None:
         print("kubejoule-rl whatif: --shard is not supported here", file=sys.stderr)
         return 2

@@ -156,7 +156,7 @@ class AblationPlan:
         """(case, the case plan's task index): case by case, row by row, seed by seed."""
         return [(c, i) for c, plan in enumerate(self.plans) for i in range(len(plan.tasks))]
 
-    def describe(self, source: Mapping[str, Any]) -> dict[str, Any]:
+    def describe(self, source: Mapping[str, object]) -> dict[str, Any]:
         """What the ablation's shards share (rl/evaluation/shards.py)."""
         return {
             "source": dict(source),

@@ -23,7 +23,7 @@ from rl.evaluation.ablation_rows import AblationDocument, ablation_of
 from rl.evaluation.paired import Interval, format_interval
 
 
-def _cell(value: Any, fmt: str, suffix: str = "") -> str:
+def _cell(value: object, fmt: str, suffix: str = "") -> str:
     return "—" if value is None else format(value, fmt) + suffix
 
 

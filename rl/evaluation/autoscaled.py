@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rl.cluster import autoscaler as ca
 from rl.cluster.api import Api, ApiError
-from rl.cluster.controlplane import Cluster, wait_nodes_ready
+from rl.cluster.controlplane import NODES_READY_TIMEOUT_S, Cluster, wait_nodes_ready
 from rl.cluster.processes import ComponentError, Process, free_port, log_tail, stop
 from rl.cluster.schedulers import start_policy
 from rl.evaluation.benchmark import BenchmarkPlan, RunTask
@@ -80,7 +80,7 @@ def prepare_nodes(api: Api, nodes: Sequence[NodeSpec], boot_wall_s: float, suffi
     for body in initial:
         api.request("POST", "/api/v1/nodes", body)
     names = [b["metadata"]["name"] for b in initial]
-    wait_nodes_ready(api, names, 120.0)
+    wait_nodes_ready(api, names, NODES_READY_TIMEOUT_S)
     return names
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from common.carbon import JOULES_PER_KWH, CarbonIntensity, IntensitySeries, iso
 
@@ -22,7 +21,7 @@ class CarbonWindow:
     intensity: CarbonIntensity
     start_s: float  # Unix seconds where the trace's t = 0 falls
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         series = self.intensity
         file: str | None = None  # a constant intensity has no file and no age limit
         max_age_s: float | None = None

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rl.evaluation.benchmark import RunOutcome, RunSummary, assemble
+from rl.evaluation.benchmark import BenchmarkResult, RunOutcome, RunSummary, assemble
 from rl.evaluation.oracle import OracleBound
 from rl.evaluation.shards import ShardError
 
 
-def merged_benchmark(plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> Any:
+def merged_benchmark(plan: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> BenchmarkResult:
     """The BenchmarkResult of a joined benchmark (without timelines)."""
     summary_fields = set(RunSummary.__dataclass_fields__)
     try:

@@ -7,14 +7,15 @@ model. A node outside the node groups (no `kubejoule.io/node-group` label) is no
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from rl.cluster.api import Api
 from rl.cluster.controlplane import node_ready
 from rl.cluster.kwok import GROUP_LABEL
 from rl.evaluation.replay import Recording, ResourceWatch
 from rl.simulation.recorded import NodeLife
+from scheduler.cluster.kubejson import subobject
 
 
 @dataclass
@@ -32,13 +33,13 @@ class NodeWatch(ResourceWatch):
         super().__init__(api, "/api/v1/nodes", recording, timeout_s)
         self._seen: dict[str, _Seen] = {}
 
-    def _note(self, node: dict[str, Any], event: str) -> None:
-        metadata = node.get("metadata", {})
-        group = (metadata.get("labels") or {}).get(GROUP_LABEL)
-        if not group:
+    def _note(self, node: Mapping[str, object], event: str) -> None:
+        metadata = subobject(node, "metadata")
+        group = subobject(metadata, "labels").get(GROUP_LABEL)
+        if not isinstance(group, str) or not group:
             return
         at = max(0.0, self._recording.trace_s(time.monotonic()))
-        name = metadata.get("name", "")
+        name = str(metadata.get("name", ""))
         seen = self._seen.setdefault(name, _Seen(group, 0.0 if event == "LISTED" else at))
         if seen.ready_s is None and node_ready(node):
             seen.ready_s = at

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rl.cluster.api import Api, ApiError
 from rl.cluster.autoscaler import CA_BLOCKED, CA_HOW, ON_CLUSTER_EXPANDERS
 from rl.cluster.controlplane import (
+    NODES_READY_TIMEOUT_S,
     REPLAYED_CONTROLLERS,
     Cluster,
     ClusterOptions,
@@ -58,6 +58,7 @@ from rl.simulation.engine.simrecords import SimResult
 from rl.simulation.recorded import recorded_result
 from rl.simulation.traces.kubeobjects import requests_object
 from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
+from scheduler.cluster.kubejson import subobject, subobjects
 
 AUTOSCALER_BLOCKED = (
     f"--on-cluster without a cluster-autoscaler binary runs a static cluster only: {CA_BLOCKED}, so "
@@ -75,8 +76,8 @@ class PartialRun:
     result: SimResult | None = None
     pods_ended: int = 0
 
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"policy": self.task.key, "seed": self.task.seed, "partial": True,
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"policy": self.task.key, "seed": self.task.seed, "partial": True,
                                "reason": self.reason, "pods_ended": self.pods_ended}
         if self.result is not None:
             out["energy_kwh_so_far"] = round(self.result.energy_joules / 3.6e6, 4)
@@ -129,7 +130,10 @@ def _namespace(api: Api, name: str) -> None:
         time.sleep(0.2)
 
 
-def create_daemonsets(api: Api, daemonsets: Sequence[DaemonSetSpec], nodes: int, timeout_s: float = 120.0) -> None:
+DAEMONSET_TIMEOUT_S = 120.0  # wall seconds for the DaemonSets' pods to be Running
+
+
+def create_daemonsets(api: Api, daemonsets: Sequence[DaemonSetSpec], nodes: int, timeout_s: float = DAEMONSET_TIMEOUT_S) -> None:
     """The DaemonSets, their pods Running on every node on return."""
     if not daemonsets:
         return
@@ -146,19 +150,19 @@ def create_daemonsets(api: Api, daemonsets: Sequence[DaemonSetSpec], nodes: int,
     _wait_running(api, lambda pod: True, nodes * len(daemonsets), timeout_s)
 
 
-def wait_daemonset_pods(api: Api, node_names: Sequence[str], per_node: int, timeout_s: float = 120.0) -> None:
+def wait_daemonset_pods(api: Api, node_names: Sequence[str], per_node: int, timeout_s: float = DAEMONSET_TIMEOUT_S) -> None:
     """The DaemonSet pods Running on each of `node_names` (nodes just created)."""
     names = set(node_names)
-    _wait_running(api, lambda pod: pod.get("spec", {}).get("nodeName") in names, len(names) * per_node, timeout_s)
+    _wait_running(api, lambda pod: subobject(pod, "spec").get("nodeName") in names, len(names) * per_node, timeout_s)
 
 
-def _wait_running(api: Api, which: Callable[[dict[str, Any]], bool], want: int, timeout_s: float) -> None:
+def _wait_running(api: Api, which: Callable[[Mapping[str, object]], bool], want: int, timeout_s: float) -> None:
     if want <= 0:
         return
     deadline = time.monotonic() + timeout_s
     while True:
-        items = api.request("GET", f"/api/v1/namespaces/{DAEMONSET_NAMESPACE}/pods")["items"]
-        running = sum(1 for p in items if p.get("status", {}).get("phase") == "Running" and which(p))
+        items = subobjects(api.request("GET", f"/api/v1/namespaces/{DAEMONSET_NAMESPACE}/pods"), "items")
+        running = sum(1 for p in items if subobject(p, "status").get("phase") == "Running" and which(p))
         if running >= want:
             return
         if time.monotonic() > deadline:
@@ -228,7 +232,7 @@ def run_on_cluster(plan: BenchmarkPlan, daemonsets: Sequence[DaemonSetSpec], bin
             create_daemonsets(cluster.admin(), daemonsets, len(initial))
         else:
             create_nodes(cluster.admin(), plan.nodes)
-            wait_nodes_ready(cluster.admin(), [n.name for n in plan.nodes], 120.0)
+            wait_nodes_ready(cluster.admin(), [n.name for n in plan.nodes], NODES_READY_TIMEOUT_S)
             create_daemonsets(cluster.admin(), daemonsets, len(plan.nodes))
         for number, task in enumerate(plan.tasks, 1):
             progress(f"run {number}/{len(plan.tasks)}: {task.key} seed {task.seed} at {speedup:g}× speed")

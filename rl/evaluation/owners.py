@@ -42,12 +42,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rl.cluster.api import Api
 from rl.simulation.engine.workloads import DELETED, PodLedger, WorkloadModel
-from rl.simulation.traces.kubeobjects import CONTAINER
+from rl.simulation.traces.kubeobjects import CONTAINER, OwnerReference
 from rl.simulation.traces.trace import PdbSpec, PodSpec
+from scheduler.cluster.kubejson import JsonObject
 
 WORKLOAD_LABEL = "kubejoule.io/workload"
 # kind → (apiVersion, the collection's path under the namespace)
@@ -97,15 +97,15 @@ def check_owned(pods: Sequence[PodSpec], pdbs: Sequence[PdbSpec]) -> None:
                              "the disruption controller cannot find (only an integer min_available works for a Job)")
 
 
-def owner_manifest(kind: str, name: str, replicas: int) -> dict[str, Any]:
+def owner_manifest(kind: str, name: str, replicas: int) -> JsonObject:
     """The workload's controller object (its pods come from the replay: module docstring)."""
     api_version, _ = OWNER_API[kind]
     labels = {WORKLOAD_LABEL: name}
-    template: dict[str, Any] = {"metadata": {"labels": dict(labels)}, "spec": {
-        "containers": [{"name": CONTAINER, "image": "registry.invalid/replay"}]}}
-    spec: dict[str, Any] = {"template": template}
+    pod_spec: JsonObject = {"containers": [{"name": CONTAINER, "image": "registry.invalid/replay"}]}
+    template: JsonObject = {"metadata": {"labels": dict(labels)}, "spec": pod_spec}
+    spec: JsonObject = {"template": template}
     if kind == "Job":
-        template["spec"]["restartPolicy"] = "Never"
+        pod_spec["restartPolicy"] = "Never"
         spec["parallelism"] = replicas
     else:
         spec["replicas"] = replicas
@@ -115,10 +115,10 @@ def owner_manifest(kind: str, name: str, replicas: int) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "labels": labels}, "spec": spec}
 
 
-def pdb_manifest(pdb: PdbSpec) -> dict[str, Any]:
+def pdb_manifest(pdb: PdbSpec) -> JsonObject:
     """The trace's PDB as policy/v1 over its workload's pods (by their workload label)."""
     name = object_name(pdb.workload)
-    spec: dict[str, Any] = {"selector": {"matchLabels": {WORKLOAD_LABEL: name}}}
+    spec: JsonObject = {"selector": {"matchLabels": {WORKLOAD_LABEL: name}}}
     if pdb.max_unavailable is not None:
         spec["maxUnavailable"] = pdb.max_unavailable
     else:
@@ -175,7 +175,7 @@ class Workloads:
         for pdb in self._model.pdbs:
             api.request("POST", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", pdb_manifest(pdb))
 
-    def owner_reference(self, pod: PodSpec) -> dict[str, Any] | None:
+    def owner_reference(self, pod: PodSpec) -> OwnerReference | None:
         if pod.owner_kind is None:
             return None
         name = workload_name(pod)

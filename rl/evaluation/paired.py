@@ -16,9 +16,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 CONFIDENCE = 0.95
+
+
+class IntervalJson(TypedDict):
+    """An Interval in a results document."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    seeds: int
 
 
 @dataclass(frozen=True)
@@ -30,11 +39,11 @@ class Interval:
     high: float | None
     seeds: int
 
-    def as_json(self, digits: int = 3) -> dict[str, Any]:
+    def as_json(self, digits: int = 3) -> IntervalJson:
         def rounded(value: float | None) -> float | None:
             return None if value is None else round(value, digits)
 
-        return {"mean": rounded(self.mean), "low": rounded(self.low), "high": rounded(self.high), "seeds": self.seeds}
+        return {"mean": round(self.mean, digits), "low": rounded(self.low), "high": rounded(self.high), "seeds": self.seeds}
 
     @property
     def half_width(self) -> float | None:
@@ -116,10 +125,13 @@ def paired_axes(runs: Sequence[PairedRun], reference: Sequence[PairedRun]) -> di
     return found
 
 
-def format_interval(interval: Interval | Mapping[str, Any] | None, fmt: str = "+.1f", unit: str = "") -> str:
+def format_interval(interval: Interval | Mapping[str, object] | None, fmt: str = "+.1f", unit: str = "") -> str:
     """`-15.7 % [-16.2, -15.1]`, or the mean alone when there is no interval."""
     if interval is None:
         return "—"
+    mean: object
+    low: object
+    high: object
     if isinstance(interval, Interval):
         mean, low, high = interval.mean, interval.low, interval.high
     else:

@@ -26,21 +26,22 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from rl.cluster.api import Api, ApiError
 from rl.cluster.kwok import DURATION_ANNOTATION, STARTUP_ANNOTATION, go_duration
 from rl.evaluation.owners import WORKLOAD_LABEL, Incarnation, Workloads, parse_name
 from rl.simulation.recorded import PodLife
-from rl.simulation.traces.kubeobjects import SAFE_TO_EVICT_ANNOTATION
+from rl.simulation.traces.kubeobjects import SAFE_TO_EVICT_ANNOTATION, OwnerReference, PodObject
 from rl.simulation.traces.scenario import PodSpec
+from scheduler.cluster.kubejson import subobject, subobjects
 
 RUN_LABEL = "kubejoule.io/replay"
 # Past the trace's end (÷ speedup), how long pods may still take to end before the run fails.
 END_MARGIN_WALL_S = 60.0
+WATCH_SLACK_WALL_S = 120  # the pod watch outlives the replay's end by this much (wall seconds)
 # Pods that never bind stop the run once nothing else runs and this long has passed.
 STUCK_WALL_S = 20.0
 POLL_WALL_S = 0.2
@@ -87,7 +88,7 @@ class Recording:
 
 
 def pod_manifest(pod: PodSpec, scheduler_name: str, speedup: float, run: str,
-                 incarnation: Incarnation | None = None, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+                 incarnation: Incarnation | None = None, owner: OwnerReference | None = None) -> PodObject:
     """The trace pod (or its replacement `incarnation`) as a v1.Pod; `owner`: its ownerReference
     (rl/evaluation/owners.py), None: a bare pod."""
     life = incarnation or Incarnation(pod.index, 0, 0.0, pod.duration_s)
@@ -131,24 +132,25 @@ class ResourceWatch(ABC):
         self._stopped.set()
 
     @abstractmethod
-    def _note(self, obj: dict[str, Any], event: str) -> None:
+    def _note(self, obj: Mapping[str, object], event: str) -> None:
         """Record what `obj` (seen in an `event`: ADDED, MODIFIED, DELETED, or LISTED) tells."""
 
     def _run(self) -> None:
         try:
             listed = self._api.request("GET", self._path)
-            for obj in listed.get("items", []):
-                self._note(obj, "LISTED")
+            for item in subobjects(listed, "items"):
+                self._note(item, "LISTED")
             version = listed["metadata"]["resourceVersion"]
             while not self._stopped.is_set():
                 for event in self._api.watch(f"{self._path}?resourceVersion={version}&allowWatchBookmarks=true",
                                              timeout_seconds=self._timeout_s):
+                    obj = subobject(event, "object")
                     if event.get("type") == "ERROR":
-                        message = event.get("object", {}).get("message", event)
+                        message = obj.get("message", event)
                         raise RuntimeError(f"error event: {message}")
-                    version = event.get("object", {}).get("metadata", {}).get("resourceVersion", version)
+                    version = subobject(obj, "metadata").get("resourceVersion", version)
                     if event.get("type") != "BOOKMARK":
-                        self._note(event.get("object", {}), str(event.get("type")))
+                        self._note(obj, str(event.get("type")))
                     if self._stopped.is_set():
                         return
                 self._stopped.wait(POLL_WALL_S)  # the server ended the watch: resume where it was
@@ -167,16 +169,17 @@ class PodWatch(ResourceWatch):
         super().__init__(api, f"/api/v1/namespaces/{namespace}/pods", recording, timeout_s)
         self._workloads = workloads
 
-    def _note(self, pod: dict[str, Any], event: str) -> None:
-        key = parse_name(pod.get("metadata", {}).get("name", ""))
+    def _note(self, pod: Mapping[str, object], event: str) -> None:
+        metadata = subobject(pod, "metadata")
+        key = parse_name(str(metadata.get("name", "")))
         if key is None:
             return
         row, record, workloads = key[0], self._recording, self._workloads
         at = record.trace_s(time.monotonic())
-        node = pod.get("spec", {}).get("nodeName")
-        if node and key not in record.bound:
+        node = subobject(pod, "spec").get("nodeName")
+        if isinstance(node, str) and node and key not in record.bound:
             record.bound[key] = (at, node)
-        status = pod.get("status", {})
+        status = subobject(pod, "status")
         phase = status.get("phase")
         if phase in ("Running", "Succeeded") and key not in record.running:
             record.running[key] = at
@@ -187,7 +190,7 @@ class PodWatch(ResourceWatch):
             record.gone.add(row)
             if workloads is not None:
                 workloads.ended(row)
-        going = event == "DELETED" or pod.get("metadata", {}).get("deletionTimestamp")
+        going = event == "DELETED" or metadata.get("deletionTimestamp")
         if going and key not in record.ended and key not in record.evicted:
             # Deleted before it ended (cluster-autoscaler's drain): replaced as its owner would.
             record.evicted[key] = at
@@ -197,7 +200,7 @@ class PodWatch(ResourceWatch):
             else:
                 record.horizon_s = max(record.horizon_s, at + following.startup_s + following.lifetime_s)
                 record.replacements.append(following)
-        for condition in status.get("conditions") or []:
+        for condition in subobjects(status, "conditions"):
             if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
                 record.unschedulable.add(row)
 
@@ -223,7 +226,7 @@ def replay(
     evicted owned pod's replacement, and keeps the owners' scale), None: bare pods."""
     recording = recording or Recording(speedup)
     recording.horizon_s = max((p.submit_s + p.duration_s for p in pods), default=0.0)
-    watch = PodWatch(api, namespace, recording, int(recording.horizon_s / speedup + END_MARGIN_WALL_S + 120),
+    watch = PodWatch(api, namespace, recording, int(recording.horizon_s / speedup + END_MARGIN_WALL_S + WATCH_SLACK_WALL_S),
                      workloads)
     order = sorted(pods, key=lambda p: p.submit_s)
     path = f"/api/v1/namespaces/{namespace}/pods"

@@ -80,7 +80,7 @@ def _no_worse(interval: Interval) -> bool:
     return interval.high is not None and interval.high <= 0
 
 
-def _cell(value: Any, fmt: str, suffix: str = "") -> str:
+def _cell(value: object, fmt: str, suffix: str = "") -> str:
     return "—" if value is None else format(value, fmt) + suffix
 
 
@@ -204,7 +204,7 @@ class Target:
     measured: str
     met: bool
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"target": self.target, "measured": self.measured, "met": self.met}
 
 

@@ -36,7 +36,7 @@ from rl.simulation.engine.simulator import PlacementRequest, PowerOffModel, Simu
 from rl.simulation.traces.scenario import NodeSpec, PodSpec
 from scheduler.learning.features import FEATURE_SCHEMA, candidate_matrix
 
-# Every v1 feature is far below this (watts of one server, ages capped at 3,600 s, ≤ 110 pods);
+# Every v1 feature is far below this (watts of one server, ages capped at an hour, ≤ 110 pods);
 # a finite bound keeps the space well defined and values are clipped to it all the same.
 FEATURE_CEILING = 1e6
 
@@ -48,8 +48,8 @@ class EnvConfig:
     invalid_action_penalty: float = 1.0
 
 
-class ClusterSchedulingEnv(gym.Env[Any, Any]):
-    metadata: dict[str, Any] = {"render_modes": []}
+class ClusterSchedulingEnv(gym.Env[Any, Any]):  # gymnasium's spaces type no narrower
+    metadata: dict[str, Any] = {"render_modes": []}  # gymnasium's type for it
 
     def __init__(
         self,
@@ -88,8 +88,8 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
     # -- gymnasium API ----------------------------------------------------------------------------
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, object]]:
         super().reset(seed=seed)
         self._sim = simulation(self.nodes, self.pods, ClusterModel(power_off=self.power_off), 0)
         self._energy = heuristic_energy(self.nodes, self.power_off)
@@ -102,7 +102,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
 
     def step(
         self, action: np.int64 | int
-    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, object]]:
         if self._sim is None or self._decision is None:
             raise RuntimeError("call reset() before step(), and again after the episode ends")
         decision = self._decision
@@ -150,7 +150,7 @@ class ClusterSchedulingEnv(gym.Env[Any, Any]):
             features[:] = np.clip(np.asarray(rows, dtype=np.float32), 0.0, FEATURE_CEILING)
         return {"features": features, "action_mask": self.action_masks()}
 
-    def _info(self) -> dict[str, Any]:
+    def _info(self) -> dict[str, object]:
         sim = self._sim
         return {
             "now_s": sim.now if sim is not None else 0.0,

@@ -27,11 +27,12 @@ plugins/energy/history.py, fed with the telemetry each decision line saw), both 
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import zlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,7 @@ def _mae(predicted: np.ndarray, actual: np.ndarray) -> float:
     return float(np.mean(np.abs(predicted - actual))) if len(actual) else float("nan")
 
 
-def evaluate(predict: Any, samples: Samples) -> dict[str, Any]:
+def evaluate(predict: Callable[[np.ndarray], np.ndarray], samples: Samples) -> dict[str, object]:
     """Errors (J over the window) on the held-out nodes; see the module docstring."""
     test = np.array([held_out(n) for n in samples.nodes], dtype=bool)
     rows = np.asarray(samples.rows, dtype=np.float64)[test]
@@ -230,7 +231,7 @@ def train_mlp(
     return net, losses, scale
 
 
-def train_mlp_command(args: Any, curve: str, code_version: str) -> int:
+def train_mlp_command(args: argparse.Namespace, curve: str, code_version: str) -> int:
     import torch
 
     from rl.learning.dqn.network import save_checkpoint

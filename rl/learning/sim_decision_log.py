@@ -18,21 +18,21 @@ ones unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from rl.policies.scheduling_profiles import heuristic_energy
-from rl.policies.sim_features import SimLifetimes
+from rl.policies.sim_features import SimLifetimes, sim_lifetimes
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.engine.simrecords import PlacementRequest
 from rl.simulation.engine.simulator import Simulation
 from rl.simulation.traces.scenario import NodeSpec
 from scheduler.decisionlog.logfile import DecisionLog
 from scheduler.decisionlog.schema import candidate_record, decision_extra, kept_candidates
-from scheduler.domain.model import REASONS, NodeTelemetry
+from scheduler.domain.model import REASONS, NodeTelemetry, NodeWorkload
 from scheduler.framework.batch import CandidateBatch
 from scheduler.framework.decision import ranked
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3, V3Features
+from scheduler.lifetimes import LifetimePredictor
 
 SOURCE = "simulated"
 
@@ -53,8 +53,8 @@ class SimDecisionLog:
         self._run = ""
         self._sim: Simulation | None = None
         self._energy = heuristic_energy(self.nodes, cluster.policy_power_off())
-        self._workloads: dict[str, Any] = {}
-        self._lifetimes: SimLifetimes | None = None
+        self._workloads: dict[str, NodeWorkload] = {}
+        self._lifetimes: SimLifetimes[LifetimePredictor] | None = None
         self._features = V3Features(
             self._energy,
             lambda name: self._workloads.get(name),
@@ -63,7 +63,7 @@ class SimDecisionLog:
 
     def start(self, sim: Simulation, label: str, seed: int) -> None:
         self._sim, self._run, self._pending = sim, f"{label}#{seed}", []
-        self._lifetimes = SimLifetimes(sim)
+        self._lifetimes = sim_lifetimes(sim)
 
     def _telemetry(self, node: str) -> NodeTelemetry:
         sim = self._sim
@@ -141,8 +141,8 @@ def write_training_log(
     seed: int,
     policies: Sequence[str] = TRAINING_LOG_POLICIES,
     hours: float = 1.0,
-    on_cluster: Any = None,
-) -> list[dict[str, Any]]:
+    on_cluster: Callable[[int, dict[str, object]], None] | None = None,
+) -> list[dict[str, object]]:
     """The decision log of `policies` on `clusters` random training clusters and traces (the
     DQN's draws: rl/learning/dqn/episodes.py, from `random.Random(seed)`), under the gate's cluster rules
     (autoscaler with the kubejoule expander, the bundled DaemonSets, lagging telemetry). Node
@@ -158,7 +158,7 @@ def write_training_log(
     rng = random.Random(seed)
     cluster = training_cluster()
     decision_log = DecisionLog(DecisionLogConfig(path, max_candidates=4, max_bytes=2**40))
-    draws = []
+    draws: list[dict[str, object]] = []
     try:
         for index in range(clusters):
             draw = draw_episode(rng, hours)

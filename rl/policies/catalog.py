@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.curves import PowerCurve
 from rl.policies.hindsight import hindsight_policy
@@ -44,12 +44,16 @@ from rl.policies.scheduling_profiles import (
     named_profile,
 )
 from rl.simulation.controllers.suffixes import ControlledPolicy, split_controllers
-from rl.simulation.engine.simulator import Policy, PowerOffModel
+from rl.simulation.engine.simulator import Policy, PowerOffModel, Simulation
 from rl.simulation.traces.scenario import NodeSpec
-from scheduler.domain.model import NodeState, PodInfo
+from scheduler.domain.model import NodeState, NodeWorkload, PodInfo
 from scheduler.framework import CandidateBatch, ScorePlugin, select_best
 from scheduler.learning.features_v2 import FEATURE_SCHEMA_V2
 from scheduler.learning.plugin import LearnedPlugin
+from scheduler.lifetimes import LifetimePredictor
+
+if TYPE_CHECKING:
+    from rl.policies.sim_features import SimLifetimes
 
 BUILTIN_POLICIES = (
     "default", "roundrobin", "mostallocated", "peaks", "trimaran", "heuristic", "kubejoule",
@@ -112,8 +116,8 @@ class LearnedPolicy(PluginPolicy):
     the run's finished pods (`rl.policies.sim_features`)."""
 
     def __init__(self, path: str, nodes: Sequence[NodeSpec], power_off: PowerOffModel | None):
-        self._sim: Any = None
-        self._lifetimes: Any = None
+        self._sim: Simulation | None = None
+        self._lifetimes: SimLifetimes[LifetimePredictor] | None = None
         plugin = LearnedPlugin(
             path,
             heuristic_energy(nodes, power_off),
@@ -123,20 +127,20 @@ class LearnedPolicy(PluginPolicy):
         self._v2 = plugin.model.schema.version == FEATURE_SCHEMA_V2.version
         super().__init__(plugin, f"learned:{path}")
 
-    def attach(self, sim: Any) -> None:
-        from rl.policies.sim_features import SimLifetimes
+    def attach(self, sim: Simulation) -> None:
+        from rl.policies.sim_features import sim_lifetimes
 
         self._sim = sim
-        self._lifetimes = SimLifetimes(sim)
+        self._lifetimes = sim_lifetimes(sim)
 
-    def _workloads(self) -> Any:
-        if self._sim is None:
+    def _workloads(self) -> dict[str, NodeWorkload] | None:
+        if self._sim is None or self._lifetimes is None:
             return None
         if self._v2:
             return self._sim.view.workloads()  # bit for bit what v2 models were trained on
         return self._lifetimes.workloads()
 
-    def _predictor(self) -> Any:
+    def _predictor(self) -> LifetimePredictor | None:
         return self._lifetimes.predictor if self._lifetimes is not None else None
 
 

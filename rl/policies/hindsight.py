@@ -24,7 +24,7 @@ two rows is what the lifetime predictor's errors cost.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rl.policies.profile_policy import ProfilePolicy
 from rl.policies.scheduling_profiles import energy_plugins, named_profile
@@ -76,7 +76,7 @@ class HindsightPredictor:
 class HindsightPolicy(ProfilePolicy):
     """The `kubejoule` profile, its energy plugins' outlook answering from the truth."""
 
-    def attach(self, sim: Any) -> None:
+    def attach(self, sim: Simulation) -> None:
         from rl.policies.outlook_sim import SimulationOutlook
 
         outlook = SimulationOutlook(sim, HindsightPredictor(sim))

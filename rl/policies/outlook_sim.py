@@ -19,13 +19,14 @@ one that knows each pod's true end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rl.policies.sim_features import SimLifetimes
+from rl.policies.sim_features import LifetimeSource, SimLifetimes
 from rl.simulation.autoscaler.scan import Autoscaler
 from scheduler.domain.model import PodInfo
+from scheduler.lifetimes import LifetimePredictor
 from scheduler.plugins.energy.levers import NodeEnds
 
 if TYPE_CHECKING:
@@ -36,10 +37,11 @@ if TYPE_CHECKING:
 class SimulationOutlook:
     """The `Outlook` of one simulation (module docstring)."""
 
-    def __init__(self, sim: Simulation, source: Any = None) -> None:
+    def __init__(self, sim: Simulation, source: LifetimeSource | None = None) -> None:
         self.sim = sim
         # SimLifetimes teaches the source every pod that finished since it last asked.
-        self._lifetimes = SimLifetimes(sim, source)
+        self._lifetimes: SimLifetimes[LifetimeSource] = SimLifetimes(
+            sim, source if source is not None else LifetimePredictor(clock=lambda: 0.0))
         self.source = self._lifetimes.predictor
         self._nodes = {n.spec.name: n for n in sim.nodes}
         self._ends = NodeEnds(self.source.predict_remaining)

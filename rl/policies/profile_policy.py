@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rl.policies.scheduling_profiles import energy_plugins
 from rl.simulation.traces.scenario import NodeSpec
@@ -15,6 +15,9 @@ from scheduler.cluster.node_table import NodeTable
 from scheduler.decisions.placement import MODE_ACTIVE, Decision, ProfileDecider
 from scheduler.domain.model import NodeState, PodInfo
 from scheduler.framework import SchedulingProfile
+
+if TYPE_CHECKING:
+    from rl.simulation.engine.simulator import Simulation
 
 
 class CandidateTable:
@@ -71,7 +74,7 @@ class ProfilePolicy:
         )
         self._candidates = CandidateTable()
 
-    def attach(self, sim: Any) -> None:
+    def attach(self, sim: Simulation) -> None:
         """Energy plugins with v3 levers that read the cluster's outlook (pods' predicted
         lifetimes, cluster-autoscaler's unneeded nodes) get the simulation's (rl/policies/outlook_sim.py),
         learned from the pods that end in this run."""

@@ -57,7 +57,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -111,7 +110,7 @@ def energy_plugin(
     nodes: Sequence[NodeSpec],
     power_off: PowerOffModel | None,
     delta_p_ref_watts: float | None = None,
-    scorer: Mapping[str, Any] | None = None,
+    scorer: Mapping[str, object] | None = None,
     curves: Mapping[str, PowerCurve] | None = None,
 ) -> EnergyPlugin:
     """The energy plugin as the simulated cluster runs it (module docstring). `scorer` is a
@@ -210,15 +209,15 @@ def named_profile(
 
 
 def profile_from_data(
-    data: Any,
+    data: object,
     nodes: Sequence[NodeSpec],
     power_off: PowerOffModel | None,
     name: str = "profile",
     curves: Mapping[str, PowerCurve] | None = None,
 ) -> ProfileSetup:
     """A profile from a parsed profile file (module docstring). ProfileFileError on bad input."""
-    scorer: Any = None
-    percentage: Any = None
+    scorer: Mapping[str, object] | None = None
+    percentage: object = None
     entries = data
     if isinstance(data, Mapping):
         unknown = sorted(set(data) - set(FILE_KEYS))

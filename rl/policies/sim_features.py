@@ -2,7 +2,8 @@
 of their pods, the autoscaler's marks) and a lifetime predictor that learns, as a cluster's
 scheduler does, from the pods that finish.
 
-`SimLifetimes(sim)` holds one `scheduler.lifetimes.LifetimePredictor`; `update()` teaches it
+`sim_lifetimes(sim)` holds one `scheduler.lifetimes.LifetimePredictor` (`SimLifetimes(sim, source)`
+any `LifetimeSource`); `update()` teaches it
 every pod that finished since the last call (placement to finish; a pod evicted and replaced
 counts from its last placement: what the cluster cache would see), never the trace's
 durations. `workloads()` is `Simulation.workloads()` with, per node:
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Generic, Protocol, TypeVar
 
 from rl.simulation.autoscaler.scan import Autoscaler
 from rl.simulation.engine.simulator import Simulation
@@ -30,15 +32,30 @@ from scheduler.domain.model import NodeWorkload, PodInfo
 from scheduler.lifetimes import LifetimePredictor
 
 
-class SimLifetimes:
-    def __init__(self, sim: Simulation, predictor: LifetimePredictor | None = None) -> None:
+class LifetimeSource(Protocol):
+    """What a run asks of its lifetimes: scheduler.lifetimes' LifetimePredictor, or the truth
+    (rl/policies/hindsight.py's HindsightPredictor)."""
+
+    @property
+    def version(self) -> int: ...  # bumped by every lifetime learned
+
+    def predict_remaining(self, pod: PodInfo, age_s: float) -> float: ...
+
+    def observe_end(self, pod: PodInfo, lifetime_s: float, disrupted: bool = False) -> bool: ...
+
+
+P = TypeVar("P", bound=LifetimeSource)
+
+
+class SimLifetimes(Generic[P]):
+    def __init__(self, sim: Simulation, predictor: P) -> None:
         self.sim = sim
         # a fixed clock: the predictor's log throttle must not make runs differ
-        self.predictor = predictor or LifetimePredictor(clock=lambda: 0.0)
+        self.predictor = predictor
         self._learned = 0
         self._ends: dict[str, tuple[tuple[int, ...], float]] = {}  # node → its pods, their end
 
-    def update(self) -> LifetimePredictor:
+    def update(self) -> P:
         """Learn every pod finished since the last call; returns the predictor."""
         if self.sim.completed_count == self._learned:
             return self.predictor
@@ -84,3 +101,9 @@ class SimLifetimes:
                 last_scale_up=last_up if math.isfinite(last_up) else None,
             )
         return out
+
+
+def sim_lifetimes(sim: Simulation) -> SimLifetimes[LifetimePredictor]:
+    """The run's lifetimes learnt into a fresh LifetimePredictor (a fixed clock: the predictor's
+    log throttle must not make runs differ)."""
+    return SimLifetimes(sim, LifetimePredictor(clock=lambda: 0.0))

@@ -30,6 +30,8 @@ SETTINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"delay_after_add"), "SCALE_DOWN_DELAY_AFTER_ADD_S"),
     (re.compile(r"delay_after_failure"), "SCALE_DOWN_DELAY_AFTER_FAILURE_S"),
     (re.compile(r"pod_eviction"), "MAX_POD_EVICTION_S"),
+    (re.compile(r"graceful_termination"), "MAX_GRACEFUL_TERMINATION_S"),
+    (re.compile(r"node_deletion_delay"), "NODE_DELETION_DELAY_TIMEOUT_S"),
 )
 
 

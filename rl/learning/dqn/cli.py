@@ -3,9 +3,12 @@ its numpy export and the learning curve."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -16,6 +19,12 @@ from rl.learning.dqn.network import RowMLP, save_checkpoint
 from rl.learning.dqn.train import DQNConfig, TrainLog, train
 from rl.simulation.traces.tracegen import FAMILIES
 from scheduler.learning.features_v3 import FEATURE_SCHEMA_V3
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from rl.learning.dqn.credit_train import CreditConfig, CreditLog
 
 SCORE_MAP_ROWS = 2000
 
@@ -51,7 +60,8 @@ def sample_rows(config: DQNConfig, count: int) -> np.ndarray:
 
 
 def _finish_plot(
-    plt: Any, fig: Any, top: Any, bottom: Any, ylabel: str, title: str, losses: Any, loss_label: str, path: str
+    fig: Figure, top: Axes, bottom: Axes, ylabel: str, title: str, losses: Sequence[float], loss_label: str,
+    path: str,
 ) -> None:
     """A training plot's shared frame: the top panel's axes, legend and title against self-play
     decisions, the loss per update below (log scale), written to `path`."""
@@ -65,6 +75,8 @@ def _finish_plot(
     bottom.set_ylabel(loss_label)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    import matplotlib.pyplot as plt  # loaded by the caller, with its Agg backend
+
     plt.close(fig)
 
 
@@ -91,12 +103,12 @@ def plot_curve(log: TrainLog, path: str) -> None:
     if demo:
         top.axhline(float(np.mean(demo)), color="k", ls="--", label="heuristic demonstrations")
     _finish_plot(
-        plt, fig, top, bottom, "reward per decision",
+        fig, top, bottom, "reward per decision",
         "DQN training (each episode: a new random cluster and trace)", log.losses, "loss (TD + margin)", path,
     )
 
 
-def train_dqn(args: Any, curve: str, code_version: str) -> int:
+def train_dqn(args: argparse.Namespace, curve: str, code_version: str) -> int:
     config = DQNConfig(
         seed=args.seed,
         minutes=args.minutes,
@@ -152,7 +164,7 @@ def train_dqn(args: Any, curve: str, code_version: str) -> int:
     return 0
 
 
-def plot_credit_curve(log: Any, path: str) -> None:
+def plot_credit_curve(log: CreditLog, path: str) -> None:
     """Per round: the mean credit of the network's own choices on its labelled decisions (0 =
     as good as the better gate baseline there) against self-play decisions; and the loss."""
     import matplotlib
@@ -166,15 +178,15 @@ def plot_credit_curve(log: Any, path: str) -> None:
     top.plot(steps, credit, ".-", label="mean credit of the chosen node (training rollouts)")
     top.axhline(0.0, color="k", ls="--", label="the better of kubejoule and mostallocated")
     _finish_plot(
-        plt, fig, top, bottom, "credit (cost units: 0.1 kWh)",
+        fig, top, bottom, "credit (cost units: 0.1 kWh)",
         "DQN with forked credit (each rollout: a new random cluster and trace)", log.losses,
         "loss (credit regression + margin)", path,
     )
 
 
-def train_dqn_credit(args: Any, curve: str, code_version: str) -> int:
+def train_dqn_credit(args: argparse.Namespace, curve: str, code_version: str) -> int:
     """`kubejoule-rl train --algo dqn --reward credit`: rl/learning/dqn/credit_train.py."""
-    from rl.learning.dqn.credit_train import CreditConfig, CreditLog, train_credit
+    from rl.learning.dqn.credit_train import CreditConfig, train_credit
 
     sizes = (4, args.max_nodes)
     config = CreditConfig(
@@ -209,8 +221,8 @@ def train_dqn_credit(args: Any, curve: str, code_version: str) -> int:
 
 
 def write_credit_checkpoint(
-    out: str, curve: str, net: RowMLP, log: Any, config: Any, code_version: str
-) -> Any:
+    out: str, curve: str, net: RowMLP, log: CreditLog, config: CreditConfig, code_version: str
+) -> Path:
     """The credit DQN's checkpoint, numpy export (its score map from sample rows of training
     draws) and learning curve."""
     rows_config = DQNConfig(seed=config.seed, sizes=config.sizes)

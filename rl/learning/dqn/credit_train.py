@@ -48,6 +48,7 @@ from rl.learning.dqn.episodes import (
     training_cluster,
 )
 from rl.simulation.traces.pool import TRAINING_SIZES
+from scheduler.domain.cluster_defaults import SCALE_DOWN_UNNEEDED_S, SCAN_INTERVAL_S
 from scheduler.learning.numpy_model import mlp_forward
 
 BASELINES = ("kubejoule", "mostallocated")  # the gate's two baselines
@@ -63,7 +64,7 @@ class CreditConfig:
     episodes_per_round: int = 4
     labels_per_episode: int = 12  # labelled decisions per rollout
     random_candidates: int = 1
-    horizon_s: float = 720.0  # past the autoscaler's 600 s unneeded time and its scans
+    horizon_s: float = SCALE_DOWN_UNNEEDED_S + 12 * SCAN_INTERVAL_S  # past the autoscaler's unneeded time and its scans
     continuation: str = "mostallocated"  # places every later pod inside a fork
     hidden: int = 64
     layers: int = 2

@@ -21,7 +21,7 @@ import numpy as np
 
 from rl.evaluation.gate_run import gate_cluster
 from rl.policies.scheduling_profiles import heuristic_energy
-from rl.policies.sim_features import SimLifetimes
+from rl.policies.sim_features import sim_lifetimes
 from rl.simulation.cluster import ClusterModel, simulation
 from rl.simulation.engine.simulator import PlacementRequest, PowerOffModel
 from rl.simulation.traces.pool import TRAINING_SIZES, TraceDraw, random_cluster, scaled_trace
@@ -99,7 +99,7 @@ class Episode:
         self.sim = simulation(nodes, pods, cluster, seed)
         self.energy: EnergyPlugin = heuristic_energy(nodes, cluster.policy_power_off())
         self.reward = reward
-        self.lifetimes = SimLifetimes(self.sim)
+        self.lifetimes = sim_lifetimes(self.sim)
         self.decision: PlacementRequest | None = self.sim.next_decision()
 
     def rows(self) -> np.ndarray:

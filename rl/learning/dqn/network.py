@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -60,7 +59,7 @@ def masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def save_checkpoint(
-    path: str | Path, net: RowMLP, config: Mapping[str, Any], meta: Mapping[str, Any]
+    path: str | Path, net: RowMLP, config: Mapping[str, object], meta: Mapping[str, object]
 ) -> Path:
     """`path` (.pt: weights, config, metadata) and its .npz sibling for the numpy scorer."""
     out = Path(path)

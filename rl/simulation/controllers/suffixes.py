@@ -13,16 +13,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from rl.simulation.engine.simulator import AttachingPolicy
 
 if TYPE_CHECKING:
     from rl.simulation.engine.simulator import Policy, Simulation
     from rl.simulation.traces.scenario import NodeSpec
+    from scheduler.domain.model import NodeState, PodInfo
 
 
-def _descheduler(argument: str | None) -> Any:
+class Controller(Protocol):
+    """A controller beside the scheduler: registers itself with the run (`Simulation.every`)."""
+
+    def attach(self, sim: Simulation) -> None: ...
+
+
+def _descheduler(argument: str | None) -> Controller:
     from rl.simulation.controllers.descheduler.simulation import HighNodeUtilizationController
 
     if argument is not None:
@@ -30,7 +37,7 @@ def _descheduler(argument: str | None) -> Any:
     return HighNodeUtilizationController()
 
 
-def _rebalancer(argument: str | None) -> Any:
+def _rebalancer(argument: str | None) -> Controller:
     from rl.simulation.controllers.rebalancer import RebalancerController, settings_file
 
     if argument is None:
@@ -38,7 +45,7 @@ def _rebalancer(argument: str | None) -> Any:
     return RebalancerController(config=settings_file(argument))
 
 
-CONTROLLERS: dict[str, Callable[[str | None], Any]] = {
+CONTROLLERS: dict[str, Callable[[str | None], Controller]] = {
     "highnodeutilization": _descheduler,
     "rebalancer": _rebalancer,
 }
@@ -59,7 +66,7 @@ def split_controllers(name: str) -> tuple[str, tuple[str, ...]]:
     return base, tuple(suffixes)
 
 
-def make_controller(suffix: str) -> Any:
+def make_controller(suffix: str) -> Controller:
     """The controller a suffix names; ValueError (naming the file) on a bad argument."""
     name, colon, argument = suffix.partition(":")
     return CONTROLLERS[name](argument if colon else None)
@@ -75,13 +82,15 @@ class ControlledPolicy:
         self.base = base
         self.controller_names = tuple(controllers)
         self.name = name
-        self.controllers: list[Any] = []
+        self.controllers: list[Controller] = []
 
     def reset(self, nodes: Sequence[NodeSpec], rng: random.Random) -> None:
         self.base.reset(nodes, rng)
 
-    def choose(self, *args: Any, **kwargs: Any) -> str:
-        return self.base.choose(*args, **kwargs)
+    def choose(
+        self, pod: PodInfo, feasible: Sequence[NodeState], now: float, candidates: Sequence[NodeState] = ()
+    ) -> str:
+        return self.base.choose(pod, feasible, now, candidates)
 
     def attach(self, sim: Simulation) -> None:
         if isinstance(self.base, AttachingPolicy):

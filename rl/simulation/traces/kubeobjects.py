@@ -10,13 +10,57 @@ and priority are what the scheduler would compute for the real pod.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
 NAMESPACE = "sim"
 CONTAINER = "main"
 GIB_BYTES = 2**30
 # cluster-autoscaler's annotation: "false" keeps the node from being scaled down.
 SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+
+class OwnerReference(TypedDict):
+    apiVersion: str  # noqa: N815 (Kubernetes' keys)
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: NotRequired[bool]  # noqa: N815
+
+
+class ObjectMeta(TypedDict, total=False):
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    ownerReferences: list[OwnerReference]  # noqa: N815
+
+
+class ContainerResources(TypedDict):
+    requests: dict[str, str]
+
+
+class ContainerObject(TypedDict):
+    name: str
+    resources: ContainerResources
+    image: NotRequired[str]
+
+
+class PodSpecObject(TypedDict):
+    containers: list[ContainerObject]
+    priority: NotRequired[int]
+    nodeName: NotRequired[str]  # noqa: N815
+    schedulerName: NotRequired[str]  # noqa: N815
+
+
+class PodObject(TypedDict):
+    """A v1.Pod as this module writes it (the keys it sets)."""
+
+    apiVersion: str  # noqa: N815
+    kind: str
+    metadata: ObjectMeta
+    spec: PodSpecObject
 
 
 def requests_object(cpu_cores: float, memory_gib: float) -> dict[str, str]:
@@ -41,9 +85,9 @@ def pod_object(
     priority: int = 0,
     node_name: str | None = None,
     annotations: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> PodObject:
     """A v1.Pod with one container (module docstring); `owner_kind` None: a bare pod."""
-    metadata: dict[str, Any] = {"namespace": NAMESPACE, "name": name, "uid": uid}
+    metadata: ObjectMeta = {"namespace": NAMESPACE, "name": name, "uid": uid}
     if annotations:
         metadata["annotations"] = dict(annotations)
     if owner_kind:
@@ -56,8 +100,8 @@ def pod_object(
                 "controller": True,
             }
         ]
-    container = {"name": CONTAINER, "resources": {"requests": requests_object(cpu_cores, memory_gib)}}
-    spec: dict[str, Any] = {"containers": [container]}
+    container: ContainerObject = {"name": CONTAINER, "resources": {"requests": requests_object(cpu_cores, memory_gib)}}
+    spec: PodSpecObject = {"containers": [container]}
     if priority:
         spec["priority"] = priority
     if node_name is not None:

@@ -28,13 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from common.curves import PowerCurve
 from rl.simulation.traces.headline import HEADLINE_POLICIES
-from rl.simulation.traces.kubeobjects import GIB_BYTES, pod_object
+from rl.simulation.traces.kubeobjects import GIB_BYTES, PodObject, pod_object
 from rl.simulation.traces.trace import (  # noqa: F401  (re-exported: the trace format's names)
     TRACE_HEADER,
     TRACE_OPTIONAL,
@@ -101,7 +100,7 @@ class NodeSpec:
         )
 
 
-def parse_node_groups(data: Any) -> list[NodeSpec]:
+def parse_node_groups(data: object) -> list[NodeSpec]:
     """Nodes from the parsed YAML (a list of groups), in file order, named `<group>-<i>`."""
     if not isinstance(data, list) or not data:
         raise ScenarioError("node groups: expected a non-empty YAML list of groups")
@@ -152,14 +151,14 @@ def parse_node_groups(data: Any) -> list[NodeSpec]:
     return nodes
 
 
-def _count(group: Mapping[str, Any], key: str, name: str, default: int, maximum: int) -> int:
+def _count(group: Mapping[str, object], key: str, name: str, default: int, maximum: int) -> int:
     value = group.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
         raise ScenarioError(f"node group {name}: {key} must be an integer in 0 … count ({maximum})")
     return value
 
 
-def _load_yaml(path: str | Path) -> Any:
+def _load_yaml(path: str | Path) -> object:
     text = Path(path).read_text()
     try:
         return yaml.safe_load(text)
@@ -180,7 +179,7 @@ class DaemonSetSpec:
     cpu_usage: float
     mem_request_gib: float = 0.0
 
-    def pod_object(self, node_name: str | None = None) -> dict[str, Any]:
+    def pod_object(self, node_name: str | None = None) -> PodObject:
         """The DaemonSet's pod (on `node_name`) as the Kubernetes API would show it."""
         name = self.name if node_name is None else f"{self.name}-{node_name}"
         return pod_object(
@@ -198,7 +197,7 @@ class DaemonSetSpec:
 DEFAULT_DAEMONSETS_FILE = "daemonsets-default.yaml"
 
 
-def parse_daemonsets(data: Any) -> list[DaemonSetSpec]:
+def parse_daemonsets(data: object) -> list[DaemonSetSpec]:
     """DaemonSets from the parsed YAML: a list of {name, cpu_request, cpu_usage, mem_request_gib};
     an empty list (or null) for none."""
     if data is None:

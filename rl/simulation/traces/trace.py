@@ -31,11 +31,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from rl.simulation.traces.kubeobjects import SAFE_TO_EVICT_ANNOTATION, pod_object
+from rl.simulation.traces.kubeobjects import SAFE_TO_EVICT_ANNOTATION, PodObject, pod_object
 from scheduler.cluster.kubeobjects import pod_info_from_k8s
 from scheduler.domain.model import PodInfo
 
@@ -48,8 +47,10 @@ class ScenarioError(ValueError):
     """A node-group file, a trace or a PDB file that does not follow the format."""
 
 
-def parse_number(value: Any, what: str, minimum: float = 0.0, strict: bool = False) -> float:
+def parse_number(value: object, what: str, minimum: float = 0.0, strict: bool = False) -> float:
     try:
+        if not isinstance(value, str | int | float):
+            raise TypeError(f"a {type(value).__name__}")
         number = float(value)
     except (TypeError, ValueError) as exc:
         raise ScenarioError(f"{what}: not a number: {value!r}") from exc
@@ -78,7 +79,7 @@ class PodSpec:
     def work_core_seconds(self) -> float:
         return self.cpu_usage * self.duration_s
 
-    def pod_object(self) -> dict[str, Any]:
+    def pod_object(self) -> PodObject:
         """The pod as the Kubernetes API would show it (`rl.simulation.traces.kubeobjects`): its workload is
         its controller's name, `safe_to_evict` cluster-autoscaler's annotation."""
         annotations = {}
@@ -235,7 +236,7 @@ class PdbSpec:
         return {"workload": self.workload, "min_available": self.min_available}
 
 
-def _budget(value: Any, where: str) -> Budget:
+def _budget(value: object, where: str) -> Budget:
     """policy/v1's validation of an IntOrString budget: an integer >= 0 or a percentage in
     0%–100%."""
     if isinstance(value, int) and not isinstance(value, bool):

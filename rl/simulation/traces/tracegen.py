@@ -38,14 +38,13 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from rl.simulation.traces.trace import PdbSpec, PodSpec
 
 DAY_SECONDS = 86_400.0
 
 
-def _option(default: float, help_text: str) -> Any:
+def _option(default: float, help_text: str) -> float:
     """A field that `kubejoule-rl trace` offers as an option, with its help text."""
     return field(default=default, metadata={"help": help_text})
 

@@ -14,8 +14,9 @@ from agent.device.energy import (
     power_ceiling_watts,
     uj_to_joules,
     wrap_period_seconds,
+    zone_kind,
 )
-from agent.device.rapl import RaplReading, Zone, zone_kind
+from agent.device.rapl import RaplReading, Zone
 from agent.monitor.rapl_power import compute_power
 
 

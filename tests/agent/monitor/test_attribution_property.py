@@ -13,8 +13,9 @@ from agent.device.hostfs import HostFS
 from agent.device.processes import ProcStat
 from agent.device.procstat import CpuTimes
 from agent.device.rapl import RaplReading, Zone
-from agent.monitor.attribution import invariant_holds, share_within, split_idle, split_pods
+from agent.monitor.attribution import share_within, split_idle, split_pods
 from agent.monitor.baselines import CPU_SKEW_MARGIN, CPU_SKEW_SLACK_SECONDS
+from agent.monitor.composition import invariant_holds
 from agent.monitor.raw_sample import RawSample
 from agent.monitor.sampler import Sampler
 
@@ -153,21 +154,21 @@ def test_sampler_snapshots_satisfy_the_invariant(
 
 
 def test_a_breached_invariant_is_flagged_and_logged(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    import agent.monitor.sampler as sampler_module
+    import agent.monitor.attribution as attribution_module
     from agent.monitor.attribution import PodSplit
 
-    real = sampler_module.split_pods
+    real = attribution_module.split_pods
 
     def off_by_one_watt(active: float | None, busy: float | None, pods: dict[str, float]) -> PodSplit:
         split = real(active, busy, pods)
         return PodSplit(split.pod_watts, (split.host_watts or 0.0) + 1.0, split.host_cpu_seconds, split.skew_scaled)
 
-    monkeypatch.setattr(sampler_module, "split_pods", off_by_one_watt)
+    monkeypatch.setattr(attribution_module, "split_pods", off_by_one_watt)
     before = raw(1_000_000, 0, 0, {"1000": 1.0}, {})
     after = raw(21_000_000, 200, 200, {"1000": 2.0}, {})
     with caplog.at_level("WARNING", logger="kubejoule.agent.sampler"):
         snap = Sampler(HostFS(), "n").compute(before, after, 2.0)
     assert snap.invariant_breached
     assert any("invariant" in r.getMessage() and r.fields["relative_error"] > 1e-6 for r in caplog.records)  # type: ignore[attr-defined]
-    monkeypatch.setattr(sampler_module, "split_pods", real)
+    monkeypatch.setattr(attribution_module, "split_pods", real)
     assert not Sampler(HostFS(), "n").compute(before, after, 2.0).invariant_breached

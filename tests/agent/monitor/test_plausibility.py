@@ -20,10 +20,11 @@ from agent.device.energy import (
     check_power,
     power_ceiling_watts,
     usable_max_power_uw,
+    zone_kind,
 )
 from agent.device.hostfs import HostFS
 from agent.device.procstat import CpuTimes, cpu_delta, parse_proc_stat
-from agent.device.rapl import RaplReading, Zone, zone_kind
+from agent.device.rapl import RaplReading, Zone
 from agent.exporter.prometheus import SnapshotCollector
 from agent.monitor.rapl_power import compute_power
 from agent.monitor.raw_sample import RawSample

@@ -16,7 +16,7 @@ from rl.learning.dqn.episodes import (
     build_episode,
     training_cluster,
 )
-from rl.policies.sim_features import SimLifetimes
+from rl.policies.sim_features import sim_lifetimes
 from scheduler.cluster.node_workload import taint_time
 from scheduler.domain.model import (
     NodeInfo,
@@ -165,7 +165,7 @@ def test_the_simulator_supplies_marks_and_learns_lifetimes_from_finished_pods():
     nodes, pods = build_episode(draw)
     episode = Episode(nodes, pods, RewardConfig(), training_cluster(), seed=0)
     sim = episode.sim
-    own = SimLifetimes(sim)
+    own = sim_lifetimes(sim)
     seen_candidate = seen_history = False
     while not episode.done:
         workloads = own.workloads()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from common.quantity import quantity_units
+from scheduler.cluster.kubejson import subobject, subobjects
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.cluster.podfacts import PodFacts
 from scheduler.domain.model import NodeInfo, PodInfo, ShapeError
@@ -20,12 +20,14 @@ BASIC = (CPU, MEMORY, PODS)
 _NOT_EXTENDED = ("cpu", "memory", "pods", "ephemeral-storage", "storage")
 
 
-def _extended(values: Mapping[str, Any] | None, where: str) -> dict[str, int]:
+def _extended(values: Mapping[str, object], where: str) -> dict[str, int]:
     """The extended resources (a domain-prefixed name, `hugepages-*`) of a ResourceList."""
     out: dict[str, int] = {}
-    for name, value in (values or {}).items():
+    for name, value in values.items():
         if name not in _NOT_EXTENDED:
             try:
+                if not isinstance(value, str | int | float):
+                    raise TypeError(f"a {type(value).__name__}")
                 out[name] = quantity_units(value)
             except (TypeError, ValueError) as exc:
                 raise ShapeError(f"{where}.{name}: not a quantity: {value!r}") from exc
@@ -38,29 +40,29 @@ class Pod:
     facts: PodFacts
     node: str
     extended: tuple[tuple[str, int], ...] = ()  # extended resource requests
-    ref: Any = None  # the simulator's handle on the pod
+    ref: int | None = None  # the simulator's handle on the pod (its trace index)
 
     @property
     def name(self) -> str:
         return self.info.name
 
     @classmethod
-    def from_k8s(cls, pod: Mapping[str, Any]) -> Pod:
+    def from_k8s(cls, pod: Mapping[str, object]) -> Pod:
         info = pod_info_from_k8s(pod)
-        spec = pod.get("spec") or {}
+        spec = subobject(pod, "spec")
         extended: dict[str, int] = {}
-        for c in spec.get("containers") or ():
+        for c in subobjects(spec, "containers"):
             for name, value in _container_extended(c).items():
                 extended[name] = extended.get(name, 0) + value
-        for c in spec.get("initContainers") or ():  # an init container's request is a floor
+        for c in subobjects(spec, "initContainers"):  # an init container's request is a floor
             for name, value in _container_extended(c).items():
                 extended[name] = max(extended.get(name, 0), value)
         node = info.node_name or ""
         return cls(info, PodFacts.from_k8s(pod), node, tuple(sorted(extended.items())))
 
 
-def _container_extended(container: Mapping[str, Any]) -> dict[str, int]:
-    requests = (container.get("resources") or {}).get("requests")
+def _container_extended(container: Mapping[str, object]) -> dict[str, int]:
+    requests = subobject(subobject(container, "resources"), "requests")
     return _extended(requests, f"container {container.get('name') or '?'}.requests")
 
 
@@ -85,9 +87,9 @@ class Node:
         return dict(self.extended).get(resource)
 
     @classmethod
-    def from_k8s(cls, node: Mapping[str, Any]) -> Node:
-        status = node.get("status") or {}
-        values = status.get("allocatable") or status.get("capacity")
+    def from_k8s(cls, node: Mapping[str, object]) -> Node:
+        status = subobject(node, "status")
+        values = subobject(status, "allocatable") or subobject(status, "capacity")
         return cls(node_info_from_k8s(node), tuple(sorted(_extended(values, "status").items())))
 
 
