@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent.device.gaps import GAP_IMPLAUSIBLE, GAP_UNREADABLE
-from agent.device.jsonvalue import JsonObject, subobject, subobjects
+from common.jsonvalue import JsonObject, subobject, subobjects
 
 SERVICE_ROOT = "/redfish/v1/"
 MAX_BODY_BYTES = 1024 * 1024

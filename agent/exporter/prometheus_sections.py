@@ -9,7 +9,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import Metric
 
-from agent.device.jsonvalue import number, subobject, subobjects
 from agent.exporter import metrics as m
 from agent.monitor.energy_ledger import (
     TotalsView,
@@ -20,6 +19,7 @@ from agent.monitor.energy_ledger import (
     zone_series,
 )
 from agent.monitor.snapshot import SOURCE_ESTIMATED, Snapshot
+from common.jsonvalue import number, subobject, subobjects
 from common.metrics import MetricSpec
 
 

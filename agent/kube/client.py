@@ -27,7 +27,7 @@ import kubernetes.client
 import kubernetes.config
 import urllib3
 
-from agent.device.jsonvalue import JsonObject, subobject, subobjects
+from common.jsonvalue import JsonObject, subobject, subobjects
 
 log = logging.getLogger("agent.kube")  # the name its log lines have always carried
 
@@ -177,7 +177,7 @@ class KubeClient:
             "/api/v1/pods", [("fieldSelector", self.node_selector(node))], f"listing the pods of node {node}"
         )
         resource_version = subobject(body, "metadata").get("resourceVersion")
-        return PodListing(subobjects(body, "items"), str(resource_version) if resource_version else None)
+        return PodListing(list[JsonObject](subobjects(body, "items")), str(resource_version) if resource_version else None)
 
     def watch_node_pods(
         self, node: str, resource_version: str | None, timeout_seconds: float

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from agent.device.jsonvalue import JsonObject, subobject, subobjects, text
 from agent.kube.podmeta import PodMeta
 from agent.monitor.snapshot import Snapshot
+from common.jsonvalue import JsonObject, subobject, subobjects, text
 from common.kubetime import parse_timestamp
 from common.quantity import parse_quantity
 

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent.device.jsonvalue import JsonObject, subobject, subobjects, text
 from agent.monitor.snapshot import Snapshot
+from common.jsonvalue import JsonObject, subobject, subobjects, text
 
 DEFAULT_DELETED_TTL_SECONDS = 300.0
 

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.jsonvalue import JsonObject, subobject, subobjects
 from rl.cluster import pki
 from rl.cluster.api import Api, ApiError
-from scheduler.cluster.kubejson import JsonObject, subobject, subobjects
 
 FRONT_PROXY_CLIENT = "front-proxy-client"
 METRICS_SERVER_USER = "system:metrics-server"
@@ -91,7 +91,7 @@ def metrics_server_argv(
 
 
 def _binding(kind: str, name: str, role_kind: str, role: str, namespace: str | None = None) -> JsonObject:
-    metadata: JsonObject = {"name": name}
+    metadata: dict[str, object] = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
     return {
@@ -106,7 +106,7 @@ def metrics_server_rbac() -> list[tuple[str, JsonObject]]:
     pods and nodes/metrics; delegate authentication and authorization; read the requestheader
     ConfigMap in kube-system (without it metrics-server cannot trust the aggregator)."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
-    role: JsonObject = {
+    role: dict[str, object] = {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": METRICS_SERVER_USER},
         "rules": [
             {"apiGroups": [""], "resources": ["nodes/metrics"], "verbs": ["get"]},
@@ -127,11 +127,11 @@ def metrics_server_rbac() -> list[tuple[str, JsonObject]]:
 
 def metrics_server_route(port: int, ca: Path) -> list[tuple[str, JsonObject]]:
     """The Service (ExternalName 127.0.0.1) and the APIService that send metrics.k8s.io to PORT."""
-    service: JsonObject = {
+    service: dict[str, object] = {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVICE, "namespace": NAMESPACE},
         "spec": {"type": "ExternalName", "externalName": "127.0.0.1", "ports": [{"name": "https", "port": port}]},
     }
-    api_service: JsonObject = {
+    api_service: dict[str, object] = {
         "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": API_SERVICE},
         "spec": {
             "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scheduler.cluster.kubejson import JsonObject
+from common.jsonvalue import JsonObject
 
 
 class ApiError(RuntimeError):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from common.jsonvalue import JsonObject, subobject, subobjects
 from rl.cluster import aggregation, kwok, pki
 from rl.cluster.api import Api, ApiError, probe_http, probe_https_anonymous
 from rl.cluster.processes import (
@@ -34,7 +35,6 @@ from rl.cluster.processes import (
     wait_ready,
 )
 from rl.simulation.traces.scenario import NodeSpec, load_node_groups
-from scheduler.cluster.kubejson import JsonObject, subobject, subobjects
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT_S = 180.0
@@ -115,7 +115,7 @@ def _kubeconfig(path: Path, port: int, ca: Path, pair: pki.KeyPair, user: str) -
 def scheduler_config(kubeconfig: Path, source: Path | None) -> JsonObject:
     """The KubeSchedulerConfiguration to run: the user's (or a bare default), with our kubeconfig
     and, unless it says otherwise, no leader election (one replica on loopback)."""
-    config: JsonObject = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    config: dict[str, object] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
     if source is not None:
         try:
             loaded = yaml.safe_load(source.read_text())

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import yaml
 
+from common.jsonvalue import JsonObject
 from rl.cluster.api import probe_http, probe_https_anonymous
 from rl.cluster.controlplane import Cluster
 from rl.cluster.processes import Process, free_port, start, stop, wait_ready
 from rl.simulation.traces.scenario import NodeSpec
-from scheduler.cluster.kubejson import JsonObject
 
 EXTENDER_PREFIX = "default+extender:"
 ON_CLUSTER_POLICIES = ("default", "mostallocated", f"{EXTENDER_PREFIX}W", "kubejoule")
@@ -65,11 +65,11 @@ def check_policy(policy: str) -> None:
 
 def kube_scheduler_config(cluster: Cluster, policy: str, name: str, extender_port: int | None) -> JsonObject:
     """The KubeSchedulerConfiguration of `policy` (module docstring) under schedulerName `name`."""
-    profile: JsonObject = {"schedulerName": name}
+    profile: dict[str, object] = {"schedulerName": name}
     if policy == "mostallocated":
         profile["pluginConfig"] = [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
             "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}}]
-    config: JsonObject = {
+    config: dict[str, object] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(cluster.directory / "scheduler.kubeconfig"), "qps": 500, "burst": 500},
         "leaderElection": {"leaderElect": False}, "profiles": [profile],

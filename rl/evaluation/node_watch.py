@@ -10,12 +10,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from common.jsonvalue import subobject
 from rl.cluster.api import Api
 from rl.cluster.controlplane import node_ready
 from rl.cluster.kwok import GROUP_LABEL
 from rl.evaluation.replay import Recording, ResourceWatch
 from rl.simulation.recorded import NodeLife
-from scheduler.cluster.kubejson import subobject
 
 
 @dataclass

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.jsonvalue import subobject, subobjects
 from rl.cluster.api import Api, ApiError
 from rl.cluster.autoscaler import CA_BLOCKED, CA_HOW, ON_CLUSTER_EXPANDERS
 from rl.cluster.controlplane import (
@@ -58,7 +59,6 @@ from rl.simulation.engine.simrecords import SimResult
 from rl.simulation.recorded import recorded_result
 from rl.simulation.traces.kubeobjects import requests_object
 from rl.simulation.traces.scenario import DaemonSetSpec, NodeSpec, PodSpec
-from scheduler.cluster.kubejson import subobject, subobjects
 
 AUTOSCALER_BLOCKED = (
     f"--on-cluster without a cluster-autoscaler binary runs a static cluster only: {CA_BLOCKED}, so "

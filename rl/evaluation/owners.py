@@ -43,11 +43,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from common.jsonvalue import JsonObject
 from rl.cluster.api import Api
 from rl.simulation.engine.workloads import DELETED, PodLedger, WorkloadModel
 from rl.simulation.traces.kubeobjects import CONTAINER, OwnerReference
 from rl.simulation.traces.trace import PdbSpec, PodSpec
-from scheduler.cluster.kubejson import JsonObject
 
 WORKLOAD_LABEL = "kubejoule.io/workload"
 # kind → (apiVersion, the collection's path under the namespace)
@@ -101,9 +101,9 @@ def owner_manifest(kind: str, name: str, replicas: int) -> JsonObject:
     """The workload's controller object (its pods come from the replay: module docstring)."""
     api_version, _ = OWNER_API[kind]
     labels = {WORKLOAD_LABEL: name}
-    pod_spec: JsonObject = {"containers": [{"name": CONTAINER, "image": "registry.invalid/replay"}]}
-    template: JsonObject = {"metadata": {"labels": dict(labels)}, "spec": pod_spec}
-    spec: JsonObject = {"template": template}
+    pod_spec: dict[str, object] = {"containers": [{"name": CONTAINER, "image": "registry.invalid/replay"}]}
+    template: dict[str, object] = {"metadata": {"labels": dict(labels)}, "spec": pod_spec}
+    spec: dict[str, object] = {"template": template}
     if kind == "Job":
         pod_spec["restartPolicy"] = "Never"
         spec["parallelism"] = replicas
@@ -118,7 +118,7 @@ def owner_manifest(kind: str, name: str, replicas: int) -> JsonObject:
 def pdb_manifest(pdb: PdbSpec) -> JsonObject:
     """The trace's PDB as policy/v1 over its workload's pods (by their workload label)."""
     name = object_name(pdb.workload)
-    spec: JsonObject = {"selector": {"matchLabels": {WORKLOAD_LABEL: name}}}
+    spec: dict[str, object] = {"selector": {"matchLabels": {WORKLOAD_LABEL: name}}}
     if pdb.max_unavailable is not None:
         spec["maxUnavailable"] = pdb.max_unavailable
     else:

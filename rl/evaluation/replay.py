@@ -30,13 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from common.jsonvalue import subobject, subobjects
 from rl.cluster.api import Api, ApiError
 from rl.cluster.kwok import DURATION_ANNOTATION, STARTUP_ANNOTATION, go_duration
 from rl.evaluation.owners import WORKLOAD_LABEL, Incarnation, Workloads, parse_name
 from rl.simulation.recorded import PodLife
 from rl.simulation.traces.kubeobjects import SAFE_TO_EVICT_ANNOTATION, OwnerReference, PodObject
 from rl.simulation.traces.scenario import PodSpec
-from scheduler.cluster.kubejson import subobject, subobjects
 
 RUN_LABEL = "kubejoule.io/replay"
 # Past the trace's end (÷ speedup), how long pods may still take to end before the run fails.

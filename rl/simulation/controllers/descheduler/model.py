@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from common.jsonvalue import subobject, subobjects
 from common.quantity import quantity_units
-from scheduler.cluster.kubejson import subobject, subobjects
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
 from scheduler.cluster.podfacts import PodFacts
 from scheduler.domain.model import NodeInfo, PodInfo, ShapeError
