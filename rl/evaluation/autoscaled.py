@@ -33,9 +33,9 @@ from rl.cluster import autoscaler as ca
 from rl.cluster.api import Api, ApiError
 from rl.cluster.controlplane import NODES_READY_TIMEOUT_S, Cluster, wait_nodes_ready
 from rl.cluster.processes import ComponentError, Process, free_port, log_tail, stop
-from rl.cluster.schedulers import start_policy
 from rl.evaluation.benchmark import BenchmarkPlan, RunTask
 from rl.evaluation.node_watch import NodeWatch
+from rl.evaluation.on_cluster_policy import start_served
 from rl.evaluation.owners import Workloads, check_owned
 from rl.evaluation.replay import END_MARGIN_WALL_S, STUCK_WALL_S, Recording, replay
 from rl.simulation.cluster import ClusterModel
@@ -107,7 +107,7 @@ def run_autoscaled(cluster: Cluster, bin_dir: Path, ca_bin: Path, plan: Benchmar
             url, cert = endpoint.url, endpoint.cert
         argv = ca.ca_argv(ca_bin, model, speedup, cluster.kubeconfig, free_port(), url, cert)
         processes.append(ca.start_autoscaler(cluster, argv, ca_name))
-        served = start_policy(cluster, bin_dir, task.policy, plan.nodes, tag)
+        served = start_served(cluster, bin_dir, task.policy, plan.nodes, tag, cluster_model, speedup)
         try:
             recording = Recording(speedup)
             horizon = max((p.submit_s + p.duration_s for p in plan.pods_of(task.seed)), default=0.0)

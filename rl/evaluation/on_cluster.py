@@ -45,7 +45,6 @@ from rl.cluster.controlplane import (
     wait_nodes_ready,
 )
 from rl.cluster.processes import ComponentError
-from rl.cluster.schedulers import check_policy, start_policy
 from rl.evaluation.autoscaled import (
     autoscaled_result,
     check_autoscaled,
@@ -53,6 +52,7 @@ from rl.evaluation.autoscaled import (
     run_autoscaled,
 )
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, RunSummary, RunTask
+from rl.evaluation.on_cluster_policy import check_on_cluster_policy, start_served
 from rl.evaluation.replay import Recording, replay
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.engine.simrecords import SimResult
@@ -104,7 +104,7 @@ def check_static(cluster: ClusterModel, expanders: Sequence[str], policies: Sequ
     if cluster.power_off is not None:
         raise ValueError("--on-cluster: --power-off-visible / --power-off-after are simulator ablations (no real node powers off here)")
     for policy in policies:
-        check_policy(policy.split("@", 1)[0])
+        check_on_cluster_policy(policy.split("@", 1)[0])
 
 
 def check_fits(nodes: Sequence[NodeSpec], pods: Sequence[PodSpec], daemonsets: Sequence[DaemonSetSpec]) -> None:
@@ -200,7 +200,8 @@ def run_task(cluster: Cluster, bin_dir: Path, plan: BenchmarkPlan, task: RunTask
         with contextlib.suppress(ApiError, OSError):
             api.request("DELETE", f"/api/v1/namespaces/{namespace}")
         return autoscaled_result(recording, lives, scale_ups, plan, task, daemonsets), recording
-    served = start_policy(cluster, bin_dir, task.policy, plan.nodes, tag)
+    served = start_served(cluster, bin_dir, task.policy, plan.nodes, tag, plan.cluster_of(task.expander, task.seed),
+                          speedup)
     try:
         recording = replay(api, namespace, pods, served.scheduler_name, speedup,
                            lambda: cluster.dead() + served.dead(), progress)

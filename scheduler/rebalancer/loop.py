@@ -132,6 +132,7 @@ class Rebalancer:
                             wall, self.max_staleness_seconds, self._cooling)
         result = plan(node_views(inputs), self.config)
         self.metrics.planned(result, self.config.mode, wall)
+        log.info("rebalancer round: %d move(s); nodes skipped by reason %s", len(result.moves), result.reasons())
         for move in result.moves:
             if not self.is_leader():
                 break

@@ -42,6 +42,7 @@ from scheduler.domain.model import NodeState
 from scheduler.lifetimes import LifetimePredictor
 
 if TYPE_CHECKING:
+    from rl.simulation.autoscaler.model import AutoscalerModel
     from rl.simulation.engine.node import SimNode
     from rl.simulation.engine.simulator import Simulation
 
@@ -61,6 +62,18 @@ def settings_file(path: str) -> RebalancerConfig:
         return rebalancer_config(data)
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise ValueError(f"+rebalancer:{path}: {exc}") from exc
+
+
+def modelled_config(config: RebalancerConfig, autoscaler: AutoscalerModel | None,
+                    pod_startup_s: float) -> RebalancerConfig:
+    """The settings the rebalancer runs with beside the run's cluster: cluster-autoscaler's
+    threshold and unneeded time the run's own (without an autoscaler, the settings' own), a
+    replacement's startup time the workloads'. The on-cluster benchmark starts the live
+    rebalancer with these too (rl/evaluation/on_cluster_policy.py)."""
+    if autoscaler is not None:
+        config = replace(config, scale_down_utilization_threshold=autoscaler.utilization_threshold,
+                         scale_down_unneeded_seconds=autoscaler.scale_down_unneeded_s)
+    return replace(config, pod_startup_seconds=pod_startup_s)
 
 
 @dataclass
@@ -93,14 +106,8 @@ class RebalancerController:
 
     def attach(self, sim: Simulation) -> None:
         scaler = sim.autoscaler
-        if isinstance(scaler, Autoscaler):
-            model = scaler.model
-            self.config = replace(
-                self.config,
-                scale_down_utilization_threshold=model.utilization_threshold,
-                scale_down_unneeded_seconds=model.scale_down_unneeded_s,
-            )
-        self.config = replace(self.config, pod_startup_seconds=sim.state.ledger.model.pod_startup_s)
+        model = scaler.model if isinstance(scaler, Autoscaler) else None
+        self.config = modelled_config(self.config, model, sim.state.ledger.model.pod_startup_s)
         sim.every(self.config.interval_seconds, self)
 
     def __call__(self, sim: Simulation) -> None:
