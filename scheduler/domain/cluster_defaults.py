@@ -13,4 +13,5 @@ SCALE_DOWN_UTILIZATION_THRESHOLD = 0.5  # --scale-down-utilization-threshold
 SCALE_DOWN_DELAY_AFTER_ADD_S = 600.0  # --scale-down-delay-after-add
 SCALE_DOWN_DELAY_AFTER_FAILURE_S = 180.0  # --scale-down-delay-after-failure
 MAX_POD_EVICTION_S = 120.0  # --max-pod-eviction-time
+NEW_POD_WAIT_S = 2.0  # core/static_autoscaler.go unschedulablePodTimeBuffer (a constant, wall clock)
 BOOT_SECONDS = 120.0  # a node's boot, from powered off (or requested) to Ready

@@ -27,7 +27,7 @@ import pytest
 
 from rl.cluster.autoscaler import CA_BIN_ENV, CA_BLOCKED
 from rl.evaluation.benchmark import plan_benchmark, run_plan
-from rl.evaluation.fidelity import without_agents
+from rl.evaluation.fidelity import as_run_on_cluster
 from rl.evaluation.on_cluster import run_on_cluster
 from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
@@ -76,7 +76,7 @@ def test_the_simulator_agrees_with_the_real_cluster_autoscaler(k8s_bin: Path, ca
     messages: list[str] = []
     outcomes, partial = run_on_cluster(plan, DAEMONSETS, k8s_bin, tmp_path, SPEEDUP, messages.append, ca_bin)
     assert partial is None, f"{partial}\n" + "\n".join(messages[-10:])
-    simulated = {o.summary.policy: o.summary for o in run_plan(without_agents(plan), None, 1, False)}
+    simulated = {o.summary.policy: o.summary for o in run_plan(as_run_on_cluster(plan, SPEEDUP), None, 1, False)}
     for outcome in outcomes:
         real, sim = outcome.summary, simulated[outcome.summary.policy]
         report = (real.policy, real.energy_joules, sim.energy_joules, real.node_seconds, sim.node_seconds,

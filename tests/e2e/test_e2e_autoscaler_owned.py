@@ -28,7 +28,7 @@ import pytest
 
 from rl.cluster.autoscaler import CA_BIN_ENV, CA_BLOCKED
 from rl.evaluation.benchmark import plan_benchmark, run_plan
-from rl.evaluation.fidelity import without_agents
+from rl.evaluation.fidelity import as_run_on_cluster
 from rl.evaluation.on_cluster import run_on_cluster
 from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
@@ -67,7 +67,7 @@ def test_cluster_autoscaler_drains_owned_pods_and_the_replay_replaces_them(k8s_b
     outcomes, partial = run_on_cluster(plan, DAEMONSETS, k8s_bin, tmp_path, SPEEDUP, messages.append, ca_bin)
     assert partial is None, f"{partial}\n" + "\n".join(messages[-10:])
     real = outcomes[0].summary
-    sim = run_plan(without_agents(plan), None, 1, False)[0].summary
+    sim = run_plan(as_run_on_cluster(plan, SPEEDUP), None, 1, False)[0].summary
     report = (real.energy_joules, sim.energy_joules, real.evictions, sim.evictions, real.scale_downs, sim.scale_downs)
     assert real.never_scheduled == 0 and real.evictions >= 1 and real.scale_downs >= 1, report
     assert abs(_pct(real.energy_joules, sim.energy_joules)) <= ENERGY_TOLERANCE_PCT, report
