@@ -81,6 +81,8 @@ def test_the_simulator_agrees_with_the_real_cluster_autoscaler(k8s_bin: Path, ca
         real, sim = outcome.summary, simulated[outcome.summary.policy]
         report = (real.policy, real.energy_joules, sim.energy_joules, real.node_seconds, sim.node_seconds,
                   real.scale_ups, sim.scale_ups, real.scale_downs, sim.scale_downs)
+        print(f"{real.policy}: energy {_pct(real.energy_joules, sim.energy_joules):+.2f} %, node-seconds "
+              f"{_pct(real.node_seconds, sim.node_seconds):+.2f} % (cluster / simulator: {report[1:]})")
         assert abs(_pct(real.energy_joules, sim.energy_joules)) <= ENERGY_TOLERANCE_PCT, report
         assert real.scale_ups >= 1 and sim.scale_ups >= 1, report
         assert real.scale_downs >= 1 and sim.scale_downs >= 1, report
