@@ -15,8 +15,9 @@ What is held: the run complete and every pod placed; cluster-autoscaler drains a
 owned pods (evictions on the cluster); each evicted owned pod replaced — another life of its row,
 which runs its startup and then what its owner gives it (the rest of its lifetime for a
 ReplicaSet's or StatefulSet's pod, all of it again for a Job's), and at least one eviction and
-one scale-down in the counts the simulator's ledger makes of the record; energy within 40 % of the simulator's (the bound of
-test_e2e_autoscaler_fidelity.py, for its reasons: cluster-autoscaler's loops on a bursty trace)."""
+one scale-down in the counts the simulator's ledger makes of the record; energy within 40 % of the
+simulator's (the bound test_e2e_autoscaler_fidelity.py had before the simulator modelled
+cluster-autoscaler's loop trigger; not measured again on this trace since)."""
 
 from __future__ import annotations
 
