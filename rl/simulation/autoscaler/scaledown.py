@@ -34,8 +34,9 @@ and FAQ.md ("How does scale-down work?") at 55c37cd5eb550756c5ccc5a89e9068d77797
 6. Cool-downs — core/static_autoscaler.go `isScaleDownInCooldown`: no deletion starts while
    lastScaleUp + delay-after-add, lastScaleDownFail + delay-after-failure or lastScaleDownDelete +
    delay-after-delete is after now, nor in a loop that waits for new pods
-   (`DisableScaleDownForLoop`, rl/simulation/autoscaler/trigger.py). A loop that scaled up still runs the planner (RunOnce calls
-   scaleDown after the scale-up), so unneeded time accrues during a cool-down.
+   (`DisableScaleDownForLoop`, rl/simulation/autoscaler/trigger.py). A loop that scaled up still
+   runs the planner (RunOnce calls scaleDown after the scale-up), so unneeded time accrues during
+   a cool-down.
 7. Budgets — core/scaledown/budgets/budgets.go `CropNodes`: at most max-scale-down-parallelism
    deletions (empty and drained) in progress, of them at most max-drain-parallelism drains;
    empty nodes are taken first.
@@ -48,8 +49,9 @@ and FAQ.md ("How does scale-down work?") at 55c37cd5eb550756c5ccc5a89e9068d77797
 Simplifications: a deletion takes no time (no node-delete-delay-after-taint, pods terminate at
 once); the deletions a loop started still count as in progress for the loops at the same instant
 (the loops right after a productive one, rl/simulation/autoscaler/trigger.py), as the real ones,
-which take at least --node-delete-delay-after-taint (5 s), are for the loops right after. CA sets lastScaleDownFailTime only when starting a deletion fails synchronously (a taint
-or cloud-provider error, core/static_autoscaler.go); a drain that times out fails asynchronously
+which take at least --node-delete-delay-after-taint (5 s), are for the loops right after. CA
+sets lastScaleDownFailTime only when starting a deletion fails synchronously (a taint or
+cloud-provider error, core/static_autoscaler.go); a drain that times out fails asynchronously
 and starts no cool-down. Nothing in the simulator fails synchronously, so -after-failure is
 honoured but never starts. Not modelled: the cap on unneeded candidates (`unneededNodesLimit`,
 far above our clusters), unready nodes, atomic node groups, and recently evicted pods injected
