@@ -30,6 +30,7 @@ SETTINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"delay_after_add"), "SCALE_DOWN_DELAY_AFTER_ADD_S"),
     (re.compile(r"delay_after_failure"), "SCALE_DOWN_DELAY_AFTER_FAILURE_S"),
     (re.compile(r"pod_eviction"), "MAX_POD_EVICTION_S"),
+    (re.compile(r"new_pod_wait"), "NEW_POD_WAIT_S"),
 )
 
 
