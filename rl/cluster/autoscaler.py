@@ -108,8 +108,9 @@ SCALED_TIMERS: tuple[Timer, ...] = (
 UNSCALED: tuple[tuple[str, str, str], ...] = (
     ("--max-graceful-termination-sec", f"{MAX_GRACEFUL_TERMINATION_S} s", "whole seconds: ÷ speedup, at least 1 s"),
     ("--new-pod-scale-up-delay", "0 s", "zero at its default"),
-    ("--frequent-loops-enabled", "true", "a loop also starts at once on an unschedulable pod and after a "
-     "scale-up (loop/trigger.go): no wait to scale; the simulator scans on its interval only"),
+    ("unschedulablePodTimeBuffer (core/static_autoscaler.go)", "2 s", "a constant: no scale-up while every "
+     "Pending pod is under 2 s of wall clock old, 2·N s of the trace at N× (the fidelity run's simulator "
+     "is given that: rl/evaluation/fidelity.py as_run_on_cluster)"),
     ("--max-inactivity, --max-failing-time, --max-startup-time", "10, 15, 20 min",
      "the process's own liveness (/health-check), not a decision"),
     ("--scale-down-simulation-timeout, --max-binpacking-time, --max-nodegroup-binpacking-duration, "
@@ -155,7 +156,9 @@ def ca_argv(ca_bin: Path, model: AutoscalerModel, speedup: float, kubeconfig: Pa
     argv += [f"--scale-down-utilization-threshold={model.utilization_threshold:g}",
              f"--ignore-daemonsets-utilization={str(model.ignore_daemonsets_utilization).lower()}",
              f"--max-scale-down-parallelism={model.max_scale_down_parallelism}",
-             f"--max-drain-parallelism={model.max_drain_parallelism}"]
+             f"--max-drain-parallelism={model.max_drain_parallelism}",
+             # loop/trigger.go: a loop at once after a productive one and on an unschedulable pod
+             f"--frequent-loops-enabled={str(model.frequent_loops_enabled).lower()}"]
     return argv
 
 

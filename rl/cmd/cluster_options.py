@@ -42,6 +42,14 @@ def _threshold(text: str) -> float | None:
         raise ValueError(f"--scale-down-utilization-threshold: not a number or off: {text!r}") from exc
 
 
+def _boolean(text: str) -> bool:
+    """A flag's true or false, as cluster-autoscaler's flags take them."""
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"not true or false: {text!r}")
+    return value == "true"
+
+
 def add_options(bench: argparse.ArgumentParser) -> None:
     """cluster-autoscaler's settings and the workload options, on the benchmark's parser."""
     bench.add_argument(
@@ -65,10 +73,16 @@ def add_options(bench: argparse.ArgumentParser) -> None:
             help=f"{text} ({getattr(SHIPPED, name):g})",
         )
     bench.add_argument(
+        "--frequent-loops-enabled", type=_boolean, metavar="true|false",
+        help="a loop at once after a scale-up or scale-down and when a pod turns unschedulable, "
+        "else one every --scan-interval (true, as cluster-autoscaler ships; false in "
+        "--old-autoscaler-defaults)",
+    )
+    bench.add_argument(
         "--old-autoscaler-defaults", action="store_true",
         help="ABLATION: cluster-autoscaler as this project first modelled it — random "
-        "expander, only empty nodes scaled down, no scale-down cool-downs (options above "
-        "still override)",
+        "expander, only empty nodes scaled down, no scale-down cool-downs, a loop every scan "
+        "interval only (options above still override)",
     )
     bench.add_argument(
         "--pdbs", metavar="FILE",
@@ -100,6 +114,8 @@ def autoscaler_model(
         given["utilization_threshold"] = _threshold(args.scale_down_utilization_threshold)
     if args.ignore_daemonsets_utilization:
         given["ignore_daemonsets_utilization"] = True
+    if args.frequent_loops_enabled is not None:
+        given["frequent_loops_enabled"] = args.frequent_loops_enabled
     return replace(base, **given)
 
 

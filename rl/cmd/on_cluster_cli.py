@@ -20,7 +20,7 @@ from typing import Any
 
 from rl.cluster.autoscaler import CA_BIN_ENV
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, assemble, run_plan
-from rl.evaluation.fidelity import fidelity, format_fidelity, without_agents
+from rl.evaluation.fidelity import as_run_on_cluster, fidelity, format_fidelity
 from rl.evaluation.on_cluster import (
     AUTOSCALER_BLOCKED,
     PartialRun,
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, plan: BenchmarkPlan, cluster: ClusterModel, ex
         raise ValueError(f"--on-cluster: give --bin-dir or set ${BIN_ENV} (`make -s k8s-bin-dir` prints it)")
     for seed in range(plan.seeds):
         check_fits(plan.nodes, plan.pods_of(seed), cluster.daemonsets)
-    simulated = run_plan(without_agents(plan), None, 1, False) if args.fidelity else None
+    simulated = run_plan(as_run_on_cluster(plan, args.speedup), None, 1, False) if args.fidelity else None
     if args.cluster_dir is not None:
         outcomes, partial = run_on_cluster(plan, cluster.daemonsets, args.bin_dir, args.cluster_dir, args.speedup,
                                            progress, args.ca_bin)

@@ -14,7 +14,13 @@ the worst state the node could be in, "missing telemetry never wins"); the simul
 the same — its telemetry dropout at 1 and the nodes' curves in its schedulers' configuration
 (`ClusterModel.configured_curves`) — so both sides decide on the same inputs. Without the
 curves the simulated energy plugin scored every node 0 and the standalone scheduler's profile
-ranked as MostAllocated alone, while the real one preferred the cheaper kind of node."""
+ranked as MostAllocated alone, while the real one preferred the cheaper kind of node.
+
+And its autoscaler waits for new pods as the real one does at the replay's speedup
+(`as_run_on_cluster`): cluster-autoscaler scales up for no Pending pods all under 2 s old, and
+those 2 s are of wall clock (core/static_autoscaler.go `unschedulablePodTimeBuffer`, a constant;
+rl/simulation/autoscaler/trigger.py), so at N× they are 2·N s of the trace (60 s at 30×) where
+the simulator's default is 2 s."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from rl.evaluation.benchmark import JOULES_PER_KWH, BenchmarkPlan, BenchmarkResult, RunSummary
+from scheduler.domain.cluster_defaults import NEW_POD_WAIT_S
 
 AXES = ("energy_kwh", "busy_node_hours", "node_hours", "pending_p99_s", "pods_placed", "scale_ups", "scale_downs",
         "evictions")
@@ -33,6 +40,16 @@ def without_agents(plan: BenchmarkPlan) -> BenchmarkPlan:
     (module docstring)."""
     return replace(plan, models={k: replace(m, telemetry_dropout=1.0, configured_curves=True)
                                  for k, m in plan.models.items()})
+
+
+def as_run_on_cluster(plan: BenchmarkPlan, speedup: float) -> BenchmarkPlan:
+    """The plan as the cluster runs it at `speedup` (module docstring): `without_agents`, and
+    the autoscaler's wait for new pods 2 s of wall clock."""
+    plan = without_agents(plan)
+    return replace(plan, models={
+        k: m if m.autoscaler is None else replace(m, autoscaler=replace(m.autoscaler, new_pod_wait_s=NEW_POD_WAIT_S * speedup))
+        for k, m in plan.models.items()
+    })
 
 
 def _mean(values: Sequence[float]) -> float:

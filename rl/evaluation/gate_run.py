@@ -150,11 +150,13 @@ class GatePlan:
                      else f"utilization threshold {a.utilization_threshold:g}")
         return (
             f"cluster-autoscaler's shipped rules with the {a.expander} expander for every side: "
-            f"scan every {a.scan_interval_s:g} s, boot {a.boot_seconds:g} s; scale-down after "
+            f"a loop every {a.scan_interval_s:g} s"
+            f"{', and at once on an unschedulable pod and after a scale-up or scale-down' if a.frequent_loops_enabled else ''}"
+            f" (none scaling up for pods under {a.new_pod_wait_s:g} s old), boot {a.boot_seconds:g} s; scale-down after "
             f"{a.scale_down_unneeded_s:g} s unneeded ({threshold}, DaemonSet pods "
             f"{'ignored' if a.ignore_daemonsets_utilization else 'counted'}), delay after add "
             f"{a.delay_after_add_s:g} s, after delete {a.delay_after_delete_s:g} s, after failure "
-            f"{a.delay_after_failure_s:g} s, up to {a.max_scale_down_parallelism} empty nodes per scan, "
+            f"{a.delay_after_failure_s:g} s, up to {a.max_scale_down_parallelism} empty nodes at once, "
             f"{a.max_drain_parallelism} drain at a time through the cases' PDBs; DaemonSets on every "
             f"node; telemetry sampled every {telemetry.sample_seconds:g} s, refreshed every "
             f"{telemetry.refresh_seconds:g} s"

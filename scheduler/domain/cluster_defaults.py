@@ -15,4 +15,5 @@ SCALE_DOWN_DELAY_AFTER_FAILURE_S = 180.0  # --scale-down-delay-after-failure
 MAX_POD_EVICTION_S = 120.0  # --max-pod-eviction-time
 MAX_GRACEFUL_TERMINATION_S = 600  # --max-graceful-termination-sec (whole seconds)
 NODE_DELETION_DELAY_TIMEOUT_S = 120.0  # --node-deletion-delay-timeout
+NEW_POD_WAIT_S = 2.0  # core/static_autoscaler.go unschedulablePodTimeBuffer (a constant, wall clock)
 BOOT_SECONDS = 120.0  # a node's boot, from powered off (or requested) to Ready

@@ -10,13 +10,16 @@ only the registries. These tests run when $KUBEJOULE_CA_BIN names a binary built
 source (tools/k8s/build-ca-from-source.sh) and are skipped otherwise, saying so.
 
 What is held: every run complete, every pod placed, cluster-autoscaler scaling up and down with
-booting power counted, and energy within 40 % of the simulator's. That bound is loose on
-purpose and says what is known: on this bursty trace the real cluster-autoscaler starts a loop as
-soon as an unschedulable pod appears and right after a scale-up (loop/trigger.go,
-`LoopTrigger.Wait`; `--frequent-loops-enabled`, default true, config/flags/flags.go), where the
-simulator scans every 10 s, and it boots more nodes: measured +5.5 % (60×), +9.9 % and +11.7 %
-(30×) energy for `default@least-waste`, +36 % (60×), +25 % and +14.6 % (30×) for
-`kubejoule@kubejoule` (docs/how-to/real-kubernetes.md)."""
+booting power counted, and energy within 15 % of the simulator's. Before the simulator modelled
+cluster-autoscaler's loop trigger (a loop at once when an unschedulable pod appears and right
+after a productive loop: loop/trigger.go `LoopTrigger.Wait`, `--frequent-loops-enabled` default
+true) and its wait for pods under 2 s of wall clock old (core/static_autoscaler.go
+`allPodsAreNew`: 60 s of trace at 30×, `as_run_on_cluster`), this bursty trace was +5.5 % (60×),
++9.9 % and +11.7 % (30×) energy apart for `default@least-waste` and +36 % (60×), +25 % and +14.6 %
+(30×) for `kubejoule@kubejoule`, and the bound was 40 %; with them, at 30× on 2026-12-06,
++5.99 % for both (node-seconds +7.1 %; load average 12 on the shared 2-core machine) and, in a
+second run, −0.84 % and −2.88 % (node-seconds −14 % and −20 %: the cluster scaled down two nodes
+where the simulator did three, sooner; load average 4–7) (docs/how-to/real-kubernetes.md)."""
 
 from __future__ import annotations
 
@@ -27,17 +30,17 @@ import pytest
 
 from rl.cluster.autoscaler import CA_BIN_ENV, CA_BLOCKED
 from rl.evaluation.benchmark import plan_benchmark, run_plan
-from rl.evaluation.fidelity import without_agents
+from rl.evaluation.fidelity import as_run_on_cluster
 from rl.evaluation.on_cluster import run_on_cluster
 from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
 
-ENERGY_TOLERANCE_PCT = 40.0
+ENERGY_TOLERANCE_PCT = 15.0
 # 30×, not 60×: at 60× cluster-autoscaler's loops (0.4–0.6 s wall on a 2-core machine) outlast
 # its 167 ms scan interval, it gathers several Pending pods per loop and asks for other options
-# than the simulator's scan-by-scan (measured: kubejoule@kubejoule booted 4 nodes where the
-# simulator booted 1, +36 % energy).
+# than the simulator, whose loops take no time (measured before the simulator had the loop
+# trigger: kubejoule@kubejoule booted 4 nodes where the simulator booted 1, +36 % energy).
 SPEEDUP = 30.0
 NODES = parse_node_groups([
     {"name": "lean", "count": 3, "cpu_cores": 4, "memory_gib": 8, "power": {"idle_watts": 40, "max_watts": 110}},
@@ -76,11 +79,13 @@ def test_the_simulator_agrees_with_the_real_cluster_autoscaler(k8s_bin: Path, ca
     messages: list[str] = []
     outcomes, partial = run_on_cluster(plan, DAEMONSETS, k8s_bin, tmp_path, SPEEDUP, messages.append, ca_bin)
     assert partial is None, f"{partial}\n" + "\n".join(messages[-10:])
-    simulated = {o.summary.policy: o.summary for o in run_plan(without_agents(plan), None, 1, False)}
+    simulated = {o.summary.policy: o.summary for o in run_plan(as_run_on_cluster(plan, SPEEDUP), None, 1, False)}
     for outcome in outcomes:
         real, sim = outcome.summary, simulated[outcome.summary.policy]
         report = (real.policy, real.energy_joules, sim.energy_joules, real.node_seconds, sim.node_seconds,
                   real.scale_ups, sim.scale_ups, real.scale_downs, sim.scale_downs)
+        print(f"{real.policy}: energy {_pct(real.energy_joules, sim.energy_joules):+.2f} %, node-seconds "
+              f"{_pct(real.node_seconds, sim.node_seconds):+.2f} % (cluster / simulator: {report[1:]})")
         assert abs(_pct(real.energy_joules, sim.energy_joules)) <= ENERGY_TOLERANCE_PCT, report
         assert real.scale_ups >= 1 and sim.scale_ups >= 1, report
         assert real.scale_downs >= 1 and sim.scale_downs >= 1, report

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from scheduler.domain.cluster_defaults import (
     BOOT_SECONDS,
     MAX_POD_EVICTION_S,
+    NEW_POD_WAIT_S,
     SCALE_DOWN_DELAY_AFTER_ADD_S,
     SCALE_DOWN_DELAY_AFTER_FAILURE_S,
     SCALE_DOWN_UNNEEDED_S,
@@ -40,6 +41,12 @@ class AutoscalerModel:
     max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
     max_drain_parallelism: int = 1  # --max-drain-parallelism
     max_pod_eviction_s: float = MAX_POD_EVICTION_S  # --max-pod-eviction-time
+    # --frequent-loops-enabled: a loop at once after a productive one or on an unschedulable
+    # pod (rl/simulation/autoscaler/trigger.py); False: one every scan interval
+    frequent_loops_enabled: bool = True
+    # no scale-up while every Pending pod to help is younger than this (static_autoscaler.go
+    # unschedulablePodTimeBuffer: 2 s of wall clock, a constant; rl/simulation/autoscaler/trigger.py)
+    new_pod_wait_s: float = NEW_POD_WAIT_S
 
     def __post_init__(self) -> None:
         if self.scan_interval_s <= 0:
@@ -47,9 +54,10 @@ class AutoscalerModel:
         times = (
             self.boot_seconds, self.scale_down_unneeded_s, self.delay_after_add_s,
             self.delay_after_delete_s, self.delay_after_failure_s, self.max_pod_eviction_s,
+            self.new_pod_wait_s,
         )
         if not all(t >= 0 for t in times):
-            raise ValueError("boot, unneeded, delay and eviction times must be >= 0")
+            raise ValueError("boot, unneeded, delay, eviction and new-pod wait times must be >= 0")
         if self.boot_joules is not None and self.boot_joules < 0:
             raise ValueError("boot_joules must be >= 0")
         if self.utilization_threshold is not None and not 0 <= self.utilization_threshold <= 1:
@@ -65,12 +73,15 @@ def old_defaults(model: AutoscalerModel) -> AutoscalerModel:
 
     ABLATION: the autoscaler of this project before issue 22 (and, for the expander, of clusters
     before kubernetes/autoscaler PR #7631): random expander, only empty nodes scaled down, no
-    scale-down cool-downs."""
+    scale-down cool-downs, a loop every scan interval only (no frequent loops: the simulator
+    before the loop trigger; cluster-autoscaler before `--frequent-loops-enabled`). The wait for
+    new pods stays: cluster-autoscaler has had it in every version."""
     return replace(
         model,
         expander="random",
         utilization_threshold=None,
         delay_after_add_s=0.0,
         delay_after_failure_s=0.0,
+        frequent_loops_enabled=False,
     )
 

@@ -33,8 +33,10 @@ and FAQ.md ("How does scale-down work?") at 55c37cd5eb550756c5ccc5a89e9068d77797
    minimum size after the deletions in progress (`verifyMinSize`).
 6. Cool-downs — core/static_autoscaler.go `isScaleDownInCooldown`: no deletion starts while
    lastScaleUp + delay-after-add, lastScaleDownFail + delay-after-failure or lastScaleDownDelete +
-   delay-after-delete is after now. A loop that scaled up still runs the planner (RunOnce calls
-   scaleDown after the scale-up), so unneeded time accrues during a cool-down.
+   delay-after-delete is after now, nor in a loop that waits for new pods
+   (`DisableScaleDownForLoop`, rl/simulation/autoscaler/trigger.py). A loop that scaled up still
+   runs the planner (RunOnce calls scaleDown after the scale-up), so unneeded time accrues during
+   a cool-down.
 7. Budgets — core/scaledown/budgets/budgets.go `CropNodes`: at most max-scale-down-parallelism
    deletions (empty and drained) in progress, of them at most max-drain-parallelism drains;
    empty nodes are taken first.
@@ -45,12 +47,15 @@ and FAQ.md ("How does scale-down work?") at 55c37cd5eb550756c5ccc5a89e9068d77797
    The node is deleted when its pods are gone; an empty node at once.
 
 Simplifications: a deletion takes no time (no node-delete-delay-after-taint, pods terminate at
-once). CA sets lastScaleDownFailTime only when starting a deletion fails synchronously (a taint
-or cloud-provider error, core/static_autoscaler.go); a drain that times out fails asynchronously
+once); the deletions a loop started still count as in progress for the loops at the same instant
+(the loops right after a productive one, rl/simulation/autoscaler/trigger.py), as the real ones,
+which take at least --node-delete-delay-after-taint (5 s), are for the loops right after. CA
+sets lastScaleDownFailTime only when starting a deletion fails synchronously (a taint or
+cloud-provider error, core/static_autoscaler.go); a drain that times out fails asynchronously
 and starts no cool-down. Nothing in the simulator fails synchronously, so -after-failure is
 honoured but never starts. Not modelled: the cap on unneeded candidates (`unneededNodesLimit`,
-far above our clusters), unready nodes, atomic node groups, the loop skipped while all Pending
-pods are under 2 s old, and recently evicted pods injected into the planner's snapshot.
+far above our clusters), unready nodes, atomic node groups, and recently evicted pods injected
+into the planner's snapshot.
 """
 
 from __future__ import annotations
@@ -152,15 +157,22 @@ class ScaleDown:
         self.draining: dict[str, float] = {}  # node → when its drain started
         self.failed_drains = 0
         self.last_scale_up_s = self.last_delete_s = self.last_failure_s = -math.inf
+        # Deletions started at `last_delete_s` (empty, drained): in progress for the loops at
+        # that instant (module docstring, Simplifications).
+        self._started = (0, 0)
 
-    def scan(self, scaled_up: bool) -> None:
+    def scan(self, scaled_up: bool, deletions: bool = True) -> bool:
+        """The loop's scale-down: drains go on, the planner runs, and unless in a cool-down (or
+        `deletions` is off: the loop waits for new pods, rl/simulation/autoscaler/trigger.py)
+        deletions start. Whether one started (CA's `ScaleDownNodeDeleteStarted`)."""
         now = self.sim.now
         if scaled_up:
             self.last_scale_up_s = now
         self._continue_drains(now)
         self._plan(now)
-        if not self.in_cooldown(now):
-            self._actuate(now)
+        if deletions and not self.in_cooldown(now):
+            return self._actuate(now)
+        return False
 
     def in_cooldown(self, now: float) -> bool:
         m = self.model
@@ -263,7 +275,7 @@ class ScaleDown:
 
     # -- actuation ----------------------------------------------------------------------------
 
-    def _actuate(self, now: float) -> None:
+    def _actuate(self, now: float) -> bool:
         model = self.model
         unneeded = model.scale_down_unneeded_s
         due = [
@@ -279,8 +291,10 @@ class ScaleDown:
         empty = [r for r in going if not r.pods]
         drain = [r for r in going if r.pods]
         drain.sort(key=lambda r: r.risky)
+        empty_now, drained_now = self._started if self.last_delete_s == now else (0, 0)
+        draining_now = sum(1 for started in self.draining.values() if started == now)
         empty, drain = crop_to_budgets(
-            empty, drain, 0, len(self.draining),
+            empty, drain, empty_now, len(self.draining) + drained_now - draining_now,
             model.max_scale_down_parallelism, model.max_drain_parallelism,
         )
         for r in empty:
@@ -292,7 +306,9 @@ class ScaleDown:
             if not self.pods_to_move(r.node):
                 self._delete(r.node)
         if empty or drain:
+            self._started = (empty_now + len(empty), drained_now + len(drain))
             self.last_delete_s = now
+        return bool(empty or drain)
 
     def _evict(self, node: SimNode) -> None:
         """Ask the eviction API for each pod to move; it refuses a pod whose PDB has no room."""

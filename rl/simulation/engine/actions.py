@@ -120,6 +120,8 @@ class ClusterActions:
             s.done += 1
         else:
             del s.start[index]  # pending again until it restarts (pending_pod_seconds)
+            s.created[index] = s.now  # a new pod
+            s.marked_unschedulable.discard(index)
             s.to_schedule.append(index)
         self.lifecycle.after_removal(node)
         return fate
@@ -130,6 +132,10 @@ class ClusterActions:
         for index in sorted(node.running):
             self.evict(node, index)
         self.lifecycle.power_down(node)
+
+    def created_s(self, index: int) -> float:
+        """When the pod (or its latest replacement, Pending from its eviction) was created."""
+        return self.state.created_s(index)
 
     def pdb_room(self, workload: str | None) -> int | None:
         """The workload's PDB's disruptions allowed now (None without a PDB)."""

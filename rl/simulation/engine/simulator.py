@@ -23,8 +23,9 @@ Model (every number in joules, watts, seconds, cores):
 * Three power regimes:
   - always on (neither `autoscaler` nor `power_off`): every node is on from 0 to the end;
   - `autoscaler` (rl/simulation/autoscaler/scan.py): cluster-autoscaler's semantics. Only powered-on, ready
-    nodes are candidates; the autoscaler scans every `scan_interval_s`, boots nodes of the group
-    its expander picks for the Pending pods and powers off unneeded nodes;
+    nodes are candidates; the autoscaler loops when its trigger says (every `scan_interval_s`,
+    at once after a productive loop, and when a pod first finds no node: trigger.py), boots
+    nodes of the group its expander picks for the Pending pods and powers off unneeded nodes;
   - `power_off` (the `--power-off-visible` ablation, the old model): powered-off nodes stay
     feasible candidates, placing a pod on one boots it, and a node empty for `after_seconds`
     powers off. No real scheduler sees a powered-off node; this is kept to measure what that
@@ -162,7 +163,7 @@ class Simulation:
             s.push(pod.submit_s, ARRIVAL, i, 0)
         if autoscaler is not None:
             self.autoscaler = autoscaler(self.actions)
-            s.push(0.0, SCAN, 0, 0)
+            s.push_scan(0.0)
         for node in s.nodes:
             if autoscaler is None or node.spec.initially_on:
                 self.lifecycle.make_ready(node)
@@ -204,7 +205,16 @@ class Simulation:
 
     def _only_periodic_left(self) -> bool:
         """No event is due but periodic controllers' (and so nothing would change)."""
-        return len(self.state.events) == self._periodic_queued
+        return len(self.state.events) == self._periodic_queued + self.state.stale_scans
+
+    def _wake_autoscaler(self) -> None:
+        """A pod turned unschedulable: the autoscaler's next loop now, if that starts one
+        (rl/simulation/autoscaler/trigger.py) and none is due now already."""
+        s, autoscaler = self.state, self.autoscaler
+        if autoscaler is None or not autoscaler.wakes_on_unschedulable:
+            return
+        if s.scan_due is None or s.scan_due > s.now:
+            s.push_scan(s.now)
 
     # -- placing --------------------------------------------------------------------------------
 
@@ -217,6 +227,7 @@ class Simulation:
         s, lifecycle = self.state, self.lifecycle
         while not self._finished:
             candidates: list[NodeState] | None = None  # nothing changes while pods fail to fit
+            turned_unschedulable = False
             while s.to_schedule:
                 index = s.to_schedule.popleft()
                 info = s.infos[index]
@@ -230,6 +241,12 @@ class Simulation:
                     return self._pending_decision
                 s.waited.add(index)
                 s.waiting.append(index)
+                if index not in s.marked_unschedulable:
+                    s.marked_unschedulable.add(index)
+                    turned_unschedulable = True
+            if turned_unschedulable:
+                self._wake_autoscaler()
+            s.drop_stale_scans()
             if s.done == len(s.pods) or not s.events:
                 self._finished = True
                 break
@@ -249,10 +266,12 @@ class Simulation:
                 if s.to_schedule or not self._only_periodic_left():
                     self._push_periodic(target)
                 continue
-            if kind == SCAN:
+            if kind == SCAN:  # the current loop: drop_stale_scans took any other
                 assert self.autoscaler is not None
-                if self.autoscaler.scan(idle=self._only_periodic_left()):
-                    s.push(s.now + self.autoscaler.scan_interval_s, SCAN, 0, 0)
+                s.scan_due = None
+                next_s = self.autoscaler.scan(idle=self._only_periodic_left())
+                if next_s is not None:
+                    s.push_scan(s.now + next_s)
                 continue
             node = s.nodes[target]
             if kind == COMPLETE:

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from rl.simulation.engine.energy import EnergyLedger
+from rl.simulation.engine.events import SCAN
 from rl.simulation.engine.node import SimNode, nonzero_extra
 from rl.simulation.engine.simrecords import PodOutcome, PowerOffModel
 from rl.simulation.engine.telemetry import TelemetryModel, TelemetryRecorder
@@ -74,6 +75,15 @@ class SimulationState:
         self.to_schedule: deque[int] = deque()
         self.waiting: list[int] = []  # found no feasible node, oldest first
         self.waited: set[int] = set()  # ever waited (counted once as unschedulable)
+        # Pods the scheduler found no node for since they (or their replacements) were created:
+        # the first failure is the "unschedulable pod" that starts an autoscaler loop.
+        self.marked_unschedulable: set[int] = set()
+        self.created: dict[int, float] = {}  # a replacement's creation (else the pod's arrival)
+        # The autoscaler's next loop (a SCAN event of version `scan_version`, due `scan_due`);
+        # loops moved earlier leave stale SCAN events behind, dropped unrun (`drop_stale_scans`).
+        self.scan_version = 0
+        self.scan_due: float | None = None
+        self.stale_scans = 0
         self.start: dict[int, float] = {}  # pod index → its current start
         self.first_start: dict[int, float] = {}
         self.arrived = 0
@@ -99,6 +109,25 @@ class SimulationState:
     def push(self, t: float, kind: int, target: int, version: int) -> None:
         self.seq += 1
         heapq.heappush(self.events, (t, kind, self.seq, target, version))
+
+    def push_scan(self, t: float) -> None:
+        """The autoscaler's next loop at `t` (a loop already due later goes stale)."""
+        if self.scan_due is not None:
+            self.stale_scans += 1
+        self.scan_version += 1
+        self.scan_due = t
+        self.push(t, SCAN, 0, self.scan_version)
+
+    def drop_stale_scans(self) -> None:
+        """Pop the stale SCAN events at the head of the queue, so that they never move the clock."""
+        events = self.events
+        while events and events[0][1] == SCAN and events[0][4] != self.scan_version:
+            heapq.heappop(events)
+            self.stale_scans -= 1
+
+    def created_s(self, index: int) -> float:
+        """When the pod (or its latest replacement) was created."""
+        return self.created.get(index, self.pods[index].submit_s)
 
     def advance(self, t: float) -> None:
         if t < self.now:

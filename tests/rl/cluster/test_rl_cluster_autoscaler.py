@@ -42,6 +42,9 @@ def test_every_timer_is_the_models_value_divided_by_the_speedup() -> None:
     assert flags["scale-down-utilization-threshold"] == "0.5"
     assert {t.flag for t in ca.SCALED_TIMERS} <= set(flags)
     assert "grpc-expander-url" not in flags
+    assert flags["frequent-loops-enabled"] == "true"  # the model's, as cluster-autoscaler ships
+    off = _flags(ca.ca_argv(Path("/ca"), replace(model, frequent_loops_enabled=False), 30.0, Path("/kc"), 8085))
+    assert off["frequent-loops-enabled"] == "false"
 
 
 def test_the_kubejoule_expander_is_grpc_to_ours_and_the_rest_is_refused() -> None:

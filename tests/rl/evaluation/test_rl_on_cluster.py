@@ -13,9 +13,15 @@ import pytest
 from rl.cmd.benchmark_cli import command, parse_args
 from rl.cmd.on_cluster_cli import OnClusterRun, document
 from rl.evaluation.benchmark import RunOutcome, RunSummary, RunTask, plan_benchmark, run_plan
-from rl.evaluation.fidelity import difference_pct, format_fidelity, without_agents
+from rl.evaluation.fidelity import (
+    as_run_on_cluster,
+    difference_pct,
+    format_fidelity,
+    without_agents,
+)
 from rl.evaluation.on_cluster import AUTOSCALER_BLOCKED, PartialRun, check_fits, check_static
 from rl.evaluation.replay import Recording, pod_manifest
+from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
 
@@ -165,3 +171,17 @@ def test_a_component_that_exits_stops_the_replay_naming_it() -> None:
 
     recording = replay(Quiet(), "ns", PODS[:2], "kj-x", 1000.0, lambda: ["kj-default-kube-scheduler"])  # type: ignore[arg-type]
     assert recording.failure == "kj-default-kube-scheduler exited during the run"
+
+
+def test_the_fidelity_simulation_waits_for_new_pods_two_seconds_of_wall_clock() -> None:
+    """cluster-autoscaler's wait for new pods is 2 s of wall clock (static_autoscaler.go
+    unschedulablePodTimeBuffer): at 30× the simulator of a fidelity run waits 60 s of the trace;
+    a plan without an autoscaler is only `without_agents`."""
+    autoscaled = plan_benchmark(MIXED, MIXED_PODS, ["default"], 1, ClusterModel(autoscaler=AutoscalerModel()), (),
+                                False)
+    model = as_run_on_cluster(autoscaled, 30.0).models[None]
+    assert model.autoscaler is not None and model.autoscaler.new_pod_wait_s == 60.0
+    assert model.telemetry_dropout == 1.0 and model.configured_curves
+    assert autoscaled.models[None].autoscaler == AutoscalerModel()  # the plan itself unchanged
+    static = plan_benchmark(MIXED, MIXED_PODS, ["default"], 1, ClusterModel(), (), False)
+    assert as_run_on_cluster(static, 30.0) == without_agents(static)

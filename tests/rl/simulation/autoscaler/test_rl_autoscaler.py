@@ -55,20 +55,29 @@ def test_a_pod_that_fits_the_powered_on_node_goes_there_for_every_policy(policy)
     assert result.outcomes[0].pending_s == 0
 
 
-def test_a_pod_that_fits_nowhere_waits_for_the_next_scan_and_the_boot():
-    # a (1 core, always on) cannot take a 2-core pod; it arrives at t = 3, the scan at t = 10
-    # boots b (4 cores, standby 5 W), ready at 130: the pod runs 130 … 230 at u = 0.5 (150 W).
+@pytest.mark.parametrize(
+    ("frequent_loops", "scale_up_at"),
+    # Frequent loops (cluster-autoscaler's default): the pod turning unschedulable at 3 starts a
+    # loop at once, which waits for more new pods (under 2 s old: static_autoscaler.go
+    # allPodsAreNew), and the next, a scan interval later at 13, boots b. Without: the scans at
+    # 0, 10, … and the one at 10 boots b.
+    [(True, 13.0), (False, 10.0)],
+)
+def test_a_pod_that_fits_nowhere_waits_for_a_loop_and_the_boot(frequent_loops, scale_up_at):
+    # a (1 core, always on) cannot take a 2-core pod arriving at t = 3; b (4 cores, standby
+    # 5 W) boots at the scale-up, ready 120 s later: the pod runs 100 s at u = 0.5 (150 W).
     nodes = [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4, standby=5.0)]
-    result = simulate(nodes, [pod(0, 3, 100, usage=2, request=2)])
+    model = AutoscalerModel(boot_seconds=120.0, boot_joules=6_000.0, frequent_loops_enabled=frequent_loops)
+    result = simulate(nodes, [pod(0, 3, 100, usage=2, request=2)], model=model)
     (outcome,) = result.outcomes
-    assert (outcome.node, outcome.start_s, outcome.finish_s) == ("b-0", 130.0, 230.0)
-    assert outcome.pending_s == pytest.approx(127.0)
+    start = scale_up_at + 120.0
+    assert (outcome.node, outcome.start_s, outcome.finish_s) == ("b-0", start, start + 100)
+    assert outcome.pending_s == pytest.approx(start - 3)
     assert result.unschedulable == 1 and result.boots == 1 and result.scale_ups == 1
-    # a: 100 W × 230 s; b: standby 5 W × 10 s, boot 6,000 J, then 150 W × 100 s.
-    assert result.node_energy_joules["a-0"] == pytest.approx(23_000.0)
-    assert result.node_energy_joules["b-0"] == pytest.approx(50.0 + 6_000.0 + 15_000.0)
-    assert result.energy_joules == pytest.approx(44_050.0)
-    assert result.end_s == 230.0
+    # a: 100 W until the end; b: standby 5 W until the scale-up, boot 6,000 J, then 150 W × 100 s.
+    assert result.node_energy_joules["a-0"] == pytest.approx(100.0 * (start + 100))
+    assert result.node_energy_joules["b-0"] == pytest.approx(5.0 * scale_up_at + 6_000.0 + 15_000.0)
+    assert result.end_s == start + 100
 
 
 def _two_groups() -> list[NodeSpec]:
@@ -86,8 +95,9 @@ def test_the_expander_decides_the_group(expander, group, watts):
     model = AutoscalerModel(expander=expander, boot_seconds=120.0, boot_joules=6_000.0)
     result = simulate(_two_groups(), [pod(0, 3, 100, usage=2, request=2)], model=model)
     (outcome,) = result.outcomes
-    assert outcome.node == group and outcome.start_s == 130.0
-    assert result.energy_joules == pytest.approx(100 * 230 + 6_000 + watts * 100)
+    # the loop at 3 waits for new pods, the one at 13 scales up: ready at 133
+    assert outcome.node == group and outcome.start_s == 133.0
+    assert result.energy_joules == pytest.approx(100 * 233 + 6_000 + watts * 100)
 
 
 def test_random_expander_and_ties_follow_the_seed():
@@ -108,26 +118,28 @@ def test_least_waste_score_counts_cpu_and_memory():
 
 
 def test_several_pods_get_as_many_nodes_as_first_fit_needs():
-    # Three 3-core pods on 4-core template nodes: three nodes, one scale-up.
+    # Three 3-core pods on 4-core template nodes: three nodes, one scale-up (at 11: the loop the
+    # pods start at 1 waits for more new pods).
     nodes = [node("a-0", "a", 1, min_count=1)] + [node(f"b-{i}", "b", 4, ordinal=i) for i in range(4)]
     result = simulate(nodes, [pod(i, 1, 50, usage=1, request=3) for i in range(3)])
     assert result.scale_ups == 1 and result.boots == 3
     assert sorted(o.node for o in result.outcomes) == ["b-0", "b-1", "b-2"]
-    assert {o.start_s for o in result.outcomes} == {130.0}
+    assert {o.start_s for o in result.outcomes} == {131.0}
 
 
 def test_scale_down_after_the_unneeded_time():
-    # pod 1 keeps a busy until 1,000 s; b boots for pod 0 (ready 130, empty from 230). The scan
-    # at 230 finds b unneeded; it goes at the first scan with 230 + 600 strictly before now,
-    # t = 840 (the scale-up's 600 s cool-down ended at 610). Then it draws its 5 W standby.
+    # pod 1 keeps a busy until 1,000 s; b boots for pod 0 at 13 (ready 133, empty from 233). The
+    # loop at 233 (every 10 s from the scale-up) finds b unneeded; it goes at the first loop with
+    # 233 + 600 strictly before now, t = 843 (the scale-up's 600 s cool-down ended at 613). Then
+    # it draws its 5 W standby.
     nodes = [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4, standby=5.0)]
     pods = [pod(0, 3, 100, usage=2, request=2), pod(1, 0, 1_000, usage=0.5, request=0.5)]
     result = simulate(nodes, pods)
     assert result.scale_downs == 1 and result.end_s == 1_000.0
-    b = 5 * 10 + 6_000 + 150 * 100 + 100 * (840 - 230) + 5 * (1_000 - 840)
+    b = 5 * 13 + 6_000 + 150 * 100 + 100 * (843 - 233) + 5 * (1_000 - 843)
     assert result.node_energy_joules["b-0"] == pytest.approx(b)
     assert result.node_energy_joules["a-0"] == pytest.approx(150.0 * 1_000)
-    assert (840.0, 150.0 + 5.0) in result.timeline
+    assert (843.0, 150.0 + 5.0) in result.timeline
 
 
 def test_min_count_nodes_never_power_off():
@@ -279,10 +291,10 @@ def test_sample_grid_with_a_slower_store():
 
 
 def test_a_node_not_running_at_the_sample_has_no_telemetry():
-    # b boots for pod 0 at the t = 10 scan and is ready at 133; pod 1 arrives at 134, when
+    # b boots for pod 0 at the t = 13 loop and is ready at 133; pod 1 arrives at 134, when
     # the store (refreshed at 130) holds the samples of 130: b was not running then.
     nodes = [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4)]
-    model = AutoscalerModel(boot_seconds=123.0, boot_joules=0.0)  # ready at 133
+    model = AutoscalerModel(boot_seconds=120.0, boot_joules=0.0)  # ready at 133
     pods = [pod(0, 3, 100, usage=2, request=2), pod(1, 134, 10, 0.5, 0.5)]
     sim = Simulation(nodes, pods, autoscaler=autoscaling(model), telemetry=TelemetryModel())
     policy = Recorder()
@@ -302,7 +314,7 @@ def test_the_kubejoule_expander_picks_the_least_energy_group():
     for seed in range(4):
         result = simulate(nodes, [pod(0, 3, 100, usage=2, request=2)], model=model, seed=seed)
         assert result.outcomes[0].node == "cool-0"
-        assert result.energy_joules == pytest.approx(100 * 230 + 6_000 + 125 * 100)
+        assert result.energy_joules == pytest.approx(100 * 233 + 6_000 + 125 * 100)
 
 
 def test_telemetry_dropout_hides_the_chosen_nodes_agents_for_the_whole_run():

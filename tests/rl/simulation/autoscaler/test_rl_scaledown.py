@@ -212,20 +212,20 @@ def test_a_drain_the_pdb_never_allows_fails_after_the_max_pod_eviction_time():
 
 def test_delay_after_add_holds_a_scale_down():
     # c-0 is on and empty from t = 0: unneeded since 0, removable at 610. A 6-core pod arrives
-    # at 300 and fits only a new b node: the scale-up at the 300 scan starts the 600 s
-    # cool-down, so c-0 goes at 900 — at 610 with the delay at 0.
+    # at 300 and fits only a new b node: the loop at 300 waits for more new pods, the scale-up
+    # at the 310 loop starts the 600 s cool-down, so c-0 goes at 910 — at 610 with the delay at 0.
     def cluster():
         return [node("a-0", "a", cores=1, min_count=1, initial=1), node("b-0", "b", cores=8),
                 node("c-0", "c", initial=1)]
 
     pods = [pod(0, 300, 2_000, request=6, usage=1)]
-    for delay, gone in ((600.0, 900.0), (0.0, 610.0)):
+    for delay, gone in ((600.0, 910.0), (0.0, 610.0)):
         model = AutoscalerModel(boot_seconds=120.0, boot_joules=0.0, delay_after_add_s=delay)
         _, result = run(cluster(), pods, {}, model=model)
         assert result.scale_ups == 1 and result.scale_downs == 1
         assert result.node_energy_joules["c-0"] == pytest.approx(100 * gone)
         (outcome,) = result.outcomes
-        assert (outcome.node, outcome.start_s) == ("b-0", 420.0)
+        assert (outcome.node, outcome.start_s) == ("b-0", 430.0)
 
 
 @pytest.mark.parametrize(("parallelism", "per_scan"), [(10, [10, 2]), (3, [3, 3, 3, 3])])

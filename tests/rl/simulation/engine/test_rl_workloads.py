@@ -219,4 +219,11 @@ def test_the_benchmark_reports_the_disruption_and_its_settings(small_case, tmp_p
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["scenario"]["autoscaler"]["scale_down_utilization_threshold"] is None
     assert doc["scenario"]["autoscaler"]["expanders"] == ["random"]
+    assert doc["scenario"]["autoscaler"]["frequent_loops_enabled"] is False
     assert doc["policies"]["default"]["evictions"] == 0
+    # --frequent-loops-enabled as cluster-autoscaler takes it: on by default, "false" turns it off
+    assert settings["frequent_loops_enabled"] is True
+    assert bench(nodes, trace, tmp_path, "--frequent-loops-enabled", "false") == 0
+    assert json.loads((tmp_path / "r.json").read_text())["scenario"]["autoscaler"]["frequent_loops_enabled"] is False
+    assert bench(nodes, trace, tmp_path, "--old-autoscaler-defaults", "--frequent-loops-enabled", "true") == 0
+    assert json.loads((tmp_path / "r.json").read_text())["scenario"]["autoscaler"]["frequent_loops_enabled"] is True
