@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from scheduler.cluster.kubejson import subobject
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
+from scheduler.cluster.node_events import NodeProperties, node_properties, node_scheduling_changes
 from scheduler.cluster.node_table import (
     NodePods,
     NodeTable,
@@ -72,12 +73,13 @@ class ClusterCache:
         self._clock = clock  # wall clock, as telemetry sample times are
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeInfo] = {}
+        self._props: dict[str, NodeProperties] = {}  # what node_scheduling_changes compares
         self._placed: dict[str, Placed] = {}
         self._pods = NodePods()  # per node: the placed pods and their sums
         self._pending: dict[str, PodInfo] = {}
         self._unbound: dict[str, str] = {}  # key → uid of pods last seen without a node
         self._generation = 0  # bumped by every change that could make a pod fit somewhere
-        self._layout = 0  # bumped when nodes come, go or change (not their pods)
+        self._layout = 0  # bumped when nodes come or go (not when one changes: its row does)
         self._newest: tuple[int, float | None] | None = None  # layout → newest ready time
         self._table: NodeTable | None = None
         self._telemetry_token: object = None
@@ -124,7 +126,8 @@ class ClusterCache:
         return node_workload(info, pods, now, self.lifetimes, last_up)
 
     def _newest_ready(self) -> float | None:
-        """The latest ready time of any node (cached while the nodes stay the same)."""
+        """The latest ready time of any node (cached while the nodes stay the same; a node
+        updated in place keeps it, `_keep_newest_ready`)."""
         cached = self._newest
         if cached is None or cached[0] != self._layout:
             times = [i.ready_since for i in self._nodes.values() if i.ready_since is not None]
@@ -132,7 +135,8 @@ class ClusterCache:
         return cached[1]
 
     def node_marks(self, nodes: Sequence[str]) -> list[int]:
-        """Per node, a number that changes whenever its pods do (placed, assumed or removed)."""
+        """Per node, a number that changes whenever its pods do (placed, assumed or removed) or
+        its spec does (updated in place)."""
         with self._lock:
             changed = self._pods.changed_at
             return [changed.get(node, 0) for node in nodes]
@@ -198,7 +202,7 @@ class ClusterCache:
                 current = table.states[row]
                 if not rebuilt and name not in dirty and current.telemetry is t:
                     continue
-                table.set_row(row, self._pods.state(table.infos[row], t))
+                table.set_row(row, self._pods.state(self._nodes[name], t))
             return table
 
     def stage(
@@ -229,7 +233,7 @@ class ClusterCache:
             row = table.index.get(name) if at > staged.change else None
             if row is not None:
                 t = telemetry(name) if telemetry is not None else None
-                table.set_row(row, self._pods.state(table.infos[row], t))
+                table.set_row(row, self._pods.state(self._nodes[name], t))
         self._table = table
         self._telemetry_token = staged.token
         self._pods.dirty = set()  # earlier changes are in the staged rows, later ones read again above
@@ -238,17 +242,22 @@ class ClusterCache:
     # -- nodes --
 
     def replace_nodes(self, nodes: Iterable[Mapping[str, object]]) -> None:
-        """A full listing: nodes absent from it are gone (and so is one that cannot be read)."""
+        """A full listing: nodes absent from it are gone (and so is one that cannot be read).
+        The same nodes in the same order are updated in place, as `upsert_node` does."""
         with self._lock:
-            fresh = {}
+            fresh: dict[str, tuple[NodeInfo, NodeProperties]] = {}
             for obj in nodes:
                 info = self._node_info(obj)
                 if info is not None:
-                    fresh[info.name] = info
-            if fresh != self._nodes:
+                    fresh[info.name] = (info, node_properties(obj))
+            if list(fresh) != list(self._nodes):  # nodes came, went or moved: a new layout
+                self._nodes = {name: info for name, (info, _) in fresh.items()}
+                self._props = {name: props for name, (_, props) in fresh.items()}
                 self._generation += 1
                 self._layout += 1
-            self._nodes = fresh
+                return
+            for name, (info, props) in fresh.items():
+                self._renew(name, info, props)
 
     @staticmethod
     def _node_info(obj: Mapping[str, object]) -> NodeInfo | None:
@@ -259,24 +268,55 @@ class ClusterCache:
             return None
 
     def upsert_node(self, obj: Mapping[str, object]) -> bool:
-        """Returns True when the node changed in a way the filters can see. A node that cannot
-        be read is dropped (nothing can be placed on it)."""
+        """Returns True when the node changed in a way that can make a waiting pod fit (a new
+        node, or an update `node_scheduling_changes` finds events in); only then does the
+        generation move. A known node is updated in place (its row, not the table's layout).
+        A node that cannot be read is dropped (nothing can be placed on it)."""
         info = self._node_info(obj)
         if info is None:
             with self._lock:
                 known = _name(obj) in self._nodes
                 self.delete_node(_name(obj))
             return known
+        props = node_properties(obj)
         with self._lock:
-            if self._nodes.get(info.name) == info:
-                return False
+            if info.name in self._nodes:
+                return self._renew(info.name, info, props)
             self._nodes[info.name] = info
+            self._props[info.name] = props
             self._generation += 1
             self._layout += 1
             return True
 
+    def _renew(self, name: str, info: NodeInfo, props: NodeProperties) -> bool:
+        """A known node's update, in place (kube-scheduler's cache.UpdateNode then
+        eventhandlers.go updateNodeInCache: the cache always, the queue only for events)."""
+        old = self._nodes[name]
+        if info != old:
+            self._nodes[name] = info
+            self._pods.renewed(name)  # its row is rewritten by the next table()
+            self._keep_newest_ready(old, info)
+        before = self._props.get(name)
+        self._props[name] = props
+        if before is not None and not node_scheduling_changes(props, before):
+            return False  # a heartbeat: nothing a waiting pod could fit because of
+        self._generation += 1
+        return True
+
+    def _keep_newest_ready(self, old: NodeInfo, new: NodeInfo) -> None:
+        """Keep `_newest_ready()`'s cache through a node updated in place."""
+        cached = self._newest
+        if cached is None or cached[0] != self._layout:
+            return
+        newest = cached[1]
+        if new.ready_since is not None and (newest is None or new.ready_since >= newest):
+            self._newest = (self._layout, new.ready_since)
+        elif old.ready_since is not None and old.ready_since == newest:
+            self._newest = None  # the newest went back: found again when next asked
+
     def delete_node(self, name: str) -> None:
         with self._lock:
+            self._props.pop(name, None)
             if self._nodes.pop(name, None) is not None:
                 self._generation += 1
                 self._layout += 1
