@@ -22,6 +22,9 @@ Anchors: kube-scheduler 680 pods/s at 5,000 nodes (scheduler_perf's threshold); 
 
 Run: `python benchmarks/bench_k8s_throughput.py [--nodes 1000,5000] [--pods 5000] [--json]`, or
 `python benchmarks/run_all.py k8s_throughput` (KUBEJOULE_K8S_BIN or tools/k8s/build.sh's cache).
+`--schedulers` runs some of the three (`kube-scheduler,extender,standalone`, the default: all;
+the ratios need kube-scheduler), `--settle S` waits S seconds after creating the nodes before the
+first batch (KWOK makes them Ready, then heartbeats each once a minute; default 0).
 """
 
 from __future__ import annotations
@@ -251,7 +254,10 @@ def measure(cluster: Cluster, name: str, pods: int, launch: Callable[[], list[Pr
     return result
 
 
-def run(nodes: int, pods: int) -> dict[str, dict[str, float]]:
+SCHEDULERS = ("kube-scheduler", "extender", "standalone")  # --schedulers' names, in running order
+
+
+def run(nodes: int, pods: int, schedulers: tuple[str, ...] = SCHEDULERS, settle: float = 0.0) -> dict[str, dict[str, float]]:
     bins = k8s_bin_dir()
     with tempfile.TemporaryDirectory(prefix="kj-throughput-") as tmp:
         work = Path(tmp)
@@ -259,6 +265,9 @@ def run(nodes: int, pods: int) -> dict[str, dict[str, float]]:
         try:
             print(f"creating {nodes} KWOK nodes", file=sys.stderr, flush=True)
             create_nodes(cluster.admin(), nodes)
+            if settle > 0:
+                print(f"letting the nodes settle for {settle:g} s", file=sys.stderr, flush=True)
+                time.sleep(settle)
             results: dict[str, dict[str, float]] = {}
             ports: dict[str, int] = {}
 
@@ -287,6 +296,8 @@ def run(nodes: int, pods: int) -> dict[str, dict[str, float]]:
 
             for label, name, with_extender in (("kube-scheduler", "alone", False),
                                                ("kube-scheduler + extender", "with-extender", True)):
+                if ("extender" if with_extender else "kube-scheduler") not in schedulers:
+                    continue
                 print(f"{nodes} nodes: {label}", file=sys.stderr, flush=True)
                 results[label] = measure(cluster, name, pods, launch_kube(name, with_extender), kube_metrics(name))
 
@@ -294,8 +305,9 @@ def run(nodes: int, pods: int) -> dict[str, dict[str, float]]:
                 process, ports["standalone"] = standalone(cluster, "standalone", work)
                 return [process]
 
-            print(f"{nodes} nodes: standalone", file=sys.stderr, flush=True)
-            results["standalone"] = measure(cluster, "standalone", pods, launch_standalone, dict)
+            if "standalone" in schedulers:
+                print(f"{nodes} nodes: standalone", file=sys.stderr, flush=True)
+                results["standalone"] = measure(cluster, "standalone", pods, launch_standalone, dict)
             return results
         finally:
             down(cluster)
@@ -306,11 +318,12 @@ def table(all_results: dict[int, dict[str, dict[str, float]]], pods: int) -> str
              "| nodes | scheduler | pods/s | × kube-scheduler alone | kube-scheduler algorithm p99 | extender prioritize p99 |",
              "|---|---|---|---|---|---|"]
     for nodes, results in all_results.items():
-        base = results["kube-scheduler"]["pods_per_s"]
+        base = results.get("kube-scheduler", {}).get("pods_per_s", math.nan)
         for label, r in results.items():
             p99 = r.get("algorithm_p99_s", math.nan)
             ext = r.get("extender_prioritize_p99_s", math.nan)
-            lines.append(f"| {nodes} | {label} | {r['pods_per_s']:.0f} | {r['pods_per_s'] / base:.2f} | "
+            ratio = r["pods_per_s"] / base
+            lines.append(f"| {nodes} | {label} | {r['pods_per_s']:.0f} | {'—' if math.isnan(ratio) else f'{ratio:.2f}'} | "
                          f"{'—' if math.isnan(p99) else f'{p99 * 1000:.0f} ms'} | {'—' if math.isnan(ext) else f'{ext * 1000:.0f} ms'} |")
     return "\n".join(lines)
 
@@ -319,11 +332,19 @@ def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--nodes", default="1000,5000", help="comma-separated node counts (default 1000,5000)")
     parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--schedulers", default=",".join(SCHEDULERS),
+                        help=f"comma-separated, of {', '.join(SCHEDULERS)} (default: all three)")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="seconds to wait after creating the nodes, before the first pods (default 0)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv if argv is not None else [])
+    schedulers = tuple(x.strip() for x in args.schedulers.split(",") if x.strip())
+    unknown = sorted(set(schedulers) - set(SCHEDULERS))
+    if unknown or not schedulers:
+        parser.error(f"--schedulers: unknown {', '.join(unknown) or '(none given)'}; of {', '.join(SCHEDULERS)}")
     # A stopped run still stops its control plane (run()'s finally) instead of leaving it behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    results = {n: run(n, args.pods) for n in (int(x) for x in args.nodes.split(","))}
+    results = {n: run(n, args.pods, schedulers, args.settle) for n in (int(x) for x in args.nodes.split(","))}
     if args.json:
         return json.dumps(results, indent=2)
     return table(results, args.pods)

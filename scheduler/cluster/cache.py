@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from common.jsonvalue import subobject
 from scheduler.cluster.kubeobjects import node_info_from_k8s, pod_info_from_k8s
+from scheduler.cluster.node_events import NodeProperties, node_properties
+from scheduler.cluster.node_set import NodeSet
 from scheduler.cluster.node_table import (
     NodePods,
     NodeTable,
@@ -71,14 +73,12 @@ class ClusterCache:
         self.lifetimes = lifetimes
         self._clock = clock  # wall clock, as telemetry sample times are
         self._lock = threading.RLock()
-        self._nodes: dict[str, NodeInfo] = {}
+        self._nodes = NodeSet()  # updated in place; the layout moves when nodes come or go
         self._placed: dict[str, Placed] = {}
         self._pods = NodePods()  # per node: the placed pods and their sums
         self._pending: dict[str, PodInfo] = {}
         self._unbound: dict[str, str] = {}  # key → uid of pods last seen without a node
         self._generation = 0  # bumped by every change that could make a pod fit somewhere
-        self._layout = 0  # bumped when nodes come, go or change (not their pods)
-        self._newest: tuple[int, float | None] | None = None  # layout → newest ready time
         self._table: NodeTable | None = None
         self._telemetry_token: object = None
         self._staged: Staged | None = None  # a table built off the lock for new telemetry
@@ -91,11 +91,11 @@ class ClusterCache:
 
     def node_names(self) -> list[str]:
         with self._lock:
-            return list(self._nodes)
+            return list(self._nodes.infos)
 
     def has_node(self, name: str) -> bool:
         with self._lock:
-            return name in self._nodes
+            return name in self._nodes.infos
 
     def pending(self, key: str) -> PodInfo | None:
         with self._lock:
@@ -119,20 +119,13 @@ class ClusterCache:
                 p for p in self._pods.by_node.get(node, {}).values()
                 if not is_node_daemon_pod(p.info)
             ]
-            info = self._nodes.get(node)
-            last_up = self._newest_ready()
+            info = self._nodes.infos.get(node)
+            last_up = self._nodes.newest_ready()
         return node_workload(info, pods, now, self.lifetimes, last_up)
 
-    def _newest_ready(self) -> float | None:
-        """The latest ready time of any node (cached while the nodes stay the same)."""
-        cached = self._newest
-        if cached is None or cached[0] != self._layout:
-            times = [i.ready_since for i in self._nodes.values() if i.ready_since is not None]
-            cached = self._newest = (self._layout, max(times) if times else None)
-        return cached[1]
-
     def node_marks(self, nodes: Sequence[str]) -> list[int]:
-        """Per node, a number that changes whenever its pods do (placed, assumed or removed)."""
+        """Per node, a number that changes whenever its pods do (placed, assumed or removed) or
+        its spec does (updated in place)."""
         with self._lock:
             changed = self._pods.changed_at
             return [changed.get(node, 0) for node in nodes]
@@ -171,7 +164,7 @@ class ClusterCache:
         only the nodes changed since it was staged are read again."""
         with self._lock:
             staged = self._staged
-            if staged is not None and staged.layout != self._layout:
+            if staged is not None and staged.layout != self._nodes.layout:
                 staged = self._staged = None  # nodes came, went or changed: staged for naught
             if (
                 staged is not None and token is not None and staged.token is token
@@ -180,10 +173,10 @@ class ClusterCache:
                 self._staged = None
                 return self._adopt(staged, telemetry)
             table = self._table
-            rebuilt = table is None or table.layout_version != self._layout
+            rebuilt = table is None or table.layout_version != self._nodes.layout
             check: Iterable[int]
             if table is None or rebuilt:
-                table = self._table = NodeTable(self._nodes.values(), self._layout)
+                table = self._table = NodeTable(self._nodes.infos.values(), self._nodes.layout)
                 check = range(len(table))
             elif token is None or token is not self._telemetry_token:
                 check = range(len(table))
@@ -198,7 +191,7 @@ class ClusterCache:
                 current = table.states[row]
                 if not rebuilt and name not in dirty and current.telemetry is t:
                     continue
-                table.set_row(row, self._pods.state(table.infos[row], t))
+                table.set_row(row, self._pods.state(self._nodes.infos[name], t))
             return table
 
     def stage(
@@ -208,8 +201,8 @@ class ClusterCache:
         the cache's per-node pods (a background thread does this after each telemetry refresh;
         `offer()` makes it the one `table()` adopts)."""
         with self._lock:
-            layout, change = self._layout, self._pods.changes
-            infos = list(self._nodes.values())
+            layout, change = self._nodes.layout, self._pods.changes
+            infos = list(self._nodes.infos.values())
             inputs = self._pods.inputs()
         table = NodeTable(infos, layout)
         for row, info in enumerate(infos):
@@ -220,7 +213,7 @@ class ClusterCache:
     def offer(self, staged: Staged) -> None:
         """Let the next `table()` for the staged telemetry adopt `staged`."""
         with self._lock:
-            if staged.layout == self._layout:
+            if staged.layout == self._nodes.layout:
                 self._staged = staged
 
     def _adopt(self, staged: Staged, telemetry: Callable[[str], NodeTelemetry | None] | None) -> NodeTable:
@@ -229,7 +222,7 @@ class ClusterCache:
             row = table.index.get(name) if at > staged.change else None
             if row is not None:
                 t = telemetry(name) if telemetry is not None else None
-                table.set_row(row, self._pods.state(table.infos[row], t))
+                table.set_row(row, self._pods.state(self._nodes.infos[name], t))
         self._table = table
         self._telemetry_token = staged.token
         self._pods.dirty = set()  # earlier changes are in the staged rows, later ones read again above
@@ -238,17 +231,19 @@ class ClusterCache:
     # -- nodes --
 
     def replace_nodes(self, nodes: Iterable[Mapping[str, object]]) -> None:
-        """A full listing: nodes absent from it are gone (and so is one that cannot be read)."""
+        """A full listing: nodes absent from it are gone (and so is one that cannot be read).
+        The same nodes in the same order are updated in place, as `upsert_node` does."""
         with self._lock:
-            fresh = {}
+            fresh: dict[str, tuple[NodeInfo, NodeProperties]] = {}
             for obj in nodes:
                 info = self._node_info(obj)
                 if info is not None:
-                    fresh[info.name] = info
-            if fresh != self._nodes:
+                    fresh[info.name] = (info, node_properties(obj))
+            renewed, moves = self._nodes.replace(fresh)
+            for name in renewed:
+                self._pods.renewed(name)  # its row is rewritten by the next table()
+            if moves:
                 self._generation += 1
-                self._layout += 1
-            self._nodes = fresh
 
     @staticmethod
     def _node_info(obj: Mapping[str, object]) -> NodeInfo | None:
@@ -259,27 +254,29 @@ class ClusterCache:
             return None
 
     def upsert_node(self, obj: Mapping[str, object]) -> bool:
-        """Returns True when the node changed in a way the filters can see. A node that cannot
-        be read is dropped (nothing can be placed on it)."""
+        """Returns True when the node changed in a way that can make a waiting pod fit (a new
+        node, or an update kube-scheduler finds events in: scheduler/cluster/node_set.py); only
+        then does the generation move. A known node is updated in place (its row, not the
+        table). A node that cannot be read is dropped (nothing can be placed on it)."""
         info = self._node_info(obj)
         if info is None:
             with self._lock:
-                known = _name(obj) in self._nodes
+                known = _name(obj) in self._nodes.infos
                 self.delete_node(_name(obj))
             return known
+        props = node_properties(obj)
         with self._lock:
-            if self._nodes.get(info.name) == info:
-                return False
-            self._nodes[info.name] = info
-            self._generation += 1
-            self._layout += 1
-            return True
+            renewed, moves = self._nodes.upsert(info, props)
+            if renewed:
+                self._pods.renewed(info.name)  # its row is rewritten by the next table()
+            if moves:
+                self._generation += 1
+            return moves
 
     def delete_node(self, name: str) -> None:
         with self._lock:
-            if self._nodes.pop(name, None) is not None:
+            if self._nodes.delete(name):
                 self._generation += 1
-                self._layout += 1
 
     # -- pods --
 

@@ -54,7 +54,7 @@ class NodeTable:
     pods; kube-scheduler's non-zero requested cpu and memory."""
 
     def __init__(self, infos: Iterable[NodeInfo], layout_version: int) -> None:
-        self.layout_version = layout_version  # changes when nodes come, go or change spec
+        self.layout_version = layout_version  # changes when nodes come or go
         self.infos = list(infos)
         self.names = [info.name for info in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
@@ -79,6 +79,16 @@ class NodeTable:
         return len(self.names)
 
     def set_row(self, row: int, state: NodeState) -> None:
+        """Rewrite a row; a new NodeInfo of the same node (updated in place) renews its
+        allocatable columns too."""
+        info = state.info
+        if info is not self.infos[row]:
+            self.infos[row] = info
+            alloc = info.allocatable
+            self.alloc_cpu[row] = alloc.cpu_millicores
+            self.alloc_mem[row] = alloc.memory_bytes
+            self.alloc_pods[row] = alloc.pods
+            self.alloc_eph[row] = alloc.ephemeral_storage_bytes
         self._version += 1
         self.row_version[row] = self._version
         self.states[row] = state
@@ -133,7 +143,8 @@ def node_state(
 class NodePods:
     """The pods placed on each node (bound or assumed) and their per-node sums — requested,
     kube-scheduler's non-zero requested, DaemonSet and mirror pods — with a count of changes:
-    what a node's row is made of (`node_state()`). Not thread-safe: the cluster cache holds
+    what a node's row is made of (`node_state()`), and the nodes whose spec changed in place
+    (`renewed`: their rows are rewritten as if their pods had changed). Not thread-safe: the cluster cache holds
     its lock."""
 
     def __init__(self) -> None:
@@ -142,8 +153,8 @@ class NodePods:
         self.nonzero: dict[str, Resources] = {}
         self.daemons: dict[str, int] = {}  # per node: its DaemonSet and mirror pods placed
         self.changes = 0  # pod placements and removals so far
-        self.changed_at: dict[str, int] = {}  # node → `changes` at its last placement/removal
-        self.dirty: set[str] = set()  # nodes whose pods changed since the cache's last table()
+        self.changed_at: dict[str, int] = {}  # node → `changes` at its last placement/removal/renewal
+        self.dirty: set[str] = set()  # nodes whose pods or spec changed since the last table()
 
     def add(self, key: str, placed: Placed) -> None:
         node, info = placed.node, placed.info
@@ -165,6 +176,10 @@ class NodePods:
         self.nonzero[node] = self.nonzero[node] - scoring_requests(placed.info)
         if is_node_daemon_pod(placed.info):
             self.daemons[node] -= 1
+        self._changed(node)
+
+    def renewed(self, node: str) -> None:
+        """The node's spec changed (updated in place): its row is rewritten, as after a pod."""
         self._changed(node)
 
     def _changed(self, node: str) -> None:

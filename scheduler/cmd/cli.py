@@ -195,7 +195,7 @@ def add_run_command(subparsers: Subparsers) -> None:
                         help="the leader gives up leading when it cannot renew for this long (default: %(default)s)")
     parser.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS",
                         help="time between tries to take or renew the Lease (default: %(default)s)")
-    parser.add_argument("--bind-workers", type=int, default=4,
+    parser.add_argument("--bind-workers", type=int, default=16,
                         help="concurrent binding calls (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=None, help="seed for tie-breaking")
     parser.add_argument("--pod-initial-backoff-seconds", type=float, default=1.0, metavar="SECONDS",

@@ -114,7 +114,8 @@ class ProfileDecider:
         """Build the batch of a staged `table` and every plugin's per-node columns over it (by
         filtering and scoring `pod`, usually the last one decided), for batch() to adopt. Runs
         in a background thread: the spec-only columns of the current batch are carried over."""
-        kept = dict(self._batch.info_only_entries()) if self._batch is not None and (
+        current = self._batch
+        kept = current.info_only_entries(table.states) if current is not None and (
             self._layout == table.layout_version) else {}
         columns = {name: getattr(table, name).copy() for name in CORE_COLUMNS}
         batch = CandidateBatch(table.states, now, columns, kept)
@@ -138,8 +139,9 @@ class ProfileDecider:
             changed = np.flatnonzero(table.row_version != self._versions)
         if batch is None or changed is None or len(changed) * self.REBUILD_FRACTION > len(table):
             columns = {name: getattr(table, name).copy() for name in CORE_COLUMNS}
-            # Same nodes (only their pods or telemetry changed): spec-only columns carry over.
-            kept = {} if changed is None else batch.info_only_entries()  # type: ignore[union-attr]
+            # Same nodes (their pods, telemetry or specs changed in place): spec-only columns
+            # carry over, rebuilt for the nodes whose spec changed.
+            kept = {} if changed is None else batch.info_only_entries(table.states)  # type: ignore[union-attr]
             batch = self._batch = CandidateBatch(table.states, now, columns, kept)
             self._layout = table.layout_version
             self._sub = None

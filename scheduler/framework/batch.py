@@ -131,11 +131,28 @@ class CandidateBatch:
             entry = self._derived[key] = (build, cols, info_only)
         return entry[1]
 
-    def info_only_entries(self) -> dict[Hashable, tuple[Builder, Columns, bool]]:
-        """The derived entries that depend only on the nodes' specs (to carry them over to a
-        new batch of the same nodes)."""
+    def info_only_entries(
+        self, states: Sequence[NodeState]
+    ) -> dict[Hashable, tuple[Builder, Columns, bool]]:
+        """The derived entries that depend only on the nodes' specs, for a new batch of the same
+        nodes as `states` (row for row): copies, with the rows whose NodeInfo is not this
+        batch's built again — a node updated in place since (its spec changed under the batch:
+        carried over as it was, a cordoned node would still pass the spec filters)."""
+        if len(states) != len(self.states):
+            raise ValueError(f"{len(states)} states for a batch of {len(self.states)} nodes")
+        mine = self.states
+        changed = [row for row, state in enumerate(states) if mine[row].info is not state.info]
+        entries = {}
         # list(): one C call, so another thread adding an entry meanwhile cannot break it
-        return {key: entry for key, entry in list(self._derived.items()) if entry[2]}
+        for key, (build, cols, info_only) in list(self._derived.items()):
+            if not info_only:
+                continue
+            copied = {name: values.copy() for name, values in cols.items()}
+            if changed:
+                for name, values in build([states[row] for row in changed]).items():
+                    copied[name][changed] = values
+            entries[key] = (build, copied, True)
+        return entries
 
     def forget(self, key: Hashable) -> None:
         """Drop a derived entry (its owner's inputs changed in a way the states do not show)."""
