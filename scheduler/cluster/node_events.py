@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from common.jsonvalue import subobject, subobjects
 from common.quantity import parse_quantity
-from scheduler.cluster.kubejson import subobject, subobjects
 
 # kube-scheduler's ActionTypes of a node update (k8s.io/kube-scheduler/framework, types.go).
 UPDATE_NODE_ALLOCATABLE = "UpdateNodeAllocatable"
