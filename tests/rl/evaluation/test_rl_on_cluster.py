@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rl.cluster.schedulers import profile_section
 from rl.cmd.benchmark_cli import command, parse_args
 from rl.cmd.on_cluster_cli import OnClusterRun, document
 from rl.evaluation.benchmark import RunOutcome, RunSummary, RunTask, plan_benchmark, run_plan
@@ -18,6 +19,7 @@ from rl.evaluation.on_cluster import AUTOSCALER_BLOCKED, PartialRun, check_fits,
 from rl.evaluation.replay import Recording, pod_manifest
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
+from scheduler.config.parse import config_from_dict
 
 NODES = parse_node_groups([{"name": "n", "count": 2, "cpu_cores": 4, "memory_gib": 8,
                             "power": {"idle_watts": 50, "max_watts": 120}}])
@@ -165,3 +167,26 @@ def test_a_component_that_exits_stops_the_replay_naming_it() -> None:
 
     recording = replay(Quiet(), "ns", PODS[:2], "kj-x", 1000.0, lambda: ["kj-default-kube-scheduler"])  # type: ignore[arg-type]
     assert recording.failure == "kj-default-kube-scheduler exited during the run"
+
+
+def test_a_profile_file_runs_as_the_standalone_scheduler_configured_with_its_section(tmp_path: Path) -> None:
+    """`profile:FILE` on the cluster is our scheduler with the file's keys in its configuration,
+    which the scheduler's own parser takes; a file through the extender is refused."""
+    section = profile_section("profile:kubejoule-efficiency.yaml")  # bundled: the recommended setup
+    assert section["profile"] == [{"name": "KubejouleEnergy", "weight": 1, "args": {
+        "lifetimes": False, "protectRemoval": False, "efficiency": True, "scale": "pod"}}]
+    assert config_from_dict(section).profile is not None
+    check_static(ClusterModel(), [], ["profile:kubejoule-efficiency.yaml"])
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("profile: [{name: NodeResourcesFit, weight: 1}]\npercentage_of_nodes_to_score: 50\n")
+    assert profile_section(f"profile:{mapping}") == {
+        "profile": [{"name": "NodeResourcesFit", "weight": 1}], "percentage_of_nodes_to_score": 50}
+    through = tmp_path / "x.yaml"
+    through.write_text("- {name: KubejouleEnergy, weight: 5, extender: true}\n")
+    with pytest.raises(ValueError, match="default\\+extender:W"):
+        check_static(ClusterModel(), [], [f"profile:{through}"])
+    with pytest.raises(ValueError, match="list of score plugins"):
+        through.write_text("scorer: {}\n")
+        profile_section(f"profile:{through}")
+    with pytest.raises(ValueError, match="missing.yaml"):
+        profile_section(f"profile:{tmp_path / 'missing.yaml'}")
