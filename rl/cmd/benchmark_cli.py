@@ -253,6 +253,8 @@ def command(args: argparse.Namespace) -> int:
     if not policies:
         return usage("--policies is empty")
     expanders = [e.strip() for e in (args.expanders or "").split(",") if e.strip()]
+    if args.fidelity_of is not None and (args.on_cluster or args.fidelity):
+        return usage("--fidelity-of simulates a saved --on-cluster --fidelity run again: give it without --on-cluster")
     if args.on_cluster and args.ca_bin is None and (args.autoscaler or expanders or any("@" in p for p in policies)):
         return usage(on_cluster_cli.AUTOSCALER_BLOCKED)
     if args.power_off_visible and args.autoscaler:
@@ -287,7 +289,7 @@ def command(args: argparse.Namespace) -> int:
         indices = args.shard.indices(len(plan.tasks)) if args.shard is not None else None
         if args.on_cluster:
             on_cluster = on_cluster_cli.run(args, plan, cluster, expanders, policies)
-        else:
+        elif args.fidelity_of is None:
             log = _decision_log(args.decision_log, nodes, cluster)
             try:
                 outcomes = run_plan(plan, indices, jobs, not args.no_progress, log)
@@ -348,6 +350,12 @@ def command(args: argparse.Namespace) -> int:
     }
     if args.on_cluster:
         return on_cluster_cli.write(args, plan, on_cluster, description)
+    if args.fidelity_of is not None:
+        try:
+            saved = on_cluster_cli.load_saved(args.fidelity_of, description)
+        except ValueError as exc:
+            return usage(str(exc))
+        return on_cluster_cli.write_refidelity(args, plan, saved)
     if indices is not None:
         runs = shards.benchmark_runs(indices, outcomes)
         plan_shared = shards.benchmark_plan(plan, description)
