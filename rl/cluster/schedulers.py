@@ -10,6 +10,7 @@ below the scheduler in no layer; it only starts it).
 | `mostallocated` | kube-scheduler, NodeResourcesFit's scoringStrategy MostAllocated (cpu 1, memory 1) |
 | `default+extender:W` | kube-scheduler's default profile and kubejoule's extender at weight W (active mode; docs/scheduler.md's settings: `nodeCacheCapable`, `ignorable`, `httpTimeout: 1s`) |
 | `kubejoule` | `kubejoule-scheduler run --mode active`, its decision log beside its log (`logs/kj-TAG-decisions.jsonl`) |
+| `profile:FILE` | the same process with the profile file's `profile:` (and its `scorer:`, `percentage_of_nodes_to_score`) in its configuration: the file is the standalone configuration's section (rl/policies/scheduling_profiles.py); a file with an `extender: true` entry is kube-scheduler with the extender, refused here |
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from common.jsonvalue import JsonObject
 from rl.cluster.api import probe_http, probe_https_anonymous
 from rl.cluster.controlplane import Cluster
 from rl.cluster.processes import Process, free_port, start, stop, wait_ready
+from rl.policies.scheduling_profiles import PROFILE_POLICY, profile_file_path
 from rl.simulation.traces.scenario import NodeSpec
 
 EXTENDER_PREFIX = "default+extender:"
-ON_CLUSTER_POLICIES = ("default", "mostallocated", f"{EXTENDER_PREFIX}W", "kubejoule")
+ON_CLUSTER_POLICIES = ("default", "mostallocated", f"{EXTENDER_PREFIX}W", "kubejoule", f"{PROFILE_POLICY}FILE")
 READY_TIMEOUT_S = 120.0
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +55,9 @@ class PolicyScheduler:
 def check_policy(policy: str) -> None:
     """ValueError for a policy the cluster cannot run (its message lists those it can)."""
     if policy in ("default", "mostallocated", "kubejoule"):
+        return
+    if policy.startswith(PROFILE_POLICY):
+        profile_section(policy)
         return
     if policy.startswith(EXTENDER_PREFIX):
         try:
@@ -90,12 +95,34 @@ def kube_scheduler_config(cluster: Cluster, policy: str, name: str, extender_por
     return config
 
 
-def _kubejoule_config(cluster: Cluster, nodes: Sequence[NodeSpec], path: Path) -> Path:
-    """Our processes' configuration: the nodes' curves, their cores, the admin kubeconfig."""
+def profile_section(policy: str) -> dict[str, object]:
+    """The standalone configuration's keys a `profile:FILE` policy sets (module docstring).
+    ValueError for a file that cannot be read, is not a list or mapping, or goes through the
+    extender; the plugins themselves are checked by the simulator's plan and the process."""
+    path = profile_file_path(policy[len(PROFILE_POLICY):])
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"--on-cluster: {policy}: {exc}") from exc
+    section: dict[str, object] = dict(data) if isinstance(data, dict) else {"profile": data}
+    entries = section.get("profile")
+    if not isinstance(entries, list):
+        raise ValueError(f"--on-cluster: {policy}: expected a list of score plugins")
+    if any(isinstance(e, dict) and e.get("extender") for e in entries):
+        raise ValueError(f"--on-cluster: {policy}: an `extender: true` entry runs kube-scheduler with the "
+                         f"extender; give {EXTENDER_PREFIX}W")
+    return section
+
+
+def _kubejoule_config(cluster: Cluster, nodes: Sequence[NodeSpec], path: Path,
+                      profile: dict[str, object] | None = None) -> Path:
+    """Our processes' configuration: the nodes' curves, their cores, the admin kubeconfig, and a
+    `profile:FILE` policy's section."""
     path.write_text(yaml.safe_dump({
         "kubernetes": {"kubeconfig": str(cluster.kubeconfig)},
         "curves": {n.name: {"points": list(n.curve.as_points())} for n in nodes},
         "telemetry": {"node_cores": {n.name: n.cpu_cores for n in nodes}},
+        **(profile or {}),
     }))
     return path
 
@@ -112,9 +139,10 @@ def start_policy(cluster: Cluster, bin_dir: Path, policy: str, nodes: Sequence[N
     name = f"kj-{tag}"
     served = PolicyScheduler(policy, name)
     try:
-        if policy == "kubejoule":
+        if policy == "kubejoule" or policy.startswith(PROFILE_POLICY):
             port = free_port()
-            config = _kubejoule_config(cluster, nodes, cluster.directory / f"{name}.yaml")
+            section = profile_section(policy) if policy.startswith(PROFILE_POLICY) else None
+            config = _kubejoule_config(cluster, nodes, cluster.directory / f"{name}.yaml", section)
             # The same retry backoff as the policies' kube-scheduler (kube_scheduler_config).
             process = _python(["run", "--mode", "active", "--scheduler-name", name, "--no-leader-elect",
                                "--pod-initial-backoff-seconds", "1", "--pod-max-backoff-seconds", "1",

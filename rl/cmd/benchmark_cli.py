@@ -39,6 +39,7 @@ from rl.simulation.traces.scenario import (
     scenario_path,
 )
 from rl.simulation.traces.seeded_workload import ARRIVAL_JITTER_S
+from rl.simulation.traces.trace import parse_window, window_trace
 from scheduler.domain.cluster_defaults import BOOT_SECONDS, SCALE_DOWN_UNNEEDED_S, SCAN_INTERVAL_S
 
 # Seeds for the headline's paired 95 % interval against the baseline to be within ±1 %
@@ -61,6 +62,12 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--scenario", choices=sorted(SCENARIOS), help="a bundled scenario")
     bench.add_argument("--nodes", help="node-groups YAML (overrides the scenario's)")
     bench.add_argument("--trace", help="workload trace CSV (overrides the scenario's)")
+    bench.add_argument(
+        "--window",
+        metavar="[START:]END",
+        help="only the trace's pods arriving in this window of hours (from START, default 0), "
+        "moved to start at 0; each runs its whole duration (e.g. 4, or 6:10)",
+    )
     bench.add_argument(
         "--policies",
         help="comma-separated; POLICY@EXPANDER runs that pair only (default: the scenario's "
@@ -246,6 +253,8 @@ def command(args: argparse.Namespace) -> int:
     if not policies:
         return usage("--policies is empty")
     expanders = [e.strip() for e in (args.expanders or "").split(",") if e.strip()]
+    if args.fidelity_of is not None and (args.on_cluster or args.fidelity):
+        return usage("--fidelity-of simulates a saved --on-cluster --fidelity run again: give it without --on-cluster")
     if args.on_cluster and args.ca_bin is None and (args.autoscaler or expanders or any("@" in p for p in policies)):
         return usage(on_cluster_cli.AUTOSCALER_BLOCKED)
     if args.power_off_visible and args.autoscaler:
@@ -265,6 +274,9 @@ def command(args: argparse.Namespace) -> int:
             expanders = [cluster.autoscaler.expander]
         nodes = load_node_groups(nodes_file)
         pods = load_trace(trace_file)
+        window = parse_window(args.window) if args.window else None
+        if window is not None:
+            pods = window_trace(pods, *window)
         cluster = replace(cluster, workloads=cluster_options.workload_model(args, scenario, pods))
         intensity = intensity_from_args(args)  # CarbonIntensityError is a ValueError: a usage error
         carbon = CarbonWindow(intensity, carbon_start(args, intensity)) if intensity is not None else None
@@ -277,7 +289,7 @@ def command(args: argparse.Namespace) -> int:
         indices = args.shard.indices(len(plan.tasks)) if args.shard is not None else None
         if args.on_cluster:
             on_cluster = on_cluster_cli.run(args, plan, cluster, expanders, policies)
-        else:
+        elif args.fidelity_of is None:
             log = _decision_log(args.decision_log, nodes, cluster)
             try:
                 outcomes = run_plan(plan, indices, jobs, not args.no_progress, log)
@@ -295,6 +307,7 @@ def command(args: argparse.Namespace) -> int:
         "nodes": len(nodes),
         "cpu_cores": sum(n.cpu_cores for n in nodes),
         "pods": len(pods),
+        **({"window_hours": list(window)} if window is not None else {}),
         "autoscaler": (
             {
                 **cluster_options.describe(autoscaler),
@@ -337,6 +350,12 @@ def command(args: argparse.Namespace) -> int:
     }
     if args.on_cluster:
         return on_cluster_cli.write(args, plan, on_cluster, description)
+    if args.fidelity_of is not None:
+        try:
+            saved = on_cluster_cli.load_saved(args.fidelity_of, description)
+        except ValueError as exc:
+            return usage(str(exc))
+        return on_cluster_cli.write_refidelity(args, plan, saved)
     if indices is not None:
         runs = shards.benchmark_runs(indices, outcomes)
         plan_shared = shards.benchmark_plan(plan, description)

@@ -3,8 +3,11 @@ real control plane (rl/evaluation/on_cluster.py), written as the simulated bench
 document (rl/evaluation/results.py) with, when a run failed, `complete: false` and the failed run
 under `partial` (never in `policies`, never in the table); with `--fidelity` the same plan also
 runs in the simulator and the document gains `fidelity` (rl/evaluation/fidelity.py), printed as
-a table. Exit status: 0, 1 when a run failed (what was measured is still written), 2 on bad
-input."""
+a table. `--fidelity-of FILE` (without --on-cluster) simulates the plan again and compares it
+with the cluster's side a saved `--fidelity` document recorded: after a change to the simulator,
+its fidelity is measured again without running the cluster (the plan must be the saved one's:
+the same scenario description). Exit status: 0, 1 when a run failed (what was measured is still
+written), 2 on bad input."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Any
 
 from rl.cluster.autoscaler import CA_BIN_ENV
 from rl.evaluation.benchmark import BenchmarkPlan, RunOutcome, assemble, run_plan
-from rl.evaluation.fidelity import as_run_on_cluster, fidelity, format_fidelity
+from rl.evaluation.fidelity import as_run_on_cluster, fidelity, format_fidelity, refidelity
 from rl.evaluation.on_cluster import (
     AUTOSCALER_BLOCKED,
     PartialRun,
@@ -31,7 +34,7 @@ from rl.evaluation.on_cluster import (
 from rl.evaluation.results import results_json, write_results
 from rl.simulation.cluster import ClusterModel
 
-__all__ = ["AUTOSCALER_BLOCKED", "add_arguments", "document", "run", "write"]
+__all__ = ["AUTOSCALER_BLOCKED", "add_arguments", "document", "load_saved", "run", "write", "write_refidelity"]
 
 BIN_ENV = "KUBEJOULE_K8S_BIN"
 DEFAULT_SPEEDUP = 60.0
@@ -45,6 +48,9 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
                        help=f"the trace's times (arrivals, durations) ÷ N on the cluster (default {DEFAULT_SPEEDUP:g})")
     group.add_argument("--fidelity", action="store_true",
                        help="with --on-cluster: also simulate the same plan (every node without an agent, as the KWOK nodes) and report the differences")
+    group.add_argument("--fidelity-of", metavar="FILE", type=Path,
+                       help="without --on-cluster: simulate the plan again and compare it with the cluster's side of "
+                       "this saved --on-cluster --fidelity results document (the same benchmark options)")
     group.add_argument("--bin-dir", type=Path, default=os.environ.get(BIN_ENV),
                        help=f"the components' binaries (default ${BIN_ENV}; `make -s k8s-bin-dir` prints it)")
     group.add_argument("--ca-bin", type=Path, default=os.environ.get(CA_BIN_ENV),
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace, plan: BenchmarkPlan, cluster: ClusterModel, ex
         raise ValueError(f"--on-cluster: give --bin-dir or set ${BIN_ENV} (`make -s k8s-bin-dir` prints it)")
     for seed in range(plan.seeds):
         check_fits(plan.nodes, plan.pods_of(seed), cluster.daemonsets)
-    simulated = run_plan(as_run_on_cluster(plan, args.speedup), None, 1, False) if args.fidelity else None
+    simulated = simulate_as_cluster(plan, args.speedup) if args.fidelity else None
     if args.cluster_dir is not None:
         outcomes, partial = run_on_cluster(plan, cluster.daemonsets, args.bin_dir, args.cluster_dir, args.speedup,
                                            progress, args.ca_bin)
@@ -85,6 +91,45 @@ def run(args: argparse.Namespace, plan: BenchmarkPlan, cluster: ClusterModel, ex
             outcomes, partial = run_on_cluster(plan, cluster.daemonsets, args.bin_dir, Path(tmp), args.speedup,
                                                progress, args.ca_bin)
     return OnClusterRun(outcomes, partial, simulated)
+
+
+def simulate_as_cluster(plan: BenchmarkPlan, speedup: float) -> list[RunOutcome]:
+    """The fidelity check's simulated side of `plan`, as the cluster runs it at `speedup`
+    (rl/evaluation/fidelity.py `as_run_on_cluster`)."""
+    return run_plan(as_run_on_cluster(plan, speedup), None, 1, False)
+
+
+# What a saved document's scenario holds that the plan's description does not.
+RUN_KEYS = ("engine", "speedup")
+
+
+def load_saved(path: Path, description: dict[str, Any]) -> dict[str, Any]:
+    """A saved `--on-cluster --fidelity` document whose plan is `description`'s. ValueError when
+    it cannot be read, has no fidelity rows, or was run with other options (naming them)."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--fidelity-of {path}: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("fidelity"), dict) or not doc["fidelity"]:
+        raise ValueError(f"--fidelity-of {path}: not a results document of --on-cluster --fidelity")
+    saved = {k: v for k, v in doc.get("scenario", {}).items() if k not in RUN_KEYS}
+    asked = json.loads(json.dumps(description))
+    differing = sorted(k for k in {*saved, *asked} if saved.get(k) != asked.get(k))
+    if differing:
+        raise ValueError(f"--fidelity-of {path}: run with other options: {', '.join(differing)} differ")
+    return doc
+
+
+def write_refidelity(args: argparse.Namespace, plan: BenchmarkPlan, saved: dict[str, Any]) -> int:
+    """The saved document with its fidelity rows measured again (module docstring)."""
+    simulated = assemble(plan.keys, plan.seeds, plan.oracle, simulate_as_cluster(plan, saved["scenario"]["speedup"]))
+    doc = {**saved, "fidelity": refidelity(simulated, saved["fidelity"], len(plan.pods)),
+           "fidelity_of": str(args.fidelity_of)}
+    Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"Fidelity, simulated again: the cluster's side as {args.fidelity_of} recorded it "
+          f"(speedup {saved['scenario']['speedup']:g}; Δ = cluster vs simulator)")
+    print(format_fidelity(doc["fidelity"]))
+    return 0
 
 
 def document(plan: BenchmarkPlan, run: OnClusterRun, description: dict[str, Any], speedup: float) -> dict[str, Any]:

@@ -24,7 +24,7 @@ the simulator's default is 2 s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -82,17 +82,34 @@ def fidelity(sim: BenchmarkResult, cluster: BenchmarkResult, pods: int) -> dict[
         if key not in cluster.runs or key not in sim.runs:
             continue
         seeds = {r.seed for r in cluster.runs[key]}
-        on_sim = axes_of([r for r in sim.runs[key] if r.seed in seeds], pods)
-        on_cluster = axes_of(cluster.runs[key], pods)
-        rows[key] = {
-            "seeds": sorted(seeds),
-            "simulator": {a: round(v, 4) for a, v in on_sim.items()},
-            "cluster": {a: round(v, 4) for a, v in on_cluster.items()},
-            "difference_pct": {
-                a: None if (d := difference_pct(on_cluster[a], on_sim[a])) is None else round(d, 2) for a in AXES
-            },
-        }
+        rows[key] = _row(seeds, axes_of([r for r in sim.runs[key] if r.seed in seeds], pods),
+                         axes_of(cluster.runs[key], pods))
     return rows
+
+
+def refidelity(sim: BenchmarkResult, saved: Mapping[str, Any], pods: int) -> dict[str, Any]:
+    """`fidelity` again with the simulator's side measured anew and the cluster's side as a
+    saved document's `fidelity` rows recorded it (`--fidelity-of`): after a change to the model,
+    without running the cluster again. ValueError when a saved row's policy is not simulated."""
+    rows: dict[str, Any] = {}
+    for key, row in saved.items():
+        if key not in sim.runs:
+            raise ValueError(f"--fidelity-of: {key} is not among the policies simulated")
+        seeds = set(row["seeds"])
+        rows[key] = _row(seeds, axes_of([r for r in sim.runs[key] if r.seed in seeds], pods),
+                         {a: float(row["cluster"][a]) for a in AXES})
+    return rows
+
+
+def _row(seeds: set[int], on_sim: Mapping[str, float], on_cluster: Mapping[str, float]) -> dict[str, Any]:
+    return {
+        "seeds": sorted(seeds),
+        "simulator": {a: round(v, 4) for a, v in on_sim.items()},
+        "cluster": {a: round(v, 4) for a, v in on_cluster.items()},
+        "difference_pct": {
+            a: None if (d := difference_pct(on_cluster[a], on_sim[a])) is None else round(d, 2) for a in AXES
+        },
+    }
 
 
 def format_fidelity(rows: dict[str, Any]) -> str:

@@ -237,6 +237,16 @@ def profile_from_data(
     return ProfileSetup(profile, config.percentage_of_nodes_to_score)
 
 
+def profile_file_path(path: str) -> Path:
+    """The file `profile:PATH` names: PATH, or a bare name bundled in rl/scenarios/."""
+    if not path:
+        raise ProfileFileError(f"give a file: {PROFILE_POLICY}FILE")
+    file = Path(path)
+    if not file.exists() and file.name == path and scenario_path(path).exists():
+        file = scenario_path(path)
+    return file
+
+
 def load_profile_file(
     path: str,
     nodes: Sequence[NodeSpec],
@@ -244,11 +254,7 @@ def load_profile_file(
     name: str | None = None,
     curves: Mapping[str, PowerCurve] | None = None,
 ) -> ProfileSetup:
-    if not path:
-        raise ProfileFileError(f"give a file: {PROFILE_POLICY}FILE")
-    file = Path(path)
-    if not file.exists() and file.name == path and scenario_path(path).exists():
-        file = scenario_path(path)  # a bare name: a profile bundled in rl/scenarios/
+    file = profile_file_path(path)
     try:
         data = yaml.safe_load(file.read_text())
     except OSError as exc:

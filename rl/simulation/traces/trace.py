@@ -175,6 +175,30 @@ def load_trace(path: str | Path) -> list[PodSpec]:
     return parse_trace(Path(path).read_text(), str(path))
 
 
+def parse_window(text: str) -> tuple[float, float]:
+    """`--window`'s hours: `END` (from the start) or `START:END`. ScenarioError on bad input."""
+    start_text, _, end_text = text.rpartition(":")
+    start = parse_number(start_text or "0", f"--window {text!r}: start hours")
+    end = parse_number(end_text, f"--window {text!r}: end hours", strict=True)
+    if end <= start:
+        raise ScenarioError(f"--window {text!r}: the end must be after the start")
+    return start, end
+
+
+def window_trace(pods: Sequence[PodSpec], start_h: float, end_h: float) -> list[PodSpec]:
+    """The pods that arrive in [start_h, end_h) hours, their arrivals moved back by start_h; each
+    keeps its whole duration (the run ends when the last pod does). Re-indexed from 0; a window
+    with no pod is a ScenarioError."""
+    start_s, end_s = start_h * 3600.0, end_h * 3600.0
+    kept = [
+        replace(p, index=i, submit_s=p.submit_s - start_s)
+        for i, p in enumerate(p for p in pods if start_s <= p.submit_s < end_s)
+    ]
+    if not kept:
+        raise ScenarioError(f"no pod of the trace arrives between {start_h:g} h and {end_h:g} h")
+    return kept
+
+
 def format_trace(pods: Iterable[PodSpec]) -> str:
     """Trace CSV text (the inverse of parse_trace, to 6 significant decimals). `owner_kind` and
     `priority` are written when some pod has an owner kind or a priority, `workload` and

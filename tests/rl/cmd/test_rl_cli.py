@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from rl.cmd.cli import main
 from rl.evaluation.plots import binned_mean_watts
 from rl.simulation.traces.scenario import SCENARIOS, load_node_groups, load_trace, scenario_path
+from rl.simulation.traces.trace import format_trace
 
 NODES_YAML = """\
 - name: old
@@ -236,3 +238,35 @@ def test_policy_expander_pairs_run_only_themselves(inputs, tmp_path, capsys):
         "priority", "random", "kubejoule", "least-waste"]
     assert benchmark(nodes, trace, "--policies", "default@random", "--seeds", "1",
                      "--out", str(out), "--no-progress") == 2  # pairs need the autoscaler
+
+
+def test_benchmark_window_runs_the_pods_arriving_in_it(inputs, tmp_path, capsys):
+    """`--window 0.5:1.5` runs exactly what a trace file holding those pods, moved to 0, runs."""
+    nodes, trace = inputs
+    pods = load_trace(trace)
+    cut = tmp_path / "cut.csv"
+    kept = [p for p in pods if 1800 <= p.submit_s < 5400]
+    assert 0 < len(kept) < len(pods)
+    cut.write_text(format_trace(replace(p, submit_s=p.submit_s - 1800) for p in kept))
+    common = ("--policies", "default,mostallocated", "--seeds", "2", "--no-progress")
+    windowed, whole = tmp_path / "w.json", tmp_path / "c.json"
+    assert benchmark(nodes, trace, *common, "--window", "0.5:1.5", "--out", str(windowed)) == 0
+    assert benchmark(nodes, cut, *common, "--out", str(whole)) == 0
+    first, second = json.loads(windowed.read_text()), json.loads(whole.read_text())
+    assert first["scenario"]["window_hours"] == [0.5, 1.5]
+    assert first["scenario"]["pods"] == len(kept)
+    assert first["policies"] == second["policies"]
+    assert "window_hours" not in second["scenario"]
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [("2:1", "end must be after"), ("x", "not a number"), ("0", "must be >"), ("30:40", "no pod")],
+)
+def test_benchmark_bad_window_is_a_usage_error(inputs, tmp_path, capsys, window, message):
+    nodes, trace = inputs
+    out = tmp_path / "r.json"
+    assert benchmark(nodes, trace, "--policies", "default", "--window", window, "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kubejoule-rl: ") and message in err
+    assert not out.exists()

@@ -5,11 +5,14 @@ and a failed run kept apart, marked partial, out of the table."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from rl.cluster.schedulers import profile_section
+from rl.cmd import on_cluster_cli
 from rl.cmd.benchmark_cli import command, parse_args
 from rl.cmd.on_cluster_cli import OnClusterRun, document
 from rl.evaluation.benchmark import RunOutcome, RunSummary, RunTask, plan_benchmark, run_plan
@@ -24,6 +27,7 @@ from rl.evaluation.replay import Recording, pod_manifest
 from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
+from scheduler.config.parse import config_from_dict
 
 NODES = parse_node_groups([{"name": "n", "count": 2, "cpu_cores": 4, "memory_gib": 8,
                             "power": {"idle_watts": 50, "max_watts": 120}}])
@@ -185,3 +189,65 @@ def test_the_fidelity_simulation_waits_for_new_pods_two_seconds_of_wall_clock() 
     assert autoscaled.models[None].autoscaler == AutoscalerModel()  # the plan itself unchanged
     static = plan_benchmark(MIXED, MIXED_PODS, ["default"], 1, ClusterModel(), (), False)
     assert as_run_on_cluster(static, 30.0) == without_agents(static)
+
+
+def test_a_profile_file_runs_as_the_standalone_scheduler_configured_with_its_section(tmp_path: Path) -> None:
+    """`profile:FILE` on the cluster is our scheduler with the file's keys in its configuration,
+    which the scheduler's own parser takes; a file through the extender is refused."""
+    section = profile_section("profile:kubejoule-efficiency.yaml")  # bundled: the recommended setup
+    assert section["profile"] == [{"name": "KubejouleEnergy", "weight": 1, "args": {
+        "lifetimes": False, "protectRemoval": False, "efficiency": True, "scale": "pod"}}]
+    assert config_from_dict(section).profile is not None
+    check_static(ClusterModel(), [], ["profile:kubejoule-efficiency.yaml"])
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("profile: [{name: NodeResourcesFit, weight: 1}]\npercentage_of_nodes_to_score: 50\n")
+    assert profile_section(f"profile:{mapping}") == {
+        "profile": [{"name": "NodeResourcesFit", "weight": 1}], "percentage_of_nodes_to_score": 50}
+    through = tmp_path / "x.yaml"
+    through.write_text("- {name: KubejouleEnergy, weight: 5, extender: true}\n")
+    with pytest.raises(ValueError, match="default\\+extender:W"):
+        check_static(ClusterModel(), [], [f"profile:{through}"])
+    with pytest.raises(ValueError, match="list of score plugins"):
+        through.write_text("scorer: {}\n")
+        profile_section(f"profile:{through}")
+    with pytest.raises(ValueError, match="missing.yaml"):
+        profile_section(f"profile:{tmp_path / 'missing.yaml'}")
+
+
+def test_fidelity_of_a_saved_run_simulates_again_against_its_recorded_cluster_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--fidelity-of FILE` takes the cluster's side from a saved `--on-cluster --fidelity`
+    document and measures the simulator's again: here the "cluster" ran the simulated plan with
+    every energy 10 % higher, so the re-simulated rows say +10 %; options that change the plan
+    are refused, naming what differs."""
+    def cluster_runs(plan, *_args, **_kwargs):  # the same plan, "measured" 10 % higher
+        runs = run_plan(without_agents(plan), None, 1, False)
+        return [replace(o, summary=replace(o.summary, energy_joules=1.1 * o.summary.energy_joules)) for o in runs], None
+
+    monkeypatch.setattr(on_cluster_cli, "run_on_cluster", cluster_runs)
+    nodes, trace = tmp_path / "nodes.yaml", tmp_path / "trace.csv"
+    nodes.write_text("- {name: n, count: 2, cpu_cores: 4, memory_gib: 8, power: {idle_watts: 50, max_watts: 120}}\n")
+    trace.write_text("submit_s,duration_s,cpu_request,mem_request_gib,cpu_usage\n"
+                     + "".join(f"{30 * i},400,1,1,0.8\n" for i in range(6)))
+    common = ["--nodes", str(nodes), "--trace", str(trace), "--seeds", "1", "--policies", "default,mostallocated",
+              "--no-progress"]
+    saved = tmp_path / "saved.json"
+    assert command(parse_args([*common, "--on-cluster", "--fidelity", "--bin-dir", str(tmp_path),
+                               "--speedup", "30", "--out", str(saved)])) == 0
+    again = tmp_path / "again.json"
+    capsys.readouterr()
+    assert command(parse_args([*common, "--fidelity-of", str(saved), "--out", str(again)])) == 0
+    assert "simulated again" in capsys.readouterr().out
+    rows = json.loads(again.read_text())["fidelity"]
+    assert set(rows) == {"default", "mostallocated"}
+    for row in rows.values():
+        assert row["difference_pct"]["energy_kwh"] == pytest.approx(10.0, abs=0.05)
+        assert row["difference_pct"]["busy_node_hours"] == pytest.approx(0.0, abs=0.05)  # saved to 1e-4
+    assert command(parse_args([*common, "--window", "0.05", "--fidelity-of", str(saved), "--out", str(again)])) == 2
+    assert "window_hours differ" in capsys.readouterr().err
+    assert command(parse_args([*common, "--on-cluster", "--fidelity-of", str(saved), "--out", str(again)])) == 2
+    not_fidelity = tmp_path / "plain.json"
+    not_fidelity.write_text('{"scenario": {}}')
+    assert command(parse_args([*common, "--fidelity-of", str(not_fidelity), "--out", str(again)])) == 2
+    assert "not a results document of --on-cluster --fidelity" in capsys.readouterr().err
