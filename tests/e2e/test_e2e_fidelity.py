@@ -8,13 +8,13 @@ of it, every pod placed both ways. About 2 minutes."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 from rl.evaluation.benchmark import RunSummary, plan_benchmark, run_once
 from rl.evaluation.on_cluster import run_on_cluster
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec, parse_node_groups
+from tests.helpers.e2e_cluster import random_trace
 
 ENERGY_TOLERANCE_PCT = 2.0
 BUSY_HOURS_TOLERANCE_PCT = 10.0
@@ -29,13 +29,7 @@ DAEMONSETS = (DaemonSetSpec("agent", cpu_request=0.1, cpu_usage=0.02, mem_reques
 
 
 def _trace() -> list[PodSpec]:
-    rng = random.Random(7)
-    pods, t = [], 0.0
-    for i in range(24):
-        t += rng.expovariate(1 / 40)
-        cpu = rng.choice([0.5, 1.0, 2.0])
-        pods.append(PodSpec(i, round(t, 1), round(rng.uniform(300, 900), 1), cpu, cpu, round(cpu * rng.uniform(0.5, 1), 3)))
-    return pods
+    return random_trace(7, 24)
 
 
 def _within(value: float, low: float, high: float, tolerance_pct: float) -> bool:

@@ -13,14 +13,15 @@ eviction either way. About 1 minute (12 pods, 60×)."""
 
 from __future__ import annotations
 
-import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from rl.evaluation.benchmark import RunSummary, plan_benchmark, run_once
 from rl.evaluation.on_cluster import run_on_cluster, run_tag
 from rl.simulation.cluster import ClusterModel
 from rl.simulation.traces.scenario import PodSpec, parse_node_groups
+from tests.helpers.e2e_cluster import random_trace
 
 ENERGY_TOLERANCE_PCT = 2.0
 SPEEDUP = 60.0
@@ -34,14 +35,7 @@ NODES = parse_node_groups([
 
 
 def _trace() -> list[PodSpec]:
-    rng = random.Random(11)
-    pods, t = [], 0.0
-    for i in range(12):
-        t += rng.expovariate(1 / 40)
-        cpu = rng.choice([0.5, 1.0, 2.0])
-        pods.append(PodSpec(i, round(t, 1), round(rng.uniform(300, 900), 1), cpu, cpu, round(cpu * rng.uniform(0.5, 1), 3),
-                            owner_kind="ReplicaSet", workload=f"w{i % 3}"))
-    return pods
+    return [replace(p, owner_kind="ReplicaSet", workload=f"w{p.index % 3}") for p in random_trace(11, 12)]
 
 
 def _within(value: float, low: float, high: float, tolerance_pct: float) -> bool:

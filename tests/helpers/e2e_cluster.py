@@ -4,10 +4,13 @@ kubeconfig, ServiceAccount tokens, and waiting for what the real components do i
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+
+from rl.simulation.traces.scenario import PodSpec
 
 T = TypeVar("T")
 
@@ -39,3 +42,15 @@ def eventually(check: Callable[[], T | None], timeout: float, what: str, interva
             return last
         time.sleep(interval)
     raise AssertionError(f"{what}: not within {timeout:g} s (last: {last!r})")
+
+
+def random_trace(seed: int, count: int) -> list[PodSpec]:
+    """`count` bare pods arriving ~40 s apart (exponential), 300–900 s long, asking 0.5, 1 or 2
+    cores and as many GiB, using 50–100 % of their CPU request."""
+    rng = random.Random(seed)
+    pods, t = [], 0.0
+    for i in range(count):
+        t += rng.expovariate(1 / 40)
+        cpu = rng.choice([0.5, 1.0, 2.0])
+        pods.append(PodSpec(i, round(t, 1), round(rng.uniform(300, 900), 1), cpu, cpu, round(cpu * rng.uniform(0.5, 1), 3)))
+    return pods
