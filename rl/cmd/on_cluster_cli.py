@@ -101,11 +101,15 @@ def simulate_as_cluster(plan: BenchmarkPlan, speedup: float) -> list[RunOutcome]
 
 # What a saved document's scenario holds that the plan's description does not.
 RUN_KEYS = ("engine", "speedup")
+# What the scenario block leaves out when the option is not given.
+OMITTED_WHEN_OFF = ("window_hours", "carbon")
 
 
 def load_saved(path: Path, description: dict[str, Any]) -> dict[str, Any]:
     """A saved `--on-cluster --fidelity` document whose plan is `description`'s. ValueError when
-    it cannot be read, has no fidelity rows, or was run with other options (naming them)."""
+    it cannot be read, has no fidelity rows, or was run with other options (naming them). Files
+    are compared by name (a saved run read from another checkout); a setting the saved document
+    does not record (one the simulator gained since) is not a difference: it is named on stderr."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -113,11 +117,34 @@ def load_saved(path: Path, description: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("fidelity"), dict) or not doc["fidelity"]:
         raise ValueError(f"--fidelity-of {path}: not a results document of --on-cluster --fidelity")
     saved = {k: v for k, v in doc.get("scenario", {}).items() if k not in RUN_KEYS}
+    differing: list[str] = []
+    unrecorded: list[str] = []
     asked = json.loads(json.dumps(description))
-    differing = sorted(k for k in {*saved, *asked} if saved.get(k) != asked.get(k))
+    for key in OMITTED_WHEN_OFF:
+        saved.setdefault(key, None)
+        asked.setdefault(key, None)
+    _compare(saved, asked, "", differing, unrecorded)
     if differing:
         raise ValueError(f"--fidelity-of {path}: run with other options: {', '.join(differing)} differ")
+    if unrecorded:
+        print(f"kubejoule-rl: note: {path} does not record {', '.join(unrecorded)} (taken as this run's)",
+              file=sys.stderr)
     return doc
+
+
+def _compare(saved: object, asked: object, where: str, differing: list[str], unrecorded: list[str]) -> None:
+    if isinstance(saved, dict) and isinstance(asked, dict):
+        differing += [f"{where}{k}" for k in saved if k not in asked]
+        for key, value in asked.items():
+            if key not in saved:
+                unrecorded.append(f"{where}{key}")
+            elif key.endswith("_file") and isinstance(value, str) and isinstance(saved[key], str):
+                if Path(value).name != Path(saved[key]).name:
+                    differing.append(f"{where}{key}")
+            else:
+                _compare(saved[key], value, f"{where}{key}.", differing, unrecorded)
+    elif saved != asked:
+        differing.append(where.rstrip("."))
 
 
 def write_refidelity(args: argparse.Namespace, plan: BenchmarkPlan, saved: dict[str, Any]) -> int:

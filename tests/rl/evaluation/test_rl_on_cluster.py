@@ -247,6 +247,18 @@ def test_fidelity_of_a_saved_run_simulates_again_against_its_recorded_cluster_si
     assert command(parse_args([*common, "--window", "0.05", "--fidelity-of", str(saved), "--out", str(again)])) == 2
     assert "window_hours differ" in capsys.readouterr().err
     assert command(parse_args([*common, "--on-cluster", "--fidelity-of", str(saved), "--out", str(again)])) == 2
+    # Read from another checkout: its files compared by name; a setting it does not record is named.
+    document = json.loads(saved.read_text())
+    document["scenario"]["trace_file"] = "/elsewhere/trace.csv"
+    del document["scenario"]["daemonsets"]
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(document))
+    assert command(parse_args([*common, "--fidelity-of", str(moved), "--out", str(again)])) == 0
+    assert "does not record daemonsets" in capsys.readouterr().err
+    document["scenario"]["trace_file"] = "/elsewhere/other.csv"
+    moved.write_text(json.dumps(document))
+    assert command(parse_args([*common, "--fidelity-of", str(moved), "--out", str(again)])) == 2
+    assert "trace_file differ" in capsys.readouterr().err
     not_fidelity = tmp_path / "plain.json"
     not_fidelity.write_text('{"scenario": {}}')
     assert command(parse_args([*common, "--fidelity-of", str(not_fidelity), "--out", str(again)])) == 2
