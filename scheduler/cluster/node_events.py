@@ -54,8 +54,10 @@ def _strings(value: object) -> tuple[tuple[str, str], ...]:
 
 
 def _quantity(value: object) -> float | str:
+    if not isinstance(value, str | int | float):
+        return str(value)  # not a quantity: compared as written
     try:
-        return parse_quantity(value)  # type: ignore[arg-type]
+        return parse_quantity(value)
     except (TypeError, ValueError, ArithmeticError):
         return str(value)  # unreadable: compared as written
 
