@@ -3,8 +3,8 @@
 The sampling loop adds each new Snapshot to the monitor's `EnergyAccounts`
 (agent/monitor/accounts.py: the `EnergyLedger`'s `_joules_total` counters are sums of measured,
 wrap-corrected interval energies, monotonic whatever the RAPL counters did). The collector is a
-pure reader: `collect()` takes one `AccountsView` of them per scrape and never touches the host
-or the totals. Tests register the collector in a fresh `CollectorRegistry`.
+pure reader: `collect()` takes the `AccountsView` they last published (the Snapshot, the totals
+and the interval's series, labels resolved) per scrape and never touches the host or the totals. Tests register the collector in a fresh `CollectorRegistry`.
 
 Levels keep cardinality low by default: node series always; pods and VMs by default;
 containers (`containers=True`) and the top N processes (`process_top=N`) only when asked. A
@@ -60,24 +60,24 @@ class SnapshotCollector(Collector):
         snap, totals, carbon = view.latest, view.totals, view.carbon
         node = snap.node if snap is not None else ""
         errors = m.AGENT_ERRORS.counter_family()
-        for kind, count in sorted(totals.errors.items()):
+        for kind, count in sorted(view.errors.items()):
             errors.add_metric([node, kind], count)
-        if snap is None:
+        if snap is None or totals is None:
             yield errors
             return
         yield from node_families(snap, totals, view.estimate, self.model_points, self.model_reading)
         if self.levels.pods:
-            yield from pod_families(snap, totals)
+            yield from pod_families(snap.node, totals)
         if self.levels.containers:
-            yield from container_families(snap, totals)
+            yield from container_families(snap.node, totals)
         if self.levels.vms:
-            yield from vm_families(snap, totals)
+            yield from vm_families(snap.node, totals)
         if self.levels.process_top > 0:
             yield from process_families(snap, totals, self.levels.process_top)
-        yield from gpu_families(snap, totals.gpus, totals.gpu_unattributed.get(""))
-        yield from platform_families(snap, totals.platform_other.get(""))
+        yield from gpu_families(snap, totals)
+        yield from platform_families(snap, totals.platform_other)
         yield from metrics_server_families(snap, self.levels.pods)
         yield from network_families(snap, self.levels.pods)
         if carbon is not None:
-            yield from carbon_families(snap, carbon, self.levels.pods)
+            yield from carbon_families(snap.node, carbon, self.levels.pods)
         yield errors

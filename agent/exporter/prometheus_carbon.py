@@ -11,16 +11,9 @@ from prometheus_client.core import Metric
 
 from agent.exporter import metrics as m
 from agent.monitor.carbon_ledger import CarbonView
-from agent.monitor.energy_ledger import pod_components
-from agent.monitor.snapshot import Snapshot
 
 
-def _label(value: object) -> str:
-    return "" if value is None else str(value)
-
-
-def carbon_families(snap: Snapshot, carbon: CarbonView, pods: bool) -> Iterator[Metric]:
-    node = snap.node
+def carbon_families(node: str, carbon: CarbonView, pods: bool) -> Iterator[Metric]:
     intensity = m.CARBON_INTENSITY.gauge_family()
     if carbon.intensity is not None:
         intensity.add_metric([node, carbon.source, carbon.zone], carbon.intensity)
@@ -32,11 +25,8 @@ def carbon_families(snap: Snapshot, carbon: CarbonView, pods: bool) -> Iterator[
     if not pods:
         return
     pod_grams = m.POD_CARBON.counter_family()
-    for pod in snap.pods:
-        for component, _ in pod_components(pod):
-            pod_total = carbon.pods.get((pod.uid, component))
-            if pod_total is not None:
-                pod_grams.add_metric([node, _label(pod.namespace), _label(pod.name), pod.uid, component], pod_total)
+    for labels, grams in carbon.pod_series:
+        pod_grams.add_metric([node, *labels], grams)
     yield pod_grams
     namespace_grams = m.NAMESPACE_CARBON.counter_family()
     for namespace, grams in sorted(carbon.namespaces.items()):

@@ -1,26 +1,24 @@
 """The exporter's families, section by section: node, pod, container, VM and process power and
-energy, the GPUs, the platform reading, Metrics Server and network counters. Each function reads one Snapshot (and
-the energy totals) and yields its families; a section the snapshot does not have gives empty
-families or none — never zeros in place of unknowns."""
+energy, the GPUs, the platform reading, Metrics Server and network counters. Each function reads
+one Snapshot or the energy totals published with it (agent/monitor/energy_ledger.py: the
+interval's series, labels resolved, and the joules so far by series key) and yields its families;
+a section the snapshot does not have gives empty families or none — never zeros in place of
+unknowns."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from prometheus_client.core import Metric
 
 from agent.exporter import metrics as m
-from agent.monitor.energy_ledger import (
-    TotalsView,
-    gpu_key,
-    one_per_series,
-    pod_components,
-    vm_key,
-    zone_series,
-)
+from agent.monitor.energy_ledger import Series, TotalsView
 from agent.monitor.snapshot import SOURCE_ESTIMATED, Snapshot
 from common.jsonvalue import number, subobject, subobjects
 from common.metrics import MetricSpec
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 def node_family(spec: MetricSpec, node: str, value: float | None) -> Metric:
@@ -48,26 +46,25 @@ def power_and_energy(
     yield energy
 
 
-def gpu_families(snap: Snapshot, gpu_totals: Mapping[tuple[str, str, str], float],
-                 unattributed_total: float | None) -> Iterator[Metric]:
+def gpu_families(snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
     """Per GPU its power, energy and how it was measured; GPU power not split between parts."""
-    if not snap.gpus and not gpu_totals:
+    gpus = totals.interval.gpus
+    if not gpus and not totals.gpus:
         return
     power = m.GPU_POWER.gauge_family()
     energy = m.GPU_ENERGY.counter_family()
     info = m.GPU_INFO.gauge_family()
-    for gpu in snap.gpus:
-        key = gpu_key(gpu)
+    for gpu in gpus:
         if gpu.watts is not None:
-            power.add_metric([snap.node, *key], gpu.watts)
-        if key in gpu_totals:
-            energy.add_metric([snap.node, *key], gpu_totals[key])
-        info.add_metric([snap.node, *key, gpu.method or "", gpu.mode], 1.0)
+            power.add_metric([snap.node, *gpu.labels], gpu.watts)
+        if gpu.key in totals.gpus:
+            energy.add_metric([snap.node, *gpu.labels], totals.gpus[gpu.key])
+        info.add_metric([snap.node, *gpu.labels, gpu.method, gpu.mode], 1.0)
     yield power
     yield energy
     yield info
     yield node_family(m.GPU_UNATTRIBUTED_POWER, snap.node, snap.gpu_unattributed_watts)
-    yield node_family(m.GPU_UNATTRIBUTED_ENERGY, snap.node, unattributed_total)
+    yield node_family(m.GPU_UNATTRIBUTED_ENERGY, snap.node, totals.gpu_unattributed)
 
 
 def platform_families(snap: Snapshot, other_total: float | None) -> Iterator[Metric]:
@@ -174,16 +171,16 @@ def node_families(snap: Snapshot, totals: TotalsView, provenance: str | None,
             part_energy.add_metric([node, *key], joules)
         yield part_energy
     zone_power = m.ZONE_POWER.gauge_family()
-    for key, (watts, _) in zone_series(snap.zones).items():
-        if watts is not None:
-            zone_power.add_metric([node, *key], watts)
+    for zone in totals.interval.zones:
+        if zone.watts is not None:
+            zone_power.add_metric([node, *zone.labels], zone.watts)
     yield zone_power
     zone_energy = m.ZONE_ENERGY.counter_family()
     for key, joules in sorted(totals.zones.items()):
         zone_energy.add_metric([node, *key], joules)
     yield zone_energy
     yield node_family(m.HOST_POWER, node, snap.host_watts)
-    yield node_family(m.HOST_ENERGY, node, totals.host.get(""))
+    yield node_family(m.HOST_ENERGY, node, totals.host)
     yield node_family(m.NODE_CPU_UTILIZATION, node, snap.cpu_utilization)
     if model_points:
         model = m.NODE_POWER_MODEL.gauge_family()
@@ -199,35 +196,29 @@ def node_families(snap: Snapshot, totals: TotalsView, provenance: str | None,
     timestamp.add_metric([node], snap.timestamp)
     yield timestamp
 
-def pod_families(snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
+def _series_families(power_spec: MetricSpec, energy_spec: MetricSpec, node: str, series: Iterable[Series[Key]],
+                     totals: Mapping[Key, float]) -> Iterator[Metric]:
+    """The interval's series of a part, each with its joules so far."""
     yield from power_and_energy(
-        m.POD_POWER, m.POD_ENERGY,
-        (
-            ([snap.node, _label(pod.namespace), _label(pod.name), pod.uid, component], watts,
-             totals.pods.get((pod.uid, component)))
-            for pod in snap.pods
-            for component, watts in pod_components(pod)
-        ),
+        power_spec, energy_spec, (([node, *s.labels], s.watts, totals.get(s.key)) for s in series),
     )
 
-def container_families(snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
-    yield from power_and_energy(
-        m.CONTAINER_POWER, m.CONTAINER_ENERGY,
-        (
-            ([snap.node, _label(pod.namespace), _label(pod.name), _label(container.name), container.id],
-             container.watts, totals.containers.get(container.id))
-            for pod in snap.pods
-            for container in pod.containers
-        ),
-    )
 
-def vm_families(snap: Snapshot, totals: TotalsView) -> Iterator[Metric]:
-    yield from power_and_energy(
-        m.VM_POWER, m.VM_ENERGY,
-        (([snap.node, *key], vm.watts, totals.vms.get(key)) for key, vm in one_per_series(snap.vms, vm_key).items()),
-    )
+def pod_families(node: str, totals: TotalsView) -> Iterator[Metric]:
+    yield from _series_families(m.POD_POWER, m.POD_ENERGY, node, totals.interval.pods, totals.pods)
+
+
+def container_families(node: str, totals: TotalsView) -> Iterator[Metric]:
+    yield from _series_families(m.CONTAINER_POWER, m.CONTAINER_ENERGY, node, totals.interval.containers,
+                                totals.containers)
+
+
+def vm_families(node: str, totals: TotalsView) -> Iterator[Metric]:
+    yield from _series_families(m.VM_POWER, m.VM_ENERGY, node, totals.interval.vms, totals.vms)
+
 
 def process_families(snap: Snapshot, totals: TotalsView, top: int) -> Iterator[Metric]:
+    """The top `top` processes of the Snapshot (the counters hold every busy one's)."""
     yield from power_and_energy(
         m.PROCESS_POWER, m.PROCESS_ENERGY,
         (

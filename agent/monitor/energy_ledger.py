@@ -1,80 +1,83 @@
-"""Cumulative energy over every Snapshot: each interval's energy added to the running totals,
-and each interval's errors counted by kind. The exporter reads a `TotalsView` of it and computes
-nothing.
+"""Cumulative energy over every Snapshot. Each interval is resolved once into its series
+(`interval_energy`: which series each part of the Snapshot belongs to — its key and its label
+values — with its watts and joules), added to the running totals by the counters' rules
+(agent/monitor/counters.py), and its errors are counted by kind. `EnergyLedger.add` returns the
+`TotalsView` it publishes: the interval's series beside the joules so far, which the exporter
+reads and computes nothing from, and whose interval the carbon ledger turns into grams
+(agent/monitor/carbon_ledger.py) without coming back here.
 
-The rules every `_joules_total` series follows (`add_energy`, `EntityTotals`; grams too,
-agent/monitor/carbon_ledger.py):
-
-- A counter only grows: each interval adds its measured energy (never a negative one).
-- An interval whose energy is unknown (a gap) adds nothing: the counter holds.
-- A series that never had a known energy does not exist (no 0 in its place).
-- A pod, container, VM or process that is gone takes its series with it; if the same key comes
-  back (a pod missing from one cgroup read, a process back in the top N) its counter resumes
-  where it stopped — never lower. The last `RETIRED_KEPT` gone keys are remembered for that.
-
-What a series is — its key — is decided here once, for the totals and for the gauges exposed
-beside them (`zone_series`, `pod_components`, `one_per_series`), so a counter always belongs
-to the series it is exposed with.
+What a series is is decided here once (`zone_series`, `pod_components`, `one_per_series`), for
+the totals, the grams and the gauges exposed beside them, so a counter always belongs to the
+series it is exposed with.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from agent.device.energy import zone_kind
 from agent.device.gaps import GAP_IMPLAUSIBLE, Gap, Subject
+from agent.monitor.counters import EntityTotals, Key, add_energy
 from agent.monitor.gpu_power import GpuPower
 from agent.monitor.snapshot import PodPower, Snapshot, VMPower, ZonePower
 
 _Item = TypeVar("_Item")
 
-Key = TypeVar("Key", bound=Hashable)
-
-RETIRED_KEPT = 4096
+Labels = tuple[str, ...]
 
 
-def add_energy(totals: dict[Key, float], key: Key, joules: float | None) -> None:
-    """Add one interval's energy to a series that always exists once known (node, zone, host)."""
-    if joules is not None:
-        totals[key] = totals.get(key, 0.0) + max(joules, 0.0)
+@dataclass(frozen=True, slots=True)
+class Series(Generic[Key]):
+    """One series in one interval: what its counter is kept by (`key`), its label values (the
+    node's left out), the interval's watts and joules (None: unknown)."""
+
+    key: Key
+    labels: Labels
+    watts: float | None
+    joules: float | None
 
 
-class EntityTotals(Generic[Key]):
-    """Energy per entity that comes and goes (pods, containers, VMs, processes)."""
+@dataclass(frozen=True, slots=True)
+class PodSeries(Series[tuple[str, str]]):
+    """A pod's series, one per component (`pod_components`): kept by (uid, component), labelled
+    (namespace, pod, uid, component); its grams add up by namespace."""
 
-    def __init__(self, retired_kept: int = RETIRED_KEPT) -> None:
-        self.live: dict[Key, float] = {}
-        self._retired: OrderedDict[Key, float] = OrderedDict()
-        self._retired_kept = retired_kept
+    namespace: str
 
-    def advance(self, present: Iterable[tuple[Key, float | None]], gone: Iterable[Key] | None = None) -> None:
-        """One interval: `present` are the entities there now with their energy (None: unknown).
-        Entities not in `present` are gone — or, when `gone` is given, only those in it are
-        (the others hold: e.g. processes alive but idle this interval)."""
-        live: dict[Key, float] = {} if gone is None else dict(self.live)
-        for key, joules in present:
-            total = self.live.get(key)
-            if total is None:
-                total = self._retired.pop(key, None)
-            if total is None and joules is None:
-                continue  # never known: no series
-            live[key] = (total or 0.0) + max(joules or 0.0, 0.0)
-        if gone is None:
-            leaving = {key: total for key, total in self.live.items() if key not in live}
-        else:
-            leaving = {key: live.pop(key) for key in gone if key in live}
-        for key, total in leaving.items():
-            self._retired[key] = total
-            self._retired.move_to_end(key)
-        while len(self._retired) > self._retired_kept:
-            self._retired.popitem(last=False)
-        self.live = live
 
-    def get(self, key: Key) -> float | None:
-        return self.live.get(key)
+@dataclass(frozen=True, slots=True)
+class GpuSeries(Series[tuple[str, str, str]]):
+    """A GPU's series, kept by and labelled (index, uuid, name), with how it is measured."""
+
+    method: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class IntervalEnergy:
+    """One interval's energy, every series resolved once: what the ledger adds to its totals, the
+    carbon ledger turns into grams, and the exporter shows as gauges beside their counters. Joules
+    of the node's parts (node, idle, active, host, ...); None: unknown."""
+
+    timestamp: float  # the interval's end, wall clock
+    seconds: float
+    source: str  # of node power
+    node: float | None
+    split: tuple[str, str]  # (source, idle source): the idle and active series' key
+    idle: float | None
+    active: float | None
+    host: float | None
+    zones: tuple[Series[tuple[str, str]], ...]  # by (zone kind, socket): the dies of a package add up
+    pods: tuple[PodSeries, ...]
+    containers: tuple[Series[str], ...]  # with the container level; by container id
+    vms: tuple[Series[tuple[str, str]], ...]  # with the VM level; one per (name, uuid)
+    # with a process level: every busy process's joules by (pid, comm), for the counters (the
+    # gauges are the Snapshot's top N, labelled by pid and comm as they are)
+    processes: tuple[tuple[tuple[int, str], float | None], ...]
+    gpus: tuple[GpuSeries, ...]
+    gpu_unattributed: float | None
+    platform_other: float | None  # None also without a platform reading
 
 
 @dataclass
@@ -98,30 +101,23 @@ class Totals:
 
 @dataclass(frozen=True)
 class TotalsView:
-    """A copy taken under the collector's lock, for one scrape to read."""
+    """What the ledger publishes after each interval, for readers to read and compute nothing from:
+    the interval's series (the gauges, labels resolved) and the joules so far (the counters), by
+    series key. Copied once, as published: the sampling thread never changes it afterwards."""
 
+    interval: IntervalEnergy
     node: Mapping[str, float]
     idle: Mapping[tuple[str, str], float]
     active: Mapping[tuple[str, str], float]
     zones: Mapping[tuple[str, str], float]
-    host: Mapping[str, float]
+    host: float | None
     pods: Mapping[tuple[str, str], float]
     containers: Mapping[str, float]
     vms: Mapping[tuple[str, str], float]
     processes: Mapping[tuple[int, str], float]
     gpus: Mapping[tuple[str, str, str], float]
-    gpu_unattributed: Mapping[str, float]
-    platform_other: Mapping[str, float]
-    errors: Mapping[str, float]
-
-    @classmethod
-    def of(cls, totals: Totals) -> TotalsView:
-        # Entity maps are replaced, never mutated, by EntityTotals.advance: no copy needed.
-        return cls(
-            dict(totals.node), dict(totals.idle), dict(totals.active), dict(totals.zones), dict(totals.host),
-            totals.pods.live, totals.containers.live, totals.vms.live, totals.processes.live, totals.gpus.live,
-            dict(totals.gpu_unattributed), dict(totals.platform_other), dict(totals.errors),
-        )
+    gpu_unattributed: float | None
+    platform_other: float | None
 
 
 # errors_total kinds that always exist (at 0 until they happen), so rate() works from the start.
@@ -170,11 +166,11 @@ def label(value: object) -> str:
 
 
 def zone_key(zone: ZonePower) -> tuple[str, str]:
-    return zone_kind(zone.zone), label(zone.socket)
+    return zone.kind, label(zone.socket)
 
 
-def zone_series(zones: Iterable[ZonePower]) -> dict[tuple[str, str], tuple[float | None, float | None]]:
-    """(watts, joules) per (zone kind, socket): zones of one kind on one socket (the dies of a
+def zone_series(zones: Iterable[ZonePower]) -> tuple[Series[tuple[str, str]], ...]:
+    """One series per (zone kind, socket): zones of one kind on one socket (the dies of a
     package) add up; one unknown member makes the series' value unknown."""
     series: dict[tuple[str, str], tuple[float | None, float | None]] = {}
     for zone in zones:
@@ -187,7 +183,7 @@ def zone_series(zones: Iterable[ZonePower]) -> dict[tuple[str, str], tuple[float
             None if watts is None or zone.watts is None else watts + zone.watts,
             None if joules is None or zone.energy_joules is None else joules + zone.energy_joules,
         )
-    return series
+    return tuple(Series(key, key, watts, joules) for key, (watts, joules) in series.items())
 
 
 def pod_components(pod: PodPower) -> list[tuple[str, float | None]]:
@@ -214,9 +210,49 @@ def one_per_series(items: Iterable[_Item], key: Callable[[_Item], tuple[str, str
     return series
 
 
+def interval_energy(snapshot: Snapshot, levels: ExportLevels) -> IntervalEnergy:
+    """The Snapshot's series and their energy in its interval, at the levels exported (pods
+    always: their grams are counted whatever is exported)."""
+    seconds = snapshot.interval_seconds
+    platform = snapshot.platform
+    pods = tuple(
+        PodSeries((pod.uid, component), (label(pod.namespace), label(pod.name), pod.uid, component), watts,
+                  interval_joules(watts, seconds), label(pod.namespace))
+        for pod in snapshot.pods
+        for component, watts in pod_components(pod)
+    )
+    containers = tuple(
+        Series(c.id, (label(pod.namespace), label(pod.name), label(c.name), c.id), c.watts,
+               interval_joules(c.watts, seconds))
+        for pod in snapshot.pods
+        for c in pod.containers
+    ) if levels.containers else ()
+    vms = tuple(
+        Series(key, key, vm.watts, interval_joules(vm.watts, seconds))
+        for key, vm in one_per_series(snapshot.vms, vm_key).items()
+    ) if levels.vms else ()
+    processes = tuple(
+        ((p.pid, p.comm), interval_joules(p.watts, seconds)) for p in snapshot.busy_processes
+    ) if levels.process_top > 0 else ()
+    gpus = tuple(
+        GpuSeries(gpu_key(g), gpu_key(g), g.watts, interval_joules(g.watts, seconds), g.method or "", g.mode)
+        for g in snapshot.gpus
+    )
+    return IntervalEnergy(
+        timestamp=snapshot.timestamp, seconds=seconds, source=snapshot.source,
+        node=interval_joules(snapshot.node_watts, seconds), split=(snapshot.source, snapshot.idle_source),
+        idle=interval_joules(snapshot.idle_watts, seconds), active=interval_joules(snapshot.active_watts, seconds),
+        host=interval_joules(snapshot.host_watts, seconds), zones=zone_series(snapshot.zones), pods=pods,
+        containers=containers, vms=vms, processes=processes, gpus=gpus,
+        gpu_unattributed=interval_joules(snapshot.gpu_unattributed_watts, seconds) if gpus else None,
+        platform_other=(interval_joules(platform.other_watts, seconds)
+                        if platform is not None and platform.watts is not None else None),
+    )
+
+
 class EnergyLedger:
     """The totals over every snapshot added, at the levels exported. Not locked: its owner
-    (the collector) adds and reads under one lock, so a scrape sees a snapshot with its totals."""
+    (agent/monitor/accounts.py) adds under its lock and publishes what `add` returns."""
 
     def __init__(self, levels: ExportLevels | None = None) -> None:
         self.levels = levels or ExportLevels()
@@ -226,55 +262,51 @@ class EnergyLedger:
         """Count errors that are not in a snapshot (a failed sample, an unreachable API)."""
         self.totals.errors[kind] = self.totals.errors.get(kind, 0.0) + count
 
-    def view(self) -> TotalsView:
-        return TotalsView.of(self.totals)
+    def errors(self) -> dict[str, float]:
+        """A copy of the error counts by kind."""
+        return dict(self.totals.errors)
 
-    def add(self, snapshot: Snapshot) -> None:
-        """Add one interval's energy and errors to the totals."""
-        interval = snapshot.interval_seconds
+    def add(self, snapshot: Snapshot) -> TotalsView:
+        """Add one interval's energy and errors to the totals; what readers see of them now."""
+        self._count_errors(snapshot)
+        interval = interval_energy(snapshot, self.levels)
         totals = self.totals
-        self._add_node_energy(snapshot, totals)
+        add_energy(totals.node, interval.source, interval.node)
+        add_energy(totals.idle, interval.split, interval.idle)
+        add_energy(totals.active, interval.split, interval.active)
+        add_energy(totals.host, "", interval.host)
+        for zone in interval.zones:
+            add_energy(totals.zones, zone.key, zone.joules)
+        if interval.gpus:
+            totals.gpus.advance((gpu.key, gpu.joules) for gpu in interval.gpus)
+            add_energy(totals.gpu_unattributed, "", interval.gpu_unattributed)
+        add_energy(totals.platform_other, "", interval.platform_other)
         if self.levels.pods:
-            totals.pods.advance(
-                ((pod.uid, component), interval_joules(watts, interval))
-                for pod in snapshot.pods
-                for component, watts in pod_components(pod)
-            )
+            totals.pods.advance((pod.key, pod.joules) for pod in interval.pods)
         if self.levels.containers:
-            totals.containers.advance(
-                (c.id, interval_joules(c.watts, interval)) for pod in snapshot.pods for c in pod.containers
-            )
+            totals.containers.advance((c.key, c.joules) for c in interval.containers)
         if self.levels.vms:
-            totals.vms.advance(
-                (key, interval_joules(vm.watts, interval)) for key, vm in one_per_series(snapshot.vms, vm_key).items()
-            )
+            totals.vms.advance((vm.key, vm.joules) for vm in interval.vms)
         if self.levels.process_top > 0:
             live = snapshot.live_pids
             totals.processes.advance(
-                (((p.pid, p.comm), interval_joules(p.watts, interval)) for p in snapshot.busy_processes),
+                interval.processes,
                 gone=[key for key in totals.processes.live if key[0] not in live],
             )
+        # Entity maps are replaced, never changed, by EntityTotals.advance: no copy needed.
+        return TotalsView(
+            interval, dict(totals.node), dict(totals.idle), dict(totals.active), dict(totals.zones),
+            totals.host.get(""), totals.pods.live, totals.containers.live, totals.vms.live, totals.processes.live,
+            totals.gpus.live, totals.gpu_unattributed.get(""), totals.platform_other.get(""),
+        )
+
+    def _count_errors(self, snapshot: Snapshot) -> None:
+        errors = self.totals.errors
         for gap in snapshot.gaps:
             kind = error_kind(gap)
             if kind is not None:
-                totals.errors[kind] = totals.errors.get(kind, 0.0) + 1
+                errors[kind] = errors.get(kind, 0.0) + 1
         if snapshot.invariant_breached:
-            totals.errors["invariant"] += 1
+            errors["invariant"] += 1
         if snapshot.skew_scaled:
-            totals.errors["read_skew"] += 1
-
-    @staticmethod
-    def _add_node_energy(snapshot: Snapshot, totals: Totals) -> None:
-        interval = snapshot.interval_seconds
-        add_energy(totals.node, snapshot.source, interval_joules(snapshot.node_watts, interval))
-        split = (snapshot.source, snapshot.idle_source)
-        add_energy(totals.idle, split, interval_joules(snapshot.idle_watts, interval))
-        add_energy(totals.active, split, interval_joules(snapshot.active_watts, interval))
-        add_energy(totals.host, "", interval_joules(snapshot.host_watts, interval))
-        for key, (_, joules) in zone_series(snapshot.zones).items():
-            add_energy(totals.zones, key, joules)
-        if snapshot.gpus:
-            totals.gpus.advance((gpu_key(g), interval_joules(g.watts, interval)) for g in snapshot.gpus)
-            add_energy(totals.gpu_unattributed, "", interval_joules(snapshot.gpu_unattributed_watts, interval))
-        if snapshot.platform is not None and snapshot.platform.watts is not None:
-            add_energy(totals.platform_other, "", interval_joules(snapshot.platform.other_watts, interval))
+            errors["read_skew"] += 1

@@ -7,8 +7,9 @@ exporting. Exporters (JSON, Prometheus, the terminal view) read it and never tou
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from agent.device.energy import zone_kind
 from agent.device.gaps import GAP_IMPLAUSIBLE, Gap, Subject
 from agent.monitor.gpu_power import GpuPower
 
@@ -32,6 +33,12 @@ class ZonePower:
     path: str  # path under <sysfs>, e.g. "class/powercap/intel-rapl:0:2"
     watts: float | None
     energy_joules: float | None  # energy in this interval; None on a gap
+    # its kind, the `zone` label of its series (package-0 and package-1-die-0 are `package`): from
+    # its name, once, where the zone is measured
+    kind: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", zone_kind(self.zone))
 
     def to_record(self) -> dict[str, object]:
         return {"zone": self.zone, "socket": self.socket, "path": self.path, "watts": self.watts}
