@@ -54,8 +54,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        # logging sets `extra`'s keys as attributes only on the records that pass them
-        fields = getattr(record, "fields", None)
+        # logging puts `extra`'s keys in the record's __dict__, only on the records that pass them
+        fields = record.__dict__.get("fields")
         if isinstance(fields, dict):
             entry.update(fields)
         for key, value in record.__dict__.items():
@@ -69,8 +69,8 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = f"{datetime.fromtimestamp(record.created).strftime('%H:%M:%S')} {record.levelname.lower():<7} {record.getMessage()}"
-        # logging sets `extra`'s keys as attributes only on the records that pass them
-        fields = getattr(record, "fields", None)
+        # logging puts `extra`'s keys in the record's __dict__, only on the records that pass them
+        fields = record.__dict__.get("fields")
         if isinstance(fields, dict) and fields:
             line += " " + " ".join(f"{k}={v}" for k, v in fields.items())
         if record.exc_info:

@@ -20,7 +20,7 @@ import ssl
 import threading
 import urllib.parse
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,18 +33,30 @@ _ENCODER = msgspec.json.Encoder()
 
 
 class ClientConfiguration(Protocol):
-    """The `kubernetes` client's `Configuration`, as far as this transport reads it."""
+    """The `kubernetes` client's `Configuration` (kubernetes 37.0.3 has every field below), as
+    far as this transport reads it."""
 
     @property
     def host(self) -> str: ...
     @property
     def ssl_ca_cert(self) -> str | None: ...
     @property
+    def ca_cert_data(self) -> str | bytes | None: ...
+    @property
     def verify_ssl(self) -> bool: ...
     @property
     def cert_file(self) -> str | None: ...
     @property
     def key_file(self) -> str | None: ...
+    # what this transport does not reproduce (`usable`)
+    @property
+    def proxy(self) -> str | None: ...
+    @property
+    def tls_server_name(self) -> str | None: ...
+    @property
+    def assert_hostname(self) -> bool | str | None: ...
+    @property
+    def socket_options(self) -> Sequence[tuple[int, int, int | bytes]] | None: ...
 
     def auth_settings(self) -> Mapping[str, Mapping[str, str]]: ...
 
@@ -67,22 +79,17 @@ Query = list[tuple[str, str]]
 def usable(configuration: ClientConfiguration) -> bool:
     """Whether this transport reproduces the client's connection for `configuration`."""
     scheme = urllib.parse.urlsplit(configuration.host).scheme
-    # getattr: the client's Configuration is a foreign object whose connection settings came in
-    # over its releases (proxy, assert_hostname, tls_server_name, socket_options, ca_cert_data);
-    # one of a release without a setting, or built by hand, does not use it.
     return (
         scheme in ("http", "https")
-        and not getattr(configuration, "proxy", None)
-        and not getattr(configuration, "tls_server_name", None)
-        and getattr(configuration, "assert_hostname", None) in (None, True)
-        and getattr(configuration, "socket_options", None) is None
+        and not configuration.proxy
+        and not configuration.tls_server_name
+        and configuration.assert_hostname in (None, True)
+        and configuration.socket_options is None
     )
 
 
 def _ssl_context(configuration: ClientConfiguration) -> ssl.SSLContext:
-    context = ssl.create_default_context(  # getattr: as in `usable`
-        cafile=configuration.ssl_ca_cert, cadata=getattr(configuration, "ca_cert_data", None)
-    )
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert, cadata=configuration.ca_cert_data)
     if not configuration.verify_ssl:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
