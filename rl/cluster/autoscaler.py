@@ -48,6 +48,7 @@ from scheduler.domain.cluster_defaults import (
     SCALE_DOWN_DELAY_AFTER_FAILURE_S,
     SCALE_DOWN_UNNEEDED_S,
     SCAN_INTERVAL_S,
+    UNREMOVABLE_NODE_RECHECK_S,
 )
 
 CA_BIN_ENV = "KUBEJOULE_CA_BIN"
@@ -99,7 +100,7 @@ SCALED_TIMERS: tuple[Timer, ...] = (
     Timer("max-node-startup-time", None, 900, "config/flags/flags.go"),
     Timer("node-delete-delay-after-taint", None, 5, "config/flags/flags.go"),
     Timer("node-deletion-delay-timeout", None, NODE_DELETION_DELAY_TIMEOUT_S, "config/flags/flags.go"),
-    Timer("unremovable-node-recheck-timeout", None, 300, "config/flags/flags.go"),
+    Timer("unremovable-node-recheck-timeout", "unremovable_recheck_s", UNREMOVABLE_NODE_RECHECK_S, "config/flags/flags.go"),
     Timer("initial-node-group-backoff-duration", None, 300, "config/flags/flags.go"),
     Timer("max-node-group-backoff-duration", None, 1800, "config/flags/flags.go"),
     Timer("node-group-backoff-reset-timeout", None, 10800, "config/flags/flags.go"),

@@ -29,6 +29,9 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
      "most non-empty nodes drained at once"),
     ("--max-pod-eviction-time", "max_pod_eviction_s", float,
      "how long a drain retries a refused eviction before it fails (s)"),
+    ("--unremovable-node-recheck-timeout", "unremovable_recheck_s", float,
+     "a node found unremovable (a PDB without room, pods with nowhere to go) is not "
+     "considered again for this long (s)"),
 )
 
 

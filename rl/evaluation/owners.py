@@ -16,6 +16,19 @@ gone. The replay keeps each owner's `spec.replicas` (a Job's `parallelism`) at t
 pods that exist — arrived, not ended (a replacement still starting counts) — the simulator's
 expected count (`PodLedger`).
 
+The disruption controller recounts a PDB on its pods' and its own events only, never on a
+change of a controller's scale (kubernetes/kubernetes pkg/controller/disruption/disruption.go:
+event handlers on the pod and PDB informers; the ReplicaSet, StatefulSet and other controllers'
+informers are listers only). A real controller changes its scale first and its pods after (a
+ReplicaSet scaled down deletes a pod: the recount sees the new scale), so the replay does too: a
+running pod's owner is scaled down `lead` ahead of the pod's end (`retire_ending`: the end KWOK
+will play, from when the pod was seen running), and after any other change of scale (an arrival,
+a bare pod gone) and after each end seen, the PDB is touched (an annotation,
+`RECOUNT_ANNOTATION`), which makes the controller recount it. Without that, a pod's end was
+counted against the old scale — one healthy pod short, the PDB without room — until the
+workload's next pod event: cluster-autoscaler refused drains (`not enough pod disruption
+budget`) the simulator, whose pods leave and scale together, never saw.
+
 The workload controllers themselves are off on the benchmark's cluster
 (rl/cluster/controlplane.py `REPLAYED_CONTROLLERS`): a ReplicaSet controller would keep
 `replicas` pods of its template, with no per-pod lifetimes, and delete the ones the replay
@@ -50,6 +63,7 @@ from rl.simulation.traces.kubeobjects import CONTAINER, OwnerReference
 from rl.simulation.traces.trace import PdbSpec, PodSpec
 
 WORKLOAD_LABEL = "kubejoule.io/workload"
+RECOUNT_ANNOTATION = "kubejoule.io/recount"  # changed to make the disruption controller recount
 # kind → (apiVersion, the collection's path under the namespace)
 OWNER_API: dict[str, tuple[str, str]] = {
     "ReplicaSet": ("apps/v1", "/apis/apps/v1/namespaces/{ns}/replicasets"),
@@ -165,6 +179,10 @@ class Workloads:
         self._uids: dict[str, str] = {}
         self._incarnation: dict[int, Incarnation] = {}
         self._started: dict[int, float] = {}
+        self._budgeted = {object_name(pdb.workload) for pdb in model.pdbs}
+        self._retired: set[int] = set()  # rows whose owner was scaled down ahead of their end
+        self._touch: set[str] = set()  # PDBs to recount at the next sync
+        self._recounts = 0
 
     def install(self, api: Api, namespace: str) -> None:
         """Every owner (at 0 replicas) and every PDB in `namespace`."""
@@ -199,11 +217,25 @@ class Workloads:
                 self._ledger.started(row, at_s)
                 self._started[row] = at_s
 
+    def retire_ending(self, now_s: float, lead_s: float) -> None:
+        """Scale down the owner of each running pod that ends within `lead_s` of `now_s` (trace
+        s), ahead of the end, as a controller would (module docstring)."""
+        with self._lock:
+            for row, start in self._started.items():
+                incarnation = self._incarnation[row]
+                if row not in self._retired and start + incarnation.startup_s + incarnation.lifetime_s <= now_s + lead_s:
+                    self._retired.add(row)
+                    self._change(row, -1, touch=False)
+
     def ended(self, row: int) -> None:
         with self._lock:
             self._ledger.finished(row)
             self._started.pop(row, None)
-            self._change(row, -1)
+            if row in self._retired:
+                self._retired.discard(row)
+                self._touch_pdb(row)
+            else:
+                self._change(row, -1)
 
     def evicted(self, row: int, number: int, at_s: float) -> Incarnation | None:
         """Incarnation `number` of `row` went before it ended, at `at_s`: its replacement (None:
@@ -213,6 +245,9 @@ class Workloads:
             if current is None or current.number != number:
                 return None
             start = self._started.pop(row, None)
+            if row in self._retired:  # scaled down for an end that now will not come: its replacement runs
+                self._retired.discard(row)
+                self._change(row, +1)
             plan = self._ledger.run_plan_s(row)
             if start is None:  # never seen running: nothing done
                 self._ledger.started(row, at_s)
@@ -226,19 +261,33 @@ class Workloads:
             self._incarnation[row] = following
             return following
 
-    def _change(self, row: int, by: int) -> None:
+    def _change(self, row: int, by: int, touch: bool = True) -> None:
         pod = self._pods[row]
         if pod.owner_kind is not None:
             name = workload_name(pod)
             self._count[name] = self._count.get(name, 0) + by
+        if touch:
+            self._touch_pdb(row)
+
+    def _touch_pdb(self, row: int) -> None:
+        name = workload_name(self._pods[row])
+        if name in self._budgeted:
+            self._touch.add(name)
 
     def sync(self, api: Api, namespace: str) -> None:
-        """Each owner's scale to its workload's existing pods, where it changed."""
+        """Each owner's scale to its workload's existing pods, where it changed; then each PDB
+        to recount touched (module docstring)."""
         with self._lock:
             changed = {n: c for n, c in self._count.items() if self._sent.get(n) != c}
+            touched, self._touch = sorted(self._touch), set()
         for name, count in changed.items():
             kind = self._kinds[name]
             field = "parallelism" if kind == "Job" else "replicas"
             api.request("PATCH", f"{OWNER_API[kind][1].format(ns=namespace)}/{name}", {"spec": {field: count}},
                         content_type="application/merge-patch+json")
             self._sent[name] = count
+        for name in touched:
+            self._recounts += 1
+            api.request("PATCH", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}",
+                        {"metadata": {"annotations": {RECOUNT_ANNOTATION: str(self._recounts)}}},
+                        content_type="application/merge-patch+json")

@@ -45,6 +45,8 @@ WATCH_SLACK_WALL_S = 120  # the pod watch outlives the replay's end by this much
 # Pods that never bind stop the run once nothing else runs and this long has passed.
 STUCK_WALL_S = 20.0
 POLL_WALL_S = 0.2
+# An owned pod's owner is scaled down this long (wall) before the pod's end (rl/evaluation/owners.py).
+RETIRE_LEAD_WALL_S = 0.5
 
 
 Key = tuple[int, int]  # (trace row, incarnation: 0 the trace's pod, n its n-th replacement)
@@ -265,6 +267,8 @@ def replay(
             while recording.replacements:
                 following = recording.replacements.popleft()
                 pool.submit(create, pods[following.row], following)
+            if workloads is not None:
+                workloads.retire_ending(recording.trace_s(now), RETIRE_LEAD_WALL_S * speedup)
             if syncing is None or syncing.done():
                 syncing = scaler.submit(sync)
             failure = _failure(dead(), next((w.error for w in everything if w.error), None), errors)

@@ -13,6 +13,7 @@ SCALE_DOWN_UTILIZATION_THRESHOLD = 0.5  # --scale-down-utilization-threshold
 SCALE_DOWN_DELAY_AFTER_ADD_S = 600.0  # --scale-down-delay-after-add
 SCALE_DOWN_DELAY_AFTER_FAILURE_S = 180.0  # --scale-down-delay-after-failure
 MAX_POD_EVICTION_S = 120.0  # --max-pod-eviction-time
+UNREMOVABLE_NODE_RECHECK_S = 300.0  # --unremovable-node-recheck-timeout
 MAX_GRACEFUL_TERMINATION_S = 600  # --max-graceful-termination-sec (whole seconds)
 NODE_DELETION_DELAY_TIMEOUT_S = 120.0  # --node-deletion-delay-timeout
 NEW_POD_WAIT_S = 2.0  # core/static_autoscaler.go unschedulablePodTimeBuffer (a constant, wall clock)

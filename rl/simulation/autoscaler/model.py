@@ -16,6 +16,7 @@ from scheduler.domain.cluster_defaults import (
     SCALE_DOWN_UNNEEDED_S,
     SCALE_DOWN_UTILIZATION_THRESHOLD,
     SCAN_INTERVAL_S,
+    UNREMOVABLE_NODE_RECHECK_S,
 )
 
 EXPANDERS = ("random", "least-waste", "most-pods", "priority", "kubejoule")
@@ -41,6 +42,9 @@ class AutoscalerModel:
     max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
     max_drain_parallelism: int = 1  # --max-drain-parallelism
     max_pod_eviction_s: float = MAX_POD_EVICTION_S  # --max-pod-eviction-time
+    # --unremovable-node-recheck-timeout: a node the removal simulation refused (a PDB without
+    # room, pods with nowhere to go) is not considered again for this long
+    unremovable_recheck_s: float = UNREMOVABLE_NODE_RECHECK_S
     # --frequent-loops-enabled: a loop at once after a productive one or on an unschedulable
     # pod (rl/simulation/autoscaler/trigger.py); False: one every scan interval
     frequent_loops_enabled: bool = True
@@ -54,10 +58,10 @@ class AutoscalerModel:
         times = (
             self.boot_seconds, self.scale_down_unneeded_s, self.delay_after_add_s,
             self.delay_after_delete_s, self.delay_after_failure_s, self.max_pod_eviction_s,
-            self.new_pod_wait_s,
+            self.new_pod_wait_s, self.unremovable_recheck_s,
         )
         if not all(t >= 0 for t in times):
-            raise ValueError("boot, unneeded, delay, eviction and new-pod wait times must be >= 0")
+            raise ValueError("boot, unneeded, delay, eviction, new-pod wait and recheck times must be >= 0")
         if self.boot_joules is not None and self.boot_joules < 0:
             raise ValueError("boot_joules must be >= 0")
         if self.utilization_threshold is not None and not 0 <= self.utilization_threshold <= 1:

@@ -27,6 +27,13 @@ and FAQ.md ("How does scale-down work?") at 55c37cd5eb550756c5ccc5a89e9068d77797
    order (CA tries a hinted node first, then the others). A node whose PDBs allow fewer
    evictions than it has pods of their workloads is risky (`CanRemovePods` → inParallel false)
    and goes after the others (planner.go `sortByRisk`).
+   Recheck — planner.go `categorizeNodes` (`AddTimeout(unremovable, latestUpdate +
+   UnremovableNodeRecheckTimeout)`), core/scaledown/unremovable/nodes.go (`Update` keeps a
+   timeout while it is after now), core/scaledown/eligibility/eligibility.go (`IsRecent` →
+   RecentlyUnremovable, checked before utilization): a node the removal simulation refused — a
+   PDB without room, a pod the rules block, pods with nowhere to go — is not considered again
+   until --unremovable-node-recheck-timeout (5 min, config/flags/flags.go) has passed, so a
+   PDB's short block costs it that long and a fresh unneeded time (5).
 5. Unneeded time — core/scaledown/unneeded/nodes.go: a node is unneeded since the first loop that
    found it removable (kept while it stays removable, dropped when it does not); it may go once
    `since + unneeded-time` is strictly before now, and only while its group keeps more than its
@@ -62,7 +69,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -136,6 +143,13 @@ def within_min_sizes(
     return allowed
 
 
+def still_unremovable(until: Mapping[str, float], present: Container[str], now: float) -> dict[str, float]:
+    """The refused nodes not to consider yet (module docstring, 4, Recheck;
+    core/scaledown/unremovable/nodes.go `Update`): those still in the cluster whose recheck time
+    is after `now`."""
+    return {name: at for name, at in until.items() if name in present and at > now}
+
+
 @dataclass(frozen=True)
 class Removable:
     """A node the planner found removable: its pods to move, and whether its PDBs let them go
@@ -153,6 +167,7 @@ class ScaleDown:
         self.sim = sim
         self.model = model
         self.unneeded_since: dict[str, float] = {}
+        self.unremovable_until: dict[str, float] = {}  # refused by the removal simulation (4)
         self.removable: list[Removable] = []
         self.draining: dict[str, float] = {}  # node → when its drain started
         self.failed_drains = 0
@@ -211,7 +226,13 @@ class ScaleDown:
         ready = [n for n in sim.nodes if n.state == ON and not n.deleting]
         sizes = self._group_sizes()
         moving = {n.spec.name: self.pods_to_move(n) for n in ready}
-        candidates = [n for n in ready if sizes[n.spec.group] > n.spec.min_count]
+        self.unremovable_until = still_unremovable(
+            self.unremovable_until, {n.spec.name for n in sim.nodes if n.state != OFF}, now
+        )
+        candidates = [
+            n for n in ready
+            if sizes[n.spec.group] > n.spec.min_count and n.spec.name not in self.unremovable_until
+        ]
         candidates.sort(
             key=lambda n: (bool(moving[n.spec.name]), n.spec.name not in self.unneeded_since)
         )
@@ -221,9 +242,10 @@ class ScaleDown:
         found: list[Removable] = []
         for node in candidates:
             pods = moving[node.spec.name]
-            if not self._eligible(node, pods) or self._blocked(pods, budgets):
+            if not self._eligible(node, pods):
                 continue
-            if not self._place(pods, node, ready, snapshot, chosen):
+            if self._blocked(pods, budgets) or not self._place(pods, node, ready, snapshot, chosen):
+                self.unremovable_until[node.spec.name] = now + self.model.unremovable_recheck_s
                 continue
             counts = Counter(w for i in pods if (w := sim.pods[i].workload) in budgets)
             risky = any(budgets[w] < c for w, c in counts.items())

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from rl.evaluation.owners import (
+    RECOUNT_ANNOTATION,
     Incarnation,
     Workloads,
     check_owned,
@@ -100,19 +101,59 @@ def test_install_creates_every_owner_at_zero_and_the_pdbs_and_sync_scales_them_t
         workloads.arrived(row)
     api.calls.clear()
     workloads.sync(api, "ns")  # type: ignore[arg-type]
-    assert sorted((path, body["spec"]) for _, path, body in api.calls) == [
-        ("/apis/apps/v1/namespaces/ns/replicasets/svc-a", {"replicas": 2}),
-        ("/apis/batch/v1/namespaces/ns/jobs/job-1", {"parallelism": 1})]
+    # the scales, then the PDB touched: the disruption controller recounts on no scale change
+    assert [(path, body) for _, path, body in api.calls] == [
+        ("/apis/apps/v1/namespaces/ns/replicasets/svc-a", {"spec": {"replicas": 2}}),
+        ("/apis/batch/v1/namespaces/ns/jobs/job-1", {"spec": {"parallelism": 1}}),
+        ("/apis/policy/v1/namespaces/ns/poddisruptionbudgets/svc-a",
+         {"metadata": {"annotations": {RECOUNT_ANNOTATION: "1"}}})]
     workloads.started(0, 0, 1.0)
     workloads.evicted(0, 0, 20.0)  # replaced: the workload still expects two pods
     workloads.ended(1)
     api.calls.clear()
     workloads.sync(api, "ns")  # type: ignore[arg-type]
-    assert [(path, body["spec"]) for _, path, body in api.calls] == [
-        ("/apis/apps/v1/namespaces/ns/replicasets/svc-a", {"replicas": 1})]
+    assert [(path, body) for _, path, body in api.calls] == [
+        ("/apis/apps/v1/namespaces/ns/replicasets/svc-a", {"spec": {"replicas": 1}}),
+        ("/apis/policy/v1/namespaces/ns/poddisruptionbudgets/svc-a",
+         {"metadata": {"annotations": {RECOUNT_ANNOTATION: "2"}}})]
     api.calls.clear()
     workloads.sync(api, "ns")  # type: ignore[arg-type]
     assert api.calls == []  # nothing changed
+
+
+def test_an_owner_is_scaled_down_ahead_of_its_pods_end_and_the_pdb_recounted_after_it() -> None:
+    """A ReplicaSet's scale drops before its pod goes (as a real scale-down), with no recount
+    then; the end seen touches the PDB; a pod evicted after its owner was scaled down for it is
+    replaced, and the scale goes back up."""
+    api = FakeApi()
+    workloads = Workloads(PODS, MODEL)
+    workloads.install(api, "ns")  # type: ignore[arg-type]
+    workloads.arrived(0)
+    workloads.arrived(1)
+    workloads.started(0, 0, 0.0)  # ends at 100
+    workloads.started(1, 0, 5.0)  # ends at 105
+    workloads.sync(api, "ns")  # type: ignore[arg-type]
+    api.calls.clear()
+
+    def synced() -> list[tuple[str, Any]]:
+        workloads.sync(api, "ns")  # type: ignore[arg-type]
+        calls = [(path.rsplit("/", 2)[-2], body) for _, path, body in api.calls]
+        api.calls.clear()
+        return calls
+
+    workloads.retire_ending(94.0, 5.0)
+    assert synced() == []  # 99 is before either end
+    workloads.retire_ending(95.0, 5.0)
+    assert synced() == [("replicasets", {"spec": {"replicas": 1}})]  # p-0's: no recount yet
+    workloads.retire_ending(96.0, 5.0)
+    assert synced() == []  # once only
+    workloads.ended(0)
+    assert synced() == [("poddisruptionbudgets", {"metadata": {"annotations": {RECOUNT_ANNOTATION: "2"}}})]
+    workloads.retire_ending(100.0, 5.0)
+    assert synced() == [("replicasets", {"spec": {"replicas": 0}})]
+    workloads.evicted(1, 0, 101.0)  # drained just before its end: replaced, expected again
+    assert synced() == [("replicasets", {"spec": {"replicas": 1}}),
+                        ("poddisruptionbudgets", {"metadata": {"annotations": {RECOUNT_ANNOTATION: "3"}}})]
 
 
 def _pod(name: str, phase: str, deleting: bool = False) -> dict[str, Any]:

@@ -127,19 +127,25 @@ def test_several_pods_get_as_many_nodes_as_first_fit_needs():
     assert {o.start_s for o in result.outcomes} == {131.0}
 
 
-def test_scale_down_after_the_unneeded_time():
-    # pod 1 keeps a busy until 1,000 s; b boots for pod 0 at 13 (ready 133, empty from 233). The
-    # loop at 233 (every 10 s from the scale-up) finds b unneeded; it goes at the first loop with
-    # 233 + 600 strictly before now, t = 843 (the scale-up's 600 s cool-down ended at 613). Then
-    # it draws its 5 W standby.
+@pytest.mark.parametrize(("recheck_s", "gone_at"), [(300.0, 1_043.0), (0.0, 843.0)])
+def test_scale_down_after_the_unneeded_time(recheck_s, gone_at):
+    # pod 1 keeps a busy until 1,200 s; b boots for pod 0 at 13 (ready 133, empty from 233).
+    # While pod 0 runs, b is at the 0.5 threshold but pod 0 fits nowhere else: the removal
+    # simulation refuses b at 133, and cluster-autoscaler does not consider it again for
+    # --unremovable-node-recheck-timeout (planner.go categorizeNodes AddTimeout; eligibility.go
+    # IsRecent): with the shipped 300 s, not before 433, when it is empty and unneeded from; it
+    # goes at the first loop (every 10 s from the scale-up) with 433 + 600 strictly before now,
+    # t = 1,043. With no recheck timeout the loop at 233 finds it unneeded: gone at 843 (the
+    # scale-up's 600 s cool-down ended at 613). Then it draws its 5 W standby.
     nodes = [node("a-0", "a", 1, min_count=1), node("b-0", "b", 4, standby=5.0)]
-    pods = [pod(0, 3, 100, usage=2, request=2), pod(1, 0, 1_000, usage=0.5, request=0.5)]
-    result = simulate(nodes, pods)
-    assert result.scale_downs == 1 and result.end_s == 1_000.0
-    b = 5 * 13 + 6_000 + 150 * 100 + 100 * (843 - 233) + 5 * (1_000 - 843)
+    pods = [pod(0, 3, 100, usage=2, request=2), pod(1, 0, 1_200, usage=0.5, request=0.5)]
+    model = AutoscalerModel(boot_seconds=120.0, boot_joules=6_000.0, unremovable_recheck_s=recheck_s)
+    result = simulate(nodes, pods, model=model)
+    assert result.scale_downs == 1 and result.end_s == 1_200.0
+    b = 5 * 13 + 6_000 + 150 * 100 + 100 * (gone_at - 233) + 5 * (1_200 - gone_at)
     assert result.node_energy_joules["b-0"] == pytest.approx(b)
-    assert result.node_energy_joules["a-0"] == pytest.approx(150.0 * 1_000)
-    assert (843.0, 150.0 + 5.0) in result.timeline
+    assert result.node_energy_joules["a-0"] == pytest.approx(150.0 * 1_200)
+    assert (gone_at, 150.0 + 5.0) in result.timeline
 
 
 def test_min_count_nodes_never_power_off():

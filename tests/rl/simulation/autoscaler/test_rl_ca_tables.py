@@ -13,6 +13,7 @@ from rl.simulation.autoscaler.scaledown import (
     CA_COMMIT,
     crop_to_budgets,
     node_utilization,
+    still_unremovable,
     within_min_sizes,
 )
 from rl.simulation.autoscaler.scan import ScaleUpOption, least_waste_score, make_expander
@@ -192,3 +193,26 @@ def test_removable_at_min_size_table(empty, drain, min_size, target, ongoing, wa
     nodes = [("ng", min_size)] * (empty + drain)
     allowed = within_min_sizes(nodes, Counter(ng=target), Counter(ng=ongoing))
     assert sum(allowed[:empty]) == want_empty and sum(allowed[empty:]) == want_drain
+
+
+# core/scaledown/unremovable/nodes_test.go: its instants as offsets from updateTime (ms).
+BEFORE_UPDATE, UPDATE, AFTER_UPDATE = -1.111, 0.0, 1.111
+
+
+@pytest.mark.parametrize(
+    ("unremovable", "nodes", "want"),
+    [
+        # core/scaledown/unremovable/nodes_test.go TestUpdate
+        ({}, (), 0),  # "empty"
+        ({"n1": BEFORE_UPDATE, "n2": AFTER_UPDATE}, ("n1", "n2"), 1),  # "one removed via ttl"
+        ({"n1": AFTER_UPDATE, "n2": AFTER_UPDATE}, ("n2",), 1),  # "one missing from cluster"
+        ({"n1": AFTER_UPDATE, "n2": AFTER_UPDATE}, ("n1", "n2"), 2),  # "all stay"
+    ],
+)
+def test_unremovable_update_table(unremovable, nodes, want):
+    assert len(still_unremovable(unremovable, set(nodes), UPDATE)) == want
+
+
+def test_unremovable_update_drops_a_timeout_at_the_update_instant():
+    # nodes.go Update keeps a node while `ttl.After(timestamp)`: one due exactly now is rechecked
+    assert still_unremovable({"n1": UPDATE, "n2": AFTER_UPDATE}, {"n1", "n2"}, UPDATE) == {"n2": AFTER_UPDATE}

@@ -155,24 +155,34 @@ def web_cluster() -> tuple[list[NodeSpec], list[PodSpec], dict[int, str]]:
 
 
 @pytest.mark.parametrize(
-    ("pdbs", "startup", "second_gone_at"),
+    ("pdbs", "startup", "recheck_s", "second_gone_at"),
     [
         # No PDB: both unneeded since 0; one drain at a time (max-drain-parallelism 1): b-0 at
         # 610, b-1 at the next scan.
-        ((), 10.0, 620.0),
-        # max_unavailable 1: the planner's budget lets only b-0 be unneeded (b-1: NotEnoughPdb).
-        # b-0 goes at 610; its pod's replacement is Ready at 610 + startup; then the PDB has
-        # room again, b-1 is unneeded from the first scan at or after that, and goes 600 s on.
-        ((PdbSpec("web", max_unavailable=1),), 10.0, 1_230.0),
-        ((PdbSpec("web", max_unavailable=1),), 100.0, 1_320.0),
+        ((), 10.0, 300.0, 620.0),
+        # max_unavailable 1: the planner's budget lets only b-0 be removable; b-1 is refused
+        # (NotEnoughPdb) and, as cluster-autoscaler ships, not considered again for 300 s
+        # (planner.go categorizeNodes AddTimeout, eligibility.go IsRecent): refused at 0, 300 and
+        # 600 (b-0, still removable, holds the budget until it goes at 610); at 900 the
+        # replacement (Ready at 610 + startup) has given the PDB its room back: b-1 is unneeded
+        # from 900 and goes at the first scan with 900 + 600 strictly before now, 1,510.
+        ((PdbSpec("web", max_unavailable=1),), 10.0, 300.0, 1_510.0),
+        ((PdbSpec("web", max_unavailable=1),), 100.0, 300.0, 1_510.0),
+        # A replacement still starting at 900 (Ready at 1,010): refused again, unneeded from 1,200.
+        ((PdbSpec("web", max_unavailable=1),), 400.0, 300.0, 1_810.0),
         # min_available "50%" of 2 pods = 1: the same room as max_unavailable 1.
-        ((PdbSpec("web", min_available="50%"),), 100.0, 1_320.0),
+        ((PdbSpec("web", min_available="50%"),), 400.0, 300.0, 1_810.0),
+        # Without the recheck timeout b-1 is unneeded from the first scan at or after the
+        # replacement is Ready, and goes 600 s on.
+        ((PdbSpec("web", max_unavailable=1),), 10.0, 0.0, 1_230.0),
+        ((PdbSpec("web", max_unavailable=1),), 100.0, 0.0, 1_320.0),
     ],
 )
-def test_a_pdb_without_room_blocks_until_the_replacement_is_ready(pdbs, startup, second_gone_at):
+def test_a_pdb_without_room_blocks_until_the_replacement_is_ready(pdbs, startup, recheck_s, second_gone_at):
     nodes, pods, pins = web_cluster()
     pins_with_replacements = dict(pins)
-    sim, result = run(nodes, pods, pins_with_replacements, pdbs=pdbs, startup=startup)
+    model = AutoscalerModel(boot_seconds=120.0, boot_joules=0.0, unremovable_recheck_s=recheck_s)
+    sim, result = run(nodes, pods, pins_with_replacements, model=model, pdbs=pdbs, startup=startup)
     assert result.scale_downs == 2 and result.evictions == 2
     assert all(o.node == "a-0" for o in result.outcomes)
     # b-0 drew 125 W until 610, b-1 until it went.
