@@ -157,7 +157,8 @@ class GatePlan:
             f"{'ignored' if a.ignore_daemonsets_utilization else 'counted'}), delay after add "
             f"{a.delay_after_add_s:g} s, after delete {a.delay_after_delete_s:g} s, after failure "
             f"{a.delay_after_failure_s:g} s, up to {a.max_scale_down_parallelism} empty nodes at once, "
-            f"{a.max_drain_parallelism} drain at a time through the cases' PDBs; DaemonSets on every "
+            f"{a.max_drain_parallelism} drain at a time through the cases' PDBs, a node found unremovable not "
+            f"considered again for {a.unremovable_recheck_s:g} s; DaemonSets on every "
             f"node; telemetry sampled every {telemetry.sample_seconds:g} s, refreshed every "
             f"{telemetry.refresh_seconds:g} s"
         )

@@ -289,5 +289,7 @@ def test_the_recorded_semantics_are_the_rules_the_gate_runs() -> None:
                   f"up to {shipped.max_scale_down_parallelism} empty nodes at once",
                   f"a loop every {shipped.scan_interval_s:g} s, and at once on an unschedulable pod",
                   f"none scaling up for pods under {shipped.new_pod_wait_s:g} s old",
-                  f"{shipped.max_drain_parallelism} drain at a time", "telemetry sampled every 5 s"):
+                  f"{shipped.max_drain_parallelism} drain at a time",
+                  f"not considered again for {shipped.unremovable_recheck_s:g} s",
+                  "telemetry sampled every 5 s"):
         assert words in plan.semantics, (words, plan.semantics)
