@@ -158,6 +158,7 @@ def ca_argv(ca_bin: Path, model: AutoscalerModel, speedup: float, kubeconfig: Pa
              f"--ignore-daemonsets-utilization={str(model.ignore_daemonsets_utilization).lower()}",
              f"--max-scale-down-parallelism={model.max_scale_down_parallelism}",
              f"--max-drain-parallelism={model.max_drain_parallelism}",
+             f"--max-bulk-soft-taint-count={model.max_bulk_soft_taint_count}",
              # loop/trigger.go: a loop at once after a productive one and on an unschedulable pod
              f"--frequent-loops-enabled={str(model.frequent_loops_enabled).lower()}"]
     return argv

@@ -32,6 +32,9 @@ _SETTINGS: tuple[tuple[str, str, type, str], ...] = (
     ("--unremovable-node-recheck-timeout", "unremovable_recheck_s", float,
      "a node found unremovable (a PDB without room, pods with nowhere to go) is not "
      "considered again for this long (s)"),
+    ("--max-bulk-soft-taint-count", "max_bulk_soft_taint_count", int,
+     "most nodes a loop soft-taints as unneeded (DeletionCandidateOfClusterAutoscaler, "
+     "PreferNoSchedule: the scheduler places pods elsewhere) or untaints; 0: none"),
 )
 
 
@@ -85,7 +88,7 @@ def add_options(bench: argparse.ArgumentParser) -> None:
         "--old-autoscaler-defaults", action="store_true",
         help="ABLATION: cluster-autoscaler as this project first modelled it — random "
         "expander, only empty nodes scaled down, no scale-down cool-downs, a loop every scan "
-        "interval only (options above still override)",
+        "interval only, no soft taint on unneeded nodes (options above still override)",
     )
     bench.add_argument(
         "--pdbs", metavar="FILE",

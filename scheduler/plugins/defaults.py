@@ -7,11 +7,12 @@ NodeResourcesBalancedAllocation (1). Not implemented: InterPodAffinity, ImageLoc
 VolumeBinding (they score every node alike on clusters without the affinities, images and
 volumes they read), and PodTopologySpread — which is *not* neutral everywhere: with no
 constraints of its own, a pod of a ReplicaSet, StatefulSet, ReplicationController or Service
-gets kube-scheduler's system defaults, ScheduleAnyway with maxSkew 3 per zone and 5 per
-hostname (kubernetes v1.36.3 pkg/scheduler/framework/plugins/podtopologyspread/plugin.go,
-`systemDefaultConstraints`), so the real scheduler spreads such pods a little where this model
-does not. A known gap of the simulator (docs: the benchmark on real Kubernetes); bare pods, as
-the on-cluster replay creates, are not affected.
+gets kube-scheduler's system defaults, ScheduleAnyway with maxSkew 3 per hostname and 5 per
+zone (kubernetes v1.36.3 pkg/scheduler/framework/plugins/podtopologyspread/plugin.go,
+`systemDefaultConstraints`), so the real scheduler spreads such pods where this model does not.
+A known gap of the simulator (docs: the benchmark on real Kubernetes): bare pods are not
+affected, but the autoscaled on-cluster replay gives owned pods their ReplicaSets and
+StatefulSets (rl/evaluation/owners.py), whose selectors kube-scheduler finds.
 """
 
 from __future__ import annotations

@@ -19,7 +19,14 @@ import time
 from pathlib import Path
 
 from common.curves import PowerCurve
-from rl.cluster.controlplane import REPLAYED_CONTROLLERS, ClusterOptions, create_nodes, down, up, wait_nodes_ready
+from rl.cluster.controlplane import (
+    REPLAYED_CONTROLLERS,
+    ClusterOptions,
+    create_nodes,
+    down,
+    up,
+    wait_nodes_ready,
+)
 from rl.evaluation.owners import Workloads, object_name
 from rl.evaluation.replay import Recording, replay
 from rl.simulation.engine.workloads import WorkloadModel

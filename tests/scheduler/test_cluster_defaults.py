@@ -33,7 +33,7 @@ SETTINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"graceful_termination"), "MAX_GRACEFUL_TERMINATION_S"),
     (re.compile(r"node_deletion_delay"), "NODE_DELETION_DELAY_TIMEOUT_S"),
     (re.compile(r"new_pod_wait"), "NEW_POD_WAIT_S"),
-    (re.compile(r"unremovable"), "UNREMOVABLE_NODE_RECHECK_S"),
+    (re.compile(r"unremovable|recheck"), "UNREMOVABLE_NODE_RECHECK_S"),
 )
 
 

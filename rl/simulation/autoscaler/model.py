@@ -48,6 +48,9 @@ class AutoscalerModel:
     # --frequent-loops-enabled: a loop at once after a productive one or on an unschedulable
     # pod (rl/simulation/autoscaler/trigger.py); False: one every scan interval
     frequent_loops_enabled: bool = True
+    # --max-bulk-soft-taint-count: most nodes a loop puts the DeletionCandidate soft taint on or
+    # takes it off (rl/simulation/autoscaler/softtaint.py); 0: no soft taint
+    max_bulk_soft_taint_count: int = 10
     # no scale-up while every Pending pod to help is younger than this (static_autoscaler.go
     # unschedulablePodTimeBuffer: 2 s of wall clock, a constant; rl/simulation/autoscaler/trigger.py)
     new_pod_wait_s: float = NEW_POD_WAIT_S
@@ -68,6 +71,8 @@ class AutoscalerModel:
             raise ValueError("the scale-down utilization threshold must be in [0, 1]")
         if self.max_scale_down_parallelism < 1 or self.max_drain_parallelism < 1:
             raise ValueError("the scale-down parallelism limits must be >= 1")
+        if self.max_bulk_soft_taint_count < 0:
+            raise ValueError("the soft-taint count must be >= 0")
         if self.expander not in EXPANDERS:
             raise ValueError(f"unknown expander {self.expander!r}; known: {', '.join(EXPANDERS)}")
 
@@ -78,8 +83,9 @@ def old_defaults(model: AutoscalerModel) -> AutoscalerModel:
     ABLATION: the autoscaler of this project before issue 22 (and, for the expander, of clusters
     before kubernetes/autoscaler PR #7631): random expander, only empty nodes scaled down, no
     scale-down cool-downs, a loop every scan interval only (no frequent loops: the simulator
-    before the loop trigger; cluster-autoscaler before `--frequent-loops-enabled`). The wait for
-    new pods stays: cluster-autoscaler has had it in every version."""
+    before the loop trigger; cluster-autoscaler before `--frequent-loops-enabled`), no soft
+    taint on unneeded nodes (the simulator before it modelled one). The wait for new pods stays:
+    cluster-autoscaler has had it in every version."""
     return replace(
         model,
         expander="random",
@@ -87,5 +93,6 @@ def old_defaults(model: AutoscalerModel) -> AutoscalerModel:
         delay_after_add_s=0.0,
         delay_after_failure_s=0.0,
         frequent_loops_enabled=False,
+        max_bulk_soft_taint_count=0,
     )
 

@@ -52,6 +52,9 @@ and FAQ.md ("How does scale-down work?") at 55c37cd5eb550756c5ccc5a89e9068d77797
    are retried every DefaultEvictionRetryTime (10 s; here at the scans) while before
    --max-pod-eviction-time, after which the drain fails and the node is untainted and stays.
    The node is deleted when its pods are gone; an empty node at once.
+9. Soft taint — rl/simulation/autoscaler/softtaint.py: after each loop's planner (and deletions)
+   the unneeded nodes carry DeletionCandidateOfClusterAutoscaler (PreferNoSchedule), the others
+   not, and the scheduler places new pods elsewhere while another node fits them.
 
 Simplifications: a deletion takes no time (no node-delete-delay-after-taint, pods terminate at
 once); the deletions a loop started still count as in progress for the loops at the same instant
@@ -73,6 +76,7 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from rl.simulation.autoscaler.softtaint import update_soft_taints
 from rl.simulation.engine.node import OFF, ON, ClusterAPI
 from rl.simulation.engine.workloads import blocking_reason, is_daemonset_pod
 from scheduler.domain.filters import filter_nodes
@@ -179,15 +183,16 @@ class ScaleDown:
     def scan(self, scaled_up: bool, deletions: bool = True) -> bool:
         """The loop's scale-down: drains go on, the planner runs, and unless in a cool-down (or
         `deletions` is off: the loop waits for new pods, rl/simulation/autoscaler/trigger.py)
-        deletions start. Whether one started (CA's `ScaleDownNodeDeleteStarted`)."""
+        deletions start; then the unneeded nodes are soft-tainted (softtaint.py). Whether a
+        deletion started (CA's `ScaleDownNodeDeleteStarted`)."""
         now = self.sim.now
         if scaled_up:
             self.last_scale_up_s = now
         self._continue_drains(now)
         self._plan(now)
-        if deletions and not self.in_cooldown(now):
-            return self._actuate(now)
-        return False
+        started = deletions and not self.in_cooldown(now) and self._actuate(now)
+        update_soft_taints(self.sim, self.unneeded_since, self.model.max_bulk_soft_taint_count)
+        return started
 
     def in_cooldown(self, now: float) -> bool:
         m = self.model

@@ -155,3 +155,10 @@ class ClusterActions:
         and cluster-autoscaler may still remove it (the rebalancer's taint on a node it empties).
         Powering off takes it off."""
         node.tainted = on and node.state == ON
+
+    def soft_taint(self, node: SimNode, on: bool) -> None:
+        """Put on (or take off) cluster-autoscaler's DeletionCandidate taint (PreferNoSchedule,
+        rl/simulation/engine/node.py `DELETION_CANDIDATE`): the scheduler's TaintToleration
+        scores the node below every node without it; nothing is filtered. Powering off takes it
+        off."""
+        node.deletion_candidate = on and node.state == ON

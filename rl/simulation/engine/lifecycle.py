@@ -170,6 +170,7 @@ class NodeLifecycle:
         node.state = OFF
         node.deleting = False
         node.tainted = False
+        node.deletion_candidate = False
         node.version += 1
         if node.daemon_pods:
             node.requested = node.requested - s.daemon_requests

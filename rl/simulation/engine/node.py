@@ -3,7 +3,7 @@
 The simulation (rl/simulation/engine/simulator.py) owns its `SimNode`s and changes them; the
 autoscaler, scale-down, controllers and policies read them (`Simulation.nodes`) and act on
 them only through the simulation's actions (`Simulation.actions`,
-rl/simulation/engine/actions.py: `boot`, `evict`, `request_eviction`, `remove_node`, `taint`).
+rl/simulation/engine/actions.py: `boot`, `evict`, `request_eviction`, `remove_node`, `taint`, `soft_taint`).
 `ClusterAPI` is that API as the autoscaler (rl/simulation/autoscaler/scan.py, scaledown.py)
 uses it, and `ScaleLoop` what the engine drives of the autoscaler: each side works against a
 protocol, never against the other's classes, so the autoscaler sits above the engine that
@@ -13,17 +13,22 @@ clocks it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from rl.simulation.traces.scenario import NodeSpec
-from scheduler.domain.model import NodeInfo, PodInfo, Resources
+from scheduler.cluster.node_workload import SCALE_DOWN_CANDIDATE_TAINT
+from scheduler.domain.model import NodeInfo, PodInfo, Resources, Taint
 
 if TYPE_CHECKING:
     import random
 
     from rl.simulation.engine.workloads import PodLedger
     from rl.simulation.traces.scenario import DaemonSetSpec, PodSpec
+
+# cluster-autoscaler's soft taint on the nodes it finds unneeded (utils/taints/taints.go
+# `MarkDeletionCandidate`: DeletionCandidateOfClusterAutoscaler, PreferNoSchedule).
+DELETION_CANDIDATE = Taint(SCALE_DOWN_CANDIDATE_TAINT, effect="PreferNoSchedule")
 
 # A node's power state.
 ON = "on"
@@ -68,12 +73,25 @@ class SimNode:
     boots: int = 0
     deleting: bool = False  # cluster-autoscaler drains it (ToBeDeleted taint: no new pods)
     tainted: bool = False  # a NoSchedule taint of another controller (the energy rebalancer's)
+    deletion_candidate: bool = False  # cluster-autoscaler's soft taint (DELETION_CANDIDATE)
+    _candidate_info: NodeInfo | None = field(default=None, repr=False)
     empty_since_s: float = 0.0  # when its last non-DaemonSet pod left (or it became ready)
     ready_since_s: float = 0.0  # when it last became ready (feature schema v2)
 
     @property
     def cores(self) -> float:
         return self.spec.cpu_cores
+
+    @property
+    def scheduling_info(self) -> NodeInfo:
+        """The node as the scheduler sees it: its info, with cluster-autoscaler's soft taint
+        while it has it (one object per node and taint state, as the scheduler's cache keeps
+        a node's spec until it changes)."""
+        if not self.deletion_candidate:
+            return self.info
+        if self._candidate_info is None:
+            self._candidate_info = replace(self.info, taints=(*self.info.taints, DELETION_CANDIDATE))
+        return self._candidate_info
 
     @property
     def rate(self) -> float:
@@ -136,6 +154,8 @@ class ClusterAPI(Protocol):
     def request_eviction(self, node: SimNode, index: int) -> bool: ...
 
     def remove_node(self, node: SimNode) -> None: ...
+
+    def soft_taint(self, node: SimNode, on: bool) -> None: ...
 
 
 class ScaleLoop(Protocol):

@@ -28,7 +28,7 @@ class SchedulerView:
             node.placed_at, s.infos, node.pending_cpu_cores,
         )
         return NodeState(
-            info=node.info,
+            info=node.scheduling_info,
             requested=node.requested,
             telemetry=telemetry,
             cpu_since_sample_cores=since,

@@ -35,7 +35,7 @@ from rl.simulation.traces.scenario import (
 )
 from scheduler.config.build import build_energy_plugin, build_profile
 from scheduler.config.parse import config_from_dict
-from scheduler.domain.model import NodeState
+from scheduler.domain.model import NodeInfo, NodeState
 from scheduler.standalone.loop import StandaloneScheduler
 from scheduler.standalone.settings import StandaloneConfig
 from tests.helpers.standalone_harness import StaticTelemetry
@@ -47,6 +47,17 @@ def _timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
 
 
+def _node_object(info: NodeInfo) -> dict[str, Any]:
+    return node(
+        info.name,
+        cpu=f"{info.allocatable.cpu_millicores}m",
+        memory=str(info.allocatable.memory_bytes),
+        pods=str(info.allocatable.pods),
+        labels=dict(info.labels),
+        taints=[{"key": t.key, "value": t.value, "effect": t.effect} for t in info.taints],
+    )
+
+
 @dataclass
 class CacheMirror:
     """Feeds a StandaloneScheduler the simulated cluster through its watch handlers."""
@@ -55,6 +66,7 @@ class CacheMirror:
     sim: Simulation
     nodes: list[str] = field(default_factory=list)
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → object
+    infos: dict[str, NodeInfo] = field(default_factory=dict)  # name → the info last sent
 
     def _wanted_pods(self) -> dict[str, dict[str, Any]]:
         wanted = {}
@@ -90,18 +102,13 @@ class CacheMirror:
                 self.scheduler.on_node_event("DELETED", {"metadata": {"name": name}})
             self.pods = {}
             for state in candidates:
-                info = state.info
-                self.scheduler.on_node_event(
-                    "ADDED",
-                    node(
-                        info.name,
-                        cpu=f"{info.allocatable.cpu_millicores}m",
-                        memory=str(info.allocatable.memory_bytes),
-                        pods=str(info.allocatable.pods),
-                        labels=dict(info.labels),
-                    ),
-                )
+                self.scheduler.on_node_event("ADDED", _node_object(state.info))
+                self.infos[state.info.name] = state.info
             self.nodes = names
+        for state in candidates:  # a taint put on or taken off (cluster-autoscaler's soft taint)
+            if self.infos[state.info.name] is not state.info:
+                self.scheduler.on_node_event("MODIFIED", _node_object(state.info))
+                self.infos[state.info.name] = state.info
         wanted = self._wanted_pods()
         for key in set(self.pods) - set(wanted):
             self.scheduler.on_pod_event("DELETED", self.pods.pop(key))
