@@ -148,6 +148,9 @@ class GatePlan:
         assert a is not None and telemetry is not None
         threshold = ("only empty nodes" if a.utilization_threshold is None
                      else f"utilization threshold {a.utilization_threshold:g}")
+        soft_taint = (f", the nodes found unneeded soft-tainted (DeletionCandidateOfClusterAutoscaler, "
+                      f"PreferNoSchedule), up to {a.max_bulk_soft_taint_count} taint changes a loop"
+                      if a.max_bulk_soft_taint_count > 0 else ", no soft taint on unneeded nodes")
         return (
             f"cluster-autoscaler's shipped rules with the {a.expander} expander for every side: "
             f"a loop every {a.scan_interval_s:g} s"
@@ -158,7 +161,8 @@ class GatePlan:
             f"{a.delay_after_add_s:g} s, after delete {a.delay_after_delete_s:g} s, after failure "
             f"{a.delay_after_failure_s:g} s, up to {a.max_scale_down_parallelism} empty nodes at once, "
             f"{a.max_drain_parallelism} drain at a time through the cases' PDBs, a node found unremovable not "
-            f"considered again for {a.unremovable_recheck_s:g} s; DaemonSets on every "
+            f"considered again for {a.unremovable_recheck_s:g} s"
+            f"{soft_taint}; DaemonSets on every "
             f"node; telemetry sampled every {telemetry.sample_seconds:g} s, refreshed every "
             f"{telemetry.refresh_seconds:g} s"
         )

@@ -291,5 +291,7 @@ def test_the_recorded_semantics_are_the_rules_the_gate_runs() -> None:
                   f"none scaling up for pods under {shipped.new_pod_wait_s:g} s old",
                   f"{shipped.max_drain_parallelism} drain at a time",
                   f"not considered again for {shipped.unremovable_recheck_s:g} s",
+                  "the nodes found unneeded soft-tainted (DeletionCandidateOfClusterAutoscaler",
+                  f"up to {shipped.max_bulk_soft_taint_count} taint changes a loop",
                   "telemetry sampled every 5 s"):
         assert words in plan.semantics, (words, plan.semantics)
