@@ -229,18 +229,23 @@ def parse_settings(raw: object) -> ProviderSettings:
     stray = sorted(allow - set(seen))
     if stray:
         raise ConfigError(f"allow: {', '.join(stray)} is in no group")
-    utilization = _number(raw, "reference_utilization", "provider config", 0.5)
+    utilization = _number(raw, "reference_utilization", "provider config", ProviderSettings.reference_utilization)
     if utilization > 1:
         raise ConfigError(f"reference_utilization: between 0 and 1, got {utilization}")
     return ProviderSettings(
         groups=groups, allow=allow, backend=backend, shadow=_flag(raw, "shadow", "provider config"),
-        power_state_deadline_seconds=_number(raw, "power_state_deadline_seconds", "provider config", 120, 1),
-        boot_deadline_seconds=_number(raw, "boot_deadline_seconds", "provider config", 900, 1),
-        graceful_shutdown_seconds=_number(raw, "graceful_shutdown_seconds", "provider config", 300, 0),
+        power_state_deadline_seconds=_number(raw, "power_state_deadline_seconds", "provider config",
+                                             ProviderSettings.power_state_deadline_seconds, 1),
+        boot_deadline_seconds=_number(raw, "boot_deadline_seconds", "provider config",
+                                      ProviderSettings.boot_deadline_seconds, 1),
+        graceful_shutdown_seconds=_number(raw, "graceful_shutdown_seconds", "provider config",
+                                          ProviderSettings.graceful_shutdown_seconds, 0),
         keep_node_object=_flag(raw, "keep_node_object", "provider config"),
-        bmc_timeout_seconds=_number(raw, "bmc_timeout_seconds", "provider config", 10, 0.1),
+        bmc_timeout_seconds=_number(raw, "bmc_timeout_seconds", "provider config",
+                                    ProviderSettings.bmc_timeout_seconds, 0.1),
         reference_utilization=utilization,
-        simulated_boot_seconds=_number(raw, "simulated_boot_seconds", "provider config", 300, 0),
+        simulated_boot_seconds=_number(raw, "simulated_boot_seconds", "provider config",
+                                       ProviderSettings.simulated_boot_seconds, 0),
     )
 
 
