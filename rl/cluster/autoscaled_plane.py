@@ -17,6 +17,7 @@ stopped again."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -44,12 +45,14 @@ def model() -> AutoscalerModel:
 
 
 def check_inputs(ca_bin: Path | None, nodes_file: Path | None) -> tuple[Path, list[NodeSpec]]:
-    """The binary and the nodes to scale; AutoscalerInputError naming what is missing (a bad
-    node file: ScenarioError)."""
+    """The binary and the nodes to scale; AutoscalerInputError naming what is missing or not
+    runnable (a bad node file: ScenarioError)."""
     if ca_bin is None:
         raise AutoscalerInputError(f"--autoscaler needs a cluster-autoscaler binary: {ca.CA_BLOCKED}; {ca.CA_HOW}")
     if not ca_bin.is_file():
         raise AutoscalerInputError(f"--ca-bin {ca_bin}: no such file ({ca.CA_HOW})")
+    if not os.access(ca_bin, os.X_OK):
+        raise AutoscalerInputError(f"--ca-bin {ca_bin}: not executable")
     if nodes_file is None:
         raise AutoscalerInputError("--autoscaler needs --nodes: the node groups cluster-autoscaler scales "
                                    "(each between its min_count and its count)")

@@ -15,7 +15,8 @@ kubejoule-rl cluster down --dir DIR
     stops them all, cluster-autoscaler included (logs stay in DIR/logs).
 
 Exit status: 0; 1 when a component could not start (nothing is left running); 2 on bad input
-(no --bin-dir; --autoscaler without a binary, without --nodes, or --ca-bin naming no file)."""
+(no --bin-dir; --autoscaler without a binary, without --nodes, or --ca-bin naming no executable
+file)."""
 
 from __future__ import annotations
 

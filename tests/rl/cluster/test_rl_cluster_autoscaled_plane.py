@@ -62,10 +62,14 @@ def test_no_binary_says_how_to_get_one_and_why_ci_has_none(tmp_path: Path) -> No
     assert "403" in message and "tools/k8s/build-ca-from-source.sh" in message
 
 
-def test_a_ca_bin_naming_no_file_and_no_node_groups_are_refused(tmp_path: Path) -> None:
+def test_a_ca_bin_naming_no_file_or_no_executable_and_no_node_groups_are_refused(tmp_path: Path) -> None:
     with pytest.raises(AutoscalerInputError, match=r"--ca-bin .*/absent: no such file"):
         check_inputs(tmp_path / "absent", _nodes_file(tmp_path))
     binary = _script(tmp_path / "cluster-autoscaler", HEALTHY)
+    binary.chmod(0o644)
+    with pytest.raises(AutoscalerInputError, match=r"--ca-bin .*/cluster-autoscaler: not executable"):
+        check_inputs(binary, _nodes_file(tmp_path))
+    binary.chmod(0o755)
     with pytest.raises(AutoscalerInputError, match="--autoscaler needs --nodes"):
         check_inputs(binary, None)
     found, nodes = check_inputs(binary, _nodes_file(tmp_path))

@@ -41,6 +41,7 @@ def test_a_ca_bin_naming_no_file_or_no_nodes_is_a_usage_error(
     assert f"--ca-bin {tmp_path / 'nope'}: no such file" in capsys.readouterr().err
     binary = tmp_path / "cluster-autoscaler"
     binary.write_text("")
+    binary.chmod(0o755)
     assert cli.main([*up_args, "--ca-bin", str(binary)]) == 2
     assert "--autoscaler needs --nodes" in capsys.readouterr().err
     assert not (tmp_path / "plane").exists()
