@@ -35,9 +35,9 @@ import yaml
 
 from rl.cluster import kwok
 from rl.cluster.api import Api, ApiError, probe_http
-from rl.cluster.controlplane import Cluster
+from rl.cluster.controlplane import NODES_READY_TIMEOUT_S, Cluster, wait_nodes_ready
 from rl.cluster.pki import Authority
-from rl.cluster.processes import Process, free_port, start, wait_ready
+from rl.cluster.processes import ComponentError, Process, free_port, start, stop, wait_ready
 from rl.simulation.autoscaler.model import AutoscalerModel
 from rl.simulation.traces.scenario import NodeSpec
 from scheduler.domain.cluster_defaults import (
@@ -246,14 +246,33 @@ def install_provider(api: Api, nodes: Sequence[NodeSpec], boot_wall_s: float) ->
         api.request("POST", path, body)
 
 
+def place_groups(api: Api, nodes: Sequence[NodeSpec], boot_wall_s: float, suffix: str = "",
+                 timeout: float = NODES_READY_TIMEOUT_S) -> list[str]:
+    """The groups as cluster-autoscaler's kwok provider sees them: its ConfigMaps
+    (`install_provider`) and the nodes on at t = 0 (`initial_nodes`), schedulable on return;
+    their names."""
+    install_provider(api, nodes, boot_wall_s)
+    initial = initial_nodes(nodes, suffix)
+    for body in initial:
+        api.request("POST", "/api/v1/nodes", body)
+    names = [b["metadata"]["name"] for b in initial]
+    wait_nodes_ready(api, names, timeout)
+    return names
+
+
 def start_autoscaler(cluster: Cluster, argv: Sequence[str], name: str) -> Process:
     """cluster-autoscaler from `argv` (ca_argv: `--address` names its port), ready when its
-    /health-check answers. ComponentError when it exits first (its last log lines)."""
+    /health-check answers. ComponentError when it exits first or is not ready in time (its last
+    log lines; it is stopped then)."""
     port = int(next(a for a in argv if a.startswith("--address=")).rsplit(":", 1)[1])
     env = {**os.environ, "KWOK_PROVIDER_MODE": "local", "POD_NAMESPACE": PROVIDER_NAMESPACE,
            "KUBECONFIG": str(cluster.kubeconfig)}
     process = start(name, argv, cluster.directory / "logs", env=env)
-    wait_ready(process, lambda: probe_http("127.0.0.1", port, "/health-check"), READY_TIMEOUT_S)
+    try:
+        wait_ready(process, lambda: probe_http("127.0.0.1", port, "/health-check"), READY_TIMEOUT_S)
+    except ComponentError:
+        stop(process)
+        raise
     return process
 
 

@@ -7,8 +7,10 @@ for fake nodes and, on request, metrics-server behind the aggregation layer
 (the benchmark's replay stands in for the workload controllers: `REPLAYED_CONTROLLERS`).
 
 Everything lives in one directory: certificates, kubeconfigs, etcd's data, each component's log
-(`logs/<name>.log`) and `cluster.json` (what runs, for `down`). Ports are the kernel's free picks;
-a component that loses its port to a race is started again on another."""
+(`logs/<name>.log`) and `cluster.json` (what runs, for `down`; a component started beside them,
+such as cluster-autoscaler by rl/cluster/autoscaled_plane.py, is added with `add_process`). Ports
+are the kernel's free picks; a component that loses its port to a race is started again on
+another."""
 
 from __future__ import annotations
 
@@ -58,7 +60,6 @@ class ClusterOptions:
     bin_dir: Path
     nodes_file: Path | None = None
     scheduler_config: Path | None = None
-    autoscaler: bool = False
     ready_timeout_s: float = READY_TIMEOUT_S
     metrics_server: bool = False  # off by default: it adds a process and 10 s scrapes
     # kube-controller-manager's controllers to leave off (names as its --controllers lists them):
@@ -174,12 +175,6 @@ def up(options: ClusterOptions, progress: Callable[[str], None] = lambda _m: Non
     if missing:
         raise ClusterError(
             f"no {', '.join(missing)} in {options.bin_dir}: build the components first (`make k8s-tools`)"
-        )
-    if options.autoscaler:
-        raise ClusterError(
-            "--autoscaler: cluster-autoscaler cannot be built here: the Go module proxy refuses "
-            "k8s.io/autoscaler/cluster-autoscaler at every version (403 'This module version is not "
-            "available'); see docs/how-to/real-kubernetes.md"
         )
     specs: list[NodeSpec] = load_node_groups(options.nodes_file) if options.nodes_file else []
     directory = options.directory.resolve()
@@ -378,6 +373,13 @@ def wait_nodes_ready(api: Api, names: Sequence[str], timeout: float) -> None:
         if time.monotonic() > deadline:
             raise ClusterError(f"KWOK nodes not Ready after {timeout:g} s: {sorted(waiting)[:5]}")
         time.sleep(0.3)
+
+
+def add_process(cluster: Cluster, process: Process) -> None:
+    """Make `process` one of the cluster's (a component started beside `up`'s, such as
+    cluster-autoscaler) and record it in the state file: `down` stops it too."""
+    cluster.processes[process.name] = process
+    _save(cluster)
 
 
 def _save(cluster: Cluster) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rl.cluster import autoscaler as ca
 from rl.cluster.api import Api, ApiError
-from rl.cluster.controlplane import NODES_READY_TIMEOUT_S, Cluster, wait_nodes_ready
+from rl.cluster.controlplane import Cluster
 from rl.cluster.processes import ComponentError, Process, free_port, log_tail, stop
 from rl.evaluation.benchmark import BenchmarkPlan, RunTask
 from rl.evaluation.node_watch import NodeWatch
@@ -75,13 +75,7 @@ def prepare_nodes(api: Api, nodes: Sequence[NodeSpec], boot_wall_s: float, suffi
     """The provider's ConfigMaps and the groups' initial nodes (names ending in `suffix`), Ready,
     nothing else; their names."""
     _delete_group_nodes(api)
-    ca.install_provider(api, nodes, boot_wall_s)
-    initial = ca.initial_nodes(nodes, suffix)
-    for body in initial:
-        api.request("POST", "/api/v1/nodes", body)
-    names = [b["metadata"]["name"] for b in initial]
-    wait_nodes_ready(api, names, NODES_READY_TIMEOUT_S)
-    return names
+    return ca.place_groups(api, nodes, boot_wall_s, suffix)
 
 
 def run_autoscaled(cluster: Cluster, bin_dir: Path, ca_bin: Path, plan: BenchmarkPlan, task: RunTask,

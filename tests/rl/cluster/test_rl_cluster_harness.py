@@ -160,15 +160,6 @@ def test_only_the_benchmarks_plane_leaves_the_workload_controllers_off(tmp_path:
         seen[0].disabled_controllers)
 
 
-def test_up_with_the_autoscaler_says_why_it_cannot(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name in controlplane.BINARIES:
-        (bin_dir / name).write_text("")
-    with pytest.raises(ClusterError, match="cluster-autoscaler cannot be built.*403"):
-        controlplane.up(ClusterOptions(tmp_path / "c", bin_dir, autoscaler=True))
-
-
 def test_the_cli_asks_for_the_binaries_and_refuses_a_directory_with_no_cluster(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
