@@ -23,12 +23,8 @@ where the simulator did three, sooner; load average 4–7) (docs/how-to/real-kub
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
-
-from rl.cluster.autoscaler import CA_BIN_ENV, CA_BLOCKED
 from rl.evaluation.benchmark import plan_benchmark, run_plan
 from rl.evaluation.fidelity import as_run_on_cluster
 from rl.evaluation.on_cluster import run_on_cluster
@@ -59,15 +55,6 @@ def _trace() -> list[PodSpec]:
     second = [(1200.0 + 40.0 * i, 1.0 + (i % 2)) for i in range(6)]
     return [PodSpec(i, t, 360.0 + 20.0 * (i % 4), cpu, cpu, round(0.8 * cpu, 3))
             for i, (t, cpu) in enumerate(first + second)]
-
-
-@pytest.fixture(scope="module")
-def ca_bin() -> Path:
-    given = os.environ.get(CA_BIN_ENV)
-    if not given or not Path(given).is_file():
-        pytest.skip(f"no cluster-autoscaler (${CA_BIN_ENV} unset or missing): {CA_BLOCKED}; CI cannot build it — "
-                    "build one from GitHub's source with tools/k8s/build-ca-from-source.sh")
-    return Path(given)
 
 
 def _pct(cluster: float, sim: float) -> float:

@@ -22,12 +22,10 @@ cluster-autoscaler's loop trigger; not measured again on this trace since)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from rl.cluster.autoscaler import CA_BIN_ENV, CA_BLOCKED
 from rl.evaluation.benchmark import plan_benchmark, run_plan
 from rl.evaluation.fidelity import as_run_on_cluster
 from rl.evaluation.on_cluster import run_on_cluster
@@ -41,15 +39,6 @@ ENERGY_TOLERANCE_PCT = 40.0
 SPEEDUP = 30.0
 STARTUP_S = 10.0
 DAEMONSETS = (DaemonSetSpec("agent", cpu_request=0.1, cpu_usage=0.02, mem_request_gib=0.1),)
-
-
-@pytest.fixture(scope="module")
-def ca_bin() -> Path:
-    given = os.environ.get(CA_BIN_ENV)
-    if not given or not Path(given).is_file():
-        pytest.skip(f"no cluster-autoscaler (${CA_BIN_ENV} unset or missing): {CA_BLOCKED}; CI cannot build it — "
-                    "build one from GitHub's source with tools/k8s/build-ca-from-source.sh")
-    return Path(given)
 
 
 def _pct(cluster: float, sim: float) -> float:

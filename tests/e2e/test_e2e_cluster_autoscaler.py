@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from rl.cluster.api import Api
-from rl.cluster.autoscaler import CA_BIN_ENV, CA_BLOCKED
 from rl.cluster.controlplane import load
 from rl.cluster.kwok import GROUP_LABEL
 from tests.helpers.e2e_cluster import eventually, leftover_processes
@@ -33,15 +32,6 @@ NODES = (
 )
 SCALE_UP_TIMEOUT_S = 90.0  # its scan (10 s), the new pod's 2 s, the provider's node
 BIND_TIMEOUT_S = 240.0  # the boot (120 s), the not-ready taint's removal, the scheduler's retry
-
-
-@pytest.fixture(scope="module")
-def ca_bin() -> Path:
-    given = os.environ.get(CA_BIN_ENV)
-    if not given or not Path(given).is_file():
-        pytest.skip(f"no cluster-autoscaler (${CA_BIN_ENV} unset or missing): {CA_BLOCKED}; CI cannot build it — "
-                    "build one from GitHub's source with tools/k8s/build-ca-from-source.sh")
-    return Path(given)
 
 
 def _pod(name: str, cpu: str) -> dict[str, Any]:
