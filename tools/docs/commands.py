@@ -25,7 +25,7 @@ PROGRAMS: Mapping[str, str] = {
 # Environment variables some defaults are read from: the page shows the default without them.
 # Everything else stays, so a default read from another variable still shows (and the test comparing
 # a fresh page with the committed one says so).
-DEFAULT_ENV = ("KUBEJOULE_K8S_BIN", "POD_NAMESPACE", "NODE_NAME")
+DEFAULT_ENV = ("KUBEJOULE_K8S_BIN", "KUBEJOULE_CA_BIN", "POD_NAMESPACE", "NODE_NAME")
 TYPE_NAMES = {
     "int": "integer", "float": "number", "str": "text", "Path": "path", "positive_float": "number > 0",
     "non_negative_float": "number ≥ 0", "fraction": "number from 0 to 1",

@@ -42,7 +42,10 @@ def test_the_autoscaler_is_refused_naming_the_403() -> None:
     check_static(ClusterModel(), [], ["default", "mostallocated", "kubejoule", "default+extender:5"])
 
 
-def test_the_cli_refuses_autoscaler_and_expanders_on_the_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_refuses_autoscaler_and_expanders_on_the_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBEJOULE_CA_BIN", raising=False)  # without a binary (as in CI), whatever this shell has
     for extra in (["--autoscaler"], ["--policies", "default@least-waste"]):
         args = parse_args(["--scenario", "homogeneous", "--on-cluster", "--out", str(tmp_path / "o.json"), *extra])
         assert command(args) == 2
